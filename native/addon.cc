@@ -1,0 +1,15 @@
+// Module registration only: each area of the addon adds its own functions and classes.
+#include <napi.h>
+
+#include "runtime/runtime.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  comlrl::InitRuntime(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(comlrl, Init)

@@ -1,0 +1,206 @@
+#include "bridge.h"
+
+namespace comlrl {
+
+std::string ShortMessage(const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    std::string message = torch_error->what_without_backtrace();
+    // libtorch appends "Exception raised from ..." on some paths; the first lines carry the meaning.
+    const auto raised = message.find("\nException raised from");
+    if (raised != std::string::npos) message.resize(raised);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    return message;
+  }
+  return error.what();
+}
+
+Napi::Error TorchError(Napi::Env env, const std::string& message) {
+  Napi::Error error = Napi::Error::New(env, message);
+  error.Set("name", Napi::String::New(env, "TorchError"));
+  return error;
+}
+
+Napi::Value Guard(const Napi::CallbackInfo& info, const std::function<Napi::Value()>& fn) {
+  try {
+    return fn();
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw TorchError(info.Env(), ShortMessage(error));
+  } catch (...) {
+    throw TorchError(info.Env(), "unknown native error");
+  }
+}
+
+namespace {
+
+class PromiseWorker : public Napi::AsyncWorker {
+ public:
+  PromiseWorker(Napi::Env env, std::function<Resolver()> work)
+      : Napi::AsyncWorker(env, "comlrl:work"), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+ protected:
+  void Execute() override {
+    try {
+      // OpenMP thread counts are per OS thread: apply torch's configured count to this pool thread too.
+      at::init_num_threads();
+      resolver_ = work_();
+    } catch (const std::exception& error) {
+      SetError(ShortMessage(error));
+    } catch (...) {
+      SetError("unknown native error");
+    }
+    work_ = nullptr;  // release captured state on the worker thread's side as soon as it is done
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    try {
+      deferred_.Resolve(resolver_ ? resolver_(env) : env.Undefined());
+    } catch (const Napi::Error& error) {
+      deferred_.Reject(error.Value());
+    } catch (const std::exception& error) {
+      deferred_.Reject(TorchError(env, ShortMessage(error)).Value());
+    }
+    resolver_ = nullptr;
+  }
+
+  void OnError(const Napi::Error& error) override {
+    deferred_.Reject(TorchError(Env(), error.Message()).Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::function<Resolver()> work_;
+  Resolver resolver_;
+};
+
+}  // namespace
+
+Napi::Promise RunAsync(Napi::Env env, std::function<Resolver()> work) {
+  auto* worker = new PromiseWorker(env, std::move(work));
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}
+
+Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t index, const char* name) {
+  if (info.Length() <= index || !info[index].IsObject()) throw ArgumentError(std::string(name) + " must be an object");
+  return info[index].As<Napi::Object>();
+}
+
+std::string StringField(const Napi::Object& object, const char* field) {
+  Napi::Value value = object.Get(field);
+  if (!value.IsString()) throw ArgumentError(std::string(field) + " must be a string");
+  return value.As<Napi::String>().Utf8Value();
+}
+
+double NumberField(const Napi::Object& object, const char* field) {
+  Napi::Value value = object.Get(field);
+  if (!value.IsNumber()) throw ArgumentError(std::string(field) + " must be a number");
+  return value.As<Napi::Number>().DoubleValue();
+}
+
+double NumberFieldOr(const Napi::Object& object, const char* field, double fallback) {
+  Napi::Value value = object.Get(field);
+  if (value.IsUndefined() || value.IsNull()) return fallback;
+  return NumberField(object, field);
+}
+
+bool BoolFieldOr(const Napi::Object& object, const char* field, bool fallback) {
+  Napi::Value value = object.Get(field);
+  if (value.IsUndefined() || value.IsNull()) return fallback;
+  if (!value.IsBoolean()) throw ArgumentError(std::string(field) + " must be a boolean");
+  return value.As<Napi::Boolean>().Value();
+}
+
+std::vector<int64_t> IntListField(const Napi::Object& object, const char* field) {
+  Napi::Value value = object.Get(field);
+  if (!value.IsArray()) throw ArgumentError(std::string(field) + " must be an array of integers");
+  Napi::Array array = value.As<Napi::Array>();
+  std::vector<int64_t> out(array.Length());
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    Napi::Value item = array.Get(i);
+    if (!item.IsNumber()) throw ArgumentError(std::string(field) + " must be an array of integers");
+    out[i] = item.As<Napi::Number>().Int64Value();
+  }
+  return out;
+}
+
+namespace {
+
+template <typename JsArray, typename T>
+torch::Tensor TypedArrayToTensor(const Napi::Value& value, const char* name, napi_typedarray_type type, torch::Dtype dtype,
+                                 const char* type_name) {
+  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != type) {
+    throw ArgumentError(std::string(name) + " must be a " + type_name);
+  }
+  JsArray array = value.As<JsArray>();
+  torch::Tensor tensor = torch::empty({static_cast<int64_t>(array.ElementLength())}, dtype);
+  if (array.ElementLength() > 0) std::memcpy(tensor.data_ptr<T>(), array.Data(), array.ElementLength() * sizeof(T));
+  return tensor;
+}
+
+}  // namespace
+
+torch::Tensor Int32ArrayToTensor(const Napi::Value& value, const char* name) {
+  return TypedArrayToTensor<Napi::Int32Array, int32_t>(value, name, napi_int32_array, torch::kInt32, "Int32Array");
+}
+
+torch::Tensor Float32ArrayToTensor(const Napi::Value& value, const char* name) {
+  return TypedArrayToTensor<Napi::Float32Array, float>(value, name, napi_float32_array, torch::kFloat32, "Float32Array");
+}
+
+Napi::Float32Array ToFloat32Array(Napi::Env env, const torch::Tensor& tensor) {
+  torch::Tensor flat = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous().reshape({-1});
+  Napi::Float32Array out = Napi::Float32Array::New(env, flat.numel());
+  if (flat.numel() > 0) std::memcpy(out.Data(), flat.data_ptr<float>(), flat.numel() * sizeof(float));
+  return out;
+}
+
+Napi::Int32Array ToInt32Array(Napi::Env env, const torch::Tensor& tensor) {
+  torch::Tensor flat = tensor.detach().to(torch::kCPU, torch::kInt32).contiguous().reshape({-1});
+  Napi::Int32Array out = Napi::Int32Array::New(env, flat.numel());
+  if (flat.numel() > 0) std::memcpy(out.Data(), flat.data_ptr<int32_t>(), flat.numel() * sizeof(int32_t));
+  return out;
+}
+
+Napi::Array ToShapeArray(Napi::Env env, torch::IntArrayRef shape) {
+  Napi::Array out = Napi::Array::New(env, shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) out.Set(static_cast<uint32_t>(i), Napi::Number::New(env, shape[i]));
+  return out;
+}
+
+torch::Device ParseDevice(const std::string& text) {
+  if (text == "cpu") return torch::Device(torch::kCPU);
+  if (text.rfind("cuda", 0) == 0) {
+    if (!torch::cuda::is_available()) throw ArgumentError("device \"" + text + "\" requested but CUDA is not available");
+    torch::Device device(text);
+    if (device.has_index() && device.index() >= static_cast<int64_t>(torch::cuda::device_count())) {
+      throw ArgumentError("device \"" + text + "\" does not exist (" + std::to_string(torch::cuda::device_count()) +
+                          " CUDA devices)");
+    }
+    return device;
+  }
+  throw ArgumentError("unknown device \"" + text + "\" (expected \"cpu\" or \"cuda:N\")");
+}
+
+torch::Dtype ParseDtype(const std::string& text) {
+  if (text == "float32" || text == "fp32" || text == "f32") return torch::kFloat32;
+  if (text == "bfloat16" || text == "bf16") return torch::kBFloat16;
+  if (text == "float16" || text == "fp16" || text == "f16") return torch::kFloat16;
+  throw ArgumentError("unknown dtype \"" + text + "\" (expected float32, bfloat16 or float16)");
+}
+
+std::string DtypeName(torch::Dtype dtype) {
+  switch (dtype) {
+    case torch::kFloat32: return "float32";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kFloat16: return "float16";
+    default: return std::string(c10::toString(dtype));
+  }
+}
+
+}  // namespace comlrl

@@ -1,0 +1,56 @@
+// The napi <-> libtorch boundary: error translation, array conversions, device/dtype parsing and the async worker
+// every heavy binding runs in. Nothing here knows about models or training.
+#pragma once
+
+#include <napi.h>
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace comlrl {
+
+// Thrown by our own argument checks; reaches JS as a TypeError-like TorchError with this message.
+struct ArgumentError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Short message for any exception: libtorch errors without their 2.5 KB backtrace.
+std::string ShortMessage(const std::exception& error);
+
+// A JS Error with name "TorchError".
+Napi::Error TorchError(Napi::Env env, const std::string& message);
+
+// Runs fn and turns any C++ exception into a thrown JS TorchError, so no libtorch error can abort the process.
+Napi::Value Guard(const Napi::CallbackInfo& info, const std::function<Napi::Value()>& fn);
+
+// A finished piece of background work: converts its results to JS on the main thread.
+using Resolver = std::function<Napi::Value(Napi::Env)>;
+
+// Runs work on a libuv pool thread and returns a Promise for what its resolver builds. Exceptions from work or the
+// resolver reject the Promise with a TorchError.
+Napi::Promise RunAsync(Napi::Env env, std::function<Resolver()> work);
+
+// Argument readers that name the argument when it is wrong.
+Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t index, const char* name);
+std::string StringField(const Napi::Object& object, const char* field);
+double NumberField(const Napi::Object& object, const char* field);
+double NumberFieldOr(const Napi::Object& object, const char* field, double fallback);
+bool BoolFieldOr(const Napi::Object& object, const char* field, bool fallback);
+std::vector<int64_t> IntListField(const Napi::Object& object, const char* field);
+
+// Copies JS typed arrays into CPU tensors (the tensor owns its memory; JS may reuse the array at once).
+torch::Tensor Int32ArrayToTensor(const Napi::Value& value, const char* name);
+torch::Tensor Float32ArrayToTensor(const Napi::Value& value, const char* name);
+
+// Copies a tensor (any device/dtype) into a new JS typed array.
+Napi::Float32Array ToFloat32Array(Napi::Env env, const torch::Tensor& tensor);
+Napi::Int32Array ToInt32Array(Napi::Env env, const torch::Tensor& tensor);
+Napi::Array ToShapeArray(Napi::Env env, torch::IntArrayRef shape);
+
+torch::Device ParseDevice(const std::string& text);
+torch::Dtype ParseDtype(const std::string& text);
+std::string DtypeName(torch::Dtype dtype);
+
+}  // namespace comlrl

@@ -1,0 +1,191 @@
+#include "runtime.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "../bridge/bridge.h"
+
+namespace comlrl {
+namespace {
+
+// The BLAS actually loaded (libblas.so.3 is an alternatives symlink on Debian), asked of the library itself.
+std::string BlasDescription() {
+  using ConfigFn = char* (*)();
+  using ParallelFn = int (*)();
+  if (auto config = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
+    std::string text = config();
+    if (auto parallel = reinterpret_cast<ParallelFn>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"))) {
+      const int mode = parallel();
+      text += mode == 2 ? " (openmp)" : mode == 1 ? " (pthreads)" : " (sequential)";
+    }
+    return text;
+  }
+  if (dlsym(RTLD_DEFAULT, "mkl_get_version_string")) return "MKL";
+  if (dlsym(RTLD_DEFAULT, "bli_info_get_version_str")) return "BLIS";
+  return "reference BLAS (unoptimized)";
+}
+
+std::string BlasLibraryPath() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string file = line.substr(slash);
+    if (file.find("libblas") != std::string::npos || file.find("openblas") != std::string::npos ||
+        file.find("libmkl") != std::string::npos) {
+      return file;
+    }
+  }
+  return "";
+}
+
+Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    Napi::Env env = info.Env();
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("torchVersion", std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+                                std::to_string(TORCH_VERSION_PATCH));
+    out.Set("cudaCompiled", Napi::Boolean::New(env, COMLRL_WITH_CUDA != 0));
+    out.Set("cudaAvailable", Napi::Boolean::New(env, torch::cuda::is_available()));
+    out.Set("cudaDeviceCount", Napi::Number::New(env, torch::cuda::is_available() ? torch::cuda::device_count() : 0));
+    out.Set("numThreads", Napi::Number::New(env, at::get_num_threads()));
+    out.Set("blas", BlasDescription());
+    out.Set("blasLibrary", BlasLibraryPath());
+    return out;
+  });
+}
+
+Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setNumThreads(n): n must be a positive integer");
+    const int n = info[0].As<Napi::Number>().Int32Value();
+    if (n < 1) throw ArgumentError("setNumThreads(n): n must be a positive integer, got " + std::to_string(n));
+    at::set_num_threads(n);
+    return info.Env().Undefined();
+  });
+}
+
+struct MatmulInputs {
+  torch::Tensor a, b;
+};
+
+MatmulInputs ReadMatmulInputs(const Napi::CallbackInfo& info) {
+  torch::Tensor a = Float32ArrayToTensor(info[0], "a");
+  torch::Tensor b = Float32ArrayToTensor(info[2], "b");
+  const Napi::Object shapes = Napi::Object::New(info.Env());
+  shapes.Set("aShape", info[1]);
+  shapes.Set("bShape", info[3]);
+  return {a.reshape(IntListField(shapes, "aShape")), b.reshape(IntListField(shapes, "bShape"))};
+}
+
+// matmul(a, aShape, b, bShape): a plain libtorch matmul; errors (shape mismatch) surface as TorchError.
+Napi::Value Matmul(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    MatmulInputs in = ReadMatmulInputs(info);
+    torch::Tensor c = torch::matmul(in.a, in.b);
+    Napi::Object out = Napi::Object::New(info.Env());
+    out.Set("data", ToFloat32Array(info.Env(), c));
+    out.Set("shape", ToShapeArray(info.Env(), c.sizes()));
+    return out;
+  });
+}
+
+// matmulAsync(a, aShape, b, bShape, repeat): the same on a pool thread, repeated (for long-running work in tests).
+Napi::Value MatmulAsync(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    MatmulInputs in = ReadMatmulInputs(info);
+    const int64_t repeat = info.Length() > 4 && info[4].IsNumber() ? info[4].As<Napi::Number>().Int64Value() : 1;
+    return RunAsync(info.Env(), [in, repeat]() -> Resolver {
+      torch::NoGradGuard no_grad;
+      torch::Tensor c;
+      for (int64_t i = 0; i < std::max<int64_t>(repeat, 1); ++i) c = torch::matmul(in.a, in.b);
+      return [c](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("data", ToFloat32Array(env, c));
+        out.Set("shape", ToShapeArray(env, c.sizes()));
+        return out;
+      };
+    });
+  });
+}
+
+void Synchronize(const torch::Device& device) {
+#if COMLRL_WITH_CUDA
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+#else
+  (void)device;
+#endif
+}
+
+// measureMatmul({ n, dtype, device, iterations }): seconds per n×n×n matmul and GFLOP/s, after one warm-up.
+Napi::Value MeasureMatmul(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    Napi::Object options = ObjectArg(info, 0, "options");
+    const int64_t n = static_cast<int64_t>(NumberField(options, "n"));
+    const int64_t iterations = static_cast<int64_t>(NumberFieldOr(options, "iterations", 5));
+    const torch::Dtype dtype = ParseDtype(StringField(options, "dtype"));
+    const torch::Device device = ParseDevice(StringField(options, "device"));
+    return RunAsync(info.Env(), [=]() -> Resolver {
+      torch::NoGradGuard no_grad;
+      auto opts = torch::TensorOptions().dtype(dtype).device(device);
+      torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts), c = torch::empty({n, n}, opts);
+      torch::mm_out(c, a, b);
+      Synchronize(device);
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < iterations; ++i) torch::mm_out(c, a, b);
+      Synchronize(device);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+      const double gflops = 2.0 * n * n * n / seconds / 1e9;
+      return [=](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("seconds", seconds);
+        out.Set("gflops", gflops);
+        return out;
+      };
+    });
+  });
+}
+
+// measureCopy({ bytes, device, iterations }): memory bandwidth of a large tensor copy, GB/s (read + write counted).
+Napi::Value MeasureCopy(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    Napi::Object options = ObjectArg(info, 0, "options");
+    const int64_t bytes = static_cast<int64_t>(NumberField(options, "bytes"));
+    const int64_t iterations = static_cast<int64_t>(NumberFieldOr(options, "iterations", 5));
+    const torch::Device device = ParseDevice(StringField(options, "device"));
+    return RunAsync(info.Env(), [=]() -> Resolver {
+      torch::NoGradGuard no_grad;
+      auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+      torch::Tensor src = torch::ones({bytes / 4}, opts), dst = torch::empty({bytes / 4}, opts);
+      dst.copy_(src);
+      Synchronize(device);
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < iterations; ++i) dst.copy_(src);
+      Synchronize(device);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+      const double gbps = 2.0 * static_cast<double>(bytes) / seconds / 1e9;
+      return [=](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("seconds", seconds);
+        out.Set("gbps", gbps);
+        return out;
+      };
+    });
+  });
+}
+
+}  // namespace
+
+void InitRuntime(Napi::Env env, Napi::Object exports) {
+  exports.Set("runtimeInfo", Napi::Function::New(env, RuntimeInfo, "runtimeInfo"));
+  exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
+  exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
+  exports.Set("matmulAsync", Napi::Function::New(env, MatmulAsync, "matmulAsync"));
+  exports.Set("measureMatmul", Napi::Function::New(env, MeasureMatmul, "measureMatmul"));
+  exports.Set("measureCopy", Napi::Function::New(env, MeasureCopy, "measureCopy"));
+}
+
+}  // namespace comlrl

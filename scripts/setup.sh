@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian machine (or refreshes this one): system packages, npm packages with the native build, and the
+# TypeScript build. Idempotent; run as root or with sudo available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(libtorch-dev libopenblas0-openmp nlohmann-json3-dev cmake g++ make python3)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+echo "setup: npm ci (builds the native addon)"
+npm ci --no-audit --no-fund
+echo "setup: compiling TypeScript"
+npm run --silent build:ts

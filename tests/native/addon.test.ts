@@ -1,0 +1,133 @@
+// The foundation: the addon loads (local build and prebuild), libtorch errors become TorchErrors, async calls keep
+// the event loop alive, and the runtime reports threads and an optimized BLAS.
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { addon, addonPath, AddonLoadError, loadAddonFrom, packageRoot } from "../../src/native/loader.js";
+import { runtimeInfo, setNumThreads } from "../../src/runtime.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-addon-"));
+const defaultThreads = runtimeInfo().numThreads;
+afterAll(() => setNumThreads(defaultThreads));
+
+describe("loading", () => {
+  it("loads from the local build", () => {
+    expect(addon()).toBeDefined();
+    expect(addonPath()).toBe(path.join(packageRoot, "build", "Release", "comlrl.node"));
+  });
+
+  it("loads from a prebuild when there is no local build", () => {
+    const run = spawnSync(process.execPath, [path.join(packageRoot, "scripts", "prebuild.mjs")], { encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    const root = path.join(scratch, "package-with-prebuild");
+    const dir = path.join(root, "prebuilds", `${process.platform}-${process.arch}`);
+    mkdirSync(dir, { recursive: true });
+    const prebuilt = path.join(packageRoot, "prebuilds", `${process.platform}-${process.arch}`);
+    copyFileSync(path.join(prebuilt, "comlrl.node"), path.join(dir, "comlrl.node"));
+    copyFileSync(path.join(prebuilt, "comlrl.json"), path.join(dir, "comlrl.json"));
+    const { addon: fromPrebuild, file } = loadAddonFrom(root);
+    expect(file).toBe(path.join(dir, "comlrl.node"));
+    expect(fromPrebuild.runtimeInfo().torchVersion).toBe(runtimeInfo().torchVersion);
+  });
+
+  it("install uses a prebuild that matches the detected libtorch", () => {
+    const root = path.join(scratch, "package-with-prebuild");
+    mkdirSync(path.join(root, "scripts"), { recursive: true });
+    for (const script of ["install.mjs", "find-libtorch.mjs"]) {
+      copyFileSync(path.join(packageRoot, "scripts", script), path.join(root, "scripts", script));
+    }
+    const run = spawnSync(process.execPath, [path.join(root, "scripts", "install.mjs")], { encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toContain("using prebuild");
+  });
+
+  it("names every file it tried and the libtorch it expected when nothing loads", () => {
+    const empty = path.join(scratch, "empty-package");
+    const brokenDir = path.join(empty, "prebuilds", `${process.platform}-${process.arch}`);
+    mkdirSync(brokenDir, { recursive: true });
+    writeFileSync(path.join(brokenDir, "comlrl.node"), "not a shared object");
+    let error: unknown;
+    try {
+      loadAddonFrom(empty);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(AddonLoadError);
+    const message = (error as Error).message;
+    expect(message).toContain(path.join(empty, "build", "Release", "comlrl.node"));
+    expect(message).toContain(path.join(brokenDir, "comlrl.node"));
+    expect(message).toMatch(/Expected a build against libtorch \d+\.\d+\.\d+ \((cpu|cuda)\)/);
+  });
+
+  it("refuses a bad LIBTORCH path with a message that says how to get libtorch", () => {
+    const run = spawnSync(process.execPath, [path.join(packageRoot, "scripts", "install.mjs")], {
+      encoding: "utf8",
+      env: { ...process.env, LIBTORCH: "/nonexistent/libtorch" },
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain("LIBTORCH=/nonexistent/libtorch is not a libtorch directory");
+    expect(run.stderr).toContain("apt-get install libtorch-dev");
+  });
+});
+
+describe("errors", () => {
+  const a = new Float32Array([1, 2, 3, 4, 5, 6]);
+  const b = new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]);
+
+  it("turns a libtorch shape mismatch into a short TorchError and keeps running", () => {
+    let error: Error | undefined;
+    try {
+      addon().matmul(a, [2, 3], b, [4, 2]);
+    } catch (caught) {
+      error = caught as Error;
+    }
+    expect(error?.name).toBe("TorchError");
+    expect(error?.message).toContain("shapes cannot be multiplied");
+    expect(error!.message.length).toBeLessThan(200);
+    const ok = addon().matmul(a, [2, 3], b.subarray(0, 6), [3, 2]);
+    expect(Array.from(ok.data)).toEqual([22, 28, 49, 64]);
+    expect(ok.shape).toEqual([2, 2]);
+  });
+
+  it("rejects an async call cleanly", async () => {
+    await expect(addon().matmulAsync(a, [2, 3], b, [4, 2])).rejects.toMatchObject({ name: "TorchError" });
+    const ok = await addon().matmulAsync(a, [3, 2], b.subarray(0, 4), [2, 2]);
+    expect(Array.from(ok.data)).toEqual([7, 10, 15, 22, 23, 34]);
+  });
+
+  it("rejects arguments of the wrong kind by name", () => {
+    expect(() => addon().matmul([1, 2] as unknown as Float32Array, [1, 2], b, [2, 4])).toThrow(/a must be a Float32Array/);
+  });
+});
+
+describe("async work", () => {
+  it("leaves the event loop responsive while it runs", async () => {
+    const n = 384;
+    const m = new Float32Array(n * n).fill(0.001);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    const started = Date.now();
+    await addon().matmulAsync(m, [n, n], m, [n, n], 400);
+    const elapsed = Date.now() - started;
+    clearInterval(timer);
+    expect(elapsed).toBeGreaterThan(100);
+    // The timer fires throughout: at least a third of the ideal count (5 ms period).
+    expect(ticks).toBeGreaterThan(elapsed / 5 / 3);
+  });
+});
+
+describe("runtime", () => {
+  it("reports the configured thread count and the BLAS in use", () => {
+    setNumThreads(1);
+    expect(runtimeInfo().numThreads).toBe(1);
+    setNumThreads(2);
+    const info = runtimeInfo();
+    expect(info.numThreads).toBe(2);
+    expect(info.torchVersion).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(info.blas).toMatch(/OpenBLAS|MKL|BLIS/);
+    if (process.env.CI) expect(info.blas).toContain("(openmp)");
+    expect(() => setNumThreads(0)).toThrow(RangeError);
+  });
+});
