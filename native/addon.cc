@@ -1,12 +1,16 @@
 // Module registration only: each area of the addon adds its own functions and classes.
 #include <napi.h>
 
+#include "model/model_binding.h"
+#include "optim/adamw_binding.h"
 #include "runtime/runtime.h"
 
 namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::InitRuntime(env, exports);
+  comlrl::NativeModel::Init(env, exports);
+  comlrl::NativeOptimizer::Init(env, exports);
   return exports;
 }
 

@@ -97,6 +97,24 @@ std::string StringField(const Napi::Object& object, const char* field) {
   return value.As<Napi::String>().Utf8Value();
 }
 
+Napi::Object ObjectField(const Napi::Object& object, const char* field) {
+  Napi::Value value = object.Get(field);
+  if (!value.IsObject()) throw ArgumentError(std::string(field) + " must be an object");
+  return value.As<Napi::Object>();
+}
+
+std::vector<std::string> StringListField(const Napi::Object& object, const char* field) {
+  Napi::Value value = object.Get(field);
+  if (!value.IsArray()) throw ArgumentError(std::string(field) + " must be an array of strings");
+  Napi::Array array = value.As<Napi::Array>();
+  std::vector<std::string> out;
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    if (!array.Get(i).IsString()) throw ArgumentError(std::string(field) + " must be an array of strings");
+    out.push_back(array.Get(i).As<Napi::String>().Utf8Value());
+  }
+  return out;
+}
+
 double NumberField(const Napi::Object& object, const char* field) {
   Napi::Value value = object.Get(field);
   if (!value.IsNumber()) throw ArgumentError(std::string(field) + " must be a number");

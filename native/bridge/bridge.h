@@ -35,6 +35,8 @@ Napi::Promise RunAsync(Napi::Env env, std::function<Resolver()> work);
 // Argument readers that name the argument when it is wrong.
 Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t index, const char* name);
 std::string StringField(const Napi::Object& object, const char* field);
+Napi::Object ObjectField(const Napi::Object& object, const char* field);
+std::vector<std::string> StringListField(const Napi::Object& object, const char* field);
 double NumberField(const Napi::Object& object, const char* field);
 double NumberFieldOr(const Napi::Object& object, const char* field, double fallback);
 bool BoolFieldOr(const Napi::Object& object, const char* field, bool fallback);

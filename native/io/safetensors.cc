@@ -1,0 +1,183 @@
+#include "safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "../bridge/bridge.h"
+
+namespace comlrl {
+namespace {
+
+struct DtypeCode {
+  const char* code;
+  torch::Dtype dtype;
+  size_t size;
+  int rank;  // position in the Python library's Dtype enum, which orders tensors in the file
+};
+
+const DtypeCode kDtypes[] = {
+    {"BOOL", torch::kBool, 1, 0},      {"U8", torch::kUInt8, 1, 1},   {"I8", torch::kInt8, 1, 2},
+    {"I16", torch::kInt16, 2, 5},      {"F16", torch::kFloat16, 2, 7}, {"BF16", torch::kBFloat16, 2, 8},
+    {"I32", torch::kInt32, 4, 9},      {"F32", torch::kFloat32, 4, 11}, {"F64", torch::kFloat64, 8, 12},
+    {"I64", torch::kInt64, 8, 13},
+};
+
+const DtypeCode* FindCode(const std::string& code) {
+  for (const auto& entry : kDtypes) {
+    if (code == entry.code) return &entry;
+  }
+  return nullptr;
+}
+
+const DtypeCode& FindDtype(torch::Dtype dtype) {
+  for (const auto& entry : kDtypes) {
+    if (entry.dtype == dtype) return entry;
+  }
+  throw ArgumentError(std::string("safetensors cannot store dtype ") + c10::toString(dtype));
+}
+
+[[noreturn]] void Fail(const std::string& path, const std::string& message) {
+  throw ArgumentError(path + ": " + message);
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) Fail(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    ::close(fd);
+    Fail(path, std::string("cannot stat: ") + std::strerror(errno));
+  }
+  size_ = static_cast<size_t>(info.st_size);
+  if (size_ < 8) {
+    ::close(fd);
+    Fail(path, "truncated: " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
+  }
+  mapping_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapping_ == MAP_FAILED) {
+    mapping_ = nullptr;
+    Fail(path, std::string("cannot map: ") + std::strerror(errno));
+  }
+  const auto* bytes = static_cast<const uint8_t*>(mapping_);
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes, 8);
+  if (header_size > size_ - 8) {
+    Fail(path, "truncated or corrupt: header claims " + std::to_string(header_size) + " bytes but the file has " +
+                   std::to_string(size_ - 8) + " after the length");
+  }
+  data_ = bytes + 8 + header_size;
+  const size_t data_size = size_ - 8 - header_size;
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_size);
+  } catch (const std::exception& error) {
+    Fail(path, std::string("header is not valid JSON (") + error.what() + ")");
+  }
+  if (!header.is_object()) Fail(path, "header is not a JSON object");
+  for (const auto& [name, value] : header.items()) {
+    if (name == "__metadata__") {
+      if (!value.is_object()) Fail(path, "__metadata__ is not an object");
+      for (const auto& [key, text] : value.items()) {
+        if (text.is_string()) metadata_[key] = text.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor \"" + name + "\"";
+    if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") || !value.contains("data_offsets")) {
+      Fail(path, where + " lacks dtype, shape or data_offsets");
+    }
+    const DtypeCode* code = value["dtype"].is_string() ? FindCode(value["dtype"].get<std::string>()) : nullptr;
+    if (!code) Fail(path, where + " has an unsupported dtype " + value["dtype"].dump());
+    TensorEntry entry;
+    entry.dtype = code->dtype;
+    size_t count = 1;
+    for (const auto& dim : value["shape"]) {
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) Fail(path, where + " has an invalid shape " + value["shape"].dump());
+      entry.shape.push_back(dim.get<int64_t>());
+      count *= static_cast<size_t>(dim.get<int64_t>());
+    }
+    const auto& offsets = value["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+      Fail(path, where + " has invalid data_offsets " + offsets.dump());
+    }
+    entry.begin = offsets[0].get<size_t>();
+    entry.end = offsets[1].get<size_t>();
+    if (entry.end < entry.begin || entry.end - entry.begin != count * code->size) {
+      Fail(path, where + " data_offsets " + offsets.dump() + " do not match its shape and dtype (" +
+                     std::to_string(count * code->size) + " bytes)");
+    }
+    if (entry.end > data_size) {
+      Fail(path, "truncated: " + where + " ends at byte " + std::to_string(entry.end) + " of the data section, which has " +
+                     std::to_string(data_size));
+    }
+    entries_.emplace(name, std::move(entry));
+  }
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (mapping_) ::munmap(mapping_, size_);
+}
+
+torch::Tensor SafetensorsFile::load(const std::string& name, torch::Dtype dtype) const {
+  const auto found = entries_.find(name);
+  if (found == entries_.end()) Fail(path_, "has no tensor \"" + name + "\"");
+  const TensorEntry& entry = found->second;
+  // from_blob needs a writable pointer; the tensor is only read before the copy below.
+  torch::Tensor view = torch::from_blob(const_cast<uint8_t*>(data_ + entry.begin), entry.shape,
+                                        torch::TensorOptions().dtype(entry.dtype));
+  return entry.dtype == dtype ? view.clone() : view.to(dtype);
+}
+
+void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
+  std::vector<std::pair<std::string, torch::Tensor>> ordered;
+  ordered.reserve(tensors.size());
+  for (const auto& [name, tensor] : tensors) ordered.emplace_back(name, tensor.detach().to(torch::kCPU).contiguous());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    const int rank_a = FindDtype(a.second.scalar_type()).rank, rank_b = FindDtype(b.second.scalar_type()).rank;
+    return rank_a != rank_b ? rank_a > rank_b : a.first < b.first;
+  });
+  nlohmann::ordered_json header;
+  header["__metadata__"] = {{"format", "pt"}};
+  size_t offset = 0;
+  for (const auto& [name, tensor] : ordered) {
+    const size_t bytes = tensor.numel() * tensor.element_size();
+    header[name] = {{"dtype", FindDtype(tensor.scalar_type()).code}, {"shape", tensor.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) Fail(path, std::string("cannot write: ") + std::strerror(errno));
+  auto write_all = [&](const void* data, size_t size) {
+    const auto* cursor = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t written = ::write(fd, cursor, size);
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) {
+        const int error = errno;
+        ::close(fd);
+        Fail(path, std::string("write failed: ") + std::strerror(error));
+      }
+      cursor += written;
+      size -= static_cast<size_t>(written);
+    }
+  };
+  const uint64_t header_size = text.size();
+  write_all(&header_size, 8);
+  write_all(text.data(), text.size());
+  for (const auto& [name, tensor] : ordered) write_all(tensor.data_ptr(), tensor.numel() * tensor.element_size());
+  // Durable before the caller renames it into place: a crash never leaves a short file under the final name.
+  if (::fsync(fd) != 0 || ::close(fd) != 0) Fail(path, std::string("write failed: ") + std::strerror(errno));
+}
+
+}  // namespace comlrl

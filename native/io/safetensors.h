@@ -1,0 +1,52 @@
+// safetensors files: a validating mmap reader and a writer whose bytes match the Python `safetensors` library's
+// (the writer transformers' save_pretrained uses), so Python users load what we save unchanged.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace comlrl {
+
+struct TensorEntry {
+  torch::Dtype dtype;
+  std::vector<int64_t> shape;
+  size_t begin = 0;  // byte offsets into the data section
+  size_t end = 0;
+};
+
+// A safetensors file mapped read-only. Opening validates the whole header against the file: every error names the
+// file and, where one is at fault, the tensor.
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::string& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, TensorEntry>& entries() const { return entries_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  bool contains(const std::string& name) const { return entries_.count(name) > 0; }
+
+  // A tensor owning its memory, converted to dtype (the mapping may be closed afterwards).
+  torch::Tensor load(const std::string& name, torch::Dtype dtype) const;
+
+ private:
+  std::string path_;
+  void* mapping_ = nullptr;
+  size_t size_ = 0;
+  const uint8_t* data_ = nullptr;  // start of the data section
+  std::map<std::string, TensorEntry> entries_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Writes tensors (CPU copies are taken as needed) with {"format": "pt"} metadata, tensors ordered as the Python
+// library orders them (larger dtypes first, then by name), data contiguous and little-endian.
+void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
+
+}  // namespace comlrl

@@ -1,0 +1,37 @@
+// Batched scoring of (prompt, completion) pairs: exactly the completion tokens — the first completion token through
+// the last real one, EOS included, padding excluded — with one forward pass per batch and vocabulary logits computed
+// only at the positions that predict completion tokens.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "../model/decoder.h"
+
+namespace comlrl {
+
+struct CompletionBatch {
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<std::vector<int64_t>> completions;
+};
+
+struct CompletionScores {
+  torch::Tensor token_logprobs;  // float32 [total completion tokens], rows concatenated
+  torch::Tensor sums;            // float32 [rows]: Σ log π(completion token); carries the graph under grad mode
+  torch::Tensor counts;          // float32 [rows]: completion lengths
+  torch::Tensor entropy;         // float32 [rows]: mean token entropy (only when asked)
+  torch::Tensor row_of_token;    // int64 [total completion tokens]
+};
+
+CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy);
+
+// The k3 estimate of KL(policy ‖ reference) per row, summed over completion tokens: d = lp_ref − lp_pol,
+// k3 = exp(d) − d − 1 (COMLRL-SPEC §3.6).
+torch::Tensor KlK3(const CompletionScores& policy, const CompletionScores& reference);
+
+// Mean cross-entropy of next-token prediction over real tokens (transformers' causal-LM loss), for SFT and tests.
+// ids/mask: [batch, length]; returns the scalar loss with its graph under grad mode.
+torch::Tensor CausalLMLoss(CausalLMImpl& model, const torch::Tensor& ids, const torch::Tensor& mask);
+
+}  // namespace comlrl

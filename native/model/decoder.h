@@ -1,0 +1,128 @@
+// One decoder covers the Qwen2 / Qwen2.5 / Qwen3 / Llama family: RMSNorm, RoPE, grouped-query attention, SwiGLU MLP,
+// optional q/k/v/o biases, optional per-head q/k RMSNorm, tied or untied embeddings. Parameter names are the Hugging
+// Face ones ("model.layers.0.self_attn.q_proj.weight"), so checkpoints map one to one.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace comlrl {
+
+struct DecoderConfig {
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;
+  bool o_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;
+};
+
+// Keys and values of every layer, preallocated to the longest sequence so decode steps write in place.
+struct KVCache {
+  std::vector<torch::Tensor> keys, values;  // each [batch, kv_heads, capacity, head_dim]
+  int64_t length = 0;                        // positions filled
+
+  KVCache(const DecoderConfig& config, int64_t batch, int64_t capacity, const torch::TensorOptions& options);
+  // Each row repeated `times` times in place of itself (one prompt prefill shared by several samples).
+  void RepeatRows(int64_t times);
+};
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const DecoderConfig& config);
+  // mask: bool [batch, 1, 1, queries, keys], true where a query may attend to a key.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
+                        KVCache* cache, int64_t layer);
+
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};
+
+ private:
+  int64_t num_heads_, num_kv_heads_, head_dim_;
+};
+TORCH_MODULE(Attention);
+
+class MLPImpl : public torch::nn::Module {
+ public:
+  explicit MLPImpl(const DecoderConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(MLP);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const DecoderConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
+                        KVCache* cache, int64_t layer);
+  Attention self_attn{nullptr};
+  MLP mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// The transformer body ("model." in HF names).
+class DecoderModelImpl : public torch::nn::Module {
+ public:
+  explicit DecoderModelImpl(const DecoderConfig& config);
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers;
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(DecoderModel);
+
+struct ForwardInputs {
+  torch::Tensor input_ids;       // int64 [batch, queries]
+  torch::Tensor position_ids;    // int64 [batch, queries]
+  torch::Tensor attention_mask;  // bool [batch, keys]: keys = cached + queries; true for real tokens
+};
+
+class CausalLMImpl : public torch::nn::Module {
+ public:
+  explicit CausalLMImpl(const DecoderConfig& config);
+
+  // Final-norm hidden states [batch, queries, hidden]. With a cache, the queries follow its filled positions and
+  // their keys/values are appended. hidden_states (optional) receives HF's output_hidden_states list.
+  torch::Tensor forward(const ForwardInputs& inputs, KVCache* cache = nullptr,
+                        std::vector<torch::Tensor>* hidden_states = nullptr);
+  // Vocabulary logits for hidden states of any leading shape.
+  torch::Tensor logits(const torch::Tensor& hidden);
+
+  // Recompute each layer in the backward pass instead of keeping its activations.
+  void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
+  bool gradient_checkpointing() const { return gradient_checkpointing_; }
+
+  const DecoderConfig& config() const { return config_; }
+  DecoderModel model{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // null when tied to the embeddings
+
+ private:
+  DecoderConfig config_;
+  torch::Tensor inv_freq_;
+  bool gradient_checkpointing_ = false;
+};
+TORCH_MODULE(CausalLM);
+
+}  // namespace comlrl

@@ -1,0 +1,64 @@
+// NativeModel: a causal LM owned by C++ and driven from JS. Heavy calls return Promises and hold the model's mutex, so
+// calls on one model are serialised while different models (agents on different devices) run at the same time.
+#pragma once
+
+#include <napi.h>
+#include <torch/torch.h>
+
+#include <memory>
+#include <mutex>
+
+#include "decoder.h"
+
+namespace comlrl {
+
+struct ModelState {
+  CausalLM module;
+  torch::Device device;
+  torch::Dtype dtype;
+  at::Generator generator;  // sampling stream, seedable and restorable
+  std::mutex mutex;
+
+  ModelState(CausalLM module, torch::Device device, torch::Dtype dtype, at::Generator generator)
+      : module(std::move(module)), device(device), dtype(dtype), generator(std::move(generator)) {}
+};
+
+class NativeModel : public Napi::ObjectWrap<NativeModel> {
+ public:
+  static void Init(Napi::Env env, Napi::Object exports);
+  explicit NativeModel(const Napi::CallbackInfo& info);
+
+  // The live state behind a JS NativeModel, or a TorchError when it is not one or has been disposed.
+  static std::shared_ptr<ModelState> StateOf(const Napi::Value& value, const char* what);
+
+ private:
+  static Napi::Object Wrap(Napi::Env env, std::shared_ptr<ModelState> state);
+  static Napi::Value Load(const Napi::CallbackInfo& info);
+  static Napi::Value Create(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<ModelState> Live() const;
+  Napi::Value Forward(const Napi::CallbackInfo& info);
+  Napi::Value Generate(const Napi::CallbackInfo& info);
+  Napi::Value Score(const Napi::CallbackInfo& info);
+  Napi::Value KlK3(const Napi::CallbackInfo& info);
+  Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info);
+  Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info);
+  Napi::Value ZeroGrad(const Napi::CallbackInfo& info);
+  Napi::Value ParameterNames(const Napi::CallbackInfo& info);
+  Napi::Value GetParameter(const Napi::CallbackInfo& info);
+  Napi::Value GetGradient(const Napi::CallbackInfo& info);
+  Napi::Value Save(const Napi::CallbackInfo& info);
+  Napi::Value Clone(const Napi::CallbackInfo& info);
+  Napi::Value Freeze(const Napi::CallbackInfo& info);
+  Napi::Value SetGradientCheckpointing(const Napi::CallbackInfo& info);
+  Napi::Value SetSeed(const Napi::CallbackInfo& info);
+  Napi::Value GetGeneratorState(const Napi::CallbackInfo& info);
+  Napi::Value SetGeneratorState(const Napi::CallbackInfo& info);
+  Napi::Value Info(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+
+  std::shared_ptr<ModelState> state_;
+  static Napi::FunctionReference constructor_;
+};
+
+}  // namespace comlrl

@@ -1,0 +1,96 @@
+#include "weights.h"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "../bridge/bridge.h"
+#include "../io/safetensors.h"
+
+namespace comlrl {
+
+std::vector<std::pair<std::string, torch::Tensor>> CheckpointTensors(CausalLMImpl& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : model.named_parameters()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+void LoadWeights(CausalLMImpl& model, const std::vector<std::string>& files) {
+  TORCH_CHECK(!files.empty(), "no weight files given");
+  std::vector<std::unique_ptr<SafetensorsFile>> opened;
+  std::map<std::string, const SafetensorsFile*> owner;
+  for (const auto& path : files) {
+    opened.push_back(std::make_unique<SafetensorsFile>(path));
+    for (const auto& [name, entry] : opened.back()->entries()) owner[name] = opened.back().get();
+  }
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  for (auto& [name, parameter] : CheckpointTensors(model)) {
+    const auto found = owner.find(name);
+    if (found == owner.end()) {
+      throw ArgumentError("weights: tensor \"" + name + "\" is missing from " + (files.size() == 1 ? files[0] : "every shard"));
+    }
+    const TensorEntry& entry = found->second->entries().at(name);
+    if (torch::IntArrayRef(entry.shape) != parameter.sizes()) {
+      throw ArgumentError("weights: tensor \"" + name + "\" in " + found->second->path() + " has shape " +
+                          c10::str(torch::IntArrayRef(entry.shape)) + ", the config implies " + c10::str(parameter.sizes()));
+    }
+    parameter.copy_(found->second->load(name, parameter.scalar_type()));
+    used.insert(name);
+  }
+  for (const auto& [name, file] : owner) {
+    const bool ignorable = name.find("rotary_emb.inv_freq") != std::string::npos ||
+                           (name == "lm_head.weight" && model.config().tie_word_embeddings);
+    if (!used.count(name) && !ignorable) {
+      throw ArgumentError("weights: " + file->path() + " holds tensor \"" + name + "\", which this architecture does not have");
+    }
+  }
+}
+
+void InitWeights(CausalLMImpl& model, double std, at::Generator& generator) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, parameter] : CheckpointTensors(model)) {
+    const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    const bool is_norm = name.find("norm") != std::string::npos;
+    if (is_norm) {
+      parameter.fill_(1.0);
+    } else if (is_bias) {
+      parameter.zero_();
+    } else {
+      parameter.normal_(0.0, std, generator);
+    }
+  }
+}
+
+SavedShards SaveWeights(CausalLMImpl& model, const std::string& dir, torch::Dtype dtype, int64_t max_shard_bytes) {
+  std::vector<std::vector<std::pair<std::string, torch::Tensor>>> shards(1);
+  int64_t shard_bytes = 0, total = 0;
+  for (auto& [name, parameter] : CheckpointTensors(model)) {
+    torch::Tensor tensor = parameter.detach().to(torch::kCPU, dtype);
+    const int64_t bytes = tensor.numel() * tensor.element_size();
+    if (!shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().emplace_back(name, tensor);
+    shard_bytes += bytes;
+    total += bytes;
+  }
+  SavedShards saved;
+  saved.total_bytes = total;
+  const size_t count = shards.size();
+  for (size_t i = 0; i < count; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", i + 1, count);
+    const std::string file = count == 1 ? "model.safetensors" : name;
+    WriteSafetensors(dir + "/" + file, shards[i]);
+    saved.files.push_back(file);
+    if (count > 1) {
+      for (const auto& [tensor_name, tensor] : shards[i]) saved.weight_map.emplace_back(tensor_name, file);
+    }
+  }
+  return saved;
+}
+
+}  // namespace comlrl

@@ -1,0 +1,293 @@
+// CausalLM: a Hugging Face causal LM held by the native core. Loads HF directories, generates, scores completions,
+// accumulates policy-gradient and cross-entropy gradients, saves HF directories that transformers loads unchanged.
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import type { NativeModel, NativeModelInfo, NativeScores } from "../native/binding.js";
+import { addon } from "../native/loader.js";
+import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
+import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
+
+export type Dtype = "float32" | "bfloat16" | "float16";
+
+export interface LoadOptions {
+  /** In-memory dtype (default float32; bf16 is fast only on CPUs with AVX512-BF16/AMX, and on GPUs). */
+  dtype?: Dtype;
+  /** "cpu" or "cuda:N" (default "cpu"). */
+  device?: string;
+  /** Seed of the model's sampling generator (default 0). */
+  seed?: number;
+}
+
+export interface GenerationOptions {
+  maxNewTokens: number;
+  numReturnSequences?: number;
+  doSample?: boolean;
+  temperature?: number;
+  topP?: number;
+  topK?: number | null;
+  /** Stop ids (default: the config's and generation_config.json's EOS ids). */
+  eosTokenIds?: number[];
+  /** Filler after a sequence ends (default: the config's pad id, else the first EOS id). */
+  padTokenId?: number;
+  /** Also return each chosen token's log-prob under the model (temperature 1, no filtering). */
+  returnLogprobs?: boolean;
+  /** Also return the raw next-token logits of every step (large; for tests). */
+  returnScores?: boolean;
+}
+
+export interface Generation {
+  /** One completion per (prompt, sample), prompt-major: row p·K + k. Real tokens only, EOS included. */
+  completions: Int32Array[];
+  /** Padded [rows, width] block as generated, with pads after each row's end. */
+  tokens: Int32Array;
+  width: number;
+  lengths: Int32Array;
+  logprobs?: Float32Array[];
+  scores?: Float32Array;
+}
+
+export type TokenRows = ReadonlyArray<ArrayLike<number>>;
+
+export interface ScoreOptions {
+  entropy?: boolean;
+  tokenLogprobs?: boolean;
+}
+
+export interface Scores {
+  /** Σ log π(completion token) per row. */
+  sum: Float32Array;
+  /** sum / completion length. */
+  mean: Float32Array;
+  /** Mean token entropy per row (when asked). */
+  entropy?: Float32Array;
+  /** Per-token log-probs, rows concatenated (when asked). */
+  tokenLogprobs?: Float32Array;
+}
+
+export interface SaveOptions {
+  dtype?: Dtype;
+  /** Shard model.safetensors above this many bytes (default 5 GB, as transformers). */
+  maxShardBytes?: number;
+  /** Writes its files into the directory too. */
+  tokenizer?: { saveTo(dir: string): Promise<void> };
+}
+
+export class ModelLoadError extends Error {
+  override name = "ModelLoadError";
+}
+
+function ragged(rows: TokenRows, what: string): { tokens: Int32Array; lengths: Int32Array } {
+  const lengths = new Int32Array(rows.length);
+  let total = 0;
+  rows.forEach((row, i) => {
+    lengths[i] = row.length;
+    total += row.length;
+  });
+  const tokens = new Int32Array(total);
+  let offset = 0;
+  rows.forEach((row, i) => {
+    for (let j = 0; j < row.length; j++) {
+      const id = row[j];
+      if (!Number.isInteger(id)) throw new TypeError(`${what}[${i}][${j}] is not an integer token id: ${id}`);
+      tokens[offset + j] = id;
+    }
+    offset += row.length;
+  });
+  return { tokens, lengths };
+}
+
+function completionBatch(prompts: TokenRows, completions: TokenRows) {
+  if (prompts.length !== completions.length) {
+    throw new RangeError(`${prompts.length} prompts but ${completions.length} completions: one prompt per completion`);
+  }
+  const p = ragged(prompts, "prompts");
+  const c = ragged(completions, "completions");
+  return { prompts: p.tokens, promptLengths: p.lengths, completions: c.tokens, completionLengths: c.lengths };
+}
+
+function readJson(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new ModelLoadError(`${file}: cannot read (${(error as Error).message})`);
+  }
+  try {
+    const value = JSON.parse(text);
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("not a JSON object");
+    return value as Record<string, unknown>;
+  } catch (error) {
+    throw new ModelLoadError(`${file}: malformed JSON (${(error as Error).message})`);
+  }
+}
+
+/** The safetensors files of an HF directory: model.safetensors, or the shards its index names. */
+export function weightFiles(dir: string): string[] {
+  const single = path.join(dir, "model.safetensors");
+  if (existsSync(single)) return [single];
+  const indexFile = path.join(dir, "model.safetensors.index.json");
+  if (existsSync(indexFile)) {
+    const weightMap = readJson(indexFile).weight_map;
+    if (typeof weightMap !== "object" || weightMap === null) throw new ModelLoadError(`${indexFile}: weight_map is missing`);
+    const shards = [...new Set(Object.values(weightMap as Record<string, string>))].map((file) => path.join(dir, file));
+    for (const shard of shards) if (!existsSync(shard)) throw new ModelLoadError(`${indexFile}: shard ${shard} does not exist`);
+    return shards;
+  }
+  const other = ["pytorch_model.bin", "model.bin"].find((name) => existsSync(path.join(dir, name)));
+  throw new ModelLoadError(
+    other
+      ? `${dir}: only ${other} was found; comlrl reads safetensors (convert with transformers' save_pretrained(safe_serialization=True))`
+      : `${dir}: no model.safetensors or model.safetensors.index.json`,
+  );
+}
+
+/** JSON as transformers writes its config files: sorted keys, two-space indent, trailing newline. */
+function hfJson(value: Record<string, unknown>): string {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sort) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])])) : v;
+  return `${JSON.stringify(sort(value), null, 2)}\n`;
+}
+
+export class CausalLM {
+  private constructor(
+    readonly native: NativeModel,
+    readonly config: ModelConfig,
+    /** generation_config.json as read, or built from the config. */
+    readonly generationConfig: Record<string, unknown>,
+    /** Where it was loaded from (null for models built in memory). */
+    readonly source: string | null,
+  ) {}
+
+  /** Loads an HF directory (config.json, model.safetensors or shards, optional generation_config.json). */
+  static async fromDirectory(dir: string, options: LoadOptions = {}): Promise<CausalLM> {
+    if (!existsSync(dir)) throw new ModelLoadError(`${dir}: no such model directory`);
+    const configFile = path.join(dir, "config.json");
+    const config = parseModelConfig(readJson(configFile), configFile);
+    const generationFile = path.join(dir, "generation_config.json");
+    const generationConfig = existsSync(generationFile) ? readJson(generationFile) : {};
+    const extraEos = (Array.isArray(generationConfig.eos_token_id) ? generationConfig.eos_token_id : [generationConfig.eos_token_id]).filter(
+      (id): id is number => Number.isInteger(id),
+    );
+    config.eosTokenIds = [...new Set([...config.eosTokenIds, ...extraEos])];
+    const native = await addon().NativeModel.load({
+      config: decoderConfigOf(config),
+      files: weightFiles(dir),
+      dtype: options.dtype ?? "float32",
+      device: options.device ?? "cpu",
+      seed: options.seed ?? 0,
+    });
+    return new CausalLM(native, config, generationConfig, dir);
+  }
+
+  /** A model with transformers-style random weights (normal(0, initStd), zero biases, unit norms). */
+  static create(configJson: Record<string, unknown>, options: LoadOptions & { initStd?: number } = {}): CausalLM {
+    const config = parseModelConfig(configJson, "config");
+    const native = addon().NativeModel.create({
+      config: decoderConfigOf(config),
+      dtype: options.dtype ?? "float32",
+      device: options.device ?? "cpu",
+      seed: options.seed ?? 0,
+      initStd: options.initStd ?? ((configJson.initializer_range as number | undefined) ?? 0.02),
+    });
+    const generationConfig: Record<string, unknown> = { bos_token_id: config.bosTokenId, eos_token_id: configJson.eos_token_id };
+    if (config.padTokenId !== null) generationConfig.pad_token_id = config.padTokenId;
+    return new CausalLM(native, config, generationConfig, null);
+  }
+
+  get eosTokenIds(): number[] {
+    return this.config.eosTokenIds;
+  }
+
+  async generate(prompts: TokenRows, options: GenerationOptions): Promise<Generation> {
+    const eos = options.eosTokenIds ?? this.config.eosTokenIds;
+    const pad = options.padTokenId ?? this.config.padTokenId ?? eos[0];
+    if (pad === undefined) throw new ConfigError("generate: no padTokenId given and the model config has neither pad nor EOS ids");
+    const { tokens, lengths } = ragged(prompts, "prompts");
+    const out = await this.native.generate({
+      prompts: tokens,
+      promptLengths: lengths,
+      maxNewTokens: options.maxNewTokens,
+      numReturnSequences: options.numReturnSequences ?? 1,
+      doSample: options.doSample ?? false,
+      temperature: options.temperature ?? 1,
+      topP: options.topP ?? 1,
+      topK: options.topK ?? 0,
+      eosTokenIds: Int32Array.from(eos),
+      padTokenId: pad,
+      returnLogprobs: options.returnLogprobs ?? false,
+      returnScores: options.returnScores ?? false,
+    });
+    const rows = out.lengths.length;
+    const completions = Array.from({ length: rows }, (_, r) => out.tokens.slice(r * out.width, r * out.width + out.lengths[r]));
+    const generation: Generation = { completions, tokens: out.tokens, width: out.width, lengths: out.lengths };
+    if (out.logprobs) {
+      const logprobs = out.logprobs;
+      generation.logprobs = Array.from({ length: rows }, (_, r) => logprobs.slice(r * out.width, r * out.width + out.lengths[r]));
+    }
+    if (out.scores) generation.scores = out.scores;
+    return generation;
+  }
+
+  /** Log-probs of exactly the completion tokens of each (prompt, completion) row, in one batched pass. */
+  async score(prompts: TokenRows, completions: TokenRows, options: ScoreOptions = {}): Promise<Scores> {
+    return this.native.score({ ...completionBatch(prompts, completions), ...options }) as Promise<NativeScores>;
+  }
+
+  /** Accumulates ∇ of scale · Σ_k −A_k · log π(completion_k) into the parameters' gradients. */
+  async policyGradientBackward(prompts: TokenRows, completions: TokenRows, advantages: ArrayLike<number>, scale = 1): Promise<Scores & { loss: number }> {
+    return this.native.policyGradientBackward({ ...completionBatch(prompts, completions), advantages: Float32Array.from(advantages), scale });
+  }
+
+  /** Per-row Σ_t k3 estimate of KL(this ‖ reference) over the completion tokens (COMLRL-SPEC §3.6). */
+  async klK3(reference: CausalLM, prompts: TokenRows, completions: TokenRows): Promise<Float32Array> {
+    return this.native.klK3(reference.native, completionBatch(prompts, completions));
+  }
+
+  /** Deep copy (optionally on another device or dtype): e.g. a frozen reference policy. */
+  async clone(options: LoadOptions = {}): Promise<CausalLM> {
+    const native = await this.native.clone(options);
+    return new CausalLM(native, this.config, this.generationConfig, this.source);
+  }
+
+  freeze(): this {
+    this.native.freeze();
+    return this;
+  }
+
+  setGradientCheckpointing(enabled: boolean): this {
+    this.native.setGradientCheckpointing(enabled);
+    return this;
+  }
+
+  zeroGrad(): void {
+    this.native.zeroGrad();
+  }
+
+  info(): NativeModelInfo {
+    return this.native.info();
+  }
+
+  /** Writes an HF directory atomically: config.json, generation_config.json, safetensors (sharded above the limit). */
+  async save(dir: string, options: SaveOptions = {}): Promise<void> {
+    const dtype = options.dtype ?? (this.native.info().dtype as Dtype);
+    await writeDirAtomic(dir, async (tmp) => {
+      const saved = await this.native.save({ dir: tmp, dtype, maxShardBytes: options.maxShardBytes });
+      if (saved.files.length > 1) {
+        const weightMap = Object.fromEntries(Object.keys(saved.weightMap).sort().map((k) => [k, saved.weightMap[k]]));
+        const index = { metadata: { total_size: saved.totalBytes }, weight_map: weightMap };
+        await writeFileAtomic(path.join(tmp, "model.safetensors.index.json"), `${JSON.stringify(index, null, 2)}\n`);
+      }
+      await writeFileAtomic(path.join(tmp, "config.json"), hfJson({ ...this.config.raw, torch_dtype: dtype }));
+      await writeFileAtomic(path.join(tmp, "generation_config.json"), hfJson(this.generationConfig));
+      if (options.tokenizer) await options.tokenizer.saveTo(tmp);
+    });
+  }
+
+  dispose(): void {
+    this.native.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}

@@ -1,0 +1,61 @@
+// Atomic writes: a file or directory appears complete under its final name or not at all.
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, open, rename, rm } from "node:fs/promises";
+import path from "node:path";
+
+function temporarySibling(target: string, tag: string): string {
+  return path.join(path.dirname(target), `.${path.basename(target)}.${tag}-${process.pid}-${randomBytes(4).toString("hex")}`);
+}
+
+/** Writes data to a temporary sibling, fsyncs it, then renames it over file. */
+export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  const temporary = temporarySibling(file, "tmp");
+  const handle = await open(temporary, "w");
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } catch (error) {
+    await handle.close();
+    await rm(temporary, { force: true });
+    throw error;
+  }
+  await handle.close();
+  await rename(temporary, file);
+}
+
+/** fsync a directory so renames inside it survive a crash. */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Builds a directory through fill(tempDir), then moves it to dir in one rename. An existing dir is replaced only after
+ * the new one is complete; if fill throws, dir is untouched and the temporary directory is removed.
+ */
+export async function writeDirAtomic(dir: string, fill: (tempDir: string) => Promise<void>): Promise<void> {
+  await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
+  const temporary = temporarySibling(dir, "tmp");
+  await mkdir(temporary);
+  try {
+    await fill(temporary);
+    await syncDir(temporary);
+  } catch (error) {
+    await rm(temporary, { recursive: true, force: true });
+    throw error;
+  }
+  if (existsSync(dir)) {
+    const old = temporarySibling(dir, "old");
+    await rename(dir, old);
+    await rename(temporary, dir);
+    await rm(old, { recursive: true, force: true });
+  } else {
+    await rename(temporary, dir);
+  }
+  await syncDir(path.dirname(path.resolve(dir)));
+}

@@ -1,0 +1,176 @@
+// Parity with transformers (llm.c style): every model in ../shared/golden is loaded by our core and checked against
+// the reference logits, hidden states, log-probs, loss, every gradient, one AdamW step, greedy generation and the
+// bytes of a saved checkpoint. Tolerances are stated beside each check.
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CausalLM } from "../../src/models/causal-lm.js";
+import { addon } from "../../src/native/loader.js";
+import { maxAbsDiff, norm, readSafetensors, type FixtureTensor } from "../support/safetensors.js";
+
+const GOLDEN = path.resolve(__dirname, "..", "..", "..", "shared", "golden");
+const MODELS = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
+// fp32 vs fp64 logits differ by ≈ 5e-6 (golden.json); 1e-4 leaves room for summation order, not for bugs.
+const LOGIT_TOL = 1e-4;
+
+function rows(t: FixtureTensor): number[][] {
+  const [b, l] = t.shape;
+  return Array.from({ length: b }, (_, i) => Array.from(t.data.subarray(i * l, (i + 1) * l)));
+}
+
+describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) => {
+  const dir = path.join(GOLDEN, name);
+  let model: CausalLM;
+  let ref: Map<string, FixtureTensor>;
+  let meta: Record<string, any>;
+  const t = (key: string) => {
+    const tensor = ref.get(key);
+    if (!tensor) throw new Error(`golden tensor ${key} missing`);
+    return tensor;
+  };
+
+  beforeAll(async () => {
+    ref = readSafetensors(path.join(dir, "golden.safetensors"));
+    meta = JSON.parse(readFileSync(path.join(dir, "golden.json"), "utf8"));
+    model = await CausalLM.fromDirectory(dir);
+  });
+  afterAll(() => model?.dispose());
+
+  async function forward(ids: string, mask?: string, positions?: string, hiddenStates = false) {
+    const input = t(ids);
+    const [batch, length] = input.shape;
+    return model.native.forward({
+      ids: Int32Array.from(input.data),
+      batch,
+      length,
+      attentionMask: mask ? Int32Array.from(t(mask).data) : undefined,
+      positionIds: positions ? Int32Array.from(t(positions).data) : undefined,
+      hiddenStates,
+    });
+  }
+
+  it("logits: full, right-padded, left-padded (generation positions and default positions)", async () => {
+    const vocab = model.config.vocabSize;
+    const full = await forward("input.full_ids");
+    expect(maxAbsDiff(full.logits!, t("logits.full").data)).toBeLessThan(LOGIT_TOL);
+    for (const [kind, positions, key] of [
+      ["right", undefined, "logits.right"],
+      ["left", "input.left_position_ids", "logits.left"],
+      ["left", undefined, "logits.left_default_pos"],
+    ] as const) {
+      const mask = t(`input.${kind}_mask`).data;
+      const out = await forward(`input.${kind}_ids`, `input.${kind}_mask`, positions);
+      const real = (i: number) => mask[Math.floor(i / vocab)] === 1;
+      expect(maxAbsDiff(out.logits!, t(key).data, real), key).toBeLessThan(LOGIT_TOL);
+    }
+  });
+
+  it("hidden states: embeddings, after each layer, after the final norm", async () => {
+    const out = await forward("input.full_ids", undefined, undefined, true);
+    const expected = [...ref.keys()].filter((k) => k.startsWith("hidden.full.")).sort();
+    expect(out.hiddenStates!.length).toBe(expected.length);
+    expected.forEach((key, i) => expect(maxAbsDiff(out.hiddenStates![i], t(key).data), key).toBeLessThan(LOGIT_TOL));
+  });
+
+  it("completion log-probs and their sums (full and right-padded rows)", async () => {
+    for (const kind of ["full", "right"] as const) {
+      const ids = rows(t(kind === "full" ? "input.full_ids" : "input.right_ids"));
+      const lengths = kind === "full" ? ids.map((r) => r.length) : rows(t("input.right_mask")).map((m) => m.reduce((a, b) => a + b, 0));
+      // Score each row as prompt = its first token, completion = the rest: every lp[b, t] of the reference.
+      const prompts = ids.map((r) => r.slice(0, 1));
+      const completions = ids.map((r, i) => r.slice(1, lengths[i]));
+      const scores = await model.score(prompts, completions, { tokenLogprobs: true });
+      const expected = rows(t(`logprobs.${kind}`)).flatMap((r, i) => r.slice(0, lengths[i] - 1));
+      expect(maxAbsDiff(scores.tokenLogprobs!, expected)).toBeLessThan(LOGIT_TOL);
+      expect(maxAbsDiff(scores.sum, meta[`logprob_sum_${kind}`])).toBeLessThan(1e-3);
+    }
+  });
+
+  for (const kind of ["full", "right"] as const) {
+    it(`training loss and every parameter gradient (${kind}); gradient error < 1e-4 × the gradient's norm`, async () => {
+      model.zeroGrad();
+      const input = t(kind === "full" ? "input.full_ids" : "input.right_ids");
+      const [batch, length] = input.shape;
+      const { loss } = await model.native.causalLMLossBackward({
+        ids: Int32Array.from(input.data),
+        batch,
+        length,
+        attentionMask: kind === "right" ? Int32Array.from(t("input.right_mask").data) : undefined,
+      });
+      expect(Math.abs(loss - meta[`loss_${kind}`])).toBeLessThan(1e-5);
+      const names = model.native.parameterNames().map((p) => p.name);
+      expect(names.sort()).toEqual(Object.keys(meta[`grad_norm_${kind}`]).sort());
+      for (const param of names) {
+        const grad = model.native.getGradient(param)!;
+        const expected = t(`grad.${kind}.${param}`).data;
+        const scale = Math.max(norm(expected), 1e-6);
+        expect(maxAbsDiff(grad, expected) / scale, param).toBeLessThan(1e-4);
+        expect(Math.abs(norm(grad) - meta[`grad_norm_${kind}`][param]) / scale, param).toBeLessThan(1e-4);
+      }
+      model.zeroGrad();
+    });
+  }
+
+  it("one AdamW step gives transformers' updated weights and loss", async () => {
+    const copy = await model.clone();
+    const initial = readSafetensors(path.join(dir, "model.safetensors"));
+    try {
+      const input = t("input.full_ids");
+      const batchArgs = { ids: Int32Array.from(input.data), batch: input.shape[0], length: input.shape[1] };
+      await copy.native.causalLMLossBackward(batchArgs);
+      const { lr, betas, eps, weight_decay } = meta.adamw;
+      const names = copy.native.parameterNames().map((p) => p.name);
+      const grads = new Map(names.map((n) => [n, copy.native.getGradient(n)!]));
+      const optimizer = new (addon().NativeOptimizer)(copy.native, { lr, betas, eps, weightDecay: weight_decay });
+      await optimizer.step();
+      for (const param of names) {
+        const after = copy.native.getParameter(param);
+        const before = (initial.get(param) ?? initial.get("model.embed_tokens.weight")!).data;
+        const grad = grads.get(param)!;
+        const expected = t(`adamw_step1.${param}`).data;
+        // Adam's first step is p·(1 − lr·wd) − lr·g/(|g| + eps): exact from our own gradient...
+        const closedForm = Array.from(before, (p0, i) => p0 * (1 - lr * weight_decay) - (lr * grad[i]) / (Math.abs(grad[i]) + eps));
+        expect(maxAbsDiff(after, closedForm), param).toBeLessThan(1e-6);
+        // ...and transformers' result wherever |g| is far above eps: near g = 0 the step is ±lr·sign(g), so a
+        // gradient that agrees to 1e-4 of its norm may still flip tiny components.
+        const wellConditioned = (i: number) => Math.abs(grad[i]) > 1e-5;
+        expect(maxAbsDiff(after, expected, wellConditioned), param).toBeLessThan(1e-5);
+      }
+      const after = await copy.native.causalLMLossBackward({ ...batchArgs, backward: false });
+      expect(Math.abs(after.loss - meta.loss_full_after_adamw_step1)).toBeLessThan(1e-3);
+      optimizer.dispose();
+    } finally {
+      copy.dispose();
+    }
+  });
+
+  it("greedy generation: single prompts and a left-padded batch give the same tokens; step logits match", async () => {
+    const settings = { maxNewTokens: 16, eosTokenIds: [] as number[], padTokenId: 0, returnScores: true };
+    const vocab = model.config.vocabSize;
+    for (const p of ["prompt0", "prompt1"]) {
+      const out = await model.generate([Array.from(t(`gen.${p}`).data)], settings);
+      expect(Array.from(out.completions[0])).toEqual(Array.from(t(`gen.${p}.new_tokens`).data));
+      expect(maxAbsDiff(out.scores!, t(`gen.${p}.scores`).data)).toBeLessThan(LOGIT_TOL);
+    }
+    const batch = await model.generate([Array.from(t("gen.prompt0").data), Array.from(t("gen.prompt1").data)], settings);
+    expect(batch.completions.map((c) => Array.from(c))).toEqual(rows(t("gen.batch_left.new_tokens")));
+    expect(maxAbsDiff(batch.scores!, t("gen.batch_left.scores").data)).toBeLessThan(LOGIT_TOL);
+    expect(batch.scores!.length).toBe(2 * 16 * vocab);
+  });
+
+  it("saves in f32 byte-identical to transformers' model.safetensors, and reloads bit-identically", async () => {
+    const out = path.join(mkdtempSync(path.join(tmpdir(), "comlrl-golden-")), name);
+    await model.save(out, { dtype: "float32" });
+    expect(readFileSync(path.join(out, "model.safetensors")).equals(readFileSync(path.join(dir, "model.safetensors")))).toBe(true);
+    const reloaded = await CausalLM.fromDirectory(out);
+    try {
+      const input = t("input.full_ids");
+      const args = { ids: Int32Array.from(input.data), batch: 3, length: 16 };
+      const [a, b] = await Promise.all([model.native.forward(args), reloaded.native.forward(args)]);
+      expect(Buffer.from(a.logits!.buffer).equals(Buffer.from(b.logits!.buffer))).toBe(true);
+    } finally {
+      reloaded.dispose();
+    }
+  });
+});
