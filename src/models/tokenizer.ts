@@ -1,0 +1,364 @@
+// Tokenizers for the agents: Hugging Face `tokenizer.json` files, run by @huggingface/tokenizers (pure TypeScript),
+// with the transformers conventions CoMLRL relies on layered on top: special-token roles from tokenizer_config.json
+// (and special_tokens_map.json), extra eos ids from generation_config.json, pad := eos when a model has no pad token
+// (COMLRL-SPEC §5.2), padded batches for the native side, and chat templates rendered with @huggingface/jinja.
+import { mkdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { Template } from "@huggingface/jinja";
+import { Tokenizer } from "@huggingface/tokenizers";
+import { writeFileAtomic } from "../util/atomic.js";
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+/** A padded batch, row-major `[batch, width]`, ready to hand to the native side. */
+export interface EncodedBatch {
+  ids: Int32Array;
+  /** 1 on real tokens, 0 on padding. */
+  attentionMask: Int32Array;
+  /** Unpadded length of each row. */
+  lengths: Int32Array;
+  /** Row length: the longest sequence in the batch. */
+  width: number;
+}
+
+/** The special tokens by role, as strings. */
+export interface SpecialTokens {
+  bos: string | null;
+  eos: string | null;
+  /** Always set: it falls back to eos. */
+  pad: string;
+  unk: string | null;
+  /** Every token that `decode` drops by default. */
+  all: string[];
+}
+
+export interface TokenizerSources {
+  /** Contents of `tokenizer.json`. */
+  tokenizerJson: Record<string, unknown>;
+  /** Contents of `tokenizer_config.json`. */
+  tokenizerConfig: Record<string, unknown>;
+  /** Contents of `generation_config.json`, when the model has one; its `eos_token_id` adds stop tokens. */
+  generationConfig?: Record<string, unknown>;
+  /** Where these came from, for error messages (a directory, or a description). */
+  source?: string;
+}
+
+type JsonObject = Record<string, unknown>;
+
+// transformers' named special-token attributes; chat templates see them as variables of the same names.
+const ROLE_KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"] as const;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Reads and parses a JSON object file; `optional` files that do not exist give `undefined`. */
+async function readJsonObject(file: string, optional: boolean): Promise<JsonObject | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" && optional) return undefined;
+    throw new Error(`Cannot read ${file}: ${(err as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`Malformed JSON in ${file}: ${(err as Error).message}`);
+  }
+  if (!isObject(value)) throw new Error(`Malformed ${file}: expected a JSON object at the top level`);
+  return value;
+}
+
+async function readOptionalText(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new Error(`Cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Special-token entries are strings, or (older transformers files) objects such as
+ * `{"__type": "AddedToken", "content": "</s>", ...}`; returns the token text, or null when unset.
+ */
+function tokenText(value: unknown, where: string): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string") return value;
+  if (isObject(value) && typeof value.content === "string") return value.content;
+  throw new Error(`${where}: expected a token string or an object with "content", got ${JSON.stringify(value)}`);
+}
+
+/** The chat template to use: a string, or transformers' list of named templates, of which "default" is taken. */
+function pickChatTemplate(value: unknown, where: string): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) {
+    const named = value.find((t) => isObject(t) && t.name === "default");
+    if (isObject(named) && typeof named.template === "string") return named.template;
+    throw new Error(`${where}: chat_template is a list of named templates without a "default" one`);
+  }
+  throw new Error(`${where}: chat_template must be a string or a list of {name, template}`);
+}
+
+export class ComlrlTokenizer {
+  /** Where the tokenizer came from (a directory, or the `source` given to {@link fromJson}). */
+  readonly source: string;
+  /** Ids that end generation: the tokenizer's eos token, then generation_config.json's `eos_token_id`s. */
+  readonly eosTokenIds: number[];
+  readonly padTokenId: number;
+  readonly bosTokenId: number | null;
+
+  private tokenizerJson: JsonObject;
+  private readonly config: JsonObject;
+  private tokenizer: Tokenizer;
+  private readonly chatTemplate: string | null;
+  private compiledTemplate: Template | null = null;
+
+  private constructor(sources: TokenizerSources, chatTemplate: string | null) {
+    this.source = sources.source ?? "tokenizer";
+    this.tokenizerJson = sources.tokenizerJson;
+    this.config = { ...sources.tokenizerConfig };
+    const configWhere = `${this.source}/tokenizer_config.json`;
+    // The library reads additional_special_tokens as plain strings.
+    if (Array.isArray(this.config.additional_special_tokens)) {
+      this.config.additional_special_tokens = this.config.additional_special_tokens.map((t, i) =>
+        tokenText(t, `${configWhere}: additional_special_tokens[${i}]`),
+      );
+    }
+    for (const key of ROLE_KEYS) {
+      if (key in this.config) this.config[key] = tokenText(this.config[key], `${configWhere}: ${key}`);
+    }
+    this.tokenizer = this.buildTokenizer();
+
+    const eos = this.role("eos_token");
+    const eosIds = eos === null ? [] : [this.idOfConfigToken("eos_token")];
+    for (const id of generationEosIds(sources.generationConfig, `${this.source}/generation_config.json`)) {
+      if (!eosIds.includes(id)) eosIds.push(id);
+    }
+    this.eosTokenIds = eosIds;
+
+    // COMLRL-SPEC §5.2: pad := eos when missing, and a tokenizer without either cannot pad batches at all.
+    if (this.role("pad_token") === null) {
+      if (eosIds.length === 0) {
+        throw new Error(
+          `Tokenizer must expose pad_token_id: ${this.source} sets neither pad_token nor eos_token ` +
+            `(tokenizer_config.json, special_tokens_map.json) nor eos_token_id (generation_config.json)`,
+        );
+      }
+      this.config.pad_token = eos ?? this.tokenAt(eosIds[0]!);
+    }
+    this.padTokenId = this.idOfConfigToken("pad_token");
+    this.bosTokenId = this.role("bos_token") === null ? null : this.idOfConfigToken("bos_token");
+    this.chatTemplate = chatTemplate;
+  }
+
+  /**
+   * Loads `tokenizer.json` and `tokenizer_config.json` from a model directory, plus, when present,
+   * `special_tokens_map.json` (its entries override the config's, as in transformers), `generation_config.json` (extra
+   * eos ids) and `chat_template.jinja` (the template newer transformers versions save outside the config).
+   */
+  static async fromDirectory(dir: string): Promise<ComlrlTokenizer> {
+    const file = (name: string) => path.join(dir, name);
+    const tokenizerJson = await readJsonObject(file("tokenizer.json"), true);
+    if (tokenizerJson === undefined) {
+      throw new Error(
+        `No tokenizer.json in ${dir}: only "fast" tokenizers saved as tokenizer.json are supported ` +
+          `(re-save it with transformers' AutoTokenizer.save_pretrained to produce one)`,
+      );
+    }
+    const tokenizerConfig = (await readJsonObject(file("tokenizer_config.json"), true)) ?? {};
+    const specialTokensMap = await readJsonObject(file("special_tokens_map.json"), true);
+    const generationConfig = await readJsonObject(file("generation_config.json"), true);
+    const configTemplate = pickChatTemplate(tokenizerConfig.chat_template, file("tokenizer_config.json"));
+    const chatTemplate = configTemplate ?? (await readOptionalText(file("chat_template.jinja"))) ?? null;
+    return new ComlrlTokenizer(
+      { tokenizerJson, tokenizerConfig: { ...tokenizerConfig, ...specialTokensMap }, generationConfig, source: dir },
+      chatTemplate,
+    );
+  }
+
+  /** Builds a tokenizer from already-parsed file contents (e.g. {@link buildByteLevelBpeTokenizer}'s output). */
+  static fromJson(sources: TokenizerSources): ComlrlTokenizer {
+    const where = `${sources.source ?? "tokenizer"}/tokenizer_config.json`;
+    return new ComlrlTokenizer(sources, pickChatTemplate(sources.tokenizerConfig.chat_template, where));
+  }
+
+  /** Number of token ids, added tokens included: the embedding rows a model needs for this tokenizer. */
+  get vocabSize(): number {
+    return this.tokenizer.model!.vocab.length;
+  }
+
+  get specialTokens(): SpecialTokens {
+    const all = new Set<string>();
+    for (const token of this.addedTokens()) if (token.special === true) all.add(String(token.content));
+    for (const token of (this.config.additional_special_tokens as string[] | undefined) ?? []) all.add(token);
+    const pad = this.role("pad_token")!;
+    return { bos: this.role("bos_token"), eos: this.role("eos_token"), pad, unk: this.role("unk_token"), all: [...all] };
+  }
+
+  /** Token ids of `text`; `addSpecialTokens` (default true) lets the post-processor add e.g. a BOS token. */
+  encode(text: string, options: { addSpecialTokens?: boolean } = {}): number[] {
+    return this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;
+  }
+
+  /** Text of `ids`; special tokens are dropped unless `skipSpecialTokens` is false. */
+  decode(ids: ArrayLike<number>, options: { skipSpecialTokens?: boolean } = {}): string {
+    const list = Array.from(ids);
+    if (list.length === 0) return "";
+    const size = this.vocabSize;
+    for (const id of list) {
+      // The library maps unknown ids to nothing and silently drops them; a bad id is a caller bug worth reporting.
+      if (!Number.isInteger(id) || id < 0 || id >= size || this.tokenizer.id_to_token(id) === undefined) {
+        throw new RangeError(`decode: token id ${id} is not in the vocabulary of ${this.source} (size ${size})`);
+      }
+    }
+    return this.tokenizer.decode(list, { skip_special_tokens: options.skipSpecialTokens ?? true });
+  }
+
+  /** Encodes `texts` into one padded `[batch, width]` block; `padding` says which side the pad tokens go. */
+  encodeBatch(texts: readonly string[], options: { padding: "left" | "right"; addSpecialTokens?: boolean }): EncodedBatch {
+    const rows = texts.map((text) => this.encode(text, { addSpecialTokens: options.addSpecialTokens }));
+    const width = rows.reduce((max, row) => Math.max(max, row.length), 0);
+    const ids = new Int32Array(rows.length * width).fill(this.padTokenId);
+    const attentionMask = new Int32Array(rows.length * width);
+    const lengths = new Int32Array(rows.length);
+    rows.forEach((row, b) => {
+      const start = b * width + (options.padding === "left" ? width - row.length : 0);
+      ids.set(row, start);
+      attentionMask.fill(1, start, start + row.length);
+      lengths[b] = row.length;
+    });
+    return { ids, attentionMask, lengths, width };
+  }
+
+  /**
+   * Renders `messages` with the model's chat template. The template sees `messages`, `add_generation_prompt`, the
+   * special tokens by role (`bos_token`, `eos_token`, …) and any `variables` (e.g. Qwen3's `enable_thinking`).
+   */
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    options: { addGenerationPrompt?: boolean; variables?: Record<string, unknown> } = {},
+  ): string {
+    if (this.chatTemplate === null) {
+      throw new Error(
+        `${this.source} has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja); ` +
+          `format prompts as plain text instead`,
+      );
+    }
+    const roles = Object.fromEntries(ROLE_KEYS.map((key) => [key, this.role(key) ?? undefined]));
+    try {
+      this.compiledTemplate ??= new Template(this.chatTemplate);
+      return this.compiledTemplate.render({
+        ...roles,
+        ...options.variables,
+        messages,
+        add_generation_prompt: options.addGenerationPrompt ?? false,
+      });
+    } catch (err) {
+      throw new Error(`The chat template of ${this.source} failed: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Adds `tokens` as special tokens (never split, dropped by `decode`) and returns how many new ids were created;
+   * tokens already in the vocabulary keep their id and become special. New ids start at the old `vocabSize`, so the
+   * model's embeddings must cover the new `vocabSize`.
+   */
+  addSpecialTokens(tokens: readonly string[]): number {
+    // @huggingface/tokenizers has no way to add tokens to a built tokenizer, so the tokenizer.json object is edited
+    // and the tokenizer rebuilt from it.
+    const added = this.addedTokens().map((t) => ({ ...t }));
+    let nextId = this.vocabSize;
+    let created = 0;
+    for (const content of tokens) {
+      if (content.length === 0) throw new Error("addSpecialTokens: a special token must be a non-empty string");
+      const existing = added.find((t) => t.content === content);
+      if (existing) {
+        existing.special = true;
+        continue;
+      }
+      const known = this.tokenizer.token_to_id(content);
+      const id = known ?? nextId++;
+      if (known === undefined) created++;
+      added.push({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+    }
+    added.sort((a, b) => (a.id as number) - (b.id as number));
+    this.tokenizerJson = { ...this.tokenizerJson, added_tokens: added };
+    this.tokenizer = this.buildTokenizer();
+
+    const additional = (this.config.additional_special_tokens as string[] | undefined) ?? [];
+    this.config.additional_special_tokens = [...additional, ...tokens.filter((t) => !additional.includes(t))];
+    // Keep transformers' own record of added tokens in step, so a saved tokenizer reloads the same in Python.
+    if (isObject(this.config.added_tokens_decoder)) {
+      this.config.added_tokens_decoder = Object.fromEntries(added.map(({ id, ...token }) => [String(id), token]));
+    }
+    return created;
+  }
+
+  /** Writes `tokenizer.json` and `tokenizer_config.json` (chat template included) into `dir`, each atomically. */
+  async saveTo(dir: string): Promise<void> {
+    await mkdir(dir, { recursive: true });
+    // A template read from chat_template.jinja goes into the config; one already there is kept as written.
+    const config = this.config.chat_template == null ? { ...this.config, chat_template: this.chatTemplate ?? undefined } : this.config;
+    await writeFileAtomic(path.join(dir, "tokenizer.json"), JSON.stringify(this.tokenizerJson, null, 2) + "\n");
+    await writeFileAtomic(path.join(dir, "tokenizer_config.json"), JSON.stringify(config, null, 2) + "\n");
+  }
+
+  private buildTokenizer(): Tokenizer {
+    const where = `${this.source}/tokenizer.json`;
+    if (!isObject(this.tokenizerJson.model)) throw new Error(`Malformed ${where}: no "model" object`);
+    // The library insists on these keys being present, though null is allowed and common.
+    const json = { normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null, added_tokens: [], ...this.tokenizerJson };
+    try {
+      return new Tokenizer(json, this.config);
+    } catch (err) {
+      throw new Error(`Cannot build a tokenizer from ${where}: ${(err as Error).message}`);
+    }
+  }
+
+  private addedTokens(): JsonObject[] {
+    const added = this.tokenizerJson.added_tokens ?? [];
+    if (!Array.isArray(added) || !added.every(isObject)) {
+      throw new Error(`Malformed ${this.source}/tokenizer.json: "added_tokens" must be a list of objects`);
+    }
+    return added;
+  }
+
+  private role(key: (typeof ROLE_KEYS)[number]): string | null {
+    return (this.config[key] as string | null | undefined) ?? null;
+  }
+
+  private idOfConfigToken(key: (typeof ROLE_KEYS)[number]): number {
+    const token = this.role(key)!;
+    const id = this.tokenizer.token_to_id(token);
+    if (id === undefined) {
+      throw new Error(`${this.source}: ${key} ${JSON.stringify(token)} is not in the vocabulary of tokenizer.json`);
+    }
+    return id;
+  }
+
+  private tokenAt(id: number): string {
+    const token = this.tokenizer.id_to_token(id);
+    if (token === undefined) {
+      throw new Error(`${this.source}/generation_config.json: eos_token_id ${id} is not in the vocabulary of tokenizer.json`);
+    }
+    return token;
+  }
+}
+
+/** `eos_token_id` of a generation config: absent, one id, or a list of ids. */
+function generationEosIds(generationConfig: JsonObject | undefined, where: string): number[] {
+  const value = generationConfig?.eos_token_id;
+  if (value === undefined || value === null) return [];
+  const ids = Array.isArray(value) ? value : [value];
+  if (!ids.every((id) => Number.isInteger(id) && id >= 0)) {
+    throw new Error(`${where}: eos_token_id must be a token id or a list of token ids, got ${JSON.stringify(value)}`);
+  }
+  return ids as number[];
+}
