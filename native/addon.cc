@@ -1,6 +1,7 @@
 // Module registration only: each area of the addon adds its own functions and classes.
 #include <napi.h>
 
+#include "bridge/bridge.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
 #include "runtime/runtime.h"
@@ -8,6 +9,7 @@
 namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  comlrl::InitLanes(env);
   comlrl::InitRuntime(env, exports);
   comlrl::NativeModel::Init(env, exports);
   comlrl::NativeOptimizer::Init(env, exports);

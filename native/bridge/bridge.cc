@@ -1,5 +1,12 @@
 #include "bridge.h"
 
+#include <condition_variable>
+#include <deque>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
 namespace comlrl {
 
 std::string ShortMessage(const std::exception& error) {
@@ -34,55 +41,114 @@ Napi::Value Guard(const Napi::CallbackInfo& info, const std::function<Napi::Valu
 
 namespace {
 
-class PromiseWorker : public Napi::AsyncWorker {
+struct Job {
+  std::function<Resolver()> work;
+  Resolver resolver;
+  std::string error;
+  Napi::Promise::Deferred deferred;
+};
+
+void FinishJob(Napi::Env env, Napi::Function, std::nullptr_t*, Job* job);
+using Wakeup = Napi::TypedThreadSafeFunction<std::nullptr_t, Job, FinishJob>;
+
+std::atomic<int> thread_count_generation{0};
+Wakeup* wakeup = nullptr;  // process-wide; lives as long as the addon
+int64_t pending_jobs = 0;  // main thread only: keeps the event loop alive while work is in flight
+
+void FinishJob(Napi::Env env, Napi::Function, std::nullptr_t*, Job* job) {
+  std::unique_ptr<Job> owned(job);
+  if (--pending_jobs == 0) wakeup->Unref(env);
+  if (env == nullptr) return;  // environment shutting down
+  Napi::HandleScope scope(env);
+  if (!job->error.empty()) {
+    job->deferred.Reject(TorchError(env, job->error).Value());
+    return;
+  }
+  try {
+    job->deferred.Resolve(job->resolver ? job->resolver(env) : env.Undefined());
+  } catch (const Napi::Error& error) {
+    job->deferred.Reject(error.Value());
+  } catch (const std::exception& error) {
+    job->deferred.Reject(TorchError(env, ShortMessage(error)).Value());
+  }
+}
+
+// A FIFO of jobs served by one detached thread. Lanes are never destroyed: their threads end with the process.
+class Lane {
  public:
-  PromiseWorker(Napi::Env env, std::function<Resolver()> work)
-      : Napi::AsyncWorker(env, "comlrl:work"), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)) {}
-
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
- protected:
-  void Execute() override {
-    try {
-      // OpenMP thread counts are per OS thread: apply torch's configured count to this pool thread too.
-      at::init_num_threads();
-      resolver_ = work_();
-    } catch (const std::exception& error) {
-      SetError(ShortMessage(error));
-    } catch (...) {
-      SetError("unknown native error");
-    }
-    work_ = nullptr;  // release captured state on the worker thread's side as soon as it is done
+  Lane() {
+    std::thread([this] { Serve(); }).detach();
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    try {
-      deferred_.Resolve(resolver_ ? resolver_(env) : env.Undefined());
-    } catch (const Napi::Error& error) {
-      deferred_.Reject(error.Value());
-    } catch (const std::exception& error) {
-      deferred_.Reject(TorchError(env, ShortMessage(error)).Value());
+  void Push(Job* job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back(job);
     }
-    resolver_ = nullptr;
-  }
-
-  void OnError(const Napi::Error& error) override {
-    deferred_.Reject(TorchError(Env(), error.Message()).Value());
+    ready_.notify_one();
   }
 
  private:
-  Napi::Promise::Deferred deferred_;
-  std::function<Resolver()> work_;
-  Resolver resolver_;
+  void Serve() {
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return !jobs_.empty(); });
+        job = jobs_.front();
+        jobs_.pop_front();
+      }
+      // OpenMP thread counts are per OS thread: apply torch's configured count here when it changes (and only
+      // then: at::init_num_threads rebuilds libtorch's thread pool, ~9 ms).
+      const int generation = thread_count_generation.load();
+      if (generation != applied_generation) {
+        at::init_num_threads();
+        applied_generation = generation;
+      }
+      try {
+        job->resolver = job->work();
+      } catch (const std::exception& error) {
+        job->error = ShortMessage(error);
+      } catch (...) {
+        job->error = "unknown native error";
+      }
+      job->work = nullptr;  // release captured state here, not on the main thread
+      wakeup->BlockingCall(job);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Job*> jobs_;
+  int applied_generation = -1;
 };
+
+Lane& LaneNamed(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, Lane*> lanes;
+  std::lock_guard<std::mutex> lock(mutex);
+  Lane*& lane = lanes[name];
+  if (!lane) lane = new Lane();
+  return *lane;
+}
 
 }  // namespace
 
-Napi::Promise RunAsync(Napi::Env env, std::function<Resolver()> work) {
-  auto* worker = new PromiseWorker(env, std::move(work));
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
+void SetNumThreads(int n) {
+  at::set_num_threads(n);
+  ++thread_count_generation;
+}
+
+void InitLanes(Napi::Env env) {
+  wakeup = new Wakeup(Wakeup::New(env, "comlrl:lanes", 0, 1, nullptr));
+  wakeup->Unref(env);
+}
+
+Napi::Promise RunAsync(Napi::Env env, const std::string& lane, std::function<Resolver()> work) {
+  auto* job = new Job{std::move(work), nullptr, "", Napi::Promise::Deferred::New(env)};
+  Napi::Promise promise = job->deferred.Promise();
+  if (pending_jobs++ == 0) wakeup->Ref(env);
+  LaneNamed(lane).Push(job);
   return promise;
 }
 

@@ -28,9 +28,17 @@ Napi::Value Guard(const Napi::CallbackInfo& info, const std::function<Napi::Valu
 // A finished piece of background work: converts its results to JS on the main thread.
 using Resolver = std::function<Napi::Value(Napi::Env)>;
 
-// Runs work on a libuv pool thread and returns a Promise for what its resolver builds. Exceptions from work or the
-// resolver reject the Promise with a TorchError.
-Napi::Promise RunAsync(Napi::Env env, std::function<Resolver()> work);
+// Runs work on the compute lane named `lane` (one long-lived thread per device, e.g. "cpu", "cuda:0") and returns a
+// Promise for what its resolver builds. Exceptions from work or the resolver reject the Promise with a TorchError.
+// One thread per device keeps a single OpenMP team busy instead of one spinning team per libuv pool thread, and
+// serialises work per device while different devices run concurrently.
+Napi::Promise RunAsync(Napi::Env env, const std::string& lane, std::function<Resolver()> work);
+
+// Sets libtorch's intra-op thread count for the calling thread and every compute lane.
+void SetNumThreads(int n);
+
+// Creates the main-thread wake-up used by RunAsync; called once from module init.
+void InitLanes(Napi::Env env);
 
 // Argument readers that name the argument when it is wrong.
 Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t index, const char* name);

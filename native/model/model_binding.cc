@@ -162,7 +162,7 @@ Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
     const DecoderConfig config = ReadDecoderConfig(ObjectField(options, "config"));
     const std::vector<std::string> files = StringListField(options, "files");
     auto state = NewState(options, config);
-    return RunAsync(info.Env(), [state, files]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, files]() -> Resolver {
       LoadWeights(*state->module, files);
       return [state](Napi::Env env) -> Napi::Value { return Wrap(env, state); };
     });
@@ -205,7 +205,7 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
                                   : torch::arange(length, torch::kInt64).expand({batch, length});
     const bool want_logits = BoolFieldOr(options, "logits", true);
     const bool want_hidden = BoolFieldOr(options, "hiddenStates", false);
-    return RunAsync(info.Env(), [=]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> hidden_states;
@@ -252,7 +252,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     for (int64_t i = 0; i < eos.numel(); ++i) settings.eos_token_ids.push_back(eos.data_ptr<int32_t>()[i]);
     if (!(settings.temperature > 0)) throw ArgumentError("temperature must be positive");
     if (!(settings.top_p > 0 && settings.top_p <= 1)) throw ArgumentError("topP must be in (0, 1]");
-    return RunAsync(info.Env(), [state, prompts, settings]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, prompts, settings]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::InferenceMode inference;
       GenerateResult result = comlrl::Generate(*state->module, prompts, settings, state->generator);
@@ -279,7 +279,7 @@ Napi::Value NativeModel::Score(const Napi::CallbackInfo& info) {
     CheckVocab(batch.completions, state->module->config().vocab_size, "completions");
     const bool with_entropy = BoolFieldOr(options, "entropy", false);
     const bool with_tokens = BoolFieldOr(options, "tokenLogprobs", false);
-    return RunAsync(info.Env(), [state, batch, with_entropy, with_tokens]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, batch, with_entropy, with_tokens]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::NoGradGuard no_grad;
       CompletionScores scores = ScoreCompletions(*state->module, batch, with_entropy);
@@ -296,7 +296,7 @@ Napi::Value NativeModel::KlK3(const Napi::CallbackInfo& info) {
     CompletionBatch batch = ReadCompletionBatch(ObjectArg(info, 1, "batch"));
     CheckVocab(batch.prompts, state->module->config().vocab_size, "prompts");
     CheckVocab(batch.completions, state->module->config().vocab_size, "completions");
-    return RunAsync(info.Env(), [state, reference, batch]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, reference, batch]() -> Resolver {
       torch::NoGradGuard no_grad;
       CompletionScores policy, ref;
       {
@@ -328,7 +328,7 @@ Napi::Value NativeModel::PolicyGradientBackward(const Napi::CallbackInfo& info) 
                           std::to_string(batch.prompts.size()) + " completions");
     }
     const double scale = NumberFieldOr(options, "scale", 1.0);
-    return RunAsync(info.Env(), [state, batch, advantages, scale]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, batch, advantages, scale]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       CompletionScores scores = ScoreCompletions(*state->module, batch, false);
       const torch::Tensor loss = -(advantages.to(scores.sums.device()) * scores.sums).sum() * scale;
@@ -358,7 +358,7 @@ Napi::Value NativeModel::CausalLMLossBackward(const Napi::CallbackInfo& info) {
                              ? Int32ArrayToTensor(options.Get("attentionMask"), "attentionMask").view({batch, length}).to(torch::kBool)
                              : torch::ones({batch, length}, torch::kBool);
     const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), [state, ids, mask, backward]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, ids, mask, backward]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::AutoGradMode grad_mode(backward);
       torch::Tensor loss = CausalLMLoss(*state->module, ids.to(state->device), mask.to(state->device));
@@ -436,7 +436,7 @@ Napi::Value NativeModel::Save(const Napi::CallbackInfo& info) {
     const std::string dir = StringField(options, "dir");
     const torch::Dtype dtype = options.Get("dtype").IsString() ? ParseDtype(StringField(options, "dtype")) : state->dtype;
     const auto max_shard = static_cast<int64_t>(NumberFieldOr(options, "maxShardBytes", 5e9));
-    return RunAsync(info.Env(), [state, dir, dtype, max_shard]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, dir, dtype, max_shard]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       SavedShards saved = SaveWeights(*state->module, dir, dtype, max_shard);
       return [saved](Napi::Env env) -> Napi::Value {
@@ -462,7 +462,7 @@ Napi::Value NativeModel::Clone(const Napi::CallbackInfo& info) {
     const torch::Device device = options.Get("device").IsString() ? ParseDevice(StringField(options, "device")) : state->device;
     const torch::Dtype dtype = options.Get("dtype").IsString() ? ParseDtype(StringField(options, "dtype")) : state->dtype;
     const auto seed = static_cast<uint64_t>(NumberFieldOr(options, "seed", 0));
-    return RunAsync(info.Env(), [state, device, dtype, seed]() -> Resolver {
+    return RunAsync(info.Env(), state->device.str(), [state, device, dtype, seed]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       CausalLM module(state->module->config());
       module->to(device, dtype);

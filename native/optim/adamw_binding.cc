@@ -49,7 +49,7 @@ Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
     auto state = Live();
     Napi::Object options = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(info.Env());
     const double max_norm = NumberFieldOr(options, "maxGradNorm", 0.0);
-    return RunAsync(info.Env(), [state, max_norm]() -> Resolver {
+    return RunAsync(info.Env(), state->model->device.str(), [state, max_norm]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->model->mutex);
       std::vector<torch::Tensor> with_grad;
       for (const auto& group : state->adamw->param_groups()) {
@@ -94,7 +94,7 @@ Napi::Value NativeOptimizer::Save(const Napi::CallbackInfo& info) {
     auto state = Live();
     if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("save(path): a file path");
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    return RunAsync(info.Env(), [state, path]() -> Resolver {
+    return RunAsync(info.Env(), state->model->device.str(), [state, path]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->model->mutex);
       torch::save(*state->adamw, path);
       return nullptr;
@@ -107,7 +107,7 @@ Napi::Value NativeOptimizer::Load(const Napi::CallbackInfo& info) {
     auto state = Live();
     if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("load(path): a file path");
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    return RunAsync(info.Env(), [state, path]() -> Resolver {
+    return RunAsync(info.Env(), state->model->device.str(), [state, path]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->model->mutex);
       torch::load(*state->adamw, path);
       return nullptr;

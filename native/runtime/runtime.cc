@@ -58,12 +58,12 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
+Napi::Value SetNumThreadsBinding(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setNumThreads(n): n must be a positive integer");
     const int n = info[0].As<Napi::Number>().Int32Value();
     if (n < 1) throw ArgumentError("setNumThreads(n): n must be a positive integer, got " + std::to_string(n));
-    at::set_num_threads(n);
+    comlrl::SetNumThreads(n);
     return info.Env().Undefined();
   });
 }
@@ -98,7 +98,7 @@ Napi::Value MatmulAsync(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     MatmulInputs in = ReadMatmulInputs(info);
     const int64_t repeat = info.Length() > 4 && info[4].IsNumber() ? info[4].As<Napi::Number>().Int64Value() : 1;
-    return RunAsync(info.Env(), [in, repeat]() -> Resolver {
+    return RunAsync(info.Env(), "cpu", [in, repeat]() -> Resolver {
       torch::NoGradGuard no_grad;
       torch::Tensor c;
       for (int64_t i = 0; i < std::max<int64_t>(repeat, 1); ++i) c = torch::matmul(in.a, in.b);
@@ -128,7 +128,7 @@ Napi::Value MeasureMatmul(const Napi::CallbackInfo& info) {
     const int64_t iterations = static_cast<int64_t>(NumberFieldOr(options, "iterations", 5));
     const torch::Dtype dtype = ParseDtype(StringField(options, "dtype"));
     const torch::Device device = ParseDevice(StringField(options, "device"));
-    return RunAsync(info.Env(), [=]() -> Resolver {
+    return RunAsync(info.Env(), device.str(), [=]() -> Resolver {
       torch::NoGradGuard no_grad;
       auto opts = torch::TensorOptions().dtype(dtype).device(device);
       torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts), c = torch::empty({n, n}, opts);
@@ -156,7 +156,7 @@ Napi::Value MeasureCopy(const Napi::CallbackInfo& info) {
     const int64_t bytes = static_cast<int64_t>(NumberField(options, "bytes"));
     const int64_t iterations = static_cast<int64_t>(NumberFieldOr(options, "iterations", 5));
     const torch::Device device = ParseDevice(StringField(options, "device"));
-    return RunAsync(info.Env(), [=]() -> Resolver {
+    return RunAsync(info.Env(), device.str(), [=]() -> Resolver {
       torch::NoGradGuard no_grad;
       auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
       torch::Tensor src = torch::ones({bytes / 4}, opts), dst = torch::empty({bytes / 4}, opts);
@@ -181,7 +181,7 @@ Napi::Value MeasureCopy(const Napi::CallbackInfo& info) {
 
 void InitRuntime(Napi::Env env, Napi::Object exports) {
   exports.Set("runtimeInfo", Napi::Function::New(env, RuntimeInfo, "runtimeInfo"));
-  exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads, "setNumThreads"));
+  exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreadsBinding, "setNumThreads"));
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
   exports.Set("matmulAsync", Napi::Function::New(env, MatmulAsync, "matmulAsync"));
   exports.Set("measureMatmul", Napi::Function::New(env, MeasureMatmul, "measureMatmul"));

@@ -6,6 +6,7 @@ import type { NativeModel, NativeModelInfo, NativeScores } from "../native/bindi
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
+import { resolveModelSource } from "./hub.js";
 
 export type Dtype = "float32" | "bfloat16" | "float16";
 
@@ -157,6 +158,12 @@ export class CausalLM {
     /** Where it was loaded from (null for models built in memory). */
     readonly source: string | null,
   ) {}
+
+  /** Loads a local HF directory or a hub id (resolved in, or downloaded to, the HF cache). */
+  static async load(source: string, options: LoadOptions & { revision?: string } = {}): Promise<CausalLM> {
+    const dir = await resolveModelSource(source, { revision: options.revision });
+    return CausalLM.fromDirectory(dir, options);
+  }
 
   /** Loads an HF directory (config.json, model.safetensors or shards, optional generation_config.json). */
   static async fromDirectory(dir: string, options: LoadOptions = {}): Promise<CausalLM> {

@@ -1,0 +1,59 @@
+// Small models of our own: a randomly initialised checkpoint of any supported architecture plus a small real
+// byte-level BPE tokenizer, written as an HF directory. Tests, examples and the demo use these; nothing is downloaded.
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { CausalLM } from "./causal-lm.js";
+import { buildConfigJson, type ModelType } from "./config.js";
+import { buildByteLevelBpeTokenizer } from "./tiny-tokenizer.js";
+import { ComlrlTokenizer } from "./tokenizer.js";
+
+export interface TinyModelOptions {
+  modelType?: ModelType;
+  hiddenSize?: number;
+  intermediateSize?: number;
+  numLayers?: number;
+  numHeads?: number;
+  numKvHeads?: number;
+  headDim?: number;
+  tieWordEmbeddings?: boolean;
+  /** BPE vocabulary size, special tokens included (default 512). */
+  vocabSize?: number;
+  /** Text the BPE merges are learned from (default: a small built-in English corpus). */
+  corpus?: string[];
+  seed?: number;
+  initStd?: number;
+}
+
+/** Writes an HF model directory at dir and returns its tokenizer. */
+export async function createTinyModel(dir: string, options: TinyModelOptions = {}): Promise<ComlrlTokenizer> {
+  const files = buildByteLevelBpeTokenizer({ vocabSize: options.vocabSize ?? 512, corpus: options.corpus });
+  const tokenizer = ComlrlTokenizer.fromJson({ tokenizerJson: files.tokenizerJson, tokenizerConfig: files.tokenizerConfig, source: dir });
+  const modelType = options.modelType ?? "qwen2";
+  const hiddenSize = options.hiddenSize ?? 64;
+  const numHeads = options.numHeads ?? 4;
+  const config = buildConfigJson(
+    modelType,
+    {
+      vocabSize: tokenizer.vocabSize,
+      hiddenSize,
+      intermediateSize: options.intermediateSize ?? hiddenSize * 2,
+      numLayers: options.numLayers ?? 2,
+      numHeads,
+      numKvHeads: options.numKvHeads ?? Math.max(1, numHeads / 2),
+      headDim: options.headDim ?? (modelType === "qwen3" ? hiddenSize / numHeads : undefined),
+      ropeTheta: 10000,
+      rmsNormEps: 1e-6,
+      tieWordEmbeddings: options.tieWordEmbeddings ?? true,
+    },
+    { bosTokenId: tokenizer.bosTokenId, eosTokenId: tokenizer.eosTokenIds[0], padTokenId: tokenizer.padTokenId },
+    { initializer_range: options.initStd ?? 0.02 },
+  );
+  const model = CausalLM.create(config, { seed: options.seed ?? 0, initStd: options.initStd });
+  try {
+    await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
+    await model.save(dir, { tokenizer });
+  } finally {
+    model.dispose();
+  }
+  return ComlrlTokenizer.fromDirectory(dir);
+}

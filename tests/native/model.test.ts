@@ -1,0 +1,336 @@
+// The model core beyond golden parity: exact completion scoring against a hand computation, generation semantics
+// (EOS stop, padding, shared prefill, seeded sampling), gradients, optimizers, sharing, saving and bad input.
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CausalLM } from "../../src/models/causal-lm.js";
+import { createTinyModel } from "../../src/models/tiny-model.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import { addon } from "../../src/native/loader.js";
+import { maxAbsDiff } from "../support/safetensors.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-model-"));
+const dir = path.join(scratch, "tiny");
+let tokenizer: ComlrlTokenizer;
+let model: CausalLM;
+
+beforeAll(async () => {
+  tokenizer = await createTinyModel(dir, { seed: 3, numLayers: 2, hiddenSize: 64 });
+  model = await CausalLM.fromDirectory(dir);
+});
+afterAll(() => model?.dispose());
+
+function logSoftmax(row: ArrayLike<number>): number[] {
+  let max = -Infinity;
+  for (let i = 0; i < row.length; i++) max = Math.max(max, row[i]);
+  let sum = 0;
+  for (let i = 0; i < row.length; i++) sum += Math.exp(row[i] - max);
+  return Array.from(row, (x) => x - max - Math.log(sum));
+}
+
+/** Σ log p(completion token) from a plain unpadded forward of prompt ⧺ completion, computed here in float64. */
+async function handScore(prompt: number[], completion: number[]): Promise<number> {
+  const ids = [...prompt, ...completion];
+  const { logits } = await model.native.forward({ ids: Int32Array.from(ids), batch: 1, length: ids.length });
+  const vocab = model.config.vocabSize;
+  let sum = 0;
+  completion.forEach((token, i) => {
+    const position = prompt.length - 1 + i;
+    sum += logSoftmax(logits!.subarray(position * vocab, (position + 1) * vocab))[token];
+  });
+  return sum;
+}
+
+describe("completion scoring", () => {
+  it("scores exactly the completion tokens when prompt lengths, EOS and padding differ per row", async () => {
+    const eos = tokenizer.eosTokenIds[0];
+    const prompts = [tokenizer.encode("The red fox"), tokenizer.encode("Once upon a time there was a cat"), tokenizer.encode("Hi")];
+    const completions = [[...tokenizer.encode(" ran away"), eos], tokenizer.encode(" who sang"), [eos]];
+    const scores = await model.score(prompts, completions, { entropy: true, tokenLogprobs: true });
+    for (let r = 0; r < prompts.length; r++) {
+      const expected = await handScore(prompts[r], completions[r]);
+      expect(Math.abs(scores.sum[r] - expected), `row ${r}`).toBeLessThan(1e-4);
+      expect(Math.abs(scores.mean[r] - expected / completions[r].length)).toBeLessThan(1e-5);
+    }
+    expect(scores.tokenLogprobs!.length).toBe(completions.flat().length);
+    for (const h of scores.entropy!) expect(h).toBeGreaterThan(0);
+    // The batch shares one padded forward pass; each row alone gives the same numbers.
+    const alone = await model.score([prompts[1]], [completions[1]]);
+    expect(Math.abs(alone.sum[0] - scores.sum[1])).toBeLessThan(1e-4);
+  });
+
+  it("k3 KL is zero against an identical copy and positive against a different model", async () => {
+    const copy = await model.clone();
+    const other = await createTinyModel(path.join(scratch, "other"), { seed: 99 }).then(() => CausalLM.fromDirectory(path.join(scratch, "other")));
+    const prompts = [tokenizer.encode("a b c"), tokenizer.encode("d e")];
+    const completions = [tokenizer.encode(" x y"), tokenizer.encode(" z")];
+    const same = await model.klK3(copy, prompts, completions);
+    const different = await model.klK3(other, prompts, completions);
+    expect(Array.from(same)).toEqual([0, 0]);
+    for (const kl of different) expect(kl).toBeGreaterThan(0);
+    // k3 = Σ exp(d) − d − 1 with d = lp_ref − lp_pol, by hand from per-token log-probs.
+    const pol = await model.score(prompts, completions, { tokenLogprobs: true });
+    const ref = await other.score(prompts, completions, { tokenLogprobs: true });
+    const d = Array.from(ref.tokenLogprobs!, (lr, i) => lr - pol.tokenLogprobs![i]);
+    const k3 = d.map((x) => Math.exp(x) - x - 1);
+    const firstRow = k3.slice(0, completions[0].length).reduce((a, b) => a + b, 0);
+    expect(Math.abs(different[0] - firstRow)).toBeLessThan(1e-5);
+    copy.dispose();
+    other.dispose();
+  });
+});
+
+describe("policy-gradient backward", () => {
+  const prompt = [5, 17, 42, 99];
+  const completion = [7, 8, 9, 10, 11];
+  const grad = (m: CausalLM, name: string) => m.native.getGradient(name)!;
+
+  it("equals the cross-entropy gradient for A = 1 and scale 1/len, and is linear in A·scale", async () => {
+    const probe = "model.layers.1.mlp.down_proj.weight";
+    model.zeroGrad();
+    const ids = Int32Array.from([...prompt, ...completion]);
+    // Cross-entropy over the full sequence counts prompt targets too: score the same targets with a 1-token prompt.
+    await model.native.causalLMLossBackward({ ids, batch: 1, length: ids.length });
+    const ce = grad(model, probe);
+    model.zeroGrad();
+    const pg = await model.policyGradientBackward([prompt.slice(0, 1)], [[...prompt.slice(1), ...completion]], [1], 1 / (ids.length - 1));
+    expect(maxAbsDiff(grad(model, probe), ce)).toBeLessThan(1e-6);
+    expect(Math.abs(pg.loss + pg.sum[0] / (ids.length - 1))).toBeLessThan(1e-5);
+
+    model.zeroGrad();
+    await model.policyGradientBackward([prompt], [completion], [1], 1);
+    const unit = grad(model, probe);
+    model.zeroGrad();
+    await model.policyGradientBackward([prompt, prompt], [completion, completion], [-0.5, 2], 0.5);
+    const combined = grad(model, probe);
+    expect(maxAbsDiff(combined, Array.from(unit, (g) => g * 0.75))).toBeLessThan(1e-6);
+    model.zeroGrad();
+  });
+
+  it("gradient checkpointing gives the same gradients", async () => {
+    const probe = "model.layers.0.self_attn.q_proj.weight";
+    model.zeroGrad();
+    await model.policyGradientBackward([prompt], [completion], [1.5], 1);
+    const plain = grad(model, probe);
+    model.zeroGrad();
+    model.setGradientCheckpointing(true);
+    await model.policyGradientBackward([prompt], [completion], [1.5], 1);
+    model.setGradientCheckpointing(false);
+    expect(maxAbsDiff(grad(model, probe), plain)).toBeLessThan(1e-6);
+    model.zeroGrad();
+  });
+
+  it("rejects advantages of the wrong count and token ids outside the vocabulary", async () => {
+    await expect(model.policyGradientBackward([prompt], [completion], [1, 2])).rejects.toThrow(/advantages has 2 values for 1 completions/);
+    await expect(model.score([prompt], [[100000]])).rejects.toThrow(/token id 100000, outside the vocabulary/);
+  });
+});
+
+describe("generation", () => {
+  const prompt = () => tokenizer.encode("Once upon a time");
+
+  it("shares one prefill across samples: greedy samples equal the single greedy run", async () => {
+    const one = await model.generate([prompt()], { maxNewTokens: 12, eosTokenIds: [] });
+    const three = await model.generate([prompt()], { maxNewTokens: 12, eosTokenIds: [], numReturnSequences: 3 });
+    for (const c of three.completions) expect(Array.from(c)).toEqual(Array.from(one.completions[0]));
+  });
+
+  it("stops each row at its own EOS and pads after it", async () => {
+    const free = await model.generate([prompt()], { maxNewTokens: 6, eosTokenIds: [] });
+    const stopAt = free.completions[0][2];
+    const stopped = await model.generate([prompt(), tokenizer.encode("zzz")], { maxNewTokens: 6, eosTokenIds: [stopAt], padTokenId: 0 });
+    const first = Array.from(stopped.completions[0]);
+    expect(first[first.length - 1]).toBe(stopAt);
+    expect(first.length).toBeLessThanOrEqual(3);
+    const row = Array.from(stopped.tokens.subarray(0, stopped.width));
+    expect(row.slice(first.length).every((t) => t === 0)).toBe(true);
+  });
+
+  it("sampling is reproducible for a seed and for a restored generator state", async () => {
+    const settings = { maxNewTokens: 10, doSample: true, temperature: 1.0, topP: 0.9, topK: 50, numReturnSequences: 4, eosTokenIds: [] };
+    model.native.setSeed(1234);
+    const a = await model.generate([prompt()], settings);
+    model.native.setSeed(1234);
+    const state = model.native.getGeneratorState();
+    const b = await model.generate([prompt()], settings);
+    const c = await model.generate([prompt()], settings);
+    model.native.setGeneratorState(state);
+    const d = await model.generate([prompt()], settings);
+    expect(b.tokens).toEqual(a.tokens);
+    expect(d.tokens).toEqual(a.tokens);
+    expect(c.tokens).not.toEqual(a.tokens);
+    const distinct = new Set(a.completions.map((x) => x.join(",")));
+    expect(distinct.size).toBeGreaterThan(1);
+  });
+
+  it("returns each chosen token's log-prob, equal to scoring the completion", async () => {
+    const g = await model.generate([prompt()], { maxNewTokens: 8, doSample: true, numReturnSequences: 2, returnLogprobs: true, eosTokenIds: [] });
+    const scores = await model.score([prompt(), prompt()], g.completions);
+    g.logprobs!.forEach((lp, r) => expect(Math.abs(lp.reduce((x, y) => x + y, 0) - scores.sum[r])).toBeLessThan(1e-4));
+  });
+
+  it("top-k 1 equals greedy decoding", async () => {
+    const greedy = await model.generate([prompt()], { maxNewTokens: 8, eosTokenIds: [] });
+    const topk = await model.generate([prompt()], { maxNewTokens: 8, doSample: true, topK: 1, eosTokenIds: [] });
+    expect(topk.tokens).toEqual(greedy.tokens);
+  });
+});
+
+describe("optimizer, sharing, cloning", () => {
+  it("AdamW state saved and restored continues exactly like an uninterrupted run", async () => {
+    const prompt = [3, 4, 5];
+    const completion = [6, 7, 8];
+    const run = async (m: CausalLM, interrupt: boolean) => {
+      const Optimizer = addon().NativeOptimizer;
+      let optimizer = new Optimizer(m.native, { lr: 1e-2 });
+      for (let step = 0; step < 4; step++) {
+        if (interrupt && step === 2) {
+          const file = path.join(scratch, "adamw.pt");
+          await optimizer.save(file);
+          optimizer.dispose();
+          optimizer = new Optimizer(m.native, { lr: 1e-2 });
+          await optimizer.load(file);
+        }
+        m.zeroGrad();
+        await m.policyGradientBackward([prompt], [completion], [1]);
+        await optimizer.step();
+      }
+      optimizer.dispose();
+      return m.native.getParameter("model.norm.weight");
+    };
+    const a = await model.clone();
+    const b = await model.clone();
+    expect(Array.from(await run(a, true))).toEqual(Array.from(await run(b, false)));
+    a.dispose();
+    b.dispose();
+  });
+
+  it("two optimizers on one shared model keep separate state and both move the shared weights", async () => {
+    const shared = await model.clone();
+    const Optimizer = addon().NativeOptimizer;
+    const first = new Optimizer(shared.native, { lr: 1e-2 });
+    const second = new Optimizer(shared.native, { lr: 1e-2 });
+    const before = shared.native.getParameter("model.norm.weight");
+    shared.zeroGrad();
+    await shared.policyGradientBackward([[1, 2]], [[3, 4]], [1]);
+    await first.step();
+    const afterFirst = shared.native.getParameter("model.norm.weight");
+    shared.zeroGrad();
+    await shared.policyGradientBackward([[1, 2]], [[3, 4]], [1]);
+    await second.step();
+    const afterSecond = shared.native.getParameter("model.norm.weight");
+    expect(afterFirst).not.toEqual(before);
+    expect(afterSecond).not.toEqual(afterFirst);
+    first.dispose();
+    second.dispose();
+    shared.dispose();
+  });
+
+  it("a clone is independent and a frozen model refuses an optimizer", async () => {
+    const frozen = (await model.clone()).freeze();
+    expect(frozen.info().frozen).toBe(true);
+    expect(() => new (addon().NativeOptimizer)(frozen.native, { lr: 1 })).toThrow(/no trainable parameters/);
+    expect(model.info().frozen).toBe(false);
+    expect(model.info().parameterCount).toBe(frozen.info().parameterCount);
+    frozen.dispose();
+    expect(() => frozen.info()).toThrow(/disposed/);
+  });
+});
+
+describe("saving and loading", () => {
+  it("writes sharded checkpoints with an index above the shard limit and reloads them bit-identically", async () => {
+    const out = path.join(scratch, "sharded");
+    await model.save(out, { maxShardBytes: 100_000 });
+    const index = JSON.parse(readFileSync(path.join(out, "model.safetensors.index.json"), "utf8"));
+    const shards = new Set(Object.values(index.weight_map));
+    expect(shards.size).toBeGreaterThan(1);
+    expect(index.metadata.total_size).toBe(model.info().parameterBytes);
+    const reloaded = await CausalLM.fromDirectory(out);
+    const args = { ids: Int32Array.from([1, 2, 3, 4]), batch: 1, length: 4 };
+    const [a, b] = await Promise.all([model.native.forward(args), reloaded.native.forward(args)]);
+    expect(Buffer.from(a.logits!.buffer).equals(Buffer.from(b.logits!.buffer))).toBe(true);
+    reloaded.dispose();
+  });
+
+  it("every supported architecture round-trips through save and load", async () => {
+    for (const modelType of ["qwen2", "qwen3", "llama"] as const) {
+      const out = path.join(scratch, `arch-${modelType}`);
+      await createTinyModel(out, { modelType, tieWordEmbeddings: modelType !== "llama", seed: 5 });
+      const m = await CausalLM.fromDirectory(out);
+      const g = await m.generate([[1, 2, 3]], { maxNewTokens: 4, eosTokenIds: [] });
+      expect(g.completions[0].length).toBe(4);
+      m.dispose();
+    }
+  });
+
+  function brokenCopy(name: string, mutate: (modelFile: string, configFile: string) => void): string {
+    const out = path.join(scratch, name);
+    mkdirSync(out, { recursive: true });
+    for (const f of ["config.json", "model.safetensors"]) copyFileSync(path.join(dir, f), path.join(out, f));
+    mutate(path.join(out, "model.safetensors"), path.join(out, "config.json"));
+    return out;
+  }
+
+  it("names the file and tensor at fault for broken checkpoints", async () => {
+    const size = readFileSync(path.join(dir, "model.safetensors")).length;
+    const truncated = brokenCopy("truncated", (f) => truncateSync(f, size - 100));
+    await expect(CausalLM.fromDirectory(truncated)).rejects.toThrow(/model\.safetensors: truncated: tensor "[^"]+" ends at byte/);
+
+    const lying = brokenCopy("lying", (f) => {
+      const bytes = readFileSync(f);
+      const n = Number(bytes.readBigUInt64LE(0));
+      const header = bytes.subarray(8, 8 + n).toString().replace(/"data_offsets":\[0,(\d+)\]/, (_, end) => `"data_offsets":[0,${Number(end) - 4}]`);
+      writeFileSync(f, Buffer.concat([bytes.subarray(0, 8), Buffer.from(header), bytes.subarray(8 + n)]));
+    });
+    await expect(CausalLM.fromDirectory(lying)).rejects.toThrow(/do not match its shape and dtype/);
+
+    const headerTooLong = brokenCopy("header-length", (f) => {
+      const bytes = readFileSync(f);
+      bytes.writeBigUInt64LE(BigInt(bytes.length), 0);
+      writeFileSync(f, bytes);
+    });
+    await expect(CausalLM.fromDirectory(headerTooLong)).rejects.toThrow(/header claims/);
+
+    const wrongShape = brokenCopy("wrong-shape", (_, config) => {
+      const c = JSON.parse(readFileSync(config, "utf8"));
+      c.intermediate_size = 100;
+      writeFileSync(config, JSON.stringify(c));
+    });
+    await expect(CausalLM.fromDirectory(wrongShape)).rejects.toThrow(/tensor "model\.layers\.0\.mlp\.\w+_proj\.weight" in .* has shape/);
+
+    const missing = brokenCopy("missing-tensor", (_, config) => {
+      const c = JSON.parse(readFileSync(config, "utf8"));
+      c.tie_word_embeddings = false;
+      writeFileSync(config, JSON.stringify(c));
+    });
+    await expect(CausalLM.fromDirectory(missing)).rejects.toThrow(/tensor "lm_head\.weight" is missing/);
+
+    const extra = brokenCopy("extra-layer", (_, config) => {
+      const c = JSON.parse(readFileSync(config, "utf8"));
+      c.num_hidden_layers = 1;
+      writeFileSync(config, JSON.stringify(c));
+    });
+    await expect(CausalLM.fromDirectory(extra)).rejects.toThrow(/holds tensor "model\.layers\.1\.[^"]+", which this architecture does not have/);
+  });
+
+  it("names the file and field for bad config.json", async () => {
+    const malformed = brokenCopy("malformed-config", (_, config) => writeFileSync(config, "{ not json"));
+    await expect(CausalLM.fromDirectory(malformed)).rejects.toThrow(/config\.json: malformed JSON/);
+    const unsupported = brokenCopy("gpt2-config", (_, config) => writeFileSync(config, JSON.stringify({ model_type: "gpt2" })));
+    await expect(CausalLM.fromDirectory(unsupported)).rejects.toThrow(/config\.json: model_type "gpt2" is not supported/);
+    const noHidden = brokenCopy("no-hidden", (_, config) => {
+      const c = JSON.parse(readFileSync(config, "utf8"));
+      delete c.hidden_size;
+      writeFileSync(config, JSON.stringify(c));
+    });
+    await expect(CausalLM.fromDirectory(noHidden)).rejects.toThrow(/config\.json: hidden_size is missing/);
+    await expect(CausalLM.fromDirectory(path.join(scratch, "nowhere"))).rejects.toThrow(/no such model directory/);
+  });
+
+  it("refuses a device that does not exist", async () => {
+    if (addon().runtimeInfo().cudaAvailable) return;
+    await expect(CausalLM.fromDirectory(dir, { device: "cuda:0" })).rejects.toThrow(/CUDA is not available/);
+    await expect(CausalLM.fromDirectory(dir, { device: "tpu" })).rejects.toThrow(/unknown device "tpu"/);
+  });
+});
