@@ -1,0 +1,115 @@
+// Device specs and placement (CoMLRL spec §5.4). Pure: what CUDA offers is passed in as CudaFacts, so placement is
+// decided and tested without loading libtorch. Get the facts from runtimeInfo():
+// { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }.
+import { ConfigError, field, reject, show, type FieldSpec } from "./fields.js";
+
+/** "cpu", "cuda", "cuda:N", "auto", or a list of devices (one for all, or one per model). */
+export type DeviceSpec = string | readonly string[];
+
+export interface CudaFacts {
+  readonly cudaAvailable: boolean;
+  readonly deviceCount: number;
+}
+
+/** A device name in canonical spelling ("cuda" means device 0, as in torch), or undefined if it is not one. */
+function deviceName(raw: string): string | undefined {
+  const name = raw.trim().toLowerCase();
+  if (name === "cuda") return "cuda:0";
+  return /^(cpu|cuda:\d+)$/.test(name) ? name : undefined;
+}
+
+/** A device the machine described by facts actually has. */
+function availableDevice(raw: string, kind: string, facts: CudaFacts): string {
+  const device = deviceName(raw);
+  if (device === undefined) throw new ConfigError(`${kind} has an invalid device ${show(raw)}: use "cpu", "cuda" or "cuda:N"`, kind);
+  if (device === "cpu") return device;
+  if (!facts.cudaAvailable) throw new ConfigError(`${kind} asks for ${device} but CUDA is not available`, kind);
+  if (Number(device.slice("cuda:".length)) >= facts.deviceCount) {
+    throw new ConfigError(`${kind} asks for ${device} but only ${facts.deviceCount} CUDA device(s) are visible`, kind);
+  }
+  return device;
+}
+
+/** The config field for a device spec: null (the default) means auto; lists are copied and frozen. */
+export function deviceSpec(): FieldSpec<DeviceSpec | null> {
+  const valid = (raw: unknown): string =>
+    (typeof raw === "string" ? deviceName(raw) : undefined) ?? reject(`must name devices as "cpu", "cuda" or "cuda:N"`);
+  return field<DeviceSpec | null>((raw) => {
+    if (raw === null) return null;
+    if (typeof raw === "string") return raw.trim().toLowerCase() === "auto" ? "auto" : valid(raw);
+    if (!Array.isArray(raw)) reject("must be a device string, a list of devices, or null");
+    if (raw.length === 0) reject("must not be an empty list");
+    return Object.freeze(raw.map(valid));
+  }, null);
+}
+
+function isAuto(spec: DeviceSpec | null | undefined): spec is "auto" | null | undefined {
+  return spec == null || (typeof spec === "string" && spec.trim().toLowerCase() === "auto");
+}
+
+/**
+ * n devices for n models. Auto (null or "auto"): no CUDA ⇒ cpu for all; fewer GPUs than models ⇒ all on cuda:0;
+ * else cuda:0…n−1. A string is used for all; a list of 1 is broadcast; a list of n gives one each.
+ */
+export function resolveDevices(spec: DeviceSpec | null | undefined, n: number, kind: string, facts: CudaFacts): string[] {
+  if (isAuto(spec)) {
+    if (!facts.cudaAvailable) return Array<string>(n).fill("cpu");
+    if (facts.deviceCount < n) return Array<string>(n).fill("cuda:0");
+    return Array.from({ length: n }, (_, i) => `cuda:${i}`);
+  }
+  if (typeof spec === "string") return Array<string>(n).fill(availableDevice(spec, kind, facts));
+  if (spec.length === 0) throw new ConfigError(`${kind} must not be an empty list`, kind);
+  if (spec.length !== 1 && spec.length !== n) throw new ConfigError(`${kind} length (${spec.length}) must be 1 or ${n}`, kind);
+  const devices = spec.map((d) => availableDevice(d, kind, facts));
+  return spec.length === 1 ? Array<string>(n).fill(devices[0]!) : devices;
+}
+
+/** One device from the first spec that is set (a string, or a list's first entry); auto when none is. */
+export function resolveSingleDevice(
+  specs: readonly (DeviceSpec | null | undefined)[],
+  facts: CudaFacts,
+  kind = "device",
+): string {
+  const spec = specs.find((s) => s != null);
+  if (isAuto(spec)) return resolveDevices(null, 1, kind, facts)[0]!;
+  if (typeof spec === "string") return availableDevice(spec, kind, facts);
+  if (spec.length === 0) throw new ConfigError(`${kind} must not be an empty list`, kind);
+  return availableDevice(spec[0]!, kind, facts);
+}
+
+/** The parts of a MAGRPO-family config that decide placement. */
+export interface PlacementConfig {
+  readonly parallelTraining: "none" | "mp";
+  readonly numAgents: number;
+  readonly agentDevices: DeviceSpec | null;
+  readonly referenceDevices: DeviceSpec | null;
+  /** Centralized configs train one joint actor, so they place one model (and one reference). */
+  readonly collaborationMode?: "centralized";
+}
+
+export interface Placement {
+  /** One device per actor. */
+  readonly agentDevices: string[];
+  /** One device per reference model (used when reference KL is enabled). */
+  readonly referenceDevices: string[];
+  /** Whether per-agent generation and updates may run at the same time. */
+  readonly concurrent: boolean;
+}
+
+/**
+ * Where a MAGRPO-family trainer puts its models. "none": every actor on one device, the first of agentDevices.
+ * "mp": one device per actor from agentDevices. References default to their actors' devices; an explicit
+ * referenceDevices is honoured in both modes (a second GPU can hold the frozen copies even when actors share one).
+ * numAgents is the trainer's agent count, which wins over the config's (spec §1.2).
+ */
+export function planPlacement(config: PlacementConfig, facts: CudaFacts, numAgents = config.numAgents): Placement {
+  const actors = config.collaborationMode === "centralized" ? 1 : numAgents;
+  const agentDevices =
+    config.parallelTraining === "mp"
+      ? resolveDevices(config.agentDevices, actors, "agentDevices", facts)
+      : Array<string>(actors).fill(resolveSingleDevice([config.agentDevices], facts, "agentDevices"));
+  const referenceDevices =
+    config.referenceDevices === null ? [...agentDevices] : resolveDevices(config.referenceDevices, actors, "referenceDevices", facts);
+  const concurrent = config.parallelTraining === "mp" && actors > 1 && new Set(agentDevices).size > 1;
+  return { agentDevices, referenceDevices, concurrent };
+}

@@ -1,0 +1,31 @@
+// The trainer configuration layer: configs with CoMLRL's defaults, device placement, and config files.
+export { ConfigError } from "./fields.js";
+export {
+  planPlacement,
+  resolveDevices,
+  resolveSingleDevice,
+  type CudaFacts,
+  type DeviceSpec,
+  type Placement,
+  type PlacementConfig,
+} from "./devices.js";
+export {
+  centralizedMagrpoConfig,
+  magrpoConfig,
+  mareinforceConfig,
+  maremaxConfig,
+  marlooConfig,
+  type AdvantageMode,
+  type CentralizedMAGRPOConfig,
+  type CentralizedMAGRPOConfigInput,
+  type ConfigSource,
+  type DType,
+  type JointMode,
+  type MAGRPOConfig,
+  type MAGRPOConfigInput,
+  type MAREINFORCEConfig,
+  type MAReMaxConfig,
+  type MARLOOConfig,
+  type ParallelTraining,
+} from "./magrpo.js";
+export { loadConfigFile, parseConfigText, type LoadConfigOptions } from "./file.js";

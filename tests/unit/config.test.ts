@@ -1,0 +1,325 @@
+// MAGRPO-family configs: CoMLRL's defaults and constraints (spec §2.1, test_config_constraints.py), our additions,
+// and the field machinery's key handling (camelCase / snake_case, unknown keys, doubled spellings).
+import { describe, expect, it } from "vitest";
+import {
+  ConfigError,
+  centralizedMagrpoConfig,
+  magrpoConfig,
+  mareinforceConfig,
+  maremaxConfig,
+  marlooConfig,
+  type MAGRPOConfig,
+} from "../../src/config/index.js";
+import { buildConfig, int } from "../../src/config/fields.js";
+
+/** Runs fn and returns the ConfigError it throws. */
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("MAGRPOConfig defaults", () => {
+  it("are CoMLRL's, plus ours", () => {
+    const expected: MAGRPOConfig = {
+      numTrainEpochs: 20,
+      agentLearningRate: 5e-6,
+      loggingSteps: 50,
+      numAgents: 2,
+      parallelTraining: "none",
+      agentDevices: null,
+      numGenerations: 4,
+      maxNewTokens: 256,
+      temperature: 0.6,
+      topP: 0.6,
+      topK: 50,
+      numTurns: 2,
+      discount: 1.0,
+      jointMode: "aligned",
+      earlyTerminationThreshold: -0.2,
+      externalPromptPassthrough: false,
+      evalInterval: 16,
+      evalNumSamples: 4,
+      evalBatchSize: 1,
+      rolloutBufferSize: 2,
+      trainBatchSize: 2,
+      advantageNormalization: true,
+      advantageMode: "mean",
+      referenceKlEnabled: false,
+      referenceKlCoef: 0.1,
+      referenceDevices: null,
+      seed: 0,
+      dtype: "float32",
+      maxGradNorm: null,
+    };
+    expect(magrpoConfig()).toEqual(expected);
+    expect(magrpoConfig({})).toEqual(expected);
+  });
+
+  it("returns a frozen plain object", () => {
+    const config = magrpoConfig({ agentDevices: ["cpu"] });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.agentDevices)).toBe(true);
+    expect(Object.getPrototypeOf(config)).toBe(Object.prototype);
+  });
+
+  it("trainBatchSize defaults to rolloutBufferSize, and null means the same", () => {
+    expect(magrpoConfig({ rolloutBufferSize: 8 }).trainBatchSize).toBe(8);
+    expect(magrpoConfig({ rolloutBufferSize: 8, trainBatchSize: null }).trainBatchSize).toBe(8);
+    expect(magrpoConfig({ rolloutBufferSize: 8, trainBatchSize: 3 }).trainBatchSize).toBe(3);
+  });
+
+  it("treats an undefined field as not given", () => {
+    expect(magrpoConfig({ topK: undefined, numTurns: undefined })).toEqual(magrpoConfig());
+  });
+});
+
+describe("MAGRPOConfig bounds", () => {
+  // [field, values to reject, a value on the accepted side of the bound, the reason in the message]
+  const bounded: Array<[keyof MAGRPOConfig, number[], number, string]> = [
+    // Bounds from CoMLRL.
+    ["numTrainEpochs", [0, -1], 1, "must be ≥ 1"],
+    ["loggingSteps", [0, -1], 1, "must be ≥ 1"],
+    ["numAgents", [0, -1], 1, "must be ≥ 1"],
+    ["numGenerations", [1, 0, -1], 2, "must be ≥ 2"],
+    ["numTurns", [0, -1], 1, "must be ≥ 1"],
+    ["evalInterval", [-1], 0, "must be ≥ 0"],
+    ["evalNumSamples", [-1], 0, "must be ≥ 0"],
+    ["evalBatchSize", [0, -1], 1, "must be ≥ 1"],
+    ["rolloutBufferSize", [0, -1], 1, "must be ≥ 1"],
+    ["trainBatchSize", [0, -1], 1, "must be ≥ 1"],
+    ["referenceKlCoef", [-1, -0.01], 0, "must be ≥ 0"],
+    // Ours.
+    ["maxNewTokens", [0, -1], 1, "must be ≥ 1"],
+    ["temperature", [0, -1], 0.01, "must be > 0"],
+    ["topP", [0, -1], 1, "must be > 0"],
+    ["topK", [0, -1], 1, "must be ≥ 1"],
+    ["seed", [-1], 0, "must be ≥ 0"],
+    ["maxGradNorm", [0, -1], 0.5, "must be > 0"],
+    ["agentLearningRate", [-1, -1e-6], 0, "must be ≥ 0"],
+    ["discount", [-1, -0.1], 0, "must be ≥ 0"],
+  ];
+
+  for (const [field, rejected, accepted, reason] of bounded) {
+    it(`${field} rejects ${rejected.join(", ")} and accepts ${accepted}`, () => {
+      for (const value of rejected) {
+        const error = configError(() => magrpoConfig({ [field]: value }));
+        expect(error.message).toBe(`MAGRPOConfig.${field} ${reason}, got ${value}`);
+        expect(error.field).toBe(field);
+      }
+      expect(magrpoConfig({ [field]: accepted })[field]).toBe(accepted);
+    });
+  }
+
+  it("upper bounds: topP ≤ 1, discount ≤ 1", () => {
+    expect(() => magrpoConfig({ topP: 1.01 })).toThrow("MAGRPOConfig.topP must be ≤ 1, got 1.01");
+    expect(() => magrpoConfig({ discount: 1.5 })).toThrow("MAGRPOConfig.discount must be ≤ 1, got 1.5");
+  });
+
+  it("integer fields reject fractions and numeric strings", () => {
+    expect(() => magrpoConfig({ numGenerations: 2.5 })).toThrow("MAGRPOConfig.numGenerations must be an integer, got 2.5");
+    expect(() => magrpoConfig({ num_generations: "4" } as never)).toThrow(
+      'MAGRPOConfig.numGenerations (num_generations) must be an integer, got "4"',
+    );
+  });
+
+  it("other types are checked too", () => {
+    expect(() => magrpoConfig({ temperature: Number.NaN })).toThrow("MAGRPOConfig.temperature must be a finite number");
+    expect(() => magrpoConfig({ advantageNormalization: "yes" } as never)).toThrow(
+      "MAGRPOConfig.advantageNormalization must be true or false",
+    );
+    expect(() => magrpoConfig({ numTurns: null } as never)).toThrow("MAGRPOConfig.numTurns must be an integer, got null");
+  });
+
+  it("names the snake_case key too when the user spelled the field that way", () => {
+    expect(() => magrpoConfig({ num_generations: 1 } as never)).toThrow(
+      "MAGRPOConfig.numGenerations (num_generations) must be ≥ 2, got 1",
+    );
+  });
+
+  it("prefixes the source when one is given", () => {
+    expect(() => magrpoConfig({ numTurns: 0 }, { source: "runs/a.json" })).toThrow(
+      "runs/a.json: MAGRPOConfig.numTurns must be ≥ 1, got 0",
+    );
+  });
+
+  it("nullable fields accept null", () => {
+    expect(magrpoConfig({ topK: null }).topK).toBeNull();
+    expect(magrpoConfig({ earlyTerminationThreshold: null }).earlyTerminationThreshold).toBeNull();
+    expect(magrpoConfig({ earlyTerminationThreshold: 5 }).earlyTerminationThreshold).toBe(5);
+    expect(magrpoConfig({ maxGradNorm: 1 }).maxGradNorm).toBe(1);
+  });
+});
+
+describe("MAGRPOConfig enums", () => {
+  it("parallelTraining is normalised: case, blanks, and null/'null' mean none", () => {
+    for (const value of ["none", "NONE", " None ", "null", "Null", null]) {
+      expect(magrpoConfig({ parallelTraining: value as never }).parallelTraining).toBe("none");
+    }
+    expect(magrpoConfig({ parallelTraining: " MP " as never, agentDevices: "cpu" }).parallelTraining).toBe("mp");
+  });
+
+  it('parallelTraining rejects "invalid" and the removed "auto"', () => {
+    for (const value of ["invalid", "auto", "ddp"]) {
+      expect(() => magrpoConfig({ parallelTraining: value as never })).toThrow(
+        `MAGRPOConfig.parallelTraining must be one of "none", "mp", got "${value}"`,
+      );
+    }
+  });
+
+  it("mp requires agentDevices", () => {
+    const error = configError(() => magrpoConfig({ parallelTraining: "mp" }));
+    expect(error.message).toMatch(/^MAGRPOConfig\.agentDevices must be set when parallelTraining is "mp"/);
+    expect(error.field).toBe("agentDevices");
+    expect(magrpoConfig({ parallelTraining: "mp", agentDevices: ["cuda:0", "cuda:1"] }).agentDevices).toEqual(["cuda:0", "cuda:1"]);
+    expect(magrpoConfig({ parallelTraining: "mp", agentDevices: "auto" }).agentDevices).toBe("auto");
+  });
+
+  it("jointMode accepts CoMLRL's aliases", () => {
+    const cases: Array<[string, string]> = [
+      ["aligned", "aligned"],
+      ["align", "aligned"],
+      ["Aligned", "aligned"],
+      ["cross", "cross"],
+      ["crossed", "cross"],
+    ];
+    for (const [given, expected] of cases) expect(magrpoConfig({ jointMode: given as never }).jointMode).toBe(expected);
+    expect(() => magrpoConfig({ jointMode: "diagonal" as never })).toThrow(
+      'MAGRPOConfig.jointMode must be one of "aligned", "cross", got "diagonal"',
+    );
+  });
+
+  it("advantageMode and dtype are checked", () => {
+    expect(() => magrpoConfig({ advantageMode: "median" as never })).toThrow("MAGRPOConfig.advantageMode must be one of");
+    expect(magrpoConfig({ dtype: "bf16" as never }).dtype).toBe("bfloat16");
+    expect(() => magrpoConfig({ dtype: "float16" as never })).toThrow('MAGRPOConfig.dtype must be one of "float32", "bfloat16"');
+  });
+
+  it("device specs are validated at config time", () => {
+    expect(magrpoConfig({ agentDevices: " CUDA:1 " }).agentDevices).toBe("cuda:1");
+    expect(magrpoConfig({ agentDevices: "cuda" }).agentDevices).toBe("cuda:0");
+    expect(() => magrpoConfig({ agentDevices: "gpu0" })).toThrow('MAGRPOConfig.agentDevices must name devices as "cpu", "cuda" or "cuda:N"');
+    expect(() => magrpoConfig({ referenceDevices: [] })).toThrow("MAGRPOConfig.referenceDevices must not be an empty list");
+    expect(() => magrpoConfig({ agentDevices: ["cpu", "auto"] })).toThrow("MAGRPOConfig.agentDevices must name devices");
+    expect(() => magrpoConfig({ agentDevices: 0 as never })).toThrow("MAGRPOConfig.agentDevices must be a device string");
+  });
+});
+
+describe("keys", () => {
+  it("snake_case and camelCase spellings give the same config", () => {
+    const snake = magrpoConfig({
+      num_train_epochs: 3,
+      agent_learning_rate: 1e-5,
+      top_p: 0.9,
+      top_k: null,
+      train_batch_size: 1,
+      early_termination_threshold: null,
+      parallel_training: "mp",
+      agent_devices: ["cpu", "cpu"],
+      reference_kl_enabled: true,
+      max_grad_norm: 1,
+    } as never);
+    const camel = magrpoConfig({
+      numTrainEpochs: 3,
+      agentLearningRate: 1e-5,
+      topP: 0.9,
+      topK: null,
+      trainBatchSize: 1,
+      earlyTerminationThreshold: null,
+      parallelTraining: "mp",
+      agentDevices: ["cpu", "cpu"],
+      referenceKlEnabled: true,
+      maxGradNorm: 1,
+    });
+    expect(snake).toEqual(camel);
+    expect(camel.agentLearningRate).toBe(1e-5);
+  });
+
+  it("rejects both spellings of one field", () => {
+    const error = configError(() => magrpoConfig({ topP: 0.5, top_p: 0.5 } as never));
+    expect(error.message).toBe('MAGRPOConfig.topP is given twice, as "topP" and "top_p"; keep one');
+    expect(error.field).toBe("topP");
+  });
+
+  it("rejects unknown keys and suggests the closest field in the user's spelling", () => {
+    const cases: Array<[string, string]> = [
+      ["num_generation", "num_generations"],
+      ["numGeneration", "numGenerations"],
+      ["agent_learning_rat", "agent_learning_rate"],
+      ["learning_rate", "agent_learning_rate"],
+      ["termination_threshold", "early_termination_threshold"],
+      ["topp", "topP"],
+    ];
+    for (const [key, guess] of cases) {
+      const error = configError(() => magrpoConfig({ [key]: 1 } as never));
+      expect(error.message).toBe(`MAGRPOConfig has no field "${key}" (did you mean "${guess}"?)`);
+      expect(error.field).toBe(key);
+    }
+  });
+
+  it("names every unknown key and suggests nothing when nothing is close", () => {
+    expect(() => magrpoConfig({ wandb_project: "x", numGeneration: 4 } as never)).toThrow(
+      'MAGRPOConfig has no field "wandb_project", "numGeneration" (did you mean "numGenerations"?)',
+    );
+  });
+
+  it("only the exact snake_case twin maps to a field", () => {
+    expect(() => magrpoConfig({ Top_P: 0.5 } as never)).toThrow('MAGRPOConfig has no field "Top_P"');
+    expect(() => magrpoConfig({ toString: 1 } as never)).toThrow('MAGRPOConfig has no field "toString"');
+    expect(() => magrpoConfig(JSON.parse('{"__proto__": {"numTurns": 1}}'))).toThrow('has no field "__proto__"');
+  });
+
+  it("rejects input that is not an object", () => {
+    expect(() => magrpoConfig([] as never)).toThrow("MAGRPOConfig must be built from an object of fields, got []");
+    expect(() => magrpoConfig(null as never)).toThrow("MAGRPOConfig must be built from an object of fields, got null");
+  });
+
+  it("a field without a default is required", () => {
+    expect(() => buildConfig({ steps: int({ min: 1 }) }, {}, { configName: "T" })).toThrow("T.steps is required");
+    expect(buildConfig({ steps: int({ min: 1 }) }, { steps: 3 }, { configName: "T" })).toEqual({ steps: 3 });
+  });
+});
+
+describe("MAGRPO variants", () => {
+  it("the REINFORCE / ReMax / RLOO configs differ only in advantageMode", () => {
+    const base = magrpoConfig();
+    expect(mareinforceConfig()).toEqual({ ...base, advantageMode: "raw" });
+    expect(maremaxConfig()).toEqual({ ...base, advantageMode: "max" });
+    expect(marlooConfig()).toEqual({ ...base, advantageMode: "rloo" });
+    expect(marlooConfig({ advantageMode: "mean" }).advantageMode).toBe("mean");
+  });
+
+  it("name their own config in errors", () => {
+    expect(() => mareinforceConfig({ numGenerations: 1 })).toThrow("MAREINFORCEConfig.numGenerations must be ≥ 2, got 1");
+    expect(() => maremaxConfig({ numGenerations: 1 })).toThrow("MAReMaxConfig.numGenerations");
+    expect(() => marlooConfig({ numGenerations: 1 })).toThrow("MARLOOConfig.numGenerations");
+  });
+
+  it("centralized MAGRPO defaults to one turn and centralized collaboration", () => {
+    const config = centralizedMagrpoConfig();
+    expect(config).toEqual({ ...magrpoConfig(), numTurns: 1, collaborationMode: "centralized" });
+    expect(magrpoConfig().numTurns).toBe(2);
+    expect(centralizedMagrpoConfig({ num_turns: 1, collaboration_mode: "centralized" } as never).numTurns).toBe(1);
+  });
+
+  it("centralized MAGRPO rejects more than one turn", () => {
+    const error = configError(() => centralizedMagrpoConfig({ numTurns: 2 }));
+    expect(error.message).toContain("CentralizedMAGRPOConfig.numTurns");
+    expect(error.message).toContain("num_turns=1");
+    expect(() => centralizedMagrpoConfig({ numTurns: 0 })).toThrow("num_turns=1");
+  });
+
+  it("centralized MAGRPO requires centralized collaboration", () => {
+    expect(() => centralizedMagrpoConfig({ collaborationMode: "decentralized" as never })).toThrow(
+      'CentralizedMAGRPOConfig.collaborationMode must be "centralized": CentralizedMAGRPOConfig requires centralized collaboration, got "decentralized"',
+    );
+  });
+
+  it("collaborationMode is not a field of the decentralized configs", () => {
+    expect(() => magrpoConfig({ collaborationMode: "centralized" } as never)).toThrow('MAGRPOConfig has no field "collaborationMode"');
+  });
+});
