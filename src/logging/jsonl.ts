@@ -1,0 +1,106 @@
+// metrics.jsonl: the local, always-on record of a run. One JSON object per line:
+//   {"step": <env_step>, "time": <ISO-8601>, "kind": "train" | "eval" | "samples" | …, ...fields}
+// Each line goes to the kernel in one synchronous write on an O_APPEND descriptor, so a crashed process (OOM killer,
+// native abort, SIGKILL) loses at most the line it was writing. JSON has no literal for NaN or ±Infinity; such values
+// are written as the strings "NaN", "Infinity" and "-Infinity" rather than silently becoming null, because a diverged
+// loss is exactly what this file must show.
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
+import path from "node:path";
+
+/** Record kinds the library writes; callers may add their own. */
+export type MetricsKind = "train" | "eval" | "samples" | (string & {});
+
+export interface JsonlRecord {
+  step: number;
+  time: string;
+  kind: MetricsKind;
+  [field: string]: unknown;
+}
+
+const RESERVED_FIELDS = new Set(["step", "time", "kind"]);
+
+function encodeNonFinite(_key: string, value: unknown): unknown {
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
+  return value;
+}
+
+/**
+ * Where the last complete line of file ends. A crash can leave a partial line without its newline; appending after
+ * it would glue the next record onto the fragment and corrupt a line in the middle of the file.
+ */
+function endOfLastCompleteLine(fd: number, size: number): number {
+  const chunk = Buffer.alloc(64 * 1024);
+  let end = size;
+  while (end > 0) {
+    const start = Math.max(0, end - chunk.length);
+    const length = readSync(fd, chunk, 0, end - start, start);
+    const newline = chunk.subarray(0, length).lastIndexOf(0x0a);
+    if (newline >= 0) return start + newline + 1;
+    end = start;
+  }
+  return 0;
+}
+
+export class JsonlMetricsWriter {
+  private fd: number | null;
+
+  /** Opens file for appending (creating it and its directory), first dropping a partial last line left by a crash. */
+  constructor(readonly file: string) {
+    mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    const fd = openSync(file, "a+");
+    const size = fstatSync(fd).size;
+    const keep = endOfLastCompleteLine(fd, size);
+    if (keep < size) ftruncateSync(fd, keep);
+    this.fd = fd;
+  }
+
+  /** Appends one record. `fields` may not use the reserved names step, time or kind. */
+  write(kind: MetricsKind, step: number, fields: Record<string, unknown>): void {
+    if (this.fd === null) throw new Error(`JsonlMetricsWriter: ${this.file} is closed`);
+    if (!Number.isSafeInteger(step) || step < 0) {
+      throw new Error(`JsonlMetricsWriter: step must be a non-negative integer, got ${step} (${this.file})`);
+    }
+    for (const name of Object.keys(fields)) {
+      if (RESERVED_FIELDS.has(name)) {
+        throw new Error(`JsonlMetricsWriter: field name "${name}" is reserved in ${this.file} (step, time and kind are)`);
+      }
+    }
+    const record = { step, time: new Date().toISOString(), kind, ...fields };
+    writeSync(this.fd, `${JSON.stringify(record, encodeNonFinite)}\n`);
+  }
+
+  /** fsyncs and closes the file; later writes throw. Closing twice is harmless. */
+  close(): void {
+    if (this.fd === null) return;
+    fsyncSync(this.fd);
+    closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+/**
+ * Parses a metrics.jsonl file. A last line without its newline that does not parse is the write a crash interrupted
+ * and is dropped; any other unparsable line is corruption and throws, naming the file and line.
+ */
+export function readJsonlMetrics(file: string): JsonlRecord[] {
+  const text = readFileSync(file, "utf8");
+  const lines = text.split("\n");
+  const records: JsonlRecord[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.trim() === "") continue;
+    const isUnterminatedTail = i === lines.length - 1;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch (error) {
+      if (isUnterminatedTail) break;
+      throw new Error(`readJsonlMetrics: ${file} line ${i + 1} is not valid JSON: ${(error as Error).message}`);
+    }
+    if (typeof parsed !== "object" || parsed === null || typeof (parsed as JsonlRecord).step !== "number") {
+      throw new Error(`readJsonlMetrics: ${file} line ${i + 1} is not a metrics record (an object with a numeric step)`);
+    }
+    records.push(parsed as JsonlRecord);
+  }
+  return records;
+}
