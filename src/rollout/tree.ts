@@ -1,0 +1,222 @@
+// The MAGRPO rollout tree (COMLRL-SPEC §3.2): at every node each agent samples K completions for its prompt, joint
+// actions are formed (aligned: K; cross: K^N), the shared reward scores them, and — unless the node's mean reward
+// passes the early-termination threshold — every joint action spawns a child through the external transition.
+// Nodes are expanded level by level so that all of a level's prompts go to each agent in one generation call.
+import { formatPrompt } from "./formatters.js";
+import { computeRewards } from "./rewards.js";
+import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "./types.js";
+
+/** What the tree needs from an agent: K samples for each of several prompts, and optionally KL to a reference. */
+export interface RolloutPolicy {
+  sample(prompts: string[], k: number): Promise<SampledCompletions>;
+  referenceKl?(promptIds: number[][], completions: Int32Array[][]): Promise<number[][]>;
+}
+
+export interface SampledCompletions {
+  promptIds: number[][];
+  /** [prompt][k] */
+  completionIds: Int32Array[][];
+  texts: string[][];
+}
+
+export interface RolloutSettings {
+  numGenerations: number;
+  numTurns: number;
+  jointMode: "aligned" | "cross";
+  earlyTerminationThreshold: number | null;
+  externalPromptPassthrough: boolean;
+  rewardBatching: "node" | "jointAction";
+}
+
+export interface RolloutEnvironment {
+  policies: RolloutPolicy[];
+  formatters: Formatter[];
+  rewardFunc: RewardFunction;
+  rewardProcessor: RewardProcessor;
+  externalTransition: ExternalTransition | null;
+  /** Runs the agents' generation calls together (agents on distinct devices) or one after another. */
+  concurrent: boolean;
+}
+
+export interface RolloutNode {
+  turn: number;
+  /** Each agent's formatted prompt, and the raw prompt recorded in the history. */
+  prompts: string[];
+  promptIds: number[][];
+  /** [agent][k] */
+  completionIds: Int32Array[][];
+  texts: string[][];
+  referenceKl: number[][];
+  /** [jointAction][agent] = index of that agent's completion. */
+  jointActions: number[][];
+  rewards: number[];
+  returns: number[];
+  /** children[j]: the node spawned by joint action j, or null (last turn or early termination). */
+  children: (RolloutNode | null)[];
+  envStep: number;
+  promptHistory: string[][];
+  responseHistory: string[][];
+}
+
+export interface Rollout {
+  root: RolloutNode;
+  envSteps: number;
+  samples: NodeSample[];
+}
+
+function jointActionsFor(mode: "aligned" | "cross", numAgents: number, k: number): number[][] {
+  if (numAgents === 1 || mode === "aligned") return Array.from({ length: k }, (_, j) => Array(numAgents).fill(j));
+  let combos: number[][] = [[]];
+  for (let agent = 0; agent < numAgents; agent++) combos = combos.flatMap((c) => Array.from({ length: k }, (_, i) => [...c, i]));
+  return combos;
+}
+
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+async function forEachAgent<T>(count: number, concurrent: boolean, fn: (agent: number) => Promise<T>): Promise<T[]> {
+  if (concurrent) return Promise.all(Array.from({ length: count }, (_, i) => fn(i)));
+  const out: T[] = [];
+  for (let i = 0; i < count; i++) out.push(await fn(i));
+  return out;
+}
+
+interface PendingNode {
+  turn: number;
+  prompts: string[];
+  promptHistory: string[][];
+  responseHistory: string[][];
+  attach: (node: RolloutNode) => void;
+}
+
+/** Builds the whole tree for one item; env steps are numbered from firstEnvStep + 1. */
+export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnvironment, settings: RolloutSettings, firstEnvStep: number): Promise<Rollout> {
+  const numAgents = env.policies.length;
+  const k = settings.numGenerations;
+  let envStep = firstEnvStep;
+  let root: RolloutNode | null = null;
+  let level: PendingNode[] = [
+    {
+      turn: 0,
+      prompts: env.formatters.map((f, agent) => formatPrompt(f, item, agent)),
+      promptHistory: Array.from({ length: numAgents }, () => []),
+      responseHistory: Array.from({ length: numAgents }, () => []),
+      attach: (node) => (root = node),
+    },
+  ];
+
+  while (level.length > 0) {
+    const sampled = await forEachAgent(numAgents, env.concurrent, (agent) => env.policies[agent].sample(level.map((n) => n.prompts[agent]), k));
+    const kls = await forEachAgent(numAgents, env.concurrent, async (agent) => {
+      const policy = env.policies[agent];
+      return policy.referenceKl ? policy.referenceKl(sampled[agent].promptIds, sampled[agent].completionIds) : level.map(() => Array(k).fill(0));
+    });
+    const next: PendingNode[] = [];
+    for (let n = 0; n < level.length; n++) {
+      const pending = level[n];
+      const node: RolloutNode = {
+        turn: pending.turn,
+        prompts: pending.prompts,
+        promptIds: sampled.map((s) => s.promptIds[n]),
+        completionIds: sampled.map((s) => s.completionIds[n]),
+        texts: sampled.map((s) => s.texts[n]),
+        referenceKl: kls.map((kl) => kl[n]),
+        jointActions: jointActionsFor(settings.jointMode, numAgents, k),
+        rewards: [],
+        returns: [],
+        children: [],
+        envStep: 0,
+        promptHistory: pending.promptHistory,
+        responseHistory: pending.responseHistory,
+      };
+      const jointTexts = Array.from({ length: numAgents }, (_, agent) => node.jointActions.map((ja) => node.texts[agent][ja[agent]]));
+      node.rewards = await computeRewards(
+        env.rewardFunc,
+        jointTexts,
+        { itemIndex, item, turn: node.turn, prompts: node.prompts, promptHistory: node.promptHistory, responseHistory: node.responseHistory },
+        settings.rewardBatching,
+        env.rewardProcessor,
+      );
+      envStep += node.jointActions.length;
+      node.envStep = envStep;
+      node.children = node.jointActions.map(() => null);
+      pending.attach(node);
+
+      const terminated = settings.earlyTerminationThreshold !== null && mean(node.rewards) > settings.earlyTerminationThreshold;
+      if (terminated || node.turn + 1 >= settings.numTurns) continue;
+      if (!env.externalTransition) throw new Error("Multi-turn rollouts require an externalTransition");
+      for (let j = 0; j < node.jointActions.length; j++) {
+        const responses = jointTexts.map((texts) => texts[j]);
+        const promptHistory = node.promptHistory.map((h, agent) => [...h, node.prompts[agent]]);
+        const responseHistory = node.responseHistory.map((h, agent) => [...h, responses[agent]]);
+        const nextPrompts = await env.externalTransition({
+          prompt: typeof item.prompt === "string" ? item.prompt : "",
+          agentCompletions: responses,
+          numAgents,
+          promptHistoryPerAgent: promptHistory,
+          responseHistoryPerAgent: responseHistory,
+          item,
+        });
+        if (!Array.isArray(nextPrompts) || nextPrompts.length !== numAgents || nextPrompts.some((p) => typeof p !== "string")) {
+          throw new Error(
+            `External transition must return per-agent prompts: ${numAgents} strings expected at item ${itemIndex}, turn ${node.turn + 1}, joint action ${j}`,
+          );
+        }
+        next.push({
+          turn: node.turn + 1,
+          prompts: nextPrompts.map((p, agent) =>
+            settings.externalPromptPassthrough ? p : formatPrompt(env.formatters[agent], { ...item, prompt: p, _original_prompt: item.prompt }, agent, p),
+          ),
+          promptHistory,
+          responseHistory,
+          attach: (child) => (node.children[j] = child),
+        });
+      }
+    }
+    level = next;
+  }
+
+  const tree = root as unknown as RolloutNode;
+  computeReturns(tree);
+  return { root: tree, envSteps: envStep - firstEnvStep, samples: collectSamples(tree, numAgents) };
+}
+
+/** Undiscounted returns: R_j = r_j + mean(returns of the node spawned by j), post-order. */
+export function computeReturns(node: RolloutNode): void {
+  node.returns = node.rewards.map((r, j) => {
+    const child = node.children[j];
+    if (!child) return r;
+    computeReturns(child);
+    return r + mean(child.returns);
+  });
+}
+
+/** Per-agent credit: aligned gives completion k the return of joint action k; cross sums over combos using k. */
+export function creditReturns(node: RolloutNode, agent: number, k: number): number[] {
+  const credit = Array(k).fill(0);
+  node.jointActions.forEach((ja, j) => (credit[ja[agent]] += node.returns[j]));
+  return credit;
+}
+
+/** One sample per agent per node, post-order, as the spec's buffers receive them. */
+function collectSamples(root: RolloutNode, numAgents: number): NodeSample[] {
+  const samples: NodeSample[] = [];
+  const visit = (node: RolloutNode) => {
+    for (const child of node.children) if (child) visit(child);
+    const k = node.completionIds[0].length;
+    for (let agent = 0; agent < numAgents; agent++) {
+      samples.push({
+        agent,
+        turn: node.turn,
+        promptIds: node.promptIds[agent],
+        completionIds: node.completionIds[agent],
+        returns: creditReturns(node, agent, k),
+        referenceKl: node.referenceKl[agent],
+        nodeMeanReward: mean(node.rewards),
+        nodeMeanReturn: mean(node.returns),
+        envStep: node.envStep,
+      });
+    }
+  };
+  visit(root);
+  return samples;
+}

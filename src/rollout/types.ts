@@ -1,0 +1,55 @@
+// The Dec-POMDP vocabulary shared by rollouts and trainers: items, formatters, rewards, transitions, samples.
+
+/** A dataset item: a plain object. `prompt` is the conventional field the default formatter and transitions use. */
+export type Item = Record<string, unknown>;
+
+/** Maps an item (and, from turn 2 on, the transition's prompt) to one agent's prompt text. */
+export type Formatter = (item: Item, externalPrompt?: string) => string;
+
+export interface RewardContext {
+  /** Index of the item in its dataset. */
+  itemIndex: number;
+  item: Item;
+  /** 0-based turn. */
+  turn: number;
+  /** Each agent's prompt at this node. */
+  prompts: string[];
+  /** Per agent, the prompts and responses of earlier turns along this branch. */
+  promptHistory: string[][];
+  responseHistory: string[][];
+}
+
+/**
+ * The shared reward: completions[agent][j] is agent's part of joint action j; returns one number per joint action.
+ * Called once per node with all of its joint actions (or once per joint action, see `rewardBatching`).
+ */
+export type RewardFunction = (completions: string[][], context: RewardContext) => number[] | number | Promise<number[] | number>;
+
+export type RewardProcessor = (reward: number) => number;
+
+export interface TransitionInput {
+  prompt: string;
+  agentCompletions: string[];
+  numAgents: number;
+  /** Per agent, the prompts of every turn so far on this branch, the one just completed included. */
+  promptHistoryPerAgent: string[][];
+  responseHistoryPerAgent: string[][];
+  item: Item;
+}
+
+/** Produces each agent's next-turn prompt from the branch so far (feedback, role swap, "revise your answer"). */
+export type ExternalTransition = (input: TransitionInput) => string[] | Promise<string[]>;
+
+/** What one agent trains on from one node: its prompt, its K completions and their credited returns. */
+export interface NodeSample {
+  agent: number;
+  turn: number;
+  promptIds: number[];
+  completionIds: Int32Array[];
+  returns: number[];
+  /** Per completion Σ_t k3 KL to the reference (zeros when reference KL is off). */
+  referenceKl: number[];
+  nodeMeanReward: number;
+  nodeMeanReturn: number;
+  envStep: number;
+}

@@ -1,0 +1,159 @@
+// Agents: each is a causal LM with its tokenizer, optimizer and optional frozen reference, resolved from hub ids,
+// local directories or loaded model objects by the rules of COMLRL-SPEC §5.1–§5.2. The same CausalLM object given
+// twice is shared (one set of weights), but every agent keeps its own optimizer state.
+import type { NativeOptimizer } from "../native/binding.js";
+import { addon } from "../native/loader.js";
+import { CausalLM, type Dtype } from "../models/causal-lm.js";
+import { resolveModelSource } from "../models/hub.js";
+import { ComlrlTokenizer } from "../models/tokenizer.js";
+import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
+
+export type ModelSource = string | CausalLM;
+
+export class AgentResolutionError extends Error {
+  override name = "AgentResolutionError";
+}
+
+/** COMLRL-SPEC §5.1 for actors: one source per agent. */
+export function resolveModelSources(agentModel: ModelSource | null | undefined, agents: readonly ModelSource[] | null | undefined, numAgents: number): ModelSource[] {
+  const fail = (message: string): never => {
+    throw new AgentResolutionError(message);
+  };
+  if (agents === null || agents === undefined) {
+    if (agentModel === null || agentModel === undefined) return fail("Either agentModel or agents must be provided.");
+    if (typeof agentModel !== "string") {
+      return fail("agentModel should be a string to create homogeneous agents (pass loaded models through agents: [...])");
+    }
+    return Array(numAgents).fill(agentModel);
+  }
+  if (!Array.isArray(agents) || agents.length === 0) return fail("agents must be a non-empty list");
+  if (agents.length !== numAgents) fail(`agents length (${agents.length}) must match numAgents (${numAgents})`);
+  agents.forEach((a, i) => {
+    if (a === null || a === undefined) fail(`agents[${i}] is ${a}`);
+  });
+  if (agentModel !== null && agentModel !== undefined) {
+    const conflicting = agents.findIndex((a) => a !== agentModel);
+    if (conflicting >= 0) {
+      fail(`agentModel "${String(agentModel)}" conflicts with agents[${conflicting}] "${String(agents[conflicting])}": give one of them, or the same name in both`);
+    }
+  }
+  return [...agents];
+}
+
+async function loadTokenizer(source: string): Promise<ComlrlTokenizer> {
+  return ComlrlTokenizer.fromDirectory(await resolveModelSource(source));
+}
+
+/** COMLRL-SPEC §5.2: one tokenizer per agent. */
+export async function resolveTokenizers(
+  agentModel: ModelSource | null | undefined,
+  agents: readonly ModelSource[] | null | undefined,
+  tokenizer: ComlrlTokenizer | readonly ComlrlTokenizer[] | null | undefined,
+  sources: readonly ModelSource[],
+): Promise<ComlrlTokenizer[]> {
+  const n = sources.length;
+  if (Array.isArray(tokenizer)) {
+    if (tokenizer.length !== n) throw new AgentResolutionError(`tokenizers length (${tokenizer.length}) must match agents (${n})`);
+    return [...tokenizer];
+  }
+  if (tokenizer) return Array(n).fill(tokenizer);
+  if ((agents === null || agents === undefined) && typeof agentModel !== "string") {
+    throw new AgentResolutionError("Tokenizer must be provided when agentModel is a loaded model.");
+  }
+  if (sources.some((s) => typeof s !== "string")) throw new AgentResolutionError("Tokenizer(s) must be provided when agents are model objects.");
+  const cache = new Map<string, Promise<ComlrlTokenizer>>();
+  return Promise.all(
+    sources.map((s) => {
+      const id = s as string;
+      if (!cache.has(id)) cache.set(id, loadTokenizer(id));
+      return cache.get(id)!;
+    }),
+  );
+}
+
+export interface SamplingSettings {
+  maxNewTokens: number;
+  temperature: number;
+  topP: number;
+  topK: number | null;
+}
+
+export class Agent implements RolloutPolicy {
+  constructor(
+    readonly index: number,
+    readonly model: CausalLM,
+    readonly tokenizer: ComlrlTokenizer,
+    readonly optimizer: NativeOptimizer,
+    readonly sampling: SamplingSettings,
+    readonly reference: CausalLM | null,
+  ) {}
+
+  async sample(prompts: string[], k: number): Promise<SampledCompletions> {
+    const promptIds = prompts.map((p) => this.tokenizer.encode(p));
+    const generation = await this.model.generate(promptIds, {
+      maxNewTokens: this.sampling.maxNewTokens,
+      numReturnSequences: k,
+      doSample: true,
+      temperature: this.sampling.temperature,
+      topP: this.sampling.topP,
+      topK: this.sampling.topK,
+      eosTokenIds: this.tokenizer.eosTokenIds,
+      padTokenId: this.tokenizer.padTokenId,
+    });
+    const completionIds = prompts.map((_, p) => generation.completions.slice(p * k, (p + 1) * k));
+    const texts = completionIds.map((row) => row.map((ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true })));
+    return { promptIds, completionIds, texts };
+  }
+
+  async referenceKl(promptIds: number[][], completions: Int32Array[][]): Promise<number[][]> {
+    if (!this.reference) return completions.map((row) => row.map(() => 0));
+    const prompts = completions.flatMap((row, p) => row.map(() => promptIds[p]));
+    const kl = await this.model.klK3(this.reference, prompts, completions.flat());
+    let offset = 0;
+    return completions.map((row) => row.map(() => kl[offset++]));
+  }
+}
+
+export interface BuildAgentsOptions {
+  sources: ModelSource[];
+  tokenizers: ComlrlTokenizer[];
+  devices: string[];
+  referenceDevices: string[] | null;
+  dtype: Dtype;
+  seed: number;
+  learningRate: number;
+  sampling: SamplingSettings;
+}
+
+/**
+ * Loads each id onto its agent's device (an id repeated loads independent copies), keeps given model objects
+ * (the same object twice is shared), and attaches an AdamW optimizer per agent and, when asked, a frozen reference:
+ * a fresh load of the same id, or a deep copy of a given model.
+ */
+export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]> {
+  const models = await Promise.all(
+    options.sources.map(async (source, i) => {
+      if (typeof source !== "string") return source;
+      try {
+        return await CausalLM.load(source, { dtype: options.dtype, device: options.devices[i], seed: options.seed + i });
+      } catch (error) {
+        throw new AgentResolutionError(`Failed to load actor model from identifier '${source}': ${(error as Error).message}`, { cause: error });
+      }
+    }),
+  );
+  models.forEach((m, i) => m.native.setSeed(options.seed + i));
+  const references = options.referenceDevices
+    ? await Promise.all(
+        options.sources.map(async (source, i) =>
+          (typeof source === "string"
+            ? await CausalLM.load(source, { dtype: options.dtype, device: options.referenceDevices![i] })
+            : await models[i].clone({ device: options.referenceDevices![i] })
+          ).freeze(),
+        ),
+      )
+    : models.map(() => null);
+  const Optimizer = addon().NativeOptimizer;
+  return models.map(
+    (model, i) => new Agent(i, model, options.tokenizers[i], new Optimizer(model.native, { lr: options.learningRate }), options.sampling, references[i]),
+  );
+}

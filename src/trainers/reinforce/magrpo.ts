@@ -1,0 +1,363 @@
+// MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The rollout tree,
+// agents, logging and saving are shared machinery; this file holds the training loop and the update rule.
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { magrpoConfig, planPlacement, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
+import { MetricsLogger, type SampleRow } from "../../logging/metrics-logger.js";
+import { ProgressBar } from "../../logging/progress.js";
+import type { WandbConfig } from "../../logging/wandb.js";
+import type { CausalLM } from "../../models/causal-lm.js";
+import type { ComlrlTokenizer } from "../../models/tokenizer.js";
+import { runtimeInfo } from "../../runtime.js";
+import { advantages, shapeReturns } from "../../rollout/advantages.js";
+import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
+import { RewardProcessors } from "../../rollout/rewards.js";
+import { rolloutItem, type RolloutEnvironment, type RolloutSettings } from "../../rollout/tree.js";
+import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "../../rollout/types.js";
+import { SeededRandom } from "../../util/random.js";
+import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type ModelSource } from "../agents.js";
+
+export interface EvalLoggerInput {
+  /** [agent][sample][turn] */
+  agentCompletionsTurns: string[][][];
+  items: Item[];
+}
+
+export interface MAGRPOTrainerOptions {
+  agentModel?: ModelSource | null;
+  agents?: ModelSource[] | null;
+  /** The agent count; must agree with config.numAgents when both are given. */
+  numAgents?: number;
+  tokenizer?: ComlrlTokenizer | ComlrlTokenizer[] | null;
+  rewardFunc: RewardFunction;
+  rewardProcessor?: RewardProcessor;
+  /** "node": one reward call per node with all its joint actions (default); "jointAction": one call each. */
+  rewardBatching?: "node" | "jointAction";
+  formatters?: Formatter | Formatter[] | null;
+  externalTransition?: ExternalTransition | null;
+  trainDataset: Item[];
+  evalDataset?: Item[] | null;
+  config?: MAGRPOConfigInput | MAGRPOConfig;
+  /** Where metrics, plots and saved models go (default runs/<algorithm>-<timestamp>). */
+  outputDir?: string;
+  tensorboard?: boolean;
+  wandbConfig?: WandbConfig | null;
+  /** No progress bar or console lines. */
+  quiet?: boolean;
+  /** Log a table of sample completions every this many items (0: never). */
+  sampleLogInterval?: number;
+  evalLogger?: (input: EvalLoggerInput) => unknown | Promise<unknown>;
+  evalAggregator?: (result: unknown, numTurns: number) => Record<string, number>;
+}
+
+/** Training progress: where train() is and what it has done. Checkpoints save exactly this. */
+export interface TrainProgress {
+  epoch: number;
+  itemIndex: number;
+  envStep: number;
+}
+
+export interface UpdateMetrics {
+  agent: number;
+  loss: number;
+  gradNorm: number;
+  samples: number;
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+export class MAGRPOTrainer {
+  readonly algorithm: string = "MAGRPO";
+  readonly progress: TrainProgress = { epoch: 0, itemIndex: 0, envStep: 0 };
+  protected readonly buffers: NodeSample[][];
+  protected readonly random: SeededRandom;
+  protected logger: MetricsLogger | null = null;
+
+  /** Use the static create(), which loads the agents. */
+  constructor(
+    readonly config: MAGRPOConfig,
+    readonly agents: Agent[],
+    protected readonly options: MAGRPOTrainerOptions,
+    protected readonly environment: RolloutEnvironment,
+    readonly outputDir: string,
+  ) {
+    this.buffers = agents.map(() => []);
+    this.random = new SeededRandom(config.seed);
+  }
+
+  /** The config builder of this algorithm (baselines override the advantage mode's default). */
+  static buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
+    return magrpoConfig(input as MAGRPOConfigInput);
+  }
+
+  static async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: MAGRPOTrainerOptions): Promise<T> {
+    if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function.");
+    const config = this.buildConfig({ ...(options.config ?? {}), ...(options.numAgents !== undefined && !options.config?.numAgents ? { numAgents: options.numAgents } : {}) });
+    if (options.numAgents !== undefined && options.numAgents !== config.numAgents) {
+      throw new RangeError(`numAgents (${options.numAgents}) must match config.numAgents (${config.numAgents})`);
+    }
+    if (config.numTurns > 1 && !options.externalTransition) throw new Error("Multi-turn MAGRPO requires an externalTransition");
+    if (!Array.isArray(options.trainDataset) || options.trainDataset.length === 0) throw new TypeError("trainDataset must be a non-empty array of items");
+    const n = config.numAgents;
+    const sources = resolveModelSources(options.agentModel, options.agents, n);
+    const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
+    const info = runtimeInfo();
+    const placement = planPlacement(config, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, n);
+    const agents = await buildAgents({
+      sources,
+      tokenizers,
+      devices: placement.agentDevices,
+      referenceDevices: config.referenceKlEnabled ? placement.referenceDevices : null,
+      dtype: config.dtype,
+      seed: config.seed,
+      learningRate: config.agentLearningRate,
+      sampling: { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK },
+    });
+    const environment: RolloutEnvironment = {
+      policies: agents,
+      formatters: buildFormatters(options.formatters, n),
+      rewardFunc: options.rewardFunc,
+      rewardProcessor: options.rewardProcessor ?? RewardProcessors.identity(),
+      externalTransition: options.externalTransition ?? null,
+      concurrent: placement.concurrent,
+    };
+    const outputDir = options.outputDir ?? path.join("runs", `${this.name.replace(/Trainer$/, "").toLowerCase()}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+    return new this(config, agents, options, environment, outputDir);
+  }
+
+  protected get rolloutSettings(): RolloutSettings {
+    const c = this.config;
+    return {
+      numGenerations: c.numGenerations,
+      numTurns: c.numTurns,
+      jointMode: c.jointMode,
+      earlyTerminationThreshold: c.earlyTerminationThreshold,
+      externalPromptPassthrough: c.externalPromptPassthrough,
+      rewardBatching: this.options.rewardBatching ?? "node",
+    };
+  }
+
+  /** Agent's formatted turn-1 prompt for an item. */
+  promptFor(agent: number, item: Item): string {
+    return formatPrompt(this.environment.formatters[agent], item, agent);
+  }
+
+  /** K sampled completions per prompt for each agent: prompts[agent] → texts[agent][prompt][k]. */
+  async generate(prompts: string[][], k = this.config.numGenerations): Promise<string[][][]> {
+    if (prompts.length !== this.agents.length) throw new RangeError(`generate: ${prompts.length} prompt lists for ${this.agents.length} agents`);
+    return Promise.all(this.agents.map(async (agent, i) => (await agent.sample(prompts[i], k)).texts));
+  }
+
+  /** Rolls out each item's tree and returns every agent's node samples, advancing the env-step counter. */
+  async collect(items: Item[], firstItemIndex = 0): Promise<NodeSample[]> {
+    const samples: NodeSample[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.environment, this.rolloutSettings, this.progress.envStep);
+      this.progress.envStep += rollout.envSteps;
+      samples.push(...rollout.samples);
+      if (this.shouldLogSamples(firstItemIndex + i)) this.logSamples(rollout.root);
+    }
+    return samples;
+  }
+
+  /**
+   * One pass of updates (COMLRL-SPEC §3.3): per agent, per turn (ascending), shuffled minibatches of trainBatchSize
+   * samples; each minibatch is one batched backward over all its completions and one AdamW step.
+   */
+  async update(samples: NodeSample[]): Promise<UpdateMetrics[]> {
+    const results: UpdateMetrics[] = [];
+    const c = this.config;
+    const perAgent = this.agents.map((agent) => samples.filter((s) => s.agent === agent.index));
+    const run = async (agent: Agent) => {
+      const mine = perAgent[agent.index];
+      const turns = [...new Set(mine.map((s) => s.turn))].sort((a, b) => a - b);
+      for (const turn of turns) {
+        const group = this.random.shuffle(mine.filter((s) => s.turn === turn));
+        for (let start = 0; start < group.length; start += c.trainBatchSize) {
+          results.push(await this.step(agent, group.slice(start, start + c.trainBatchSize)));
+        }
+      }
+    };
+    if (this.environment.concurrent) await Promise.all(this.agents.map(run));
+    else for (const agent of this.agents) await run(agent);
+    this.logTrainMetrics(samples);
+    return results;
+  }
+
+  /** Loss = (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π(completion_k), every completion token scored. */
+  protected async step(agent: Agent, minibatch: NodeSample[]): Promise<UpdateMetrics> {
+    const c = this.config;
+    const prompts: number[][] = [];
+    const completions: Int32Array[] = [];
+    const weights: number[] = [];
+    for (const sample of minibatch) {
+      const shaped = c.referenceKlEnabled ? shapeReturns(sample.returns, sample.referenceKl, c.referenceKlCoef) : sample.returns;
+      const a = advantages(shaped, c.advantageMode, c.advantageNormalization);
+      sample.completionIds.forEach((ids, k) => {
+        prompts.push(sample.promptIds);
+        completions.push(ids);
+        weights.push(a[k] / (sample.completionIds.length * minibatch.length));
+      });
+    }
+    agent.model.zeroGrad();
+    const { loss } = await agent.model.policyGradientBackward(prompts, completions, weights, 1);
+    if (!Number.isFinite(loss)) {
+      // A non-finite loss would poison the weights: drop this minibatch's gradient and say so.
+      agent.model.zeroGrad();
+      this.console(`agent ${agent.index}: non-finite loss (${loss}); minibatch of ${minibatch.length} skipped`);
+      return { agent: agent.index, loss, gradNorm: NaN, samples: minibatch.length };
+    }
+    const { gradNorm } = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
+    return { agent: agent.index, loss, gradNorm, samples: minibatch.length };
+  }
+
+  /** Held-out evaluation (COMLRL-SPEC §3.4): one sample per agent per turn along a single path. */
+  async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
+    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
+    if (items.length === 0) return {};
+    const c = this.config;
+    const settings: RolloutSettings = { ...this.rolloutSettings, numGenerations: 1, jointMode: "aligned" };
+    const rewardsByTurn: number[][] = Array.from({ length: c.numTurns }, () => []);
+    const returnsByTurn: number[][] = Array.from({ length: c.numTurns }, () => []);
+    const completionsTurns: string[][][] = this.agents.map(() => []);
+    for (let i = 0; i < items.length; i++) {
+      const { root } = await rolloutItem(items[i], i, this.environment, settings, 0);
+      const path: number[] = [];
+      const texts: string[][] = this.agents.map(() => []);
+      for (let node: typeof root | null = root; node; node = node.children[0]) {
+        path.push(node.rewards[0]);
+        node.texts.forEach((t, agent) => texts[agent].push(t[0]));
+      }
+      path.forEach((r, t) => {
+        rewardsByTurn[t].push(r);
+        returnsByTurn[t].push(path.slice(t).reduce((a, b) => a + b, 0));
+      });
+      texts.forEach((t, agent) => completionsTurns[agent].push(t));
+    }
+    const metrics: Record<string, number> = {};
+    rewardsByTurn.forEach((rs, t) => {
+      if (rs.length === 0) return;
+      metrics[`eval/turn_${t + 1}/reward_mean`] = mean(rs);
+      metrics[`eval/turn_${t + 1}/expected_return`] = mean(returnsByTurn[t]);
+    });
+    if (this.options.evalLogger && this.options.evalAggregator) {
+      const result = await this.options.evalLogger({ agentCompletionsTurns: completionsTurns, items });
+      for (const [key, value] of Object.entries(this.options.evalAggregator(result, c.numTurns))) metrics[`eval/${key}`] = value;
+    }
+    this.logger?.logEval(metrics, this.progress.envStep);
+    return metrics;
+  }
+
+  /** The whole run: epochs over the train items, periodic eval, buffer drains, and a final drain per epoch. */
+  async train(): Promise<void> {
+    const c = this.config;
+    const items = this.options.trainDataset;
+    mkdirSync(this.outputDir, { recursive: true });
+    this.logger ??= await this.openLogger();
+    const total = c.numTrainEpochs * items.length;
+    const bar = new ProgressBar({ total, label: this.algorithm, quiet: this.options.quiet ?? false });
+    const rewardWindow: number[] = [];
+    try {
+      for (; this.progress.epoch < c.numTrainEpochs; this.progress.epoch++, this.progress.itemIndex = 0) {
+        for (; this.progress.itemIndex < items.length; this.progress.itemIndex++) {
+          const b = this.progress.itemIndex;
+          if (c.evalInterval > 0 && b % c.evalInterval === 0 && this.options.evalDataset?.length) {
+            const evalMetrics = await this.evaluate();
+            const first = evalMetrics["eval/turn_1/reward_mean"];
+            if (first !== undefined) bar.log(`eval @ step ${this.progress.envStep}: turn 1 reward ${first.toFixed(3)}`);
+          }
+          const samples = await this.collect([items[b]], b);
+          rewardWindow.push(...samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward));
+          rewardWindow.splice(0, Math.max(0, rewardWindow.length - 50));
+          for (const sample of samples) this.buffers[sample.agent].push(sample);
+          if (this.buffers.some((buffer) => buffer.length >= c.rolloutBufferSize)) await this.drainBuffers(c.rolloutBufferSize);
+          bar.update(this.progress.epoch * items.length + b + 1, { epoch: this.progress.epoch + 1, "reward (last 50)": mean(rewardWindow) });
+        }
+        await this.drainBuffers(1);
+      }
+    } finally {
+      bar.finish();
+    }
+  }
+
+  /** Updates every agent whose buffer holds at least `minimum` samples, and empties those buffers. */
+  protected async drainBuffers(minimum: number): Promise<void> {
+    const ready = this.buffers.flatMap((buffer, agent) => (buffer.length >= minimum ? [agent] : []));
+    if (ready.length === 0) return;
+    const samples = ready.flatMap((agent) => this.buffers[agent].splice(0).sort((a, b) => a.envStep - b.envStep));
+    await this.update(samples);
+  }
+
+  protected async openLogger(): Promise<MetricsLogger> {
+    return MetricsLogger.create({
+      outputDir: this.outputDir,
+      algorithm: this.algorithm,
+      tensorboard: this.options.tensorboard ?? false,
+      wandb: this.options.wandbConfig ?? null,
+      runConfig: { algorithm: this.algorithm, ...this.config },
+      loggingSteps: this.config.loggingSteps,
+      quiet: this.options.quiet ?? false,
+    });
+  }
+
+  protected logTrainMetrics(samples: NodeSample[]): void {
+    if (!this.logger || samples.length === 0) return;
+    const metrics: Record<string, number> = {};
+    const c = this.config;
+    for (const turn of [...new Set(samples.map((s) => s.turn))]) {
+      const group = samples.filter((s) => s.turn === turn);
+      metrics[`turn_${turn + 1}/reward_mean`] = mean(group.map((s) => s.nodeMeanReward));
+      metrics[`turn_${turn + 1}/expected_return`] = mean(group.map((s) => s.nodeMeanReturn));
+      if (c.referenceKlEnabled) {
+        const kl = mean(group.flatMap((s) => s.referenceKl));
+        metrics[`turn_${turn + 1}/reference_kl_mean`] = kl;
+        metrics[`turn_${turn + 1}/reference_kl_penalty_mean`] = kl * c.referenceKlCoef;
+      }
+    }
+    this.logger.logTrain(metrics, Math.max(...samples.map((s) => s.envStep)));
+  }
+
+  private shouldLogSamples(itemIndex: number): boolean {
+    const interval = this.options.sampleLogInterval ?? 0;
+    return this.logger !== null && interval > 0 && itemIndex % interval === 0;
+  }
+
+  private logSamples(root: import("../../rollout/tree.js").RolloutNode): void {
+    const rows: SampleRow[] = [];
+    root.jointActions.forEach((ja, j) =>
+      ja.forEach((k, agent) => rows.push({ turn: root.turn + 1, agent, prompt: root.prompts[agent], completion: root.texts[agent][k], reward: root.rewards[j] })),
+    );
+    this.logger!.logSamples(rows, this.progress.envStep);
+  }
+
+  protected console(message: string): void {
+    if (!this.options.quiet) console.error(`[${this.algorithm}] ${message}`);
+  }
+
+  /** Writes agent_i/ in Hugging Face layout (weights, config, tokenizer) for every agent. */
+  async saveModel(dir: string): Promise<void> {
+    for (const agent of this.agents) {
+      await agent.model.save(path.join(dir, `agent_${agent.index}`), { tokenizer: agent.tokenizer });
+    }
+    this.logger?.logTrain({ final_model_saved: 1 }, this.progress.envStep);
+  }
+
+  /** Frees every agent's model, reference and optimizer, and closes the logs. */
+  async close(): Promise<void> {
+    await this.logger?.close();
+    this.logger = null;
+    const seen = new Set<CausalLM>();
+    for (const agent of this.agents) {
+      agent.optimizer.dispose();
+      agent.reference?.dispose();
+      if (!seen.has(agent.model)) agent.model.dispose();
+      seen.add(agent.model);
+    }
+  }
+}
+
+type TrainerClass<T> = {
+  new (config: MAGRPOConfig, agents: Agent[], options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string): T;
+  buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig;
+  name: string;
+};
