@@ -237,15 +237,15 @@ export class MAGRPOTrainer {
     const metrics: Record<string, number> = {};
     rewardsByTurn.forEach((rs, t) => {
       if (rs.length === 0) return;
-      metrics[`eval/turn_${t + 1}/reward_mean`] = mean(rs);
-      metrics[`eval/turn_${t + 1}/expected_return`] = mean(returnsByTurn[t]);
+      metrics[`turn_${t + 1}/reward_mean`] = mean(rs);
+      metrics[`turn_${t + 1}/expected_return`] = mean(returnsByTurn[t]);
     });
     if (this.options.evalLogger && this.options.evalAggregator) {
       const result = await this.options.evalLogger({ agentCompletionsTurns: completionsTurns, items });
-      for (const [key, value] of Object.entries(this.options.evalAggregator(result, c.numTurns))) metrics[`eval/${key}`] = value;
+      Object.assign(metrics, this.options.evalAggregator(result, c.numTurns));
     }
     this.logger?.logEval(metrics, this.progress.envStep);
-    return metrics;
+    return Object.fromEntries(Object.entries(metrics).map(([key, value]) => [`eval/${key}`, value]));
   }
 
   /** The whole run: epochs over the train items, periodic eval, buffer drains, and a final drain per epoch. */

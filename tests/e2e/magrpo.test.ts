@@ -1,0 +1,173 @@
+// MAGRPO end to end on tiny models made here: reward rises, the loss is the corrected one, save → reload → continue,
+// resolution and reward errors, parameter sharing, reference KL, evaluation and multi-turn rollouts.
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import { CausalLM } from "../../src/models/causal-lm.js";
+import { createTinyModel } from "../../src/models/tiny-model.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import { addon } from "../../src/native/loader.js";
+import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
+import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_CEILING } from "../../src/tasks/cover-vowels.js";
+import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-magrpo-"));
+const base = path.join(scratch, "base");
+let tokenizer: ComlrlTokenizer;
+
+beforeAll(async () => {
+  tokenizer = await createTinyModel(base, { seed: 7, hiddenSize: 64, numLayers: 2 });
+});
+
+const lengthReward: RewardFunction = (completions) => completions[0].map((a, j) => Math.min(a.length, completions[1][j].length) / 10);
+
+function options(overrides: Partial<MAGRPOTrainerOptions> = {}): MAGRPOTrainerOptions {
+  return {
+    agents: [base, base],
+    rewardFunc: lengthReward,
+    trainDataset: [{ prompt: "Once upon a time" }, { prompt: "The red fox" }],
+    outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
+    quiet: true,
+    ...overrides,
+    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, evalInterval: 0, agentLearningRate: 1e-3, ...(overrides.config ?? {}) },
+  };
+}
+
+const trainRewards = (dir: string) =>
+  readJsonlMetrics(path.join(dir, "metrics.jsonl"))
+    .filter((r) => r.kind === "train" && typeof r["turn_1/reward_mean"] === "number")
+    .map((r) => r["turn_1/reward_mean"] as number);
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe("MAGRPO end to end", () => {
+  it("two agents learn the cooperative task: the shared reward rises past what one agent can earn alone", async () => {
+    const trainer = await MAGRPOTrainer.create({
+      ...options(),
+      rewardFunc: coverVowelsRewardFunc,
+      formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+      trainDataset: coverVowelsDataset(16),
+      config: { numTurns: 1, numTrainEpochs: 30, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, agentLearningRate: 2e-3, rolloutBufferSize: 2, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 7 },
+    });
+    await trainer.train();
+    await trainer.close();
+    const rewards = trainRewards(trainer.outputDir);
+    const first = mean(rewards.slice(0, 20));
+    const last = mean(rewards.slice(-20));
+    console.log(`cover-the-vowels: reward ${first.toFixed(2)} -> ${last.toFixed(2)} over ${rewards.length} updates`);
+    expect(last).toBeGreaterThan(first + 0.25);
+    expect(last).toBeGreaterThan(SOLO_CEILING);
+  }, 300_000);
+
+  it("each update is the corrected loss: every completion token scored, (1/K)·Σ −A_k·log π, one AdamW step", async () => {
+    const trainer = await MAGRPOTrainer.create(options({ config: { numAgents: 1, advantageNormalization: false, agentLearningRate: 1e-2 } as never, agents: [base] }));
+    const model = trainer.agents[0].model;
+    const before = await model.clone();
+    const eos = tokenizer.eosTokenIds[0];
+    const sample: NodeSample = {
+      agent: 0, turn: 0, promptIds: tokenizer.encode("Hi there"),
+      completionIds: [Int32Array.from([...tokenizer.encode(" red"), eos]), Int32Array.from(tokenizer.encode(" blue fox"))],
+      returns: [1, 3], referenceKl: [0, 0], nodeMeanReward: 2, nodeMeanReturn: 2, envStep: 2,
+    };
+    const [result] = await trainer.update([sample]);
+    // mean baseline: A = [1 − 2, 3 − 2] = [−1, 1]; loss = (1/2)(S_0 − S_1).
+    const s = await before.score([sample.promptIds, sample.promptIds], sample.completionIds);
+    expect(result.loss).toBeCloseTo((s.sum[0] - s.sum[1]) / 2, 4);
+    before.zeroGrad();
+    await before.policyGradientBackward([sample.promptIds, sample.promptIds], sample.completionIds, [-0.5, 0.5]);
+    const optimizer = new (addon().NativeOptimizer)(before.native, { lr: 1e-2 });
+    await optimizer.step();
+    for (const { name } of model.native.parameterNames()) {
+      expect(Array.from(model.native.getParameter(name))).toEqual(Array.from(before.native.getParameter(name)));
+    }
+    optimizer.dispose();
+    before.dispose();
+    await trainer.close();
+  });
+
+  it("saves agent_i directories a new trainer continues from", async () => {
+    const first = await MAGRPOTrainer.create(options());
+    await first.train();
+    const saved = path.join(scratch, "saved");
+    await first.saveModel(saved);
+    const weights = first.agents[1].model.native.getParameter("model.norm.weight");
+    await first.close();
+    for (const agent of ["agent_0", "agent_1"]) {
+      for (const file of ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]) {
+        expect(existsSync(path.join(saved, agent, file)), `${agent}/${file}`).toBe(true);
+      }
+    }
+    const second = await MAGRPOTrainer.create(options({ agents: [path.join(saved, "agent_0"), path.join(saved, "agent_1")] }));
+    expect(Array.from(second.agents[1].model.native.getParameter("model.norm.weight"))).toEqual(Array.from(weights));
+    await second.train();
+    expect(second.progress.envStep).toBe(2 * 2);
+    await second.close();
+  });
+
+  it("shares one model object between agents, each with its own optimizer", async () => {
+    const shared = await CausalLM.fromDirectory(base);
+    const trainer = await MAGRPOTrainer.create(options({ agents: [shared, shared], tokenizer }));
+    expect(trainer.agents[0].model).toBe(trainer.agents[1].model);
+    expect(trainer.agents[0].optimizer).not.toBe(trainer.agents[1].optimizer);
+    await trainer.train();
+    await trainer.close();
+  });
+
+  it("reference KL: frozen distinct references, KL metrics logged", async () => {
+    const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true, referenceKlCoef: 0.5, loggingSteps: 1 } as never }));
+    expect(trainer.agents[0].reference).not.toBeNull();
+    expect(trainer.agents[0].reference!.info().frozen).toBe(true);
+    expect(trainer.agents[0].reference).not.toBe(trainer.agents[0].model);
+    await trainer.train();
+    await trainer.close();
+    const records = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).filter((r) => r.kind === "train");
+    expect(records.some((r) => typeof r["turn_1/reference_kl_mean"] === "number")).toBe(true);
+  });
+
+  it("multi-turn rollouts with an external transition log both turns; evaluate() follows one path", async () => {
+    const trainer = await MAGRPOTrainer.create(
+      options({
+        externalTransition: ({ agentCompletions }) => agentCompletions.map((c) => `Revise: ${c}`),
+        evalDataset: [{ prompt: "A" }, { prompt: "B" }, { prompt: "C" }],
+        evalLogger: ({ agentCompletionsTurns }) => agentCompletionsTurns[0].map((turns) => turns.length),
+        evalAggregator: (result) => ({ "turn_1/turns_seen": mean(result as number[]) }),
+        config: { numTurns: 2, earlyTerminationThreshold: null, loggingSteps: 1, evalNumSamples: 2 } as never,
+      }),
+    );
+    await trainer.train();
+    // Per item: root 2 joint actions + 2 children × 2 = 6 env steps.
+    expect(trainer.progress.envStep).toBe(2 * 6);
+    const metrics = await trainer.evaluate();
+    expect(Object.keys(metrics).sort()).toEqual(["eval/turn_1/expected_return", "eval/turn_1/reward_mean", "eval/turn_1/turns_seen", "eval/turn_2/expected_return", "eval/turn_2/reward_mean"]);
+    expect(metrics["eval/turn_1/turns_seen"]).toBe(2);
+    await trainer.close();
+    const keys = new Set(readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).flatMap((r) => Object.keys(r)));
+    expect(keys.has("turn_2/reward_mean")).toBe(true);
+  });
+});
+
+describe("MAGRPO errors", () => {
+  it("refuses bad agent and tokenizer resolutions with clear messages", async () => {
+    await expect(MAGRPOTrainer.create(options({ agents: null }))).rejects.toThrow(/Either agentModel or agents must be provided/);
+    await expect(MAGRPOTrainer.create(options({ agents: [base] }))).rejects.toThrow(/agents length \(1\) must match numAgents \(2\)/);
+    await expect(MAGRPOTrainer.create(options({ agentModel: "other/model" }))).rejects.toThrow(/conflicts/);
+    await expect(MAGRPOTrainer.create(options({ tokenizer: [tokenizer] }))).rejects.toThrow(/tokenizers length \(1\) must match agents \(2\)/);
+    await expect(MAGRPOTrainer.create(options({ numAgents: 3, config: { numAgents: 2 } as never }))).rejects.toThrow(/numAgents \(3\) must match config\.numAgents/);
+    await expect(MAGRPOTrainer.create(options({ config: { numTurns: 2 } as never }))).rejects.toThrow(/requires an externalTransition/);
+    await expect(MAGRPOTrainer.create(options({ rewardFunc: undefined as never }))).rejects.toThrow(/rewardFunc must be a function/);
+    await expect(MAGRPOTrainer.create(options({ agents: [path.join(scratch, "missing"), base] }))).rejects.toThrow(/missing/);
+    const loaded = await CausalLM.fromDirectory(base);
+    await expect(MAGRPOTrainer.create(options({ agents: [loaded, loaded] }))).rejects.toThrow(/Tokenizer\(s\) must be provided when agents are model objects/);
+    loaded.dispose();
+  });
+
+  it("reports a reward function that throws or returns NaN with the item, turn and joint action", async () => {
+    const throwing = await MAGRPOTrainer.create(options({ rewardFunc: () => { throw new Error("judge offline"); } }));
+    await expect(throwing.train()).rejects.toThrow(/reward function threw at item 0, turn 1, joint actions 0\.\.1: judge offline/);
+    await throwing.close();
+    const nan = await MAGRPOTrainer.create(options({ rewardFunc: (c) => c[0].map((_, j) => (j === 1 ? NaN : 0)) }));
+    await expect(nan.train()).rejects.toThrow(/NaN \(not a finite number\) at item 0, turn 1, joint action 1/);
+    await nan.close();
+  });
+});
