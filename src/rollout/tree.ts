@@ -40,8 +40,10 @@ export interface RolloutEnvironment {
 
 export interface RolloutNode {
   turn: number;
-  /** Each agent's formatted prompt, and the raw prompt recorded in the history. */
+  /** Each agent's formatted prompt. */
   prompts: string[];
+  /** What the history records for this turn: the root's formatted prompts, later the transition's raw prompts. */
+  historyPrompts: string[];
   promptIds: number[][];
   /** [agent][k] */
   completionIds: Int32Array[][];
@@ -83,6 +85,7 @@ async function forEachAgent<T>(count: number, concurrent: boolean, fn: (agent: n
 interface PendingNode {
   turn: number;
   prompts: string[];
+  historyPrompts: string[];
   promptHistory: string[][];
   responseHistory: string[][];
   attach: (node: RolloutNode) => void;
@@ -94,10 +97,12 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
   const k = settings.numGenerations;
   let envStep = firstEnvStep;
   let root: RolloutNode | null = null;
+  const rootPrompts = env.formatters.map((f, agent) => formatPrompt(f, item, agent));
   let level: PendingNode[] = [
     {
       turn: 0,
-      prompts: env.formatters.map((f, agent) => formatPrompt(f, item, agent)),
+      prompts: rootPrompts,
+      historyPrompts: rootPrompts,
       promptHistory: Array.from({ length: numAgents }, () => []),
       responseHistory: Array.from({ length: numAgents }, () => []),
       attach: (node) => (root = node),
@@ -116,6 +121,7 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
       const node: RolloutNode = {
         turn: pending.turn,
         prompts: pending.prompts,
+        historyPrompts: pending.historyPrompts,
         promptIds: sampled.map((s) => s.promptIds[n]),
         completionIds: sampled.map((s) => s.completionIds[n]),
         texts: sampled.map((s) => s.texts[n]),
@@ -146,7 +152,7 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
       if (!env.externalTransition) throw new Error("Multi-turn rollouts require an externalTransition");
       for (let j = 0; j < node.jointActions.length; j++) {
         const responses = jointTexts.map((texts) => texts[j]);
-        const promptHistory = node.promptHistory.map((h, agent) => [...h, node.prompts[agent]]);
+        const promptHistory = node.promptHistory.map((h, agent) => [...h, node.historyPrompts[agent]]);
         const responseHistory = node.responseHistory.map((h, agent) => [...h, responses[agent]]);
         const nextPrompts = await env.externalTransition({
           prompt: typeof item.prompt === "string" ? item.prompt : "",
@@ -166,6 +172,7 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
           prompts: nextPrompts.map((p, agent) =>
             settings.externalPromptPassthrough ? p : formatPrompt(env.formatters[agent], { ...item, prompt: p, _original_prompt: item.prompt }, agent, p),
           ),
+          historyPrompts: nextPrompts,
           promptHistory,
           responseHistory,
           attach: (child) => (node.children[j] = child),
