@@ -73,6 +73,21 @@ std::vector<std::vector<int64_t>> RaggedRows(const Napi::Object& options, const 
   return rows;
 }
 
+// { ids, batch, length, attentionMask? }: int64 ids [batch, length] and a bool mask (all true when absent).
+std::pair<torch::Tensor, torch::Tensor> ReadTokenBatch(const Napi::Object& options) {
+  const int64_t batch = static_cast<int64_t>(NumberField(options, "batch"));
+  const int64_t length = static_cast<int64_t>(NumberField(options, "length"));
+  torch::Tensor ids = Int32ArrayToTensor(options.Get("ids"), "ids");
+  if (ids.numel() != batch * length) throw ArgumentError("ids must hold batch × length = " + std::to_string(batch * length) + " ids");
+  torch::Tensor mask = torch::ones({batch, length}, torch::kBool);
+  if (!options.Get("attentionMask").IsUndefined()) {
+    mask = Int32ArrayToTensor(options.Get("attentionMask"), "attentionMask");
+    if (mask.numel() != batch * length) throw ArgumentError("attentionMask must hold batch × length values");
+    mask = mask.view({batch, length}).to(torch::kBool);
+  }
+  return {ids.to(torch::kInt64).view({batch, length}), mask};
+}
+
 CompletionBatch ReadCompletionBatch(const Napi::Object& options) {
   return {RaggedRows(options, "prompts", "promptLengths"), RaggedRows(options, "completions", "completionLengths")};
 }
@@ -192,14 +207,9 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     Napi::Object options = ObjectArg(info, 0, "options");
-    const int64_t batch = static_cast<int64_t>(NumberField(options, "batch"));
-    const int64_t length = static_cast<int64_t>(NumberField(options, "length"));
-    torch::Tensor ids = Int32ArrayToTensor(options.Get("ids"), "ids");
-    if (ids.numel() != batch * length) throw ArgumentError("ids must hold batch × length = " + std::to_string(batch * length) + " ids");
-    ids = ids.to(torch::kInt64).view({batch, length});
-    torch::Tensor mask = options.Has("attentionMask") && !options.Get("attentionMask").IsUndefined()
-                             ? Int32ArrayToTensor(options.Get("attentionMask"), "attentionMask").view({batch, length}).to(torch::kBool)
-                             : torch::ones({batch, length}, torch::kBool);
+    const auto token_batch = ReadTokenBatch(options);
+    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
+    const int64_t batch = ids.size(0), length = ids.size(1);
     torch::Tensor positions = options.Has("positionIds") && !options.Get("positionIds").IsUndefined()
                                   ? Int32ArrayToTensor(options.Get("positionIds"), "positionIds").view({batch, length}).to(torch::kInt64)
                                   : torch::arange(length, torch::kInt64).expand({batch, length});
@@ -349,14 +359,8 @@ Napi::Value NativeModel::CausalLMLossBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     Napi::Object options = ObjectArg(info, 0, "options");
-    const int64_t batch = static_cast<int64_t>(NumberField(options, "batch"));
-    const int64_t length = static_cast<int64_t>(NumberField(options, "length"));
-    torch::Tensor ids = Int32ArrayToTensor(options.Get("ids"), "ids");
-    if (ids.numel() != batch * length) throw ArgumentError("ids must hold batch × length ids");
-    ids = ids.to(torch::kInt64).view({batch, length});
-    torch::Tensor mask = options.Has("attentionMask") && !options.Get("attentionMask").IsUndefined()
-                             ? Int32ArrayToTensor(options.Get("attentionMask"), "attentionMask").view({batch, length}).to(torch::kBool)
-                             : torch::ones({batch, length}, torch::kBool);
+    const auto token_batch = ReadTokenBatch(options);
+    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
     const bool backward = BoolFieldOr(options, "backward", true);
     return RunAsync(info.Env(), state->device.str(), [state, ids, mask, backward]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
