@@ -37,7 +37,7 @@ function matchingPrebuild(libtorch) {
 function build(tool) {
   const bin = (name) => path.join(root, "node_modules", ".bin", name);
   const [command, args] =
-    tool === "gyp" ? [existsSync(bin("node-gyp")) ? bin("node-gyp") : "node-gyp", ["rebuild"]] : [bin("cmake-js"), ["compile", "--out", "build"]];
+    tool === "gyp" ? [existsSync(bin("node-gyp")) ? bin("node-gyp") : "node-gyp", ["rebuild", "-j", "max"]] : [bin("cmake-js"), ["compile", "--out", "build"]];
   log(`building the native addon with ${tool === "gyp" ? "node-gyp" : "cmake-js"}`);
   const started = Date.now();
   const result = spawnSync(command, args, { cwd: root, stdio: "inherit" });

@@ -207,7 +207,7 @@ export class CausalLM {
 
   async generate(prompts: TokenRows, options: GenerationOptions): Promise<Generation> {
     const eos = options.eosTokenIds ?? this.config.eosTokenIds;
-    const pad = options.padTokenId ?? this.config.padTokenId ?? eos[0];
+    const pad = options.padTokenId ?? this.config.padTokenId ?? this.config.eosTokenIds[0] ?? eos[0];
     if (pad === undefined) throw new ConfigError("generate: no padTokenId given and the model config has neither pad nor EOS ids");
     const { tokens, lengths } = ragged(prompts, "prompts");
     const out = await this.native.generate({
