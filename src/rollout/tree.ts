@@ -28,6 +28,13 @@ export interface RolloutSettings {
   rewardBatching: "node" | "jointAction";
 }
 
+/** Seconds spent in each phase of rollouts, accumulated (for throughput reports). */
+export interface RolloutTimings {
+  generation: number;
+  referenceKl: number;
+  reward: number;
+}
+
 export interface RolloutEnvironment {
   policies: RolloutPolicy[];
   formatters: Formatter[];
@@ -36,6 +43,16 @@ export interface RolloutEnvironment {
   externalTransition: ExternalTransition | null;
   /** Runs the agents' generation calls together (agents on distinct devices) or one after another. */
   concurrent: boolean;
+  timings?: RolloutTimings;
+}
+
+async function timed<T>(timings: RolloutTimings | undefined, phase: keyof RolloutTimings, work: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await work();
+  } finally {
+    if (timings) timings[phase] += (performance.now() - started) / 1000;
+  }
 }
 
 export interface RolloutNode {
@@ -110,11 +127,15 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
   ];
 
   while (level.length > 0) {
-    const sampled = await forEachAgent(numAgents, env.concurrent, (agent) => env.policies[agent].sample(level.map((n) => n.prompts[agent]), k));
-    const kls = await forEachAgent(numAgents, env.concurrent, async (agent) => {
-      const policy = env.policies[agent];
-      return policy.referenceKl ? policy.referenceKl(sampled[agent].promptIds, sampled[agent].completionIds) : level.map(() => Array(k).fill(0));
-    });
+    const sampled = await timed(env.timings, "generation", () =>
+      forEachAgent(numAgents, env.concurrent, (agent) => env.policies[agent].sample(level.map((n) => n.prompts[agent]), k)),
+    );
+    const kls = await timed(env.timings, "referenceKl", () =>
+      forEachAgent(numAgents, env.concurrent, async (agent) => {
+        const policy = env.policies[agent];
+        return policy.referenceKl ? policy.referenceKl(sampled[agent].promptIds, sampled[agent].completionIds) : level.map(() => Array(k).fill(0));
+      }),
+    );
     const next: PendingNode[] = [];
     for (let n = 0; n < level.length; n++) {
       const pending = level[n];
@@ -135,12 +156,14 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
         responseHistory: pending.responseHistory,
       };
       const jointTexts = Array.from({ length: numAgents }, (_, agent) => node.jointActions.map((ja) => node.texts[agent][ja[agent]]));
-      node.rewards = await computeRewards(
-        env.rewardFunc,
-        jointTexts,
-        { itemIndex, item, turn: node.turn, prompts: node.prompts, promptHistory: node.promptHistory, responseHistory: node.responseHistory },
-        settings.rewardBatching,
-        env.rewardProcessor,
+      node.rewards = await timed(env.timings, "reward", () =>
+        computeRewards(
+          env.rewardFunc,
+          jointTexts,
+          { itemIndex, item, turn: node.turn, prompts: node.prompts, promptHistory: node.promptHistory, responseHistory: node.responseHistory },
+          settings.rewardBatching,
+          env.rewardProcessor,
+        ),
       );
       envStep += node.jointActions.length;
       node.envStep = envStep;

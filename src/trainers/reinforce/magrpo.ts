@@ -12,7 +12,7 @@ import { runtimeInfo } from "../../runtime.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
 import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
 import { RewardProcessors } from "../../rollout/rewards.js";
-import { rolloutItem, type RolloutEnvironment, type RolloutSettings } from "../../rollout/tree.js";
+import { rolloutItem, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
 import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "../../rollout/types.js";
 import { SeededRandom } from "../../util/random.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type ModelSource } from "../agents.js";
@@ -44,6 +44,11 @@ export interface MAGRPOTrainerOptions {
   wandbConfig?: WandbConfig | null;
   /** No progress bar or console lines. */
   quiet?: boolean;
+  /**
+   * "batched" (default): one forward/backward over all of a minibatch's completions. "perCompletion": one per
+   * completion, as CoMLRL does — kept as the bench suite's baseline.
+   */
+  scoring?: "batched" | "perCompletion";
   /** Log a table of sample completions every this many items (0: never). */
   sampleLogInterval?: number;
   evalLogger?: (input: EvalLoggerInput) => unknown | Promise<unknown>;
@@ -55,6 +60,11 @@ export interface TrainProgress {
   epoch: number;
   itemIndex: number;
   envStep: number;
+}
+
+/** Seconds spent per phase since the trainer was made. */
+export interface TrainerTimings extends RolloutTimings {
+  update: number;
 }
 
 export interface UpdateMetrics {
@@ -69,6 +79,7 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 export class MAGRPOTrainer {
   readonly algorithm: string = "MAGRPO";
   readonly progress: TrainProgress = { epoch: 0, itemIndex: 0, envStep: 0 };
+  readonly timings: TrainerTimings = { generation: 0, referenceKl: 0, reward: 0, update: 0 };
   protected readonly buffers: NodeSample[][];
   protected readonly random: SeededRandom;
   protected logger: MetricsLogger | null = null;
@@ -83,6 +94,7 @@ export class MAGRPOTrainer {
   ) {
     this.buffers = agents.map(() => []);
     this.random = new SeededRandom(config.seed);
+    environment.timings = this.timings;
   }
 
   /** The config builder of this algorithm (baselines override the advantage mode's default). */
@@ -165,6 +177,7 @@ export class MAGRPOTrainer {
    * samples; each minibatch is one batched backward over all its completions and one AdamW step.
    */
   async update(samples: NodeSample[]): Promise<UpdateMetrics[]> {
+    const started = performance.now();
     const results: UpdateMetrics[] = [];
     const c = this.config;
     const perAgent = this.agents.map((agent) => samples.filter((s) => s.agent === agent.index));
@@ -180,6 +193,7 @@ export class MAGRPOTrainer {
     };
     if (this.environment.concurrent) await Promise.all(this.agents.map(run));
     else for (const agent of this.agents) await run(agent);
+    this.timings.update += (performance.now() - started) / 1000;
     this.logTrainMetrics(samples);
     return results;
   }
@@ -200,7 +214,12 @@ export class MAGRPOTrainer {
       });
     }
     agent.model.zeroGrad();
-    const { loss } = await agent.model.policyGradientBackward(prompts, completions, weights, 1);
+    let loss = 0;
+    if (this.options.scoring === "perCompletion") {
+      for (let i = 0; i < completions.length; i++) loss += (await agent.model.policyGradientBackward([prompts[i]], [completions[i]], [weights[i]], 1)).loss;
+    } else {
+      loss = (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss;
+    }
     if (!Number.isFinite(loss)) {
       // A non-finite loss would poison the weights: drop this minibatch's gradient and say so.
       agent.model.zeroGrad();
