@@ -131,6 +131,7 @@ void NativeModel::Init(Napi::Env env, Napi::Object exports) {
           InstanceMethod("getParameter", &NativeModel::GetParameter),
           InstanceMethod("getGradient", &NativeModel::GetGradient),
           InstanceMethod("save", &NativeModel::Save),
+          InstanceMethod("loadWeights", &NativeModel::LoadWeights),
           InstanceMethod("clone", &NativeModel::Clone),
           InstanceMethod("freeze", &NativeModel::Freeze),
           InstanceMethod("setGradientCheckpointing", &NativeModel::SetGradientCheckpointing),
@@ -178,7 +179,7 @@ Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
     const std::vector<std::string> files = StringListField(options, "files");
     auto state = NewState(options, config);
     return RunAsync(info.Env(), state->device.str(), [state, files]() -> Resolver {
-      LoadWeights(*state->module, files);
+      comlrl::LoadWeights(*state->module, files);
       return [state](Napi::Env env) -> Napi::Value { return Wrap(env, state); };
     });
   });
@@ -454,6 +455,22 @@ Napi::Value NativeModel::Save(const Napi::CallbackInfo& info) {
         out.Set("totalBytes", Napi::Number::New(env, static_cast<double>(saved.total_bytes)));
         return out;
       };
+    });
+  });
+}
+
+// loadWeights(files) -> Promise<void>: replaces this model's weights in place (checkpoint resume); every tensor is
+// checked as at load time.
+Napi::Value NativeModel::LoadWeights(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    Napi::Object holder = Napi::Object::New(info.Env());
+    holder.Set("files", info.Length() > 0 ? info[0] : info.Env().Undefined());
+    const std::vector<std::string> files = StringListField(holder, "files");
+    return RunAsync(info.Env(), state->device.str(), [state, files]() -> Resolver {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      comlrl::LoadWeights(*state->module, files);
+      return nullptr;
     });
   });
 }

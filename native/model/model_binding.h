@@ -48,6 +48,7 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
   Napi::Value GetParameter(const Napi::CallbackInfo& info);
   Napi::Value GetGradient(const Napi::CallbackInfo& info);
   Napi::Value Save(const Napi::CallbackInfo& info);
+  Napi::Value LoadWeights(const Napi::CallbackInfo& info);
   Napi::Value Clone(const Napi::CallbackInfo& info);
   Napi::Value Freeze(const Napi::CallbackInfo& info);
   Napi::Value SetGradientCheckpointing(const Napi::CallbackInfo& info);

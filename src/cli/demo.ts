@@ -6,9 +6,10 @@ import path from "node:path";
 import { readJsonlMetrics } from "../logging/jsonl.js";
 import { writeLineChartSvg } from "../logging/svg-plot.js";
 import { createTinyModel } from "../models/tiny-model.js";
+import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import { runtimeInfo } from "../runtime.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_CEILING } from "../tasks/cover-vowels.js";
-import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
+import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../trainers/reinforce/magrpo.js";
 
 export interface DemoOptions {
   outputDir: string;
@@ -30,20 +31,22 @@ async function showSamples(trainer: MAGRPOTrainer, title: string): Promise<void>
   });
 }
 
-export async function runDemo(options: DemoOptions): Promise<void> {
-  const info = runtimeInfo();
-  console.log(`comlrl demo: MAGRPO, 2 agents, "cover the vowels" (one writer alone can reach at most ${SOLO_CEILING})`);
-  console.log(`libtorch ${info.torchVersion}, ${info.numThreads} threads, ${info.blas}`);
-  const baseDir = path.join(options.outputDir, "base-model");
-  if (!existsSync(path.join(baseDir, "model.safetensors"))) {
-    console.log(`creating a tiny Qwen2-style model and byte-level BPE tokenizer in ${baseDir}`);
-  }
-  const tokenizer = await createTinyModel(baseDir, { seed: options.seed, hiddenSize: 64, numLayers: 2 });
-  const trainer = await MAGRPOTrainer.create({
+/** The demo's base model: a tiny Qwen2-style model and tokenizer written to baseDir (kept if already there). */
+export function createDemoBaseModel(baseDir: string, seed: number): Promise<ComlrlTokenizer> {
+  return createTinyModel(baseDir, { seed, hiddenSize: 64, numLayers: 2 });
+}
+
+/** The demo's trainer: two copies of the base model, MAGRPO on cover-the-vowels (the bench suite times this too). */
+export function demoTrainerOptions(
+  baseDir: string,
+  tokenizer: ComlrlTokenizer,
+  options: DemoOptions & { items?: number },
+): MAGRPOTrainerOptions {
+  return {
     agents: [baseDir, baseDir],
     rewardFunc: coverVowelsRewardFunc,
     formatters: coverVowelsFormatters((messages) => tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true })),
-    trainDataset: coverVowelsDataset(16),
+    trainDataset: coverVowelsDataset(options.items ?? 16),
     outputDir: options.outputDir,
     quiet: options.quiet,
     sampleLogInterval: 16,
@@ -63,7 +66,19 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       evalInterval: 0,
       seed: options.seed,
     },
-  });
+  };
+}
+
+export async function runDemo(options: DemoOptions): Promise<void> {
+  const info = runtimeInfo();
+  console.log(`comlrl demo: MAGRPO, 2 agents, "cover the vowels" (one writer alone can reach at most ${SOLO_CEILING})`);
+  console.log(`libtorch ${info.torchVersion}, ${info.numThreads} threads, ${info.blas}`);
+  const baseDir = path.join(options.outputDir, "base-model");
+  if (!existsSync(path.join(baseDir, "model.safetensors"))) {
+    console.log(`creating a tiny Qwen2-style model and byte-level BPE tokenizer in ${baseDir}`);
+  }
+  const tokenizer = await createDemoBaseModel(baseDir, options.seed);
+  const trainer = await MAGRPOTrainer.create(demoTrainerOptions(baseDir, tokenizer, options));
   try {
     await showSamples(trainer, "before training");
     const started = Date.now();

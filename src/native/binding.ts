@@ -99,6 +99,8 @@ export interface NativeModel {
   getParameter(name: string): Float32Array;
   getGradient(name: string): Float32Array | null;
   save(options: { dir: string; dtype?: string; maxShardBytes?: number }): Promise<{ files: string[]; weightMap: Record<string, string>; totalBytes: number }>;
+  /** Replaces the weights in place from safetensors files (checkpoint resume). */
+  loadWeights(files: string[]): Promise<void>;
   clone(options?: { device?: string; dtype?: string; seed?: number }): Promise<NativeModel>;
   freeze(): void;
   setGradientCheckpointing(enabled: boolean): void;

@@ -86,6 +86,8 @@ export class Agent implements RolloutPolicy {
     readonly optimizer: NativeOptimizer,
     readonly sampling: SamplingSettings,
     readonly reference: CausalLM | null,
+    /** Where the reference was loaded from, or null when it is a copy of a given model object. */
+    readonly referenceSource: string | null = null,
   ) {}
 
   async sample(prompts: string[], k: number): Promise<SampledCompletions> {
@@ -153,7 +155,9 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
       )
     : models.map(() => null);
   const Optimizer = addon().NativeOptimizer;
-  return models.map(
-    (model, i) => new Agent(i, model, options.tokenizers[i], new Optimizer(model.native, { lr: options.learningRate }), options.sampling, references[i]),
-  );
+  return models.map((model, i) => {
+    const source = options.sources[i];
+    const referenceSource = references[i] && typeof source === "string" ? source : null;
+    return new Agent(i, model, options.tokenizers[i], new Optimizer(model.native, { lr: options.learningRate }), options.sampling, references[i], referenceSource);
+  });
 }

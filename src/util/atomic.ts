@@ -1,7 +1,7 @@
 // Atomic writes: a file or directory appears complete under its final name or not at all.
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 
 function temporarySibling(target: string, tag: string): string {
@@ -34,6 +34,24 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
+/** fsync every file and directory under dir (contents written by other code, e.g. native writers). */
+async function syncTree(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      await syncTree(full);
+    } else {
+      const handle = await open(full, "r");
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    }
+  }
+  await syncDir(dir);
+}
+
 /**
  * Builds a directory through fill(tempDir), then moves it to dir in one rename. An existing dir is replaced only after
  * the new one is complete; if fill throws, dir is untouched and the temporary directory is removed.
@@ -44,7 +62,7 @@ export async function writeDirAtomic(dir: string, fill: (tempDir: string) => Pro
   await mkdir(temporary);
   try {
     await fill(temporary);
-    await syncDir(temporary);
+    await syncTree(temporary);
   } catch (error) {
     await rm(temporary, { recursive: true, force: true });
     throw error;

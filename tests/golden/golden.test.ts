@@ -9,7 +9,10 @@ import { CausalLM } from "../../src/models/causal-lm.js";
 import { addon } from "../../src/native/loader.js";
 import { maxAbsDiff, norm, readSafetensors, type FixtureTensor } from "../support/safetensors.js";
 
-const GOLDEN = path.resolve(__dirname, "..", "..", "..", "shared", "golden");
+// The reference files live in the project's shared/ folder beside the checkout (COMLRL_GOLDEN_DIR overrides). CI
+// must have them: a missing folder there is a failure, not a skip.
+const GOLDEN = process.env.COMLRL_GOLDEN_DIR ?? path.resolve(__dirname, "..", "..", "..", "shared", "golden");
+if (process.env.CI && !existsSync(GOLDEN)) throw new Error(`golden reference files not found at ${GOLDEN}`);
 const MODELS = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
 // fp32 vs fp64 logits differ by ≈ 5e-6 (golden.json); 1e-4 leaves room for summation order, not for bugs.
 const LOGIT_TOL = 1e-4;

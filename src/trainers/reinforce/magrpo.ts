@@ -1,9 +1,10 @@
 // MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The rollout tree,
 // agents, logging and saving are shared machinery; this file holds the training loop and the update rule.
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { magrpoConfig, planPlacement, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
-import { MetricsLogger, type SampleRow } from "../../logging/metrics-logger.js";
+import { CheckpointError, loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint } from "../../checkpoint/checkpoint.js";
+import { MetricsLogger, type MetricsLoggerState, type SampleRow } from "../../logging/metrics-logger.js";
 import { ProgressBar } from "../../logging/progress.js";
 import type { WandbConfig } from "../../logging/wandb.js";
 import type { CausalLM } from "../../models/causal-lm.js";
@@ -53,6 +54,25 @@ export interface MAGRPOTrainerOptions {
   sampleLogInterval?: number;
   evalLogger?: (input: EvalLoggerInput) => unknown | Promise<unknown>;
   evalAggregator?: (result: unknown, numTurns: number) => Record<string, number>;
+  /** Objects whose stateDict() checkpoints save and loadStateDict() resume restores, in this order. */
+  stateful?: Stateful[];
+}
+
+/** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
+export interface Stateful {
+  stateDict(): unknown;
+  loadStateDict(state: unknown): void;
+}
+
+export interface TrainOptions {
+  /** Where checkpoint-<completed epochs>/ directories go; checkpoints are off without it. */
+  checkpointDir?: string;
+  /** Save every this many completed epochs (default 1), and always at the end. */
+  checkpointInterval?: number;
+  /** A checkpoint directory, or "latest" for the newest complete one in checkpointDir. */
+  resumeFromCheckpoint?: string;
+  /** Keep only the newest N checkpoints (older ones are removed after a new one is complete). */
+  keepLast?: number;
 }
 
 /** Training progress: where train() is and what it has done. Checkpoints save exactly this. */
@@ -83,6 +103,9 @@ export class MAGRPOTrainer {
   protected readonly buffers: NodeSample[][];
   protected readonly random: SeededRandom;
   protected logger: MetricsLogger | null = null;
+  /** Where metrics go: outputDir, or a resume-* subdirectory when resuming over an earlier run's files. */
+  protected logDir: string;
+  private resumedLoggerState: MetricsLoggerState | null = null;
 
   /** Use the static create(), which loads the agents. */
   constructor(
@@ -95,6 +118,7 @@ export class MAGRPOTrainer {
     this.buffers = agents.map(() => []);
     this.random = new SeededRandom(config.seed);
     environment.timings = this.timings;
+    this.logDir = outputDir;
   }
 
   /** The config builder of this algorithm (baselines override the advantage mode's default). */
@@ -267,17 +291,24 @@ export class MAGRPOTrainer {
     return Object.fromEntries(Object.entries(metrics).map(([key, value]) => [`eval/${key}`, value]));
   }
 
-  /** The whole run: epochs over the train items, periodic eval, buffer drains, and a final drain per epoch. */
-  async train(): Promise<void> {
+  /**
+   * The whole run: epochs over the train items, periodic eval, buffer drains, a final drain per epoch, and (with
+   * checkpointDir) a checkpoint after every checkpointInterval epochs and at the end. With resumeFromCheckpoint the
+   * run continues exactly where that checkpoint left off; numTrainEpochs counts all epochs, before and after.
+   */
+  async train(options: TrainOptions = {}): Promise<void> {
     const c = this.config;
     const items = this.options.trainDataset;
-    mkdirSync(this.outputDir, { recursive: true });
+    const interval = options.checkpointInterval ?? 1;
+    if (!Number.isInteger(interval) || interval < 1) throw new RangeError(`checkpointInterval must be a positive integer, got ${interval}`);
+    if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
+    mkdirSync(this.logDir, { recursive: true });
     this.logger ??= await this.openLogger();
     const total = c.numTrainEpochs * items.length;
-    const bar = new ProgressBar({ total, label: this.algorithm, quiet: this.options.quiet ?? false });
+    const bar = new ProgressBar({ total, label: this.algorithm, quiet: this.options.quiet ?? false, start: this.progress.epoch * items.length });
     const rewardWindow: number[] = [];
     try {
-      for (; this.progress.epoch < c.numTrainEpochs; this.progress.epoch++, this.progress.itemIndex = 0) {
+      for (; this.progress.epoch < c.numTrainEpochs; this.progress.itemIndex = 0) {
         for (; this.progress.itemIndex < items.length; this.progress.itemIndex++) {
           const b = this.progress.itemIndex;
           if (c.evalInterval > 0 && b % c.evalInterval === 0 && this.options.evalDataset?.length) {
@@ -293,10 +324,57 @@ export class MAGRPOTrainer {
           bar.update(this.progress.epoch * items.length + b + 1, { epoch: this.progress.epoch + 1, "reward (last 50)": mean(rewardWindow) });
         }
         await this.drainBuffers(1);
+        this.progress.epoch++;
+        const last = this.progress.epoch === c.numTrainEpochs;
+        if (options.checkpointDir && (last || this.progress.epoch % interval === 0)) {
+          const started = performance.now();
+          const dir = await this.saveCheckpoint(options.checkpointDir);
+          if (options.keepLast) await pruneCheckpoints(options.checkpointDir, options.keepLast);
+          bar.log(`checkpoint ${dir} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+        }
       }
     } finally {
       bar.finish();
     }
+  }
+
+  /** Saves checkpoint-<completed epochs> under root; buffers are empty at epoch ends, so nothing is in flight. */
+  async saveCheckpoint(root: string): Promise<string> {
+    if (this.buffers.some((b) => b.length > 0)) throw new Error("saveCheckpoint: rollout buffers must be drained first (checkpoints are taken at epoch ends)");
+    return saveCheckpoint(root, this.progress.epoch, this.agents, {
+      kind: this.algorithm,
+      progress: { ...this.progress },
+      wandb: this.logger?.wandbRunIdentity() ?? null,
+      state: this.checkpointState(),
+    });
+  }
+
+  /** The trainer's own state beyond agents and progress; subclasses extend it. */
+  protected checkpointState(): Record<string, unknown> {
+    return {
+      random: this.random.getState(),
+      logger: this.logger?.state() ?? null,
+      config: this.config,
+      stateful: (this.options.stateful ?? []).map((s) => s.stateDict()),
+    };
+  }
+
+  protected restoreCheckpointState(state: Record<string, unknown>): void {
+    this.random.setState(state.random as number);
+    this.resumedLoggerState = (state.logger as MetricsLoggerState | null) ?? null;
+    const saved = (state.stateful as unknown[]) ?? [];
+    const targets = this.options.stateful ?? [];
+    if (saved.length !== targets.length) throw new CheckpointError(`the checkpoint holds ${saved.length} stateful objects, this trainer was given ${targets.length}`);
+    targets.forEach((target, i) => target.loadStateDict(saved[i]));
+  }
+
+  private async resume(dir: string): Promise<void> {
+    const restored = await loadCheckpoint(dir, this.algorithm, this.agents);
+    Object.assign(this.progress, restored.progress);
+    this.restoreCheckpointState(restored.state);
+    // Metrics after the checkpoint go beside the first run's, not over them.
+    if (existsSync(path.join(this.outputDir, "metrics.jsonl"))) this.logDir = path.join(this.outputDir, `resume-${this.progress.epoch}-${Date.now()}`);
+    this.console(`resumed from ${dir}: epoch ${this.progress.epoch}, env step ${this.progress.envStep}`);
   }
 
   /** Updates every agent whose buffer holds at least `minimum` samples, and empties those buffers. */
@@ -308,8 +386,8 @@ export class MAGRPOTrainer {
   }
 
   protected async openLogger(): Promise<MetricsLogger> {
-    return MetricsLogger.create({
-      outputDir: this.outputDir,
+    const logger = await MetricsLogger.create({
+      outputDir: this.logDir,
       algorithm: this.algorithm,
       tensorboard: this.options.tensorboard ?? false,
       wandb: this.options.wandbConfig ?? null,
@@ -317,6 +395,8 @@ export class MAGRPOTrainer {
       loggingSteps: this.config.loggingSteps,
       quiet: this.options.quiet ?? false,
     });
+    if (this.resumedLoggerState) logger.loadState(this.resumedLoggerState);
+    return logger;
   }
 
   protected logTrainMetrics(samples: NodeSample[]): void {

@@ -1,0 +1,31 @@
+// The ceilings every other figure is read against, measured in the same run on the same machine: the matmul rate
+// (GFLOP/s of an n×n×n product) per dtype, and the memory bandwidth of a large copy (GB/s, read + write).
+import { addon } from "../native/loader.js";
+import { TORCH_DTYPE, type CopyCeilingCase, type MatmulCeilingCase, type WorkerOutput } from "./types.js";
+
+/** Sizes tried, smallest first; the probe size is the first. */
+const MATMUL_SIZES = [256, 512, 1024, 2048, 4096, 8192];
+
+/**
+ * A matmul's rate grows with n until the BLAS kernels saturate, so the ceiling is the largest n whose product still
+ * fits the case's time per iteration (estimated from a probe at a small n, which underestimates the rate, so the
+ * real iteration is shorter than the estimate). That keeps slow dtypes (bf16 without hardware support runs at a few
+ * GFLOP/s) from taking minutes, and lets a GPU go to sizes that keep it busy.
+ */
+export async function measureMatmulCeiling(spec: MatmulCeilingCase, device: string): Promise<WorkerOutput> {
+  const dtype = TORCH_DTYPE[spec.dtype];
+  const probe = await addon().measureMatmul({ n: MATMUL_SIZES[0], dtype, device, iterations: 2 });
+  const flopsPerSecond = probe.gflops * 1e9;
+  const iterationSeconds = (n: number) => (2 * n ** 3) / flopsPerSecond;
+  const n = MATMUL_SIZES.filter((size) => iterationSeconds(size) <= spec.iterationSeconds).at(-1) ?? MATMUL_SIZES[0];
+  const iterations = Math.min(50, Math.max(3, Math.ceil(spec.repeatSeconds / iterationSeconds(n))));
+  const gflops: number[] = [];
+  for (let r = 0; r < spec.repeats; r++) gflops.push((await addon().measureMatmul({ n, dtype, device, iterations })).gflops);
+  return { samples: { gflops }, details: { n, iterations } };
+}
+
+export async function measureCopyCeiling(spec: CopyCeilingCase, device: string): Promise<WorkerOutput> {
+  const gbps: number[] = [];
+  for (let r = 0; r < spec.repeats; r++) gbps.push((await addon().measureCopy({ bytes: spec.bytes, device, iterations: spec.iterations })).gbps);
+  return { samples: { gbps }, details: { bytes: spec.bytes } };
+}

@@ -1,0 +1,63 @@
+// The model shapes the suite measures, built in memory with random weights (nothing is read from disk): a tiny model
+// like the demo's, the 12M shape the peer figures were measured on, a ~20M one, and Qwen2.5-0.5B's shape.
+import { CausalLM } from "../models/causal-lm.js";
+import { buildConfigJson, type DecoderShape } from "../models/config.js";
+import { SeededRandom } from "../util/random.js";
+import { TORCH_DTYPE, type BenchDtype, type BenchModelName } from "./types.js";
+
+export interface BenchModel {
+  label: string;
+  shape: DecoderShape & { numKvHeads: number };
+}
+
+const common = { rmsNormEps: 1e-6, tieWordEmbeddings: true } as const;
+
+export const BENCH_MODELS: Record<BenchModelName, BenchModel> = {
+  tiny: {
+    label: "tiny (64 hidden, 2 layers)",
+    shape: { vocabSize: 512, hiddenSize: 64, intermediateSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, ropeTheta: 10000, ...common },
+  },
+  "12m": {
+    label: "12M (peer's shape)",
+    shape: { vocabSize: 32000, hiddenSize: 256, intermediateSize: 1024, numLayers: 4, numHeads: 4, numKvHeads: 2, ropeTheta: 10000, ...common },
+  },
+  "20m": {
+    label: "21M",
+    shape: { vocabSize: 32000, hiddenSize: 384, intermediateSize: 1536, numLayers: 4, numHeads: 6, numKvHeads: 2, ropeTheta: 10000, ...common },
+  },
+  "0.5b": {
+    label: "Qwen2.5-0.5B shape",
+    shape: { vocabSize: 151936, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, ropeTheta: 1e6, ...common },
+  },
+};
+
+export function headDim(shape: DecoderShape): number {
+  return shape.headDim ?? shape.hiddenSize / shape.numHeads;
+}
+
+/** Parameters of a Qwen2 model of this shape (q/k/v biases, tied or untied head), without building it. */
+export function parameterCount(shape: BenchModel["shape"]): number {
+  const { vocabSize: v, hiddenSize: h, intermediateSize: i, numLayers, numHeads, numKvHeads } = shape;
+  const d = headDim(shape);
+  const attention = h * numHeads * d + numHeads * d + 2 * (h * numKvHeads * d + numKvHeads * d) + numHeads * d * h;
+  const layer = attention + 3 * h * i + 2 * h;
+  return v * h * (shape.tieWordEmbeddings ? 1 : 2) + numLayers * layer + h;
+}
+
+/** Bytes of K and V one decode step reads for `rows` sequences holding `context` positions each. */
+export function kvCacheBytes(shape: BenchModel["shape"], rows: number, context: number, bytesPerElement: number): number {
+  return 2 * shape.numLayers * shape.numKvHeads * headDim(shape) * context * rows * bytesPerElement;
+}
+
+export function buildBenchModel(name: BenchModelName, dtype: BenchDtype, device: string): CausalLM {
+  const { shape } = BENCH_MODELS[name];
+  // The last id is EOS; the benchmarks pass no stop ids, so every row generates exactly the tokens asked for.
+  const config = buildConfigJson("qwen2", shape, { bosTokenId: null, eosTokenId: shape.vocabSize - 1 });
+  return CausalLM.create(config, { dtype: TORCH_DTYPE[dtype], device, seed: 0 });
+}
+
+/** `rows` rows of `length` token ids drawn uniformly from the vocabulary, the same for a given seed. */
+export function randomTokens(rows: number, length: number, vocabSize: number, seed: number): Int32Array[] {
+  const random = new SeededRandom(seed);
+  return Array.from({ length: rows }, () => Int32Array.from({ length }, () => Math.floor(random.next() * (vocabSize - 1))));
+}

@@ -1,0 +1,37 @@
+// Training throughput: one policy-gradient step as the trainers take it — zero the gradients, one batched
+// forward + backward over all rows' completion tokens, one AdamW step — on rows of random tokens.
+import { addon } from "../native/loader.js";
+import { BENCH_MODELS, buildBenchModel, randomTokens } from "./models.js";
+import { secondsSince } from "./stats.js";
+import type { TrainingCase, WorkerOutput } from "./types.js";
+
+export async function measureTraining(spec: TrainingCase, device: string): Promise<WorkerOutput> {
+  const setupStarted = performance.now();
+  const model = buildBenchModel(spec.model, spec.dtype, device);
+  const optimizer = new (addon().NativeOptimizer)(model.native, { lr: 1e-5 });
+  const setupSeconds = secondsSince(setupStarted);
+  try {
+    const vocabSize = BENCH_MODELS[spec.model].shape.vocabSize;
+    const prompts = randomTokens(spec.rows, spec.promptLength, vocabSize, 2);
+    const completions = randomTokens(spec.rows, spec.tokensPerRow - spec.promptLength, vocabSize, 3);
+    // Advantages of both signs, as a group baseline gives; their size does not change the work.
+    const weights = prompts.map((_, row) => (row % 2 ? 1 : -1) / spec.rows);
+    const step = async (completionRows: Int32Array[]) => {
+      model.zeroGrad();
+      await model.policyGradientBackward(prompts, completionRows, weights);
+      await optimizer.step();
+    };
+    // Warm-up on short rows: allocates the gradients and AdamW's moments without paying for a full step.
+    await step(completions.map((row) => row.slice(0, 4)));
+    const times: number[] = [];
+    for (let r = 0; r < spec.repeats; r++) {
+      const started = performance.now();
+      await step(completions);
+      times.push(secondsSince(started));
+    }
+    return { samples: { seconds: times }, details: { setupSeconds, parameterCount: model.info().parameterCount } };
+  } finally {
+    optimizer.dispose();
+    model.dispose();
+  }
+}

@@ -1,0 +1,213 @@
+// The bench suite's vocabulary: what a benchmark case asks for, what a worker process sends back, and the shape of
+// the results file (bench/results/<date>-<host>.json) that reports and `--compare` read.
+import type { Dtype } from "../models/causal-lm.js";
+
+/** The dtypes the suite measures, by their short names. */
+export type BenchDtype = "fp32" | "bf16";
+export const TORCH_DTYPE: Record<BenchDtype, Dtype> = { fp32: "float32", bf16: "bfloat16" };
+export const DTYPE_BYTES: Record<BenchDtype, number> = { fp32: 4, bf16: 2 };
+
+/** The model shapes the suite builds (see models.ts). */
+export type BenchModelName = "tiny" | "12m" | "20m" | "0.5b";
+
+/** One figure over repeated runs. */
+export interface Summary {
+  min: number;
+  median: number;
+  max: number;
+  runs: number;
+}
+
+// ---- cases: what to run -------------------------------------------------------------------------------------------
+
+export interface MatmulCeilingCase {
+  kind: "matmul";
+  id: string;
+  dtype: BenchDtype;
+  repeats: number;
+  /** Longest one n×n×n product may take; the largest size under it is measured. */
+  iterationSeconds: number;
+  /** Seconds one repeat (all its iterations) should take. */
+  repeatSeconds: number;
+}
+
+export interface CopyCeilingCase {
+  kind: "copy";
+  id: string;
+  bytes: number;
+  iterations: number;
+  repeats: number;
+}
+
+export interface GenerationCase {
+  kind: "generate";
+  id: string;
+  model: BenchModelName;
+  dtype: BenchDtype;
+  batch: number;
+  promptLength: number;
+  newTokens: number;
+  repeats: number;
+  /** "suite": the suite's own protocol; "peer": the protocol the peer figures were measured with. */
+  protocol: "suite" | "peer";
+}
+
+export interface TrainingCase {
+  kind: "train";
+  id: string;
+  model: BenchModelName;
+  dtype: BenchDtype;
+  rows: number;
+  /** Tokens per row: a prompt of promptLength plus a completion of the rest, all completion tokens scored. */
+  tokensPerRow: number;
+  promptLength: number;
+  repeats: number;
+}
+
+export interface TrainerCase {
+  kind: "trainer";
+  id: string;
+  scoring: "batched" | "perCompletion";
+  /** Items of the demo dataset in the epoch. */
+  items: number;
+  repeats: number;
+}
+
+export type CeilingCase = MatmulCeilingCase | CopyCeilingCase;
+export type BenchCase = GenerationCase | TrainingCase | TrainerCase;
+export type AnyCase = CeilingCase | BenchCase;
+
+/** What a worker process prints back: raw per-repeat samples and single facts about the run. */
+export interface WorkerOutput {
+  samples: Record<string, number[]>;
+  details: Record<string, number>;
+}
+
+/** A worker's output plus the memory the parent saw it use. */
+export interface Measured extends WorkerOutput {
+  /** The worker process's peak resident set, MiB. */
+  peakRssMiB: number;
+  /** Peak device memory of the worker on a GPU, MiB (sampled from nvidia-smi), or null on the CPU. */
+  peakDeviceMiB: number | null;
+  wallSeconds: number;
+}
+
+// ---- results -------------------------------------------------------------------------------------------------------
+
+export interface Environment {
+  host: string;
+  platform: string;
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  gpu: string | null;
+  device: string;
+  torchVersion: string;
+  blas: string;
+  threads: number;
+  node: string;
+  commit: string | null;
+  /** 1-minute load average before and after the run; a busy machine makes every figure low. */
+  loadBefore: number;
+  loadAfter: number;
+}
+
+interface Memory {
+  peakRssMiB: number;
+  peakDeviceMiB: number | null;
+}
+
+export interface MatmulCeilingResult extends Memory {
+  id: string;
+  dtype: BenchDtype;
+  n: number;
+  iterations: number;
+  gflops: Summary;
+}
+
+export interface CopyCeilingResult extends Memory {
+  id: string;
+  bytes: number;
+  gbps: Summary;
+}
+
+export interface Ceilings {
+  matmul: Partial<Record<BenchDtype, MatmulCeilingResult>>;
+  copy: CopyCeilingResult;
+}
+
+export interface GenerationResult extends Memory {
+  case: GenerationCase;
+  parameterCount: number;
+  /** New tokens of all rows per second of generate(), prefill included. */
+  tokensPerSecond: Summary;
+  seconds: Summary;
+  /** One generate() with a single new token: the prompt's forward pass. */
+  prefillSeconds: number;
+  /** Tokens per second of the decode steps alone: (generate − prefill) time. */
+  decodeTokensPerSecond: Summary;
+  /** Bytes a decode step must read: every weight once plus the KV cache at the mean context. */
+  bytesPerDecodeStep: number;
+  decodeGBps: Summary;
+  /** decodeGBps over the measured copy bandwidth. */
+  rooflineFraction: Summary;
+  /** The decode tokens/s the copy bandwidth would allow at bytesPerDecodeStep. */
+  rooflineTokensPerSecond: number;
+}
+
+export interface TrainingResult extends Memory {
+  case: TrainingCase;
+  parameterCount: number;
+  stepSeconds: Summary;
+  tokensPerSecond: Summary;
+  /** 6 × parameters × tokens per second. */
+  gflops: Summary;
+  /** gflops over the measured matmul ceiling of the same dtype. */
+  ceilingFraction: Summary;
+}
+
+export interface TrainerResult extends Memory {
+  case: TrainerCase;
+  envSteps: number;
+  epochSeconds: Summary;
+  envStepsPerSecond: Summary;
+  /** Seconds per phase of the epoch: generation, reward, scoring (reference KL), update, other. */
+  phases: Record<"generation" | "reward" | "scoring" | "update" | "other", Summary>;
+}
+
+export interface Target {
+  name: string;
+  /** Higher is better for both; null when the case was not run. */
+  value: number | null;
+  goal: number;
+  met: boolean | null;
+  detail: string;
+}
+
+export interface ComparisonRow {
+  figure: string;
+  previous: number;
+  current: number;
+  /** current / previous. */
+  ratio: number;
+  better: "higher" | "lower";
+}
+
+export interface BenchResult {
+  schema: 1;
+  createdAt: string;
+  mode: "default" | "quick";
+  only: string | null;
+  wallSeconds: number;
+  environment: Environment;
+  ceilings: Ceilings;
+  generation: GenerationResult[];
+  training: TrainingResult[];
+  trainer: TrainerResult[];
+  /** perCompletion epoch time over batched epoch time (medians), when both ran. */
+  trainerSpeedup: number | null;
+  targets: Target[];
+  skipped: Array<{ id: string; reason: string }>;
+  failed: Array<{ id: string; error: string }>;
+  comparison?: { against: string; rows: ComparisonRow[] };
+}

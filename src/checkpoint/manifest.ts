@@ -1,0 +1,66 @@
+// A checkpoint's manifest: every file with its size and SHA-256, so a partial or corrupted checkpoint is refused with
+// the name of the file at fault instead of resuming from garbage.
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, readFileSync, statSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import path from "node:path";
+import { writeFileAtomic } from "../util/atomic.js";
+
+export const MANIFEST = "manifest.json";
+
+export interface Manifest {
+  format: 1;
+  createdAt: string;
+  files: Record<string, { size: number; sha256: string }>;
+}
+
+export class CheckpointError extends Error {
+  override name = "CheckpointError";
+}
+
+async function sha256(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+async function listFiles(dir: string, prefix = ""): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(path.join(dir, prefix), { withFileTypes: true })) {
+    const relative = path.join(prefix, entry.name);
+    if (entry.isDirectory()) out.push(...(await listFiles(dir, relative)));
+    else if (relative !== MANIFEST) out.push(relative);
+  }
+  return out.sort();
+}
+
+/** Hashes every file under dir into dir/manifest.json. */
+export async function writeManifest(dir: string): Promise<Manifest> {
+  const manifest: Manifest = { format: 1, createdAt: new Date().toISOString(), files: {} };
+  for (const file of await listFiles(dir)) {
+    const full = path.join(dir, file);
+    manifest.files[file] = { size: statSync(full).size, sha256: await sha256(full) };
+  }
+  await writeFileAtomic(path.join(dir, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  return manifest;
+}
+
+/** Checks every listed file's presence, size and checksum; throws naming the first file at fault. */
+export async function verifyManifest(dir: string): Promise<Manifest> {
+  const manifestFile = path.join(dir, MANIFEST);
+  if (!existsSync(manifestFile)) throw new CheckpointError(`${dir} is not a complete checkpoint: ${MANIFEST} is missing`);
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(readFileSync(manifestFile, "utf8")) as Manifest;
+  } catch (error) {
+    throw new CheckpointError(`${manifestFile}: malformed JSON (${(error as Error).message})`);
+  }
+  for (const [file, expected] of Object.entries(manifest.files ?? {})) {
+    const full = path.join(dir, file);
+    if (!existsSync(full)) throw new CheckpointError(`checkpoint file ${full} is missing`);
+    const size = statSync(full).size;
+    if (size !== expected.size) throw new CheckpointError(`checkpoint file ${full} has ${size} bytes, the manifest says ${expected.size} (truncated or changed)`);
+    if ((await sha256(full)) !== expected.sha256) throw new CheckpointError(`checkpoint file ${full} does not match its checksum (corrupted)`);
+  }
+  return manifest;
+}
