@@ -15,7 +15,8 @@ export { RewardError, RewardProcessors } from "./rollout/rewards.js";
 export { advantages, shapeReturns } from "./rollout/advantages.js";
 
 export { Agent, AgentResolutionError, type ModelSource } from "./trainers/agents.js";
-export { MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainProgress, type UpdateMetrics } from "./trainers/reinforce/magrpo.js";
+export { MAGRPOTrainer, type MAGRPOTrainerOptions, type Stateful, type TrainerTimings, type TrainOptions, type TrainProgress, type UpdateMetrics } from "./trainers/reinforce/magrpo.js";
+export { CheckpointError, readCheckpointMetadata, type CheckpointMetadata } from "./checkpoint/checkpoint.js";
 export { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./trainers/reinforce/baselines.js";
 
 export { MetricsLogger, type SampleRow } from "./logging/metrics-logger.js";

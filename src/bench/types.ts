@@ -77,19 +77,21 @@ export type CeilingCase = MatmulCeilingCase | CopyCeilingCase;
 export type BenchCase = GenerationCase | TrainingCase | TrainerCase;
 export type AnyCase = CeilingCase | BenchCase;
 
-/** What a worker process prints back: raw per-repeat samples and single facts about the run. */
+/** What a benchmark returns: raw per-repeat samples and single facts about the run. */
 export interface WorkerOutput {
   samples: Record<string, number[]>;
   details: Record<string, number>;
 }
 
-/** A worker's output plus the memory the parent saw it use. */
+/** The worker process prints its result as one stdout line starting with this. */
+export const WORKER_RESULT_PREFIX = "comlrl-bench-result ";
+
+/** A benchmark's output with the memory its worker process used. */
 export interface Measured extends WorkerOutput {
-  /** The worker process's peak resident set, MiB. */
+  /** The worker process's peak resident set (its process.resourceUsage().maxRSS), MiB. */
   peakRssMiB: number;
   /** Peak device memory of the worker on a GPU, MiB (sampled from nvidia-smi), or null on the CPU. */
   peakDeviceMiB: number | null;
-  wallSeconds: number;
 }
 
 // ---- results -------------------------------------------------------------------------------------------------------
@@ -180,6 +182,8 @@ export interface Target {
   /** Higher is better for both; null when the case was not run. */
   value: number | null;
   goal: number;
+  /** "ratio": a speed-up (shown as 2.1×); "fraction": a share of a ceiling (shown as 45%). */
+  unit: "ratio" | "fraction";
   met: boolean | null;
   detail: string;
 }

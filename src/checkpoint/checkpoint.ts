@@ -59,6 +59,24 @@ function readState(dir: string): SavedTrainerState {
   }
 }
 
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Removes hidden half-written checkpoints left by processes that died while writing them. */
+async function removeStaleTemporaries(root: string): Promise<void> {
+  if (!existsSync(root)) return;
+  for (const entry of await readdir(root)) {
+    const pid = /^\.checkpoint-\d+\.(?:tmp|old)-(\d+)-[0-9a-f]+$/.exec(entry)?.[1];
+    if (pid && Number(pid) !== process.pid && !processAlive(Number(pid))) await rm(path.join(root, entry), { recursive: true, force: true });
+  }
+}
+
 /** Writes root/checkpoint-<n> atomically; `extra` may add trainer-specific files (value heads, replay data). */
 export async function saveCheckpoint(
   root: string,
@@ -68,6 +86,7 @@ export async function saveCheckpoint(
   extra?: (dir: string) => Promise<void>,
 ): Promise<string> {
   const dir = path.join(root, `checkpoint-${n}`);
+  await removeStaleTemporaries(root);
   await writeDirAtomic(dir, async (tmp) => {
     const saved: SavedTrainerState = { format: 1, ...trainer, agents: [] };
     for (const [i, agent] of agents.entries()) {

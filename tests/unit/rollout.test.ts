@@ -395,6 +395,7 @@ describe("computeReturns / creditReturns on a hand-built node", () => {
   const leaf = (rewards: number[]): RolloutNode => ({
     turn: 1,
     prompts: [],
+    historyPrompts: [],
     promptIds: [],
     completionIds: [],
     texts: [],

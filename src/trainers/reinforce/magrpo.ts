@@ -308,7 +308,7 @@ export class MAGRPOTrainer {
     const bar = new ProgressBar({ total, label: this.algorithm, quiet: this.options.quiet ?? false, start: this.progress.epoch * items.length });
     const rewardWindow: number[] = [];
     try {
-      for (; this.progress.epoch < c.numTrainEpochs; this.progress.itemIndex = 0) {
+      while (this.progress.epoch < c.numTrainEpochs) {
         for (; this.progress.itemIndex < items.length; this.progress.itemIndex++) {
           const b = this.progress.itemIndex;
           if (c.evalInterval > 0 && b % c.evalInterval === 0 && this.options.evalDataset?.length) {
@@ -325,6 +325,7 @@ export class MAGRPOTrainer {
         }
         await this.drainBuffers(1);
         this.progress.epoch++;
+        this.progress.itemIndex = 0;
         const last = this.progress.epoch === c.numTrainEpochs;
         if (options.checkpointDir && (last || this.progress.epoch % interval === 0)) {
           const started = performance.now();
