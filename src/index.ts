@@ -18,6 +18,7 @@ export { Agent, AgentResolutionError, type ModelSource } from "./trainers/agents
 export { MAGRPOTrainer, type MAGRPOTrainerOptions, type Stateful, type TrainerTimings, type TrainOptions, type TrainProgress, type UpdateMetrics } from "./trainers/reinforce/magrpo.js";
 export { CheckpointError, readCheckpointMetadata, type CheckpointMetadata } from "./checkpoint/checkpoint.js";
 export { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./trainers/reinforce/baselines.js";
+export { CentralizedMAGRPOTrainer, CentralizedParseError, TaggedAdapter, type CentralizedAdapter, type CentralizedMAGRPOTrainerOptions } from "./trainers/reinforce/centralized.js";
 
 export { MetricsLogger, type SampleRow } from "./logging/metrics-logger.js";
 export { readJsonlMetrics } from "./logging/jsonl.js";

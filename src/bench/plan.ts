@@ -79,8 +79,8 @@ export function estimatedFlops(spec: BenchCase): number {
   if (spec.kind === "trainer") return 0;
   const parameters = parameterCount(BENCH_MODELS[spec.model].shape);
   if (spec.kind === "train") return spec.repeats * 6 * parameters * spec.rows * spec.tokensPerRow;
-  const prefill = 2 * parameters * spec.batch * spec.promptLength;
-  return prefill + spec.repeats * 2 * parameters * spec.batch * (spec.promptLength + spec.newTokens);
+  // Each run times a prefill alone, then a whole generate().
+  return spec.repeats * 2 * parameters * spec.batch * (2 * spec.promptLength + spec.newTokens);
 }
 
 /** Why a case is skipped, or null: only cases in a slow dtype whose estimate at that dtype's ceiling is over budget. */

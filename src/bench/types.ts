@@ -144,7 +144,7 @@ export interface GenerationResult extends Memory {
   /** New tokens of all rows per second of generate(), prefill included. */
   tokensPerSecond: Summary;
   seconds: Summary;
-  /** One generate() with a single new token: the prompt's forward pass. */
+  /** The fastest generate() of a single new token (the prompt's forward pass), timed once per run. */
   prefillSeconds: number;
   /** Tokens per second of the decode steps alone: (generate − prefill) time. */
   decodeTokensPerSecond: Summary;

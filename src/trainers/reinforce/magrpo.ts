@@ -392,12 +392,17 @@ export class MAGRPOTrainer {
       algorithm: this.algorithm,
       tensorboard: this.options.tensorboard ?? false,
       wandb: this.options.wandbConfig ?? null,
-      runConfig: { algorithm: this.algorithm, ...this.config },
+      runConfig: this.runConfig(),
       loggingSteps: this.config.loggingSteps,
       quiet: this.options.quiet ?? false,
     });
     if (this.resumedLoggerState) logger.loadState(this.resumedLoggerState);
     return logger;
+  }
+
+  /** What W&B records about the run. */
+  protected runConfig(): Record<string, unknown> {
+    return { algorithm: this.algorithm, ...this.config };
   }
 
   protected logTrainMetrics(samples: NodeSample[]): void {
@@ -456,7 +461,7 @@ export class MAGRPOTrainer {
   }
 }
 
-type TrainerClass<T> = {
+export type TrainerClass<T> = {
   new (config: MAGRPOConfig, agents: Agent[], options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string): T;
   buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig;
   name: string;

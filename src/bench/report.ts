@@ -1,0 +1,172 @@
+// The markdown report of a bench result: environment, ceilings, generation (own protocol and the peer's), training,
+// the whole trainer, targets, and whatever was skipped or failed. Figures are min / median / max over the runs.
+import { renderComparison } from "./compare.js";
+import { BENCH_MODELS } from "./models.js";
+import { PEER, peerGeneration, peerTrainingStep } from "./targets.js";
+import type { BenchResult, Summary, Target } from "./types.js";
+
+/** Three significant figures or so, without exponent noise for the magnitudes the suite produces. */
+export function num(x: number): string {
+  if (!Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  return a >= 100 ? x.toFixed(0) : a >= 10 ? x.toFixed(1) : a >= 1 ? x.toFixed(2) : a >= 0.001 ? x.toFixed(3) : x.toExponential(1);
+}
+
+const percent = (x: number) => `${(100 * x).toFixed(x < 0.1 ? 1 : 0)}%`;
+const spread = (s: Summary, format: (x: number) => string = num) => (s.runs === 1 ? format(s.median) : `${format(s.min)} / ${format(s.median)} / ${format(s.max)}`);
+const mib = (x: number | null) => (x === null ? "–" : x.toFixed(0));
+const memory = (r: { peakRssMiB: number; peakDeviceMiB: number | null }) => (r.peakDeviceMiB === null ? mib(r.peakRssMiB) : `${mib(r.peakRssMiB)} (GPU ${mib(r.peakDeviceMiB)})`);
+const params = (count: number) => (count >= 1e9 ? `${(count / 1e9).toFixed(2)}B` : count >= 1e6 ? `${(count / 1e6).toFixed(1)}M` : `${(count / 1e3).toFixed(0)}k`);
+
+function table(header: string[], rows: string[][], align: string[] = header.map((_, i) => (i === 0 ? "---" : "---:"))): string[] {
+  return [`| ${header.join(" | ")} |`, `|${align.join("|")}|`, ...rows.map((row) => `| ${row.join(" | ")} |`)];
+}
+
+function environment(r: BenchResult): string[] {
+  const e = r.environment;
+  return table(
+    ["", ""],
+    [
+      ["libtorch", e.torchVersion],
+      ["BLAS", e.blas],
+      ["threads", String(e.threads)],
+      ["CPU", `${e.cpu}, ${e.cores} cores, ${e.memoryGiB.toFixed(0)} GiB`],
+      ["GPU", e.gpu ?? "none"],
+      ["device", e.device],
+      ["platform", `${e.platform}, Node ${e.node}`],
+      ["commit", e.commit ?? "unknown"],
+      ["load average (1 min)", `${e.loadBefore.toFixed(2)} before, ${e.loadAfter.toFixed(2)} after (on ${e.cores} cores)`],
+      ["suite wall time", `${r.wallSeconds.toFixed(0)} s`],
+    ],
+    ["---", "---"],
+  );
+}
+
+function ceilings(r: BenchResult): string[] {
+  const rows = Object.values(r.ceilings.matmul).map((m) => [`matmul ${m.dtype}`, `${spread(m.gflops)} GFLOP/s`, `n = ${m.n}, ${m.iterations} products per run`, memory(m)]);
+  const c = r.ceilings.copy;
+  rows.push(["copy bandwidth", `${spread(c.gbps)} GB/s`, `${(c.bytes / 2 ** 20).toFixed(0)} MiB buffers, read + write counted`, memory(c)]);
+  return table(["ceiling", "min / median / max", "measured with", "peak RSS MiB"], rows);
+}
+
+function generation(r: BenchResult): string[] {
+  const rows = r.generation
+    .filter((g) => g.case.protocol === "suite")
+    .map((g) => [
+      g.case.model,
+      g.case.dtype,
+      String(g.case.batch),
+      `${g.case.promptLength}+${g.case.newTokens}`,
+      spread(g.tokensPerSecond),
+      num(g.decodeTokensPerSecond.median),
+      num(g.decodeGBps.median),
+      spread(g.rooflineFraction, percent),
+      num(g.rooflineTokensPerSecond),
+      num(g.prefillSeconds),
+      memory(g),
+    ]);
+  return table(["model", "dtype", "batch", "prompt+new", "tok/s", "decode tok/s", "decode GB/s", "of bandwidth roofline", "roofline decode tok/s", "prefill s", "peak RSS MiB"], rows);
+}
+
+function generationVsPeer(r: BenchResult): string[] {
+  const rows = r.generation.flatMap((g) => {
+    const peer = peerGeneration(g);
+    if (peer === null) return [];
+    return [[g.case.model, g.case.dtype, String(g.case.batch), spread(g.tokensPerSecond), String(peer), `${(g.tokensPerSecond.median / peer).toFixed(2)}×`, memory(g)]];
+  });
+  return table(["model", "dtype", "batch", "comlrl tok/s", "peer tok/s", "comlrl / peer", "peak RSS MiB"], rows);
+}
+
+function training(r: BenchResult): string[] {
+  const rows = r.training.map((t) => {
+    const peer = peerTrainingStep(t);
+    return [
+      t.case.model,
+      params(t.parameterCount),
+      t.case.dtype,
+      spread(t.stepSeconds),
+      num(t.tokensPerSecond.median),
+      spread(t.gflops),
+      spread(t.ceilingFraction, percent),
+      peer === null ? "–" : String(peer),
+      peer === null ? "–" : `${(peer / t.stepSeconds.median).toFixed(2)}×`,
+      memory(t),
+    ];
+  });
+  return table(["model", "params", "dtype", "step s", "tok/s", "GFLOP/s", "of matmul ceiling", "peer step s", "peer / comlrl", "peak RSS MiB"], rows);
+}
+
+function trainer(r: BenchResult): string[] {
+  const rows = r.trainer.map((t) => [
+    t.case.scoring,
+    `${t.case.items} items, ${t.envSteps} env steps`,
+    spread(t.epochSeconds),
+    spread(t.envStepsPerSecond),
+    ...(["generation", "reward", "scoring", "update", "other"] as const).map((phase) => num(t.phases[phase].median)),
+    memory(t),
+  ]);
+  const lines = table(["scoring", "epoch", "epoch s", "env steps/s", "generation s", "reward s", "scoring s", "update s", "other s", "peak RSS MiB"], rows);
+  if (r.trainerSpeedup !== null) lines.push("", `A batched epoch is ${r.trainerSpeedup.toFixed(2)}× faster than a per-completion one (median epoch times).`);
+  return lines;
+}
+
+function targets(list: Target[]): string[] {
+  const value = (t: Target, x: number) => (t.unit === "fraction" ? percent(x) : `${x.toFixed(2)}×`);
+  const rows = list.map((t) => [t.name, t.value === null ? "–" : value(t, t.value), `≥ ${value(t, t.goal)}`, t.met === null ? "not measured" : t.met ? "met" : "missed", t.detail]);
+  return table(["target", "measured (median)", "goal", "", "detail"], rows, ["---", "---:", "---:", "---", "---"]);
+}
+
+export function renderMarkdown(r: BenchResult): string {
+  const title = `# comlrl bench: ${r.createdAt} on ${r.environment.host}${r.mode === "quick" ? " (quick smoke run: not for speed)" : ""}`;
+  const shapes = Object.entries(BENCH_MODELS).map(([name, m]) => `${name}: ${m.label}`).join("; ");
+  const lines = [
+    title,
+    "",
+    ...environment(r),
+    "",
+    "Every figure is min / median / max over the runs of its benchmark (one value when it ran once). Each benchmark runs in",
+    "its own process after a warm-up; peak RSS is that process's maximum resident set, Node and libtorch (~200 MiB) included.",
+    `Models, random weights, Qwen2 layout, tied embeddings: ${shapes}.`,
+    "",
+    "## Ceilings",
+    "",
+    ...ceilings(r),
+    "",
+    "## Generation",
+    "",
+    "Greedy decoding with the KV cache and no stop ids. tok/s = new tokens of all rows / wall time of one generate() call,",
+    "prefill included. Decode = the steps after the prefill (timed alone in each run); decode GB/s = bytes a step must read (every",
+    "weight once + the KV cache at the mean context) × steps / decode time, and the roofline is the measured copy bandwidth.",
+    "",
+    ...generation(r),
+    "",
+    `## Generation vs the peer (prompt 32, 64 new tokens)`,
+    "",
+    `Peer: ${PEER.name}.`,
+    "",
+    ...generationVsPeer(r),
+    "",
+    "## Training",
+    "",
+    "One step = zero the gradients + one policy-gradient forward/backward over all rows (1 prompt token + the rest scored",
+    "completion tokens) + one AdamW step. GFLOP/s = 6 × parameters × tokens / step time; the ceiling is the matmul",
+    "ceiling of the same dtype. The peer's step is fp32 8 × 128 tokens.",
+    "",
+    ...training(r),
+    "",
+    "## Whole trainer: one MAGRPO epoch of the demo",
+    "",
+    "Two tiny agents on cover-the-vowels, as `comlrl demo` trains them. Phases (medians) are the trainer's own timings:",
+    "generation, reward, scoring (reference-model KL; the demo has none), update (fwd + bwd + AdamW); other = the rest.",
+    "",
+    ...trainer(r),
+    "",
+    "## Targets",
+    "",
+    ...targets(r.targets),
+  ];
+  if (r.skipped.length) lines.push("", "## Skipped", "", ...r.skipped.map((s) => `- \`${s.id}\`: ${s.reason}`));
+  if (r.failed.length) lines.push("", "## Failed", "", ...r.failed.map((f) => `- \`${f.id}\`: ${f.error.split("\n")[0]}`));
+  if (r.comparison) lines.push("", "## Comparison", "", renderComparison(r.comparison.rows, r.comparison.against));
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,107 @@
+// Centralized MAGRPO (COMLRL-SPEC §3.8): one joint policy writes every role's part in one response. An adapter builds
+// the joint prompt from the roles' prompts and splits each response back into roles; the task reward scores the
+// split roles. Internally this is single-actor MAGRPO over joint responses, scored on the full joint sequence.
+import { centralizedMagrpoConfig, type CentralizedMAGRPOConfigInput, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
+import type { ComlrlTokenizer } from "../../models/tokenizer.js";
+import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
+import type { Item, RewardFunction } from "../../rollout/types.js";
+import { AgentResolutionError, type ModelSource } from "../agents.js";
+import { MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./magrpo.js";
+
+export class CentralizedParseError extends Error {
+  override name = "CentralizedParseError";
+}
+
+export interface CentralizedAdapter {
+  buildPrompt(item: Item, rolePrompts: string[]): string;
+  /** Exactly numRoles strings; throw CentralizedParseError when the text has no recognisable structure. */
+  parseCompletion(text: string, item: Item, numRoles: number): string[];
+}
+
+/** Lists each role's prompt and asks for <agent_i> … </agent_i> sections (roles numbered from 1). */
+export class TaggedAdapter implements CentralizedAdapter {
+  buildPrompt(_item: Item, rolePrompts: string[]): string {
+    const roles = rolePrompts.map((p, i) => `Agent ${i + 1} original prompt:\n${p}`).join("\n\n");
+    const sections = rolePrompts.map((_, i) => `<agent_${i + 1}> ... </agent_${i + 1}>`).join("\n");
+    return `You write the responses of ${rolePrompts.length} cooperating agents.\n\n${roles}\n\nAnswer with one section per agent:\n${sections}\n`;
+  }
+
+  parseCompletion(text: string, _item: Item, numRoles: number): string[] {
+    const sections = new Map<number, string>();
+    for (const match of text.matchAll(/<\s*agent_(\d+)\s*>([\s\S]*?)<\s*\/\s*agent_\1\s*>/gi)) {
+      if (!sections.has(Number(match[1]))) sections.set(Number(match[1]), match[2].trim());
+    }
+    if (sections.size === 0) throw new CentralizedParseError(`no <agent_i> sections in the response (${numRoles} roles expected)`);
+    return Array.from({ length: numRoles }, (_, i) => sections.get(i + 1) ?? "");
+  }
+}
+
+export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptions, "agentModel" | "agents" | "tokenizer" | "config" | "externalTransition"> {
+  agentModel?: ModelSource | null;
+  /** At most one actor: the joint policy. */
+  agents?: ModelSource[] | null;
+  tokenizer?: ComlrlTokenizer | ComlrlTokenizer[] | null;
+  /** The role count; must match config.numAgents. */
+  numAgents?: number;
+  config?: CentralizedMAGRPOConfigInput;
+  adapter?: CentralizedAdapter;
+}
+
+export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
+  override readonly algorithm = "CentralizedMAGRPO";
+  /** How many roles the joint policy writes for. */
+  numRoles = 0;
+
+  protected override runConfig(): Record<string, unknown> {
+    return { ...super.runConfig(), collaborationMode: "centralized", numRoles: this.numRoles, numActorModels: 1 };
+  }
+
+  static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
+    return centralizedMagrpoConfig(input as CentralizedMAGRPOConfigInput);
+  }
+
+  static override async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: CentralizedMAGRPOTrainerOptions): Promise<T> {
+    const roleConfig = centralizedMagrpoConfig(options.config ?? {});
+    const roles = roleConfig.numAgents;
+    if (options.numAgents !== undefined && options.numAgents !== roles) {
+      throw new RangeError(`numAgents (${options.numAgents}) must match config.numAgents (${roles}), the role count`);
+    }
+    const actors = options.agents ?? (options.agentModel ? [options.agentModel] : []);
+    if (actors.length !== 1) throw new AgentResolutionError(`Centralized MAGRPO trains exactly one actor model, got ${actors.length}`);
+    if (Array.isArray(options.tokenizer) && options.tokenizer.length !== 1) {
+      throw new AgentResolutionError(`Centralized MAGRPO takes one actor tokenizer, got ${options.tokenizer.length}`);
+    }
+    const roleFormatters = buildFormatters(options.formatters, roles);
+    const adapter = options.adapter ?? new TaggedAdapter();
+    const jointPrompt = (item: Item) => {
+      const prompt = adapter.buildPrompt(item, roleFormatters.map((f, role) => formatPrompt(f, item, role)));
+      if (typeof prompt !== "string" || prompt.length === 0) throw new TypeError("the centralized adapter built an empty prompt");
+      return prompt;
+    };
+    const splitRoles = (text: string, item: Item) => {
+      try {
+        return adapter.parseCompletion(text, item, roles);
+      } catch (error) {
+        if (error instanceof CentralizedParseError) return Array(roles).fill("");
+        throw error;
+      }
+    };
+    // The task reward sees roles, one list per role, exactly as in decentralized MAGRPO.
+    const rewardFunc: RewardFunction = (completions, context) => {
+      const split = completions[0].map((text) => splitRoles(text, context.item));
+      return options.rewardFunc(Array.from({ length: roles }, (_, role) => split.map((parts) => parts[role])), context);
+    };
+    const trainer = (await MAGRPOTrainer.create.call(this, {
+      ...options,
+      agentModel: null,
+      agents: actors,
+      numAgents: undefined,
+      tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer,
+      formatters: [jointPrompt],
+      rewardFunc,
+      config: { ...(options.config ?? {}), numAgents: 1 },
+    })) as T & CentralizedMAGRPOTrainer;
+    trainer.numRoles = roles;
+    return trainer;
+  }
+}
