@@ -34,6 +34,23 @@ torch::nn::Linear MakeLinear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
+// x @ weightᵀ (+ bias). A single row without autograd goes through GEMV: BLAS GEMM repacks the whole weight on
+// every call, which dominated batch-1 decoding.
+torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (x.numel() == x.size(-1) && !torch::GradMode::is_enabled()) {
+    torch::Tensor y = torch::mv(weight, x.reshape({-1}));
+    if (bias.defined()) y = y + bias;
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = weight.size(0);
+    return y.view(shape);
+  }
+  return torch::nn::functional::linear(x, weight, bias);
+}
+
+torch::Tensor Project(const torch::nn::Linear& linear, const torch::Tensor& x) {
+  return Project(x, linear->weight, linear->bias);
+}
+
 torch::Tensor RotateHalf(const torch::Tensor& x) {
   const int64_t half = x.size(-1) / 2;
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
@@ -86,9 +103,9 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                      const torch::Tensor& mask, KVCache* cache, int64_t layer) {
   const int64_t batch = x.size(0), queries = x.size(1);
-  torch::Tensor q = q_proj(x).view({batch, queries, num_heads_, head_dim_});
-  torch::Tensor k = k_proj(x).view({batch, queries, num_kv_heads_, head_dim_});
-  torch::Tensor v = v_proj(x).view({batch, queries, num_kv_heads_, head_dim_}).transpose(1, 2);
+  torch::Tensor q = Project(q_proj, x).view({batch, queries, num_heads_, head_dim_});
+  torch::Tensor k = Project(k_proj, x).view({batch, queries, num_kv_heads_, head_dim_});
+  torch::Tensor v = Project(v_proj, x).view({batch, queries, num_kv_heads_, head_dim_}).transpose(1, 2);
   if (q_norm) {
     q = q_norm(q);
     k = k_norm(k);
@@ -112,7 +129,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   scores = scores.masked_fill(mask.logical_not(), std::numeric_limits<float>::lowest());
   torch::Tensor weights = torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys});
   torch::Tensor out = torch::matmul(weights, v).view({batch, num_heads_, queries, head_dim_});
-  return o_proj(out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
+  return Project(o_proj, out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
 }
 
 MLPImpl::MLPImpl(const DecoderConfig& config) {
@@ -122,7 +139,7 @@ MLPImpl::MLPImpl(const DecoderConfig& config) {
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  return Project(down_proj, torch::silu(Project(gate_proj, x)) * Project(up_proj, x));
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config) {
@@ -193,7 +210,7 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
 }
 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
-  return lm_head ? lm_head(hidden) : torch::matmul(hidden, model->embed_tokens->weight.t());
+  return Project(hidden, lm_head ? lm_head->weight : model->embed_tokens->weight, torch::Tensor());
 }
 
 }  // namespace comlrl
