@@ -1,6 +1,107 @@
 #include "completion_scoring.h"
 
+#include <map>
+
 namespace comlrl {
+
+namespace {
+
+torch::Tensor Int64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
+  // torch::tensor copies: the vectors die with their callers, the tensors may not.
+  return torch::tensor(values, torch::kInt64).reshape(shape).to(device);
+}
+
+torch::Tensor BoolTensor(const std::vector<uint8_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
+  return torch::tensor(values, torch::kUInt8).reshape(shape).to(device).to(torch::kBool);
+}
+
+// Hidden states that predict each completion token, [total tokens, hidden], rows concatenated: one right-padded
+// forward over prompt ⧺ completion[:-1] for every row.
+torch::Tensor PredictingHiddenPerRow(CausalLMImpl& model, const CompletionBatch& batch, const torch::Device& device) {
+  const int64_t rows = static_cast<int64_t>(batch.prompts.size());
+  int64_t width = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t fed = static_cast<int64_t>(batch.prompts[r].size() + batch.completions[r].size()) - 1;
+    width = std::max({width, fed, static_cast<int64_t>(batch.prompts[r].size())});
+  }
+  std::vector<int64_t> ids(rows * width, 0), select_rows, select_cols;
+  std::vector<uint8_t> mask(rows * width, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto& prompt = batch.prompts[r];
+    const auto& completion = batch.completions[r];
+    int64_t col = 0;
+    for (int64_t token : prompt) ids[r * width + col++] = token;
+    for (size_t i = 0; i + 1 < completion.size(); ++i) ids[r * width + col++] = completion[i];
+    std::fill_n(mask.begin() + r * width, col, 1);
+    for (size_t i = 0; i < completion.size(); ++i) {
+      select_rows.push_back(r);
+      select_cols.push_back(static_cast<int64_t>(prompt.size()) - 1 + static_cast<int64_t>(i));
+    }
+  }
+  const torch::Tensor positions = torch::arange(width, torch::TensorOptions().dtype(torch::kInt64).device(device)).expand({rows, width});
+  const torch::Tensor hidden = model.forward({Int64Tensor(ids, {rows, width}, device), positions, BoolTensor(mask, {rows, width}, device)});
+  const int64_t total = static_cast<int64_t>(select_rows.size());
+  return hidden.index({Int64Tensor(select_rows, {total}, device), Int64Tensor(select_cols, {total}, device)});
+}
+
+// The same hidden states when rows share prompts (the K samples of a node): each distinct prompt is run once, its
+// keys/values are shared by the rows that continue it, and gradients from every row flow back into it.
+torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const CompletionBatch& batch, const std::vector<int64_t>& group_of_row,
+                                            const std::vector<const std::vector<int64_t>*>& prompts, const torch::Device& device) {
+  const int64_t rows = static_cast<int64_t>(batch.prompts.size());
+  const int64_t groups = static_cast<int64_t>(prompts.size());
+  int64_t prompt_width = 0, fed_width = 0;
+  for (const auto* prompt : prompts) prompt_width = std::max<int64_t>(prompt_width, static_cast<int64_t>(prompt->size()));
+  for (const auto& completion : batch.completions) fed_width = std::max<int64_t>(fed_width, static_cast<int64_t>(completion.size()) - 1);
+
+  std::vector<int64_t> prompt_ids(groups * prompt_width, 0), last_position(groups);
+  std::vector<uint8_t> prompt_mask(groups * prompt_width, 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    std::copy(prompts[g]->begin(), prompts[g]->end(), prompt_ids.begin() + g * prompt_width);
+    std::fill_n(prompt_mask.begin() + g * prompt_width, prompts[g]->size(), 1);
+    last_position[g] = static_cast<int64_t>(prompts[g]->size()) - 1;
+  }
+  const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  KVCache cache = KVCache::Growable(model.config().num_layers);
+  const torch::Tensor prompt_hidden = model.forward(
+      {Int64Tensor(prompt_ids, {groups, prompt_width}, device), torch::arange(prompt_width, index_options).expand({groups, prompt_width}),
+       BoolTensor(prompt_mask, {groups, prompt_width}, device)},
+      &cache);
+  // Hidden state at each prompt's last token: it predicts the first completion token.
+  const torch::Tensor prompt_last = prompt_hidden.index({torch::arange(groups, index_options), Int64Tensor(last_position, {groups}, device)});
+
+  // Sources of the predicting hidden states: [prompt_last (groups rows), completion hidden (rows × fed_width)].
+  std::vector<int64_t> source_index;
+  torch::Tensor sources = prompt_last;
+  if (fed_width > 0) {
+    std::vector<int64_t> ids(rows * fed_width, 0), positions(rows * fed_width, 0);
+    std::vector<uint8_t> mask(rows * (prompt_width + fed_width), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t g = group_of_row[r];
+      const auto& completion = batch.completions[r];
+      std::copy_n(prompt_mask.begin() + g * prompt_width, prompt_width, mask.begin() + r * (prompt_width + fed_width));
+      for (int64_t j = 0; j + 1 < static_cast<int64_t>(completion.size()); ++j) {
+        ids[r * fed_width + j] = completion[j];
+        mask[r * (prompt_width + fed_width) + prompt_width + j] = 1;
+      }
+      for (int64_t j = 0; j < fed_width; ++j) positions[r * fed_width + j] = static_cast<int64_t>(prompts[g]->size()) + j;
+    }
+    cache.SelectRows(Int64Tensor(group_of_row, {rows}, device));
+    const torch::Tensor completion_hidden = model.forward(
+        {Int64Tensor(ids, {rows, fed_width}, device), Int64Tensor(positions, {rows, fed_width}, device),
+         BoolTensor(mask, {rows, prompt_width + fed_width}, device)},
+        &cache);
+    sources = torch::cat({prompt_last, completion_hidden.reshape({rows * fed_width, -1})}, 0);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < static_cast<int64_t>(batch.completions[r].size()); ++j) {
+      source_index.push_back(j == 0 ? group_of_row[r] : groups + r * fed_width + (j - 1));
+    }
+  }
+  return sources.index_select(0, Int64Tensor(source_index, {static_cast<int64_t>(source_index.size())}, device));
+}
+
+}  // namespace
 
 CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy) {
   TORCH_CHECK(batch.prompts.size() == batch.completions.size(), "score: ", batch.prompts.size(), " prompts but ",
@@ -8,56 +109,38 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
   TORCH_CHECK(!batch.prompts.empty(), "score: empty batch");
   const torch::Device device = model.model->embed_tokens->weight.device();
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
-  int64_t width = 0, total = 0;
+  std::vector<int64_t> targets, row_of_token;
+  std::vector<float> counts(rows);
+  // Distinct prompts, in order of first appearance, and each row's.
+  std::map<std::vector<int64_t>, int64_t> group_of_prompt;
+  std::vector<const std::vector<int64_t>*> prompts;
+  std::vector<int64_t> group_of_row(rows);
   for (int64_t r = 0; r < rows; ++r) {
     TORCH_CHECK(!batch.prompts[r].empty(), "score: row ", r, " has an empty prompt");
-    // The last completion token is a target only: it is never fed.
-    const int64_t fed = static_cast<int64_t>(batch.prompts[r].size() + batch.completions[r].size()) - 1;
-    width = std::max(width, std::max<int64_t>(fed, static_cast<int64_t>(batch.prompts[r].size())));
-    total += static_cast<int64_t>(batch.completions[r].size());
-  }
-  // Right-padded sequences with positions 0..n-1; pads are masked out and never targets.
-  std::vector<int64_t> ids(rows * width, 0), targets, select_rows, select_cols, row_of_token;
-  std::vector<uint8_t> mask(rows * width, 0);
-  std::vector<float> counts(rows);
-  targets.reserve(total);
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto& prompt = batch.prompts[r];
-    const auto& completion = batch.completions[r];
-    const int64_t prompt_length = static_cast<int64_t>(prompt.size());
-    int64_t col = 0;
-    for (int64_t token : prompt) ids[r * width + col++] = token;
-    for (size_t i = 0; i + 1 < completion.size(); ++i) ids[r * width + col++] = completion[i];
-    std::fill_n(mask.begin() + r * width, col, 1);
-    for (size_t i = 0; i < completion.size(); ++i) {
-      select_rows.push_back(r);
-      select_cols.push_back(prompt_length - 1 + static_cast<int64_t>(i));
-      targets.push_back(completion[i]);
+    const auto inserted = group_of_prompt.emplace(batch.prompts[r], static_cast<int64_t>(prompts.size()));
+    if (inserted.second) prompts.push_back(&batch.prompts[r]);
+    group_of_row[r] = inserted.first->second;
+    for (int64_t token : batch.completions[r]) {
+      targets.push_back(token);
       row_of_token.push_back(r);
     }
-    counts[r] = static_cast<float>(completion.size());
+    counts[r] = static_cast<float>(batch.completions[r].size());
   }
-  // torch::tensor copies: the vectors die with this function, the tensors may not.
-  auto as_tensor = [&](const std::vector<int64_t>& values, std::vector<int64_t> shape) {
-    return torch::tensor(values, torch::kInt64).reshape(shape).to(device);
-  };
-  const torch::Tensor ids_t = as_tensor(ids, {rows, width});
-  const torch::Tensor mask_t = torch::tensor(mask, torch::kUInt8).reshape({rows, width}).to(device).to(torch::kBool);
-  const torch::Tensor positions = torch::arange(width, torch::TensorOptions().dtype(torch::kInt64).device(device)).expand({rows, width});
-
+  const int64_t total = static_cast<int64_t>(targets.size());
   CompletionScores scores;
   scores.counts = torch::tensor(counts).to(device);
-  scores.row_of_token = as_tensor(row_of_token, {total});
+  scores.row_of_token = Int64Tensor(row_of_token, {total}, device);
   if (total == 0) {
     scores.token_logprobs = torch::zeros({0}, torch::TensorOptions().device(device));
     scores.sums = torch::zeros({rows}, torch::TensorOptions().device(device));
     if (with_entropy) scores.entropy = torch::zeros({rows}, torch::TensorOptions().device(device));
     return scores;
   }
-  const torch::Tensor hidden = model.forward({ids_t, positions, mask_t});
-  const torch::Tensor selected = hidden.index({as_tensor(select_rows, {total}), as_tensor(select_cols, {total})});
+  const bool shared = static_cast<int64_t>(prompts.size()) < rows;
+  const torch::Tensor selected = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
+                                        : PredictingHiddenPerRow(model, batch, device);
   const torch::Tensor logprobs = model.logits(selected).to(torch::kFloat32).log_softmax(-1);
-  scores.token_logprobs = logprobs.gather(-1, as_tensor(targets, {total, 1})).squeeze(-1);
+  scores.token_logprobs = logprobs.gather(-1, Int64Tensor(targets, {total, 1}, device)).squeeze(-1);
   scores.sums = torch::zeros({rows}, scores.token_logprobs.options()).index_add(0, scores.row_of_token, scores.token_logprobs);
   if (with_entropy) {
     torch::NoGradGuard no_grad;

@@ -11,6 +11,31 @@ KVCache::KVCache(const DecoderConfig& config, int64_t batch, int64_t capacity, c
   }
 }
 
+KVCache KVCache::Growable(int64_t num_layers) {
+  KVCache cache;
+  cache.keys.resize(num_layers);
+  cache.values.resize(num_layers);
+  cache.preallocated = false;
+  return cache;
+}
+
+std::pair<torch::Tensor, torch::Tensor> KVCache::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t added = k.size(2);
+  if (preallocated) {
+    keys[layer].narrow(2, length, added).copy_(k);
+    values[layer].narrow(2, length, added).copy_(v);
+    return {keys[layer].narrow(2, 0, length + added), values[layer].narrow(2, 0, length + added)};
+  }
+  keys[layer] = keys[layer].defined() ? torch::cat({keys[layer], k}, 2) : k;
+  values[layer] = values[layer].defined() ? torch::cat({values[layer], v}, 2) : v;
+  return {keys[layer], values[layer]};
+}
+
+void KVCache::SelectRows(const torch::Tensor& index) {
+  for (auto& tensor : keys) tensor = tensor.index_select(0, index);
+  for (auto& tensor : values) tensor = tensor.index_select(0, index);
+}
+
 void KVCache::RepeatRows(int64_t times) {
   if (times == 1) return;
   for (auto& tensor : keys) tensor = tensor.repeat_interleave(times, 0);
@@ -112,13 +137,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   }
   q = ApplyRope(q.transpose(1, 2), cos, sin);
   k = ApplyRope(k.transpose(1, 2), cos, sin);
-  if (cache) {
-    const int64_t start = cache->length;
-    cache->keys[layer].narrow(2, start, queries).copy_(k);
-    cache->values[layer].narrow(2, start, queries).copy_(v);
-    k = cache->keys[layer].narrow(2, 0, start + queries);
-    v = cache->values[layer].narrow(2, 0, start + queries);
-  }
+  if (cache) std::tie(k, v) = cache->Append(layer, k, v);
   // Grouped-query attention without copying keys/values: query heads that share a kv head are stacked along the
   // query axis, [batch, kv_heads, group * queries, head_dim].
   const int64_t group = num_heads_ / num_kv_heads_;

@@ -28,14 +28,25 @@ struct DecoderConfig {
   bool qk_norm = false;
 };
 
-// Keys and values of every layer, preallocated to the longest sequence so decode steps write in place.
+// Keys and values of every layer. Generation preallocates them to the longest sequence so decode steps write in
+// place; training uses a growable cache whose appends are differentiable (a shared prompt's keys/values computed
+// once, with gradients flowing back from every completion that attends to them).
 struct KVCache {
-  std::vector<torch::Tensor> keys, values;  // each [batch, kv_heads, capacity, head_dim]
+  std::vector<torch::Tensor> keys, values;  // each [batch, kv_heads, positions, head_dim]
   int64_t length = 0;                        // positions filled
+  bool preallocated = true;
 
   KVCache(const DecoderConfig& config, int64_t batch, int64_t capacity, const torch::TensorOptions& options);
+  static KVCache Growable(int64_t num_layers);
+  // Appends one layer's new keys/values and returns all of them so far.
+  std::pair<torch::Tensor, torch::Tensor> Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v);
   // Each row repeated `times` times in place of itself (one prompt prefill shared by several samples).
   void RepeatRows(int64_t times);
+  // Row r of the result is row index[r] of the cache.
+  void SelectRows(const torch::Tensor& index);
+
+ private:
+  KVCache() = default;
 };
 
 class RMSNormImpl : public torch::nn::Module {

@@ -60,6 +60,29 @@ describe("completion scoring", () => {
     expect(Math.abs(alone.sum[0] - scores.sum[1])).toBeLessThan(1e-4);
   });
 
+  it("rows sharing a prompt (run once, keys/values shared) score and backpropagate like rows scored alone", async () => {
+    const shared = tokenizer.encode("Once upon a time there was");
+    const other = tokenizer.encode("A cat");
+    const prompts = [shared, other, shared, shared];
+    const completions = [tokenizer.encode(" a king"), tokenizer.encode(" sat"), [tokenizer.eosTokenIds[0]], tokenizer.encode(" a dog who ran")];
+    const batched = await model.score(prompts, completions, { entropy: true });
+    for (let r = 0; r < prompts.length; r++) {
+      const alone = await model.score([prompts[r]], [completions[r]], { entropy: true });
+      expect(Math.abs(batched.sum[r] - alone.sum[0]), `row ${r}`).toBeLessThan(1e-4);
+      expect(Math.abs(batched.entropy![r] - alone.entropy![0]), `row ${r}`).toBeLessThan(1e-4);
+    }
+    const probe = "model.layers.0.self_attn.k_proj.weight";
+    const advantages = [0.5, -1, 2, -0.25];
+    model.zeroGrad();
+    await model.policyGradientBackward(prompts, completions, advantages);
+    const together = model.native.getGradient(probe)!;
+    model.zeroGrad();
+    for (let r = 0; r < prompts.length; r++) await model.policyGradientBackward([prompts[r]], [completions[r]], [advantages[r]]);
+    const separately = model.native.getGradient(probe)!;
+    expect(maxAbsDiff(together, separately)).toBeLessThan(1e-5);
+    model.zeroGrad();
+  });
+
   it("k3 KL is zero against an identical copy and positive against a different model", async () => {
     const copy = await model.clone();
     const other = await createTinyModel(path.join(scratch, "other"), { seed: 99 }).then(() => CausalLM.fromDirectory(path.join(scratch, "other")));
