@@ -3,18 +3,20 @@
 import { addon } from "../native/loader.js";
 import { TORCH_DTYPE, type CopyCeilingCase, type MatmulCeilingCase, type WorkerOutput } from "./types.js";
 
-/** Sizes tried, smallest first; the probe size is the first. */
+/** Sizes tried, smallest first. */
 const MATMUL_SIZES = [256, 512, 1024, 2048, 4096, 8192];
+/** Big enough that the probe's rate is not dominated by call overhead, small enough to be cheap in any dtype. */
+const PROBE_SIZE = 512;
 
 /**
  * A matmul's rate grows with n until the BLAS kernels saturate, so the ceiling is the largest n whose product still
  * fits the case's time per iteration (estimated from a probe at a small n, which underestimates the rate, so the
- * real iteration is shorter than the estimate). That keeps slow dtypes (bf16 without hardware support runs at a few
+ * real iteration is shorter than the estimate; the smallest size when even that does not fit). That keeps slow dtypes (bf16 without hardware support runs at a few
  * GFLOP/s) from taking minutes, and lets a GPU go to sizes that keep it busy.
  */
 export async function measureMatmulCeiling(spec: MatmulCeilingCase, device: string): Promise<WorkerOutput> {
   const dtype = TORCH_DTYPE[spec.dtype];
-  const probe = await addon().measureMatmul({ n: MATMUL_SIZES[0], dtype, device, iterations: 2 });
+  const probe = await addon().measureMatmul({ n: PROBE_SIZE, dtype, device, iterations: 3 });
   const flopsPerSecond = probe.gflops * 1e9;
   const iterationSeconds = (n: number) => (2 * n ** 3) / flopsPerSecond;
   const n = MATMUL_SIZES.filter((size) => iterationSeconds(size) <= spec.iterationSeconds).at(-1) ?? MATMUL_SIZES[0];

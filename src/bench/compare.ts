@@ -49,13 +49,3 @@ export function compareResults(current: BenchResult, previous: BenchResult): Com
     return old ? [{ figure, previous: old.value, current: value, ratio: value / old.value, better }] : [];
   });
 }
-
-export function renderComparison(rows: ComparisonRow[], against: string): string {
-  const lines = [`Compared with ${against} (ratio = this run / that run; for peak RSS lower is better):`, "", "| figure | previous | this run | ratio |", "|---|---:|---:|---:|"];
-  for (const row of rows) {
-    const flag = (row.better === "higher" ? row.ratio < 0.95 : row.ratio > 1.05) ? " ⚠" : "";
-    lines.push(`| ${row.figure} | ${row.previous.toPrecision(4)} | ${row.current.toPrecision(4)} | ${row.ratio.toFixed(2)}×${flag} |`);
-  }
-  if (rows.length === 0) lines.push("| (no figures in common) | | | |");
-  return lines.join("\n");
-}

@@ -17,14 +17,14 @@ import {
   type TrainingResult,
 } from "./types.js";
 
-const memory = (m: Measured) => ({ peakRssMiB: m.peakRssMiB, peakDeviceMiB: m.peakDeviceMiB });
+const processFigures = (m: Measured) => ({ peakRssMiB: m.peakRssMiB, peakDeviceMiB: m.peakDeviceMiB, otherCpuShare: m.otherCpuShare });
 
 export function matmulCeilingResult(spec: MatmulCeilingCase, m: Measured): MatmulCeilingResult {
-  return { id: spec.id, dtype: spec.dtype, n: m.details.n, iterations: m.details.iterations, gflops: summarize(m.samples.gflops), ...memory(m) };
+  return { id: spec.id, dtype: spec.dtype, n: m.details.n, iterations: m.details.iterations, gflops: summarize(m.samples.gflops), ...processFigures(m) };
 }
 
 export function copyCeilingResult(spec: CopyCeilingCase, m: Measured): CopyCeilingResult {
-  return { id: spec.id, bytes: spec.bytes, gbps: summarize(m.samples.gbps), ...memory(m) };
+  return { id: spec.id, bytes: spec.bytes, gbps: summarize(m.samples.gbps), ...processFigures(m) };
 }
 
 /**
@@ -39,7 +39,7 @@ export function generationResult(spec: GenerationCase, m: Measured, copyGBps: nu
   const bytesPerDecodeStep = parameterBytes + kvBytes;
   const decodeSeconds = m.samples.seconds.map((seconds) => seconds - prefillSeconds);
   if (decodeSteps < 1 || decodeSeconds.some((s) => s <= 0)) {
-    throw new Error(`${spec.id}: generate took no longer than its prefill alone (${prefillSeconds.toFixed(4)} s); timings too noisy to split`);
+    throw new Error(`generate took no longer than its prefill alone (${prefillSeconds.toFixed(4)} s); timings too noisy to split`);
   }
   const decodeGBps = decodeSeconds.map((s) => (bytesPerDecodeStep * decodeSteps) / s / 1e9);
   return {
@@ -53,7 +53,7 @@ export function generationResult(spec: GenerationCase, m: Measured, copyGBps: nu
     decodeGBps: summarize(decodeGBps),
     rooflineFraction: summarize(decodeGBps.map((gbps) => gbps / copyGBps)),
     rooflineTokensPerSecond: (spec.batch * copyGBps * 1e9) / bytesPerDecodeStep,
-    ...memory(m),
+    ...processFigures(m),
   };
 }
 
@@ -66,10 +66,12 @@ export function trainingResult(spec: TrainingCase, m: Measured, matmulGflops: nu
     case: spec,
     parameterCount,
     stepSeconds: summarize(m.samples.seconds),
+    backwardSeconds: summarize(m.samples.backward),
+    optimizerSeconds: summarize(m.samples.optimizer),
     tokensPerSecond: summarize(m.samples.seconds.map((s) => tokens / s)),
     gflops: summarize(gflops),
     ceilingFraction: summarize(gflops.map((g) => g / matmulGflops)),
-    ...memory(m),
+    ...processFigures(m),
   };
 }
 
@@ -82,7 +84,7 @@ export function trainerResult(spec: TrainerCase, m: Measured): TrainerResult {
     epochSeconds: phase("seconds"),
     envStepsPerSecond: summarize(m.samples.seconds.map((s) => envSteps / s)),
     phases: { generation: phase("generation"), reward: phase("reward"), scoring: phase("scoring"), update: phase("update"), other: phase("other") },
-    ...memory(m),
+    ...processFigures(m),
   };
 }
 

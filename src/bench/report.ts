@@ -1,9 +1,8 @@
 // The markdown report of a bench result: environment, ceilings, generation (own protocol and the peer's), training,
 // the whole trainer, targets, and whatever was skipped or failed. Figures are min / median / max over the runs.
-import { renderComparison } from "./compare.js";
 import { BENCH_MODELS } from "./models.js";
 import { PEER, peerGeneration, peerTrainingStep } from "./targets.js";
-import type { BenchResult, Summary, Target } from "./types.js";
+import type { BenchResult, ComparisonRow, Summary, Target } from "./types.js";
 
 /** Three significant figures or so, without exponent noise for the magnitudes the suite produces. */
 export function num(x: number): string {
@@ -85,6 +84,8 @@ function training(r: BenchResult): string[] {
       params(t.parameterCount),
       t.case.dtype,
       spread(t.stepSeconds),
+      num(t.backwardSeconds.median),
+      num(t.optimizerSeconds.median),
       num(t.tokensPerSecond.median),
       spread(t.gflops),
       spread(t.ceilingFraction, percent),
@@ -93,7 +94,7 @@ function training(r: BenchResult): string[] {
       memory(t),
     ];
   });
-  return table(["model", "params", "dtype", "step s", "tok/s", "GFLOP/s", "of matmul ceiling", "peer step s", "peer / comlrl", "peak RSS MiB"], rows);
+  return table(["model", "params", "dtype", "step s", "fwd+bwd s", "AdamW s", "tok/s", "GFLOP/s", "of matmul ceiling", "peer step s", "peer / comlrl", "peak RSS MiB"], rows);
 }
 
 function trainer(r: BenchResult): string[] {
@@ -110,10 +111,46 @@ function trainer(r: BenchResult): string[] {
   return lines;
 }
 
+/** A benchmark whose machine others used more than this share of is flagged. */
+export const CONTENTION_FLAG = 0.1;
+
+function contention(r: BenchResult): string[] {
+  const all = [...Object.values(r.ceilings.matmul), r.ceilings.copy, ...r.generation, ...r.training, ...r.trainer].map((x) => ({
+    id: "case" in x ? x.case.id : x.id,
+    share: x.otherCpuShare,
+  }));
+  if (all.every((x) => x.share === null)) return ["Not measured (no /proc/stat on this system)."];
+  const flagged = all.filter((x) => x.share !== null && x.share > CONTENTION_FLAG);
+  if (flagged.length === 0) return [`No benchmark shared the machine: other processes took under ${percent(CONTENTION_FLAG)} of its CPU time during each.`];
+  return [
+    `Other processes (and the hypervisor's steal) took more than ${percent(CONTENTION_FLAG)} of the machine's CPU time while these`,
+    "ran; their figures are low, small models' most of all (OpenMP's BLAS threads stall on a shared core). Rerun them with `--only`.",
+    "",
+    ...table(["benchmark", "others' share of the CPU"], flagged.map((x) => [`\`${x.id}\``, percent(x.share!)])),
+  ];
+}
+
 function targets(list: Target[]): string[] {
   const value = (t: Target, x: number) => (t.unit === "fraction" ? percent(x) : `${x.toFixed(2)}×`);
   const rows = list.map((t) => [t.name, t.value === null ? "–" : value(t, t.value), `≥ ${value(t, t.goal)}`, t.met === null ? "not measured" : t.met ? "met" : "missed", t.detail]);
   return table(["target", "measured (median)", "goal", "", "detail"], rows, ["---", "---:", "---:", "---", "---"]);
+}
+
+/** A comparison is flagged where a figure got worse by more than this. */
+const REGRESSION_FLAG = 0.05;
+
+function comparison(rows: ComparisonRow[], against: string): string[] {
+  const worse = (row: ComparisonRow) => (row.better === "higher" ? row.ratio < 1 - REGRESSION_FLAG : row.ratio > 1 + REGRESSION_FLAG);
+  return [
+    `Against ${against}: ratio = this run / that run (medians). Above 1 is faster for rates, below 1 is leaner for peak`,
+    `RSS; ⚠ marks a figure more than ${percent(REGRESSION_FLAG)} worse.`,
+    "",
+    ...table(
+      ["figure", "previous", "this run", "ratio"],
+      rows.map((row) => [row.figure, num(row.previous), num(row.current), `${row.ratio.toFixed(2)}×${worse(row) ? " ⚠" : ""}`]),
+    ),
+    ...(rows.length === 0 ? ["", "No figures in common."] : []),
+  ];
 }
 
 export function renderMarkdown(r: BenchResult): string {
@@ -148,9 +185,10 @@ export function renderMarkdown(r: BenchResult): string {
     "",
     "## Training",
     "",
-    "One step = zero the gradients + one policy-gradient forward/backward over all rows (1 prompt token + the rest scored",
-    "completion tokens) + one AdamW step. GFLOP/s = 6 × parameters × tokens / step time; the ceiling is the matmul",
-    "ceiling of the same dtype. The peer's step is fp32 8 × 128 tokens.",
+    "One step = zero the gradients + one policy-gradient forward/backward over all rows (each a 1-token prompt and a",
+    "completion whose every token is scored) + one AdamW step. GFLOP/s = 6 × parameters × tokens / step time, read against",
+    "the matmul ceiling of the same dtype. fwd+bwd and AdamW (medians) are the step's two parts. The peer's step is fp32,",
+    "8 × 128 tokens.",
     "",
     ...training(r),
     "",
@@ -164,9 +202,14 @@ export function renderMarkdown(r: BenchResult): string {
     "## Targets",
     "",
     ...targets(r.targets),
+    "",
+    "## Contention",
+    "",
+    ...contention(r),
   ];
   if (r.skipped.length) lines.push("", "## Skipped", "", ...r.skipped.map((s) => `- \`${s.id}\`: ${s.reason}`));
+  // The first line is the error; the JSON keeps the worker's stderr tail after it.
   if (r.failed.length) lines.push("", "## Failed", "", ...r.failed.map((f) => `- \`${f.id}\`: ${f.error.split("\n")[0]}`));
-  if (r.comparison) lines.push("", "## Comparison", "", renderComparison(r.comparison.rows, r.comparison.against));
+  if (r.comparison) lines.push("", "## Comparison", "", ...comparison(r.comparison.rows, r.comparison.against));
   return `${lines.join("\n")}\n`;
 }

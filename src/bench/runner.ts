@@ -1,9 +1,13 @@
-// Runs one benchmark case in a worker process (worker.ts) and reads back its result and memory. From dist/ the
-// worker is plain JavaScript; from the TypeScript sources (tests) it runs through tsx, so the suite needs no build.
+// Runs one benchmark case in a worker process (worker.ts) and reads back its result, its memory, and how much CPU
+// other processes took meanwhile. From dist/ the worker is plain JavaScript; from the TypeScript sources (tests) it
+// runs through tsx, so the suite needs no build.
 import { execFile, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { secondsSince } from "./stats.js";
 import { WORKER_RESULT_PREFIX, type AnyCase, type Measured, type WorkerOutput } from "./types.js";
 
 export class BenchWorkerError extends Error {
@@ -17,17 +21,26 @@ function workerCommand(): string[] {
   return ["--import", tsx, path.join(path.dirname(here), "worker.ts")];
 }
 
+type WorkerPayload = (WorkerOutput & { peakRssMiB: number; cpuSeconds: number }) | { error: string };
+
 /** The last `lines` lines of a process's stderr, for error messages. */
 const tail = (text: string, lines = 15) => text.trimEnd().split("\n").slice(-lines).join("\n");
 
 export async function runInWorker(spec: AnyCase, device: string, timeoutSeconds: number): Promise<Measured> {
-  const child = spawn(process.execPath, [...workerCommand(), device, JSON.stringify(spec)], { stdio: ["ignore", "pipe", "pipe"] });
+  const busyBefore = machineBusySeconds();
+  const started = performance.now();
+  // The IPC channel is only there so that the worker notices when this process dies (see worker.ts).
+  const child = spawn(process.execPath, [...workerCommand(), device, JSON.stringify(spec)], { stdio: ["ignore", "pipe", "pipe", "ipc"] });
   const deviceMemory = device.startsWith("cuda") ? sampleDeviceMemory(child.pid!) : null;
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (chunk) => (stdout += chunk));
-  child.stderr.on("data", (chunk) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutSeconds * 1000);
+  child.stdout!.on("data", (chunk) => (stdout += chunk));
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, timeoutSeconds * 1000);
   const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => resolve({ code, signal }));
@@ -36,12 +49,40 @@ export async function runInWorker(spec: AnyCase, device: string, timeoutSeconds:
     deviceMemory?.stop();
   });
   const line = stdout.split("\n").find((l) => l.startsWith(WORKER_RESULT_PREFIX));
-  if (code !== 0 || !line) {
-    const why = signal === "SIGKILL" ? `killed after the ${timeoutSeconds} s limit` : signal ? `killed by ${signal}` : `exit code ${code}`;
-    throw new BenchWorkerError(`${spec.id}: worker failed (${why})${stderr.trim() ? `:\n${tail(stderr)}` : ""}`);
+  const payload = line ? (JSON.parse(line.slice(WORKER_RESULT_PREFIX.length)) as WorkerPayload) : null;
+  if (code !== 0 || !payload || "error" in payload) {
+    const why =
+      payload && "error" in payload
+        ? payload.error
+        : timedOut
+          ? `worker killed after the ${timeoutSeconds} s limit`
+          : `worker ended without a result (${signal === "SIGKILL" ? "killed: out of memory?" : signal ? `signal ${signal}` : `exit code ${code}`})`;
+    throw new BenchWorkerError(`${why}${stderr.trim() ? `\n${tail(stderr)}` : ""}`);
   }
-  const output = JSON.parse(line.slice(WORKER_RESULT_PREFIX.length)) as WorkerOutput & { peakRssMiB: number };
-  return { ...output, peakDeviceMiB: deviceMemory?.peakMiB() ?? null };
+  const { cpuSeconds, ...output } = payload;
+  const busyAfter = machineBusySeconds();
+  const machineSeconds = secondsSince(started) * availableParallelism();
+  const otherCpuShare = busyBefore === null || busyAfter === null ? null : Math.max(0, (busyAfter - busyBefore - cpuSeconds) / machineSeconds);
+  return { ...output, peakDeviceMiB: deviceMemory?.peakMiB() ?? null, otherCpuShare };
+}
+
+/** Linux counts CPU time in /proc/stat in USER_HZ ticks, 100 per second on every mainstream architecture. */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU seconds the whole machine has been busy (user, nice, system, irq, softirq, and steal: time the hypervisor gave
+ * to other guests), from /proc/stat; null where there is none. The difference over a benchmark, less the worker's own
+ * CPU time, is what others took from it: on a 2-core machine a second busy process stalls OpenMP's BLAS threads at
+ * every barrier and can make small-model figures 10–100× slower.
+ */
+export function machineBusySeconds(): number | null {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, , , irq, softirq, steal = 0] = fields;
+    return (user + nice + system + irq + softirq + steal) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -16,20 +16,24 @@ export async function measureTraining(spec: TrainingCase, device: string): Promi
     const completions = randomTokens(spec.rows, spec.tokensPerRow - spec.promptLength, vocabSize, 3);
     // Advantages of both signs, as a group baseline gives; their size does not change the work.
     const weights = prompts.map((_, row) => (row % 2 ? 1 : -1) / spec.rows);
+    // One step, timed in its two parts: where the time goes matters as much as the total.
     const step = async (completionRows: Int32Array[]) => {
+      const started = performance.now();
       model.zeroGrad();
       await model.policyGradientBackward(prompts, completionRows, weights);
+      const backward = secondsSince(started);
+      const optimizerStarted = performance.now();
       await optimizer.step();
+      return { seconds: secondsSince(started), backward, optimizer: secondsSince(optimizerStarted) };
     };
     // Warm-up on short rows: allocates the gradients and AdamW's moments without paying for a full step.
     await step(completions.map((row) => row.slice(0, 4)));
-    const times: number[] = [];
+    const samples: Record<"seconds" | "backward" | "optimizer", number[]> = { seconds: [], backward: [], optimizer: [] };
     for (let r = 0; r < spec.repeats; r++) {
-      const started = performance.now();
-      await step(completions);
-      times.push(secondsSince(started));
+      const run = await step(completions);
+      for (const key of ["seconds", "backward", "optimizer"] as const) samples[key].push(run[key]);
     }
-    return { samples: { seconds: times }, details: { setupSeconds, parameterCount: model.info().parameterCount } };
+    return { samples, details: { setupSeconds, parameterCount: model.info().parameterCount } };
   } finally {
     optimizer.dispose();
     model.dispose();

@@ -86,13 +86,21 @@ export interface WorkerOutput {
 /** The worker process prints its result as one stdout line starting with this. */
 export const WORKER_RESULT_PREFIX = "comlrl-bench-result ";
 
-/** A benchmark's output with the memory its worker process used. */
-export interface Measured extends WorkerOutput {
+/** What the parent saw of a worker process: its memory, and how much of the machine others used meanwhile. */
+export interface ProcessFigures {
   /** The worker process's peak resident set (its process.resourceUsage().maxRSS), MiB. */
   peakRssMiB: number;
   /** Peak device memory of the worker on a GPU, MiB (sampled from nvidia-smi), or null on the CPU. */
   peakDeviceMiB: number | null;
+  /**
+   * The share of the machine's CPU time (all cores) that other processes and the hypervisor (steal) took while the
+   * worker ran, or null where /proc/stat is missing. On a small machine even 10% makes the figures unreliable.
+   */
+  otherCpuShare: number | null;
 }
+
+/** A benchmark's output with what its process figures. */
+export interface Measured extends WorkerOutput, ProcessFigures {}
 
 // ---- results -------------------------------------------------------------------------------------------------------
 
@@ -114,12 +122,7 @@ export interface Environment {
   loadAfter: number;
 }
 
-interface Memory {
-  peakRssMiB: number;
-  peakDeviceMiB: number | null;
-}
-
-export interface MatmulCeilingResult extends Memory {
+export interface MatmulCeilingResult extends ProcessFigures {
   id: string;
   dtype: BenchDtype;
   n: number;
@@ -127,7 +130,7 @@ export interface MatmulCeilingResult extends Memory {
   gflops: Summary;
 }
 
-export interface CopyCeilingResult extends Memory {
+export interface CopyCeilingResult extends ProcessFigures {
   id: string;
   bytes: number;
   gbps: Summary;
@@ -138,7 +141,7 @@ export interface Ceilings {
   copy: CopyCeilingResult;
 }
 
-export interface GenerationResult extends Memory {
+export interface GenerationResult extends ProcessFigures {
   case: GenerationCase;
   parameterCount: number;
   /** New tokens of all rows per second of generate(), prefill included. */
@@ -157,10 +160,13 @@ export interface GenerationResult extends Memory {
   rooflineTokensPerSecond: number;
 }
 
-export interface TrainingResult extends Memory {
+export interface TrainingResult extends ProcessFigures {
   case: TrainingCase;
   parameterCount: number;
   stepSeconds: Summary;
+  /** The step's parts: zero grad + forward + backward, and the AdamW step. */
+  backwardSeconds: Summary;
+  optimizerSeconds: Summary;
   tokensPerSecond: Summary;
   /** 6 × parameters × tokens per second. */
   gflops: Summary;
@@ -168,7 +174,7 @@ export interface TrainingResult extends Memory {
   ceilingFraction: Summary;
 }
 
-export interface TrainerResult extends Memory {
+export interface TrainerResult extends ProcessFigures {
   case: TrainerCase;
   envSteps: number;
   epochSeconds: Summary;
