@@ -3,7 +3,7 @@
 // prebuild matcher. One source of truth: CMakeLists.txt, binding.gyp and scripts/install.mjs all ask this script.
 //
 //   node scripts/find-libtorch.mjs            JSON description
-//   node scripts/find-libtorch.mjs --field F  one field (cmakeDir, includeDirs, libDir, libs, version, variant, ...)
+//   node scripts/find-libtorch.mjs --field F  one field (cmakeDir, includeDirs, libDir, libs, version, variant, openmp, ...)
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
@@ -50,8 +50,16 @@ function describe(cmakeDir, source) {
   // The ABI define must match the one libtorch was built with: a mismatch links but fails at load time.
   const config = readFileSync(path.join(cmakeDir, "TorchConfig.cmake"), "utf8");
   const cxxFlags = [...config.matchAll(/set\(TORCH_CXX_FLAGS "([^"]*)"\)/g)].at(-1)?.[1].split(/\s+/).filter(Boolean) ?? [];
-  const linkFlags = [`-L${libDir}`, ...libs.map((lib) => `-l${lib}`), `-Wl,-rpath,${libDir}`];
-  return { source, cmakeDir, root, includeDirs, libDir, libs, linkFlags, cxxFlags, version, variant: cuda ? "cuda" : "cpu", cudaFlag: cuda ? 1 : 0 };
+  // ATen's parallel_for is a header template: built without -fopenmp, its `omp parallel` is dropped and every
+  // parallel loop the addon writes runs on one thread, whatever the intra-op thread count says.
+  const atenConfig = path.join(includeRoot, "ATen", "Config.h");
+  const openmp = existsSync(atenConfig) && /#define AT_PARALLEL_OPENMP 1/.test(readFileSync(atenConfig, "utf8"));
+  const parallelFlags = openmp ? ["-fopenmp"] : [];
+  const linkFlags = [`-L${libDir}`, ...libs.map((lib) => `-l${lib}`), `-Wl,-rpath,${libDir}`, ...parallelFlags];
+  return {
+    source, cmakeDir, root, includeDirs, libDir, libs, linkFlags, cxxFlags: [...cxxFlags, ...parallelFlags], version,
+    variant: cuda ? "cuda" : "cpu", cudaFlag: cuda ? 1 : 0, openmp: openmp ? 1 : 0,
+  };
 }
 
 function fromPrefixList(list, source) {
