@@ -1,11 +1,17 @@
 #include "bridge.h"
 
+#include <ATen/Parallel.h>
+
 #include <condition_variable>
 #include <deque>
 #include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace comlrl {
 
@@ -52,6 +58,7 @@ void FinishJob(Napi::Env env, Napi::Function, std::nullptr_t*, Job* job);
 using Wakeup = Napi::TypedThreadSafeFunction<std::nullptr_t, Job, FinishJob>;
 
 std::atomic<int> thread_count_generation{0};
+std::atomic<int> configured_threads{0};  // torch's intra-op thread count for the lanes
 Wakeup* wakeup = nullptr;  // process-wide; lives as long as the addon
 int64_t pending_jobs = 0;  // main thread only: keeps the event loop alive while work is in flight
 
@@ -135,9 +142,21 @@ Lane& LaneNamed(const std::string& name) {
 }  // namespace
 
 void SetNumThreads(int n) {
+  // Torch sets a thread's OpenMP count on that thread's first parallel op; do it now, or it would undo the below.
+  at::internal::lazy_init_num_threads();
   at::set_num_threads(n);
+  configured_threads = n;
   ++thread_count_generation;
+#ifdef _OPENMP
+  // Tensor work runs on the lanes; torch calls on the JS thread (building a model, small synchronous helpers) run on
+  // one thread. A second OpenMP team would make libgomp manage more threads than there are cores, and it then stops
+  // spinning between parallel regions: every region of a decode step paid a futex wake-up (~57 context switches per
+  // step, batch-8 decoding at 60% of its speed).
+  omp_set_num_threads(1);
+#endif
 }
+
+int NumThreads() { return configured_threads > 0 ? configured_threads.load() : at::get_num_threads(); }
 
 void InitLanes(Napi::Env env) {
   wakeup = new Wakeup(Wakeup::New(env, "comlrl:lanes", 0, 1, nullptr));

@@ -34,8 +34,10 @@ using Resolver = std::function<Napi::Value(Napi::Env)>;
 // serialises work per device while different devices run concurrently.
 Napi::Promise RunAsync(Napi::Env env, const std::string& lane, std::function<Resolver()> work);
 
-// Sets libtorch's intra-op thread count for the calling thread and every compute lane.
+// Sets libtorch's intra-op thread count for every compute lane.
 void SetNumThreads(int n);
+// The intra-op thread count the lanes run with (the JS thread itself runs torch on one thread).
+int NumThreads();
 
 // Creates the main-thread wake-up used by RunAsync; called once from module init.
 void InitLanes(Napi::Env env);

@@ -51,7 +51,7 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
     out.Set("cudaCompiled", Napi::Boolean::New(env, COMLRL_WITH_CUDA != 0));
     out.Set("cudaAvailable", Napi::Boolean::New(env, torch::cuda::is_available()));
     out.Set("cudaDeviceCount", Napi::Number::New(env, torch::cuda::is_available() ? torch::cuda::device_count() : 0));
-    out.Set("numThreads", Napi::Number::New(env, at::get_num_threads()));
+    out.Set("numThreads", Napi::Number::New(env, comlrl::NumThreads()));
     out.Set("blas", BlasDescription());
     out.Set("blasLibrary", BlasLibraryPath());
     return out;
