@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "../kernels/small_batch_linear.h"
+
 namespace comlrl {
 
 KVCache::KVCache(const DecoderConfig& config, int64_t batch, int64_t capacity, const torch::TensorOptions& options) {
@@ -59,16 +61,10 @@ torch::nn::Linear MakeLinear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
-// x @ weightᵀ (+ bias). A single row without autograd goes through GEMV: BLAS GEMM repacks the whole weight on
-// every call, which dominated batch-1 decoding.
+// x @ weightᵀ (+ bias). A few rows without autograd (decoding) go through the small-batch kernel, which reads each
+// weight once; everything else through torch's linear (BLAS GEMM).
 torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (x.numel() == x.size(-1) && !torch::GradMode::is_enabled()) {
-    torch::Tensor y = torch::mv(weight, x.reshape({-1}));
-    if (bias.defined()) y = y + bias;
-    std::vector<int64_t> shape = x.sizes().vec();
-    shape.back() = weight.size(0);
-    return y.view(shape);
-  }
+  if (SmallBatchLinearApplies(x, weight)) return SmallBatchLinear(x, weight, bias);
   return torch::nn::functional::linear(x, weight, bias);
 }
 

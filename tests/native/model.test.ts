@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CausalLM } from "../../src/models/causal-lm.js";
+import { buildConfigJson } from "../../src/models/config.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { addon } from "../../src/native/loader.js";
@@ -191,6 +192,27 @@ describe("generation", () => {
     const g = await model.generate([prompt()], { maxNewTokens: 8, doSample: true, numReturnSequences: 2, returnLogprobs: true, eosTokenIds: [] });
     const scores = await model.score([prompt(), prompt()], g.completions);
     g.logprobs!.forEach((lp, r) => expect(Math.abs(lp.reduce((x, y) => x + y, 0) - scores.sum[r])).toBeLessThan(1e-4));
+  });
+
+  // Decoding projects 1–16 rows through the addon's small-batch kernel; scoring whole sequences goes through BLAS
+  // GEMM. Odd sizes (hidden 36, MLP 70, vocab 514) reach the kernel's tails: K not a multiple of 8, N of 4.
+  it.each([
+    ["float32", 1e-4],
+    ["bfloat16", 0.15],
+  ] as const)("decoding's small-batch projections agree with GEMM scoring (%s)", async (dtype, tolerance) => {
+    const shape = { vocabSize: 514, hiddenSize: 36, intermediateSize: 70, numLayers: 2, numHeads: 2, numKvHeads: 1, ropeTheta: 1e4, rmsNormEps: 1e-6, tieWordEmbeddings: false };
+    const odd = CausalLM.create(buildConfigJson("qwen2", shape, { bosTokenId: null, eosTokenId: 513 }), { dtype, seed: 5, initStd: 0.2 });
+    try {
+      for (const rows of [1, 3, 12, 16]) {
+        const prompts = Array.from({ length: rows }, (_, r) => Int32Array.from({ length: 12 }, (_, i) => (r * 37 + i * 11) % 500));
+        const g = await odd.generate(prompts, { maxNewTokens: 6, returnLogprobs: true, eosTokenIds: [] });
+        const scored = await odd.score(prompts, g.completions);
+        const worst = Math.max(...g.logprobs!.map((lp, r) => Math.abs(lp.reduce((x, y) => x + y, 0) - scored.sum[r])));
+        expect(worst, `${rows} rows`).toBeLessThan(tolerance);
+      }
+    } finally {
+      odd.dispose();
+    }
   });
 
   it("top-k 1 equals greedy decoding", async () => {
