@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "cpu_features.h"
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define COMLRL_SMALL_BATCH_KERNEL 1
 #include <immintrin.h>
@@ -21,11 +23,6 @@ constexpr int64_t kMinMacsPerThread = 1 << 16;
 constexpr int kColumnsPerBlock = 4;
 // How far ahead the weight stream is prefetched: 16 KiB covers DRAM latency at the bandwidth two cores draw.
 constexpr int64_t kPrefetchFloats = 4096;
-
-bool CpuHasAvx2Fma() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return supported;
-}
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")

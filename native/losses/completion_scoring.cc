@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "../kernels/token_logprobs.h"
+
 namespace comlrl {
 
 namespace {
@@ -139,11 +141,12 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
   const bool shared = static_cast<int64_t>(prompts.size()) < rows;
   const torch::Tensor selected = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
                                         : PredictingHiddenPerRow(model, batch, device);
-  const torch::Tensor logprobs = model.logits(selected).to(torch::kFloat32).log_softmax(-1);
-  scores.token_logprobs = logprobs.gather(-1, Int64Tensor(targets, {total, 1}, device)).squeeze(-1);
+  const torch::Tensor logits = model.logits(selected).to(torch::kFloat32);
+  scores.token_logprobs = TokenLogProbs(logits, Int64Tensor(targets, {total}, device));
   scores.sums = torch::zeros({rows}, scores.token_logprobs.options()).index_add(0, scores.row_of_token, scores.token_logprobs);
   if (with_entropy) {
     torch::NoGradGuard no_grad;
+    const torch::Tensor logprobs = logits.log_softmax(-1);
     const torch::Tensor token_entropy = -(logprobs.exp() * logprobs).sum(-1);
     scores.entropy = torch::zeros({rows}, token_entropy.options()).index_add(0, scores.row_of_token, token_entropy) /
                      scores.counts.clamp_min(1.0);
