@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "../kernels/cpu_features.h"
 #include "../kernels/small_batch_linear.h"
 
 namespace comlrl {
@@ -61,10 +62,26 @@ torch::nn::Linear MakeLinear(int64_t in, int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
+// A bf16 matmul on a CPU without bf16 instructions runs in fp32 on widened copies, rounded once to bf16: what a bf16
+// GEMM accumulating in fp32 computes, ~35× sooner. Autograd carries the casts, so gradients reach the bf16 weights.
+bool WidenForMatmul(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kBFloat16 && t.device().is_cpu() && !CpuHasNativeBf16();
+}
+
+torch::Tensor Widened(const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat32) : t; }
+
+torch::Tensor Matmul(const torch::Tensor& a, const torch::Tensor& b) {
+  if (WidenForMatmul(a)) return torch::matmul(Widened(a), Widened(b)).to(a.scalar_type());
+  return torch::matmul(a, b);
+}
+
 // x @ weightᵀ (+ bias). A few rows without autograd (decoding) go through the small-batch kernel, which reads each
 // weight once; everything else through torch's linear (BLAS GEMM).
 torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (SmallBatchLinearApplies(x, weight)) return SmallBatchLinear(x, weight, bias);
+  if (WidenForMatmul(weight)) {
+    return torch::nn::functional::linear(Widened(x), Widened(weight), Widened(bias)).to(x.scalar_type());
+  }
   return torch::nn::functional::linear(x, weight, bias);
 }
 
@@ -139,11 +156,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t group = num_heads_ / num_kv_heads_;
   const int64_t keys = k.size(2);
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
-  torch::Tensor scores = torch::matmul(grouped_q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  torch::Tensor scores = Matmul(grouped_q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
   scores = scores.view({batch, num_kv_heads_, group, queries, keys}).to(torch::kFloat32);
   scores = scores.masked_fill(mask.logical_not(), std::numeric_limits<float>::lowest());
   torch::Tensor weights = torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys});
-  torch::Tensor out = torch::matmul(weights, v).view({batch, num_heads_, queries, head_dim_});
+  torch::Tensor out = Matmul(weights, v).view({batch, num_heads_, queries, head_dim_});
   return Project(o_proj, out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
 }
 

@@ -132,6 +132,30 @@ describe("policy-gradient backward", () => {
     model.zeroGrad();
   });
 
+  // On a CPU without bf16 instructions the bf16 model's matmuls run widened to fp32; its gradients must still reach
+  // the bf16 weights and agree with an fp32 model holding the same (bf16-exact) weights, to bf16 precision.
+  it("a bf16 model's loss and gradients match its fp32 twin's to bf16 precision", async () => {
+    const bf16 = await model.clone({ dtype: "bfloat16" });
+    const twin = await bf16.clone({ dtype: "float32" });
+    const norm = (v: ArrayLike<number>) => Math.sqrt(Array.from(v).reduce((s, x) => s + x * x, 0));
+    try {
+      const step = (m: CausalLM) => {
+        m.zeroGrad();
+        return m.policyGradientBackward([prompt, prompt.slice(1)], [completion, completion.slice(2)], [1, -0.5]);
+      };
+      const [low, full] = [await step(bf16), await step(twin)];
+      expect(Math.abs(low.loss - full.loss)).toBeLessThan(0.02 * Math.abs(full.loss) + 0.01);
+      for (const probe of ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight"]) {
+        const [g, reference] = [grad(bf16, probe), grad(twin, probe)];
+        expect(norm(reference), probe).toBeGreaterThan(0);
+        expect(norm(Array.from(g, (x, i) => x - reference[i])) / norm(reference), probe).toBeLessThan(0.05);
+      }
+    } finally {
+      bf16.dispose();
+      twin.dispose();
+    }
+  });
+
   it("gradient checkpointing gives the same gradients", async () => {
     const probe = "model.layers.0.self_attn.q_proj.weight";
     model.zeroGrad();
