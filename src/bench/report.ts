@@ -1,5 +1,5 @@
 // The markdown report of a bench result: environment, ceilings, generation (own protocol and the peer's), training,
-// the whole trainer, targets, and whatever was skipped or failed. Figures are min / median / max over the runs.
+// the whole trainer, targets, and whatever failed. Figures are min / median / max over the runs.
 import { BENCH_MODELS } from "./models.js";
 import { PEER, peerGeneration, peerTrainingStep } from "./targets.js";
 import type { BenchResult, ComparisonRow, Summary, Target } from "./types.js";
@@ -187,8 +187,8 @@ export function renderMarkdown(r: BenchResult): string {
     "",
     "One step = zero the gradients + one policy-gradient forward/backward over all rows (each a 1-token prompt and a",
     "completion whose every token is scored) + one AdamW step. GFLOP/s = 6 × parameters × tokens / step time, read against",
-    "the matmul ceiling of the same dtype. fwd+bwd and AdamW (medians) are the step's two parts. The peer's step is fp32,",
-    "8 × 128 tokens.",
+    "the matmul ceiling of the same dtype, or fp32's where that is higher (a CPU without bf16 instructions runs a bf16",
+    "model's matmuls in fp32). fwd+bwd and AdamW (medians) are the step's two parts. The peer's step is fp32, 8 × 128 tokens.",
     "",
     ...training(r),
     "",
@@ -207,7 +207,6 @@ export function renderMarkdown(r: BenchResult): string {
     "",
     ...contention(r),
   ];
-  if (r.skipped.length) lines.push("", "## Skipped", "", ...r.skipped.map((s) => `- \`${s.id}\`: ${s.reason}`));
   // The first line is the error; the JSON keeps the worker's stderr tail after it.
   if (r.failed.length) lines.push("", "## Failed", "", ...r.failed.map((f) => `- \`${f.id}\`: ${f.error.split("\n")[0]}`));
   if (r.comparison) lines.push("", "## Comparison", "", ...comparison(r.comparison.rows, r.comparison.against));

@@ -217,7 +217,6 @@ export interface BenchResult {
   /** perCompletion epoch time over batched epoch time (medians), when both ran. */
   trainerSpeedup: number | null;
   targets: Target[];
-  skipped: Array<{ id: string; reason: string }>;
   failed: Array<{ id: string; error: string }>;
   comparison?: { against: string; rows: ComparisonRow[] };
 }
