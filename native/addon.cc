@@ -4,11 +4,13 @@
 #include "bridge/bridge.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
+#include "runtime/caching_allocator.h"
 #include "runtime/runtime.h"
 
 namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  comlrl::InstallCachingCpuAllocator();
   comlrl::InitLanes(env);
   comlrl::InitRuntime(env, exports);
   comlrl::NativeModel::Init(env, exports);

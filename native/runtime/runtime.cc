@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "../bridge/bridge.h"
+#include "caching_allocator.h"
 
 namespace comlrl {
 namespace {
@@ -54,6 +55,8 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
     out.Set("numThreads", Napi::Number::New(env, comlrl::NumThreads()));
     out.Set("blas", BlasDescription());
     out.Set("blasLibrary", BlasLibraryPath());
+    out.Set("cpuCacheBytes", Napi::Number::New(env, static_cast<double>(CpuCacheBytes())));
+    out.Set("cpuCacheLimitBytes", Napi::Number::New(env, static_cast<double>(CpuCacheLimitBytes())));
     return out;
   });
 }
@@ -149,7 +152,8 @@ Napi::Value MeasureMatmul(const Napi::CallbackInfo& info) {
   });
 }
 
-// measureCopy({ bytes, device, iterations }): memory bandwidth of a large tensor copy, GB/s (read + write counted).
+// measureCopy({ bytes, device, iterations }): memory bandwidth of a large tensor copy, GB/s (read + write counted),
+// and of reading it alone (a sum over it): decoding streams weights without writing them, which reaches more.
 Napi::Value MeasureCopy(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Object options = ObjectArg(info, 0, "options");
@@ -167,10 +171,18 @@ Napi::Value MeasureCopy(const Napi::CallbackInfo& info) {
       Synchronize(device);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
       const double gbps = 2.0 * static_cast<double>(bytes) / seconds / 1e9;
+      torch::Tensor total = src.sum();
+      Synchronize(device);
+      const auto read_start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < iterations; ++i) torch::sum_out(total, src);
+      Synchronize(device);
+      const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count() / iterations;
+      const double read_gbps = static_cast<double>(bytes) / read_seconds / 1e9;
       return [=](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         out.Set("seconds", seconds);
         out.Set("gbps", gbps);
+        out.Set("readGbps", read_gbps);
         return out;
       };
     });

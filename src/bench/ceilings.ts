@@ -1,5 +1,6 @@
 // The ceilings every other figure is read against, measured in the same run on the same machine: the matmul rate
-// (GFLOP/s of an n×n×n product) per dtype, and the memory bandwidth of a large copy (GB/s, read + write).
+// (GFLOP/s of an n×n×n product) per dtype, and the memory bandwidth of a large copy (GB/s, read + write) and of
+// reading alone (the decode roofline: decoding streams weights it does not write).
 import { addon } from "../native/loader.js";
 import { TORCH_DTYPE, type CopyCeilingCase, type MatmulCeilingCase, type WorkerOutput } from "./types.js";
 
@@ -27,7 +28,11 @@ export async function measureMatmulCeiling(spec: MatmulCeilingCase, device: stri
 }
 
 export async function measureCopyCeiling(spec: CopyCeilingCase, device: string): Promise<WorkerOutput> {
-  const gbps: number[] = [];
-  for (let r = 0; r < spec.repeats; r++) gbps.push((await addon().measureCopy({ bytes: spec.bytes, device, iterations: spec.iterations })).gbps);
-  return { samples: { gbps }, details: { bytes: spec.bytes } };
+  const samples: Record<"gbps" | "readGbps", number[]> = { gbps: [], readGbps: [] };
+  for (let r = 0; r < spec.repeats; r++) {
+    const measured = await addon().measureCopy({ bytes: spec.bytes, device, iterations: spec.iterations });
+    samples.gbps.push(measured.gbps);
+    samples.readGbps.push(measured.readGbps);
+  }
+  return { samples, details: { bytes: spec.bytes } };
 }

@@ -28,6 +28,7 @@ function figures(result: BenchResult): Map<string, Figure> {
   const add = (name: string, value: number, better: Figure["better"] = "higher") => map.set(name, { value, better });
   for (const ceiling of Object.values(result.ceilings.matmul)) add(`${ceiling.id} GFLOP/s`, ceiling.gflops.median);
   add(`${result.ceilings.copy.id} GB/s`, result.ceilings.copy.gbps.median);
+  add(`${result.ceilings.copy.id} read GB/s`, result.ceilings.copy.readGbps.median);
   for (const g of result.generation) {
     add(`${g.case.id} tok/s`, g.tokensPerSecond.median);
     add(`${g.case.id} peak RSS MiB`, g.peakRssMiB, "lower");

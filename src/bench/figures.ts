@@ -24,7 +24,7 @@ export function matmulCeilingResult(spec: MatmulCeilingCase, m: Measured): Matmu
 }
 
 export function copyCeilingResult(spec: CopyCeilingCase, m: Measured): CopyCeilingResult {
-  return { id: spec.id, bytes: spec.bytes, gbps: summarize(m.samples.gbps), ...processFigures(m) };
+  return { id: spec.id, bytes: spec.bytes, gbps: summarize(m.samples.gbps), readGbps: summarize(m.samples.readGbps), ...processFigures(m) };
 }
 
 /**
@@ -32,7 +32,7 @@ export function copyCeilingResult(spec: CopyCeilingCase, m: Measured): CopyCeili
  * per sequence) plus the K and V cached so far. The first new token comes from the prefill's logits, so a call of
  * newTokens makes newTokens − 1 decode steps, at contexts prompt + 1 … prompt + newTokens − 1: mean prompt + newTokens/2.
  */
-export function generationResult(spec: GenerationCase, m: Measured, copyGBps: number): GenerationResult {
+export function generationResult(spec: GenerationCase, m: Measured, readGBps: number): GenerationResult {
   const { prefillSeconds, parameterBytes, parameterCount } = m.details;
   const decodeSteps = spec.newTokens - 1;
   const kvBytes = kvCacheBytes(BENCH_MODELS[spec.model].shape, spec.batch, spec.promptLength + spec.newTokens / 2, DTYPE_BYTES[spec.dtype]);
@@ -51,8 +51,8 @@ export function generationResult(spec: GenerationCase, m: Measured, copyGBps: nu
     decodeTokensPerSecond: summarize(decodeSeconds.map((s) => (spec.batch * decodeSteps) / s)),
     bytesPerDecodeStep,
     decodeGBps: summarize(decodeGBps),
-    rooflineFraction: summarize(decodeGBps.map((gbps) => gbps / copyGBps)),
-    rooflineTokensPerSecond: (spec.batch * copyGBps * 1e9) / bytesPerDecodeStep,
+    rooflineFraction: summarize(decodeGBps.map((gbps) => gbps / readGBps)),
+    rooflineTokensPerSecond: (spec.batch * readGBps * 1e9) / bytesPerDecodeStep,
     ...processFigures(m),
   };
 }

@@ -45,6 +45,7 @@ function ceilings(r: BenchResult): string[] {
   const rows = Object.values(r.ceilings.matmul).map((m) => [`matmul ${m.dtype}`, `${spread(m.gflops)} GFLOP/s`, `n = ${m.n}, ${m.iterations} products per run`, memory(m)]);
   const c = r.ceilings.copy;
   rows.push(["copy bandwidth", `${spread(c.gbps)} GB/s`, `${(c.bytes / 2 ** 20).toFixed(0)} MiB buffers, read + write counted`, memory(c)]);
+  rows.push(["read bandwidth", `${spread(c.readGbps)} GB/s`, `a sum over the same ${(c.bytes / 2 ** 20).toFixed(0)} MiB buffer`, memory(c)]);
   return table(["ceiling", "min / median / max", "measured with", "peak RSS MiB"], rows);
 }
 
@@ -173,7 +174,7 @@ export function renderMarkdown(r: BenchResult): string {
     "",
     "Greedy decoding with the KV cache and no stop ids. tok/s = new tokens of all rows / wall time of one generate() call,",
     "prefill included. Decode = the steps after the prefill (timed alone in each run); decode GB/s = bytes a step must read (every",
-    "weight once + the KV cache at the mean context) × steps / decode time, and the roofline is the measured copy bandwidth.",
+    "weight once + the KV cache at the mean context) × steps / decode time, and the roofline is the measured read bandwidth.",
     "",
     ...generation(r),
     "",

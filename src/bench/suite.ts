@@ -117,11 +117,11 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteRun> {
       log(`${spec.id}: ${num(ceiling.gflops.median)} GFLOP/s (n = ${ceiling.n}), ${processNote(measured)}`);
     } else {
       copy = copyCeilingResult(spec, measured);
-      log(`${spec.id}: ${num(copy.gbps.median)} GB/s, ${processNote(measured)}`);
+      log(`${spec.id}: ${num(copy.gbps.median)} GB/s copy, ${num(copy.readGbps.median)} GB/s read, ${processNote(measured)}`);
     }
   }
   if (!copy) throw new Error("the plan has no copy ceiling");
-  const copyGBps = copy.gbps.median;
+  const readGBps = copy.readGbps.median;
   const matmulGflops = Object.fromEntries(Object.entries(matmul).map(([dtype, c]) => [dtype, c.gflops.median])) as Partial<Record<BenchDtype, number>>;
 
   const generation: GenerationResult[] = [];
@@ -133,7 +133,7 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteRun> {
     const rss = processNote(measured);
     switch (spec.kind) {
       case "generate": {
-        const g = generationResult(spec, measured, copyGBps);
+        const g = generationResult(spec, measured, readGBps);
         generation.push(g);
         return `${num(g.tokensPerSecond.median)} tok/s, decode at ${(100 * g.rooflineFraction.median).toFixed(0)}% of the bandwidth roofline, ${rss}`;
       }

@@ -133,7 +133,10 @@ export interface MatmulCeilingResult extends ProcessFigures {
 export interface CopyCeilingResult extends ProcessFigures {
   id: string;
   bytes: number;
+  /** A copy: read + write counted. */
   gbps: Summary;
+  /** Reading alone (a sum over the buffer): the roofline for decoding. */
+  readGbps: Summary;
 }
 
 export interface Ceilings {
@@ -154,9 +157,9 @@ export interface GenerationResult extends ProcessFigures {
   /** Bytes a decode step must read: every weight once plus the KV cache at the mean context. */
   bytesPerDecodeStep: number;
   decodeGBps: Summary;
-  /** decodeGBps over the measured copy bandwidth. */
+  /** decodeGBps over the measured read bandwidth. */
   rooflineFraction: Summary;
-  /** The decode tokens/s the copy bandwidth would allow at bytesPerDecodeStep. */
+  /** The decode tokens/s the read bandwidth would allow at bytesPerDecodeStep. */
   rooflineTokensPerSecond: number;
 }
 

@@ -9,6 +9,9 @@ export interface RuntimeInfo {
   /** The BLAS libtorch's matmuls run on, as that library describes itself. */
   blas: string;
   blasLibrary: string;
+  /** Bytes of freed CPU tensor memory the addon keeps for reuse, and its limit (0: caching off; COMLRL_CPU_CACHE_MB). */
+  cpuCacheBytes: number;
+  cpuCacheLimitBytes: number;
 }
 
 export interface MatmulResult {
@@ -22,7 +25,7 @@ export interface NativeAddon {
   matmul(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[]): MatmulResult;
   matmulAsync(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[], repeat?: number): Promise<MatmulResult>;
   measureMatmul(options: { n: number; dtype: string; device: string; iterations?: number }): Promise<{ seconds: number; gflops: number }>;
-  measureCopy(options: { bytes: number; device: string; iterations?: number }): Promise<{ seconds: number; gbps: number }>;
+  measureCopy(options: { bytes: number; device: string; iterations?: number }): Promise<{ seconds: number; gbps: number; readGbps: number }>;
   NativeModel: NativeModelStatic;
   NativeOptimizer: NativeOptimizerConstructor;
 }

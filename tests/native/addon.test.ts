@@ -130,4 +130,18 @@ describe("runtime", () => {
     if (process.env.CI) expect(info.blas).toContain("(openmp)");
     expect(() => setNumThreads(0)).toThrow(RangeError);
   });
+
+  it("keeps freed large CPU blocks for reuse up to its limit, and COMLRL_CPU_CACHE_MB=0 turns that off", async () => {
+    expect(runtimeInfo().cpuCacheLimitBytes).toBeGreaterThan(0);
+    const n = 1024;
+    const m = new Float32Array(n * n).fill(0.5);
+    // The product's 4 MiB result tensor is freed once copied out, and stays in the cache.
+    await addon().matmulAsync(m, [n, n], m, [n, n], 2);
+    expect(runtimeInfo().cpuCacheBytes).toBeGreaterThanOrEqual(n * n * 4);
+    expect(runtimeInfo().cpuCacheBytes).toBeLessThanOrEqual(runtimeInfo().cpuCacheLimitBytes);
+    const script = `import("${path.join(packageRoot, "src", "runtime.ts")}").then((r) => console.log(JSON.stringify(r.runtimeInfo())))`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "-e", script], { encoding: "utf8", env: { ...process.env, COMLRL_CPU_CACHE_MB: "0" } });
+    expect(run.stderr).toBe("");
+    expect(JSON.parse(run.stdout)).toMatchObject({ cpuCacheBytes: 0, cpuCacheLimitBytes: 0 });
+  });
 });
