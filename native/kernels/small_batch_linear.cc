@@ -135,7 +135,8 @@ bool SmallBatchLinearApplies(const torch::Tensor& x, const torch::Tensor& weight
   if (!x.device().is_cpu() || !weight.device().is_cpu() || weight.dim() != 2 || !weight.is_contiguous()) return false;
   const auto dtype = weight.scalar_type();
   if ((dtype != torch::kFloat32 && dtype != torch::kBFloat16) || x.scalar_type() != dtype) return false;
-  return x.size(-1) == weight.size(1) && x.numel() / x.size(-1) <= kSmallBatchMaxRows;
+  const int64_t max_rows = dtype == torch::kFloat32 ? kSmallBatchMaxRowsFloat32 : kSmallBatchMaxRowsBFloat16;
+  return x.size(-1) == weight.size(1) && x.numel() / x.size(-1) <= max_rows;
 }
 
 torch::Tensor SmallBatchLinear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {

@@ -17,8 +17,10 @@ bool SmallBatchLinearApplies(const torch::Tensor& x, const torch::Tensor& weight
 
 torch::Tensor SmallBatchLinear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
-// The most rows of x the kernel takes: beyond this, GEMM's packing is amortised and its blocking wins (measured on a
-// 2-core EPYC: the kernel is faster up to 16 rows on 12M- and 0.5B-shaped layers).
-constexpr int64_t kSmallBatchMaxRows = 16;
+// The most rows of x the kernel takes. fp32: beyond 16 rows GEMM's packing is amortised and its blocking wins
+// (measured on a 2-core EPYC, 12M- and 0.5B-shaped layers). bf16 weights: the alternative on a CPU without bf16
+// instructions is widening every weight to fp32 per call, so the kernel stays ahead to 64 rows.
+constexpr int64_t kSmallBatchMaxRowsFloat32 = 16;
+constexpr int64_t kSmallBatchMaxRowsBFloat16 = 64;
 
 }  // namespace comlrl

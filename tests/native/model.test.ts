@@ -218,8 +218,8 @@ describe("generation", () => {
     g.logprobs!.forEach((lp, r) => expect(Math.abs(lp.reduce((x, y) => x + y, 0) - scores.sum[r])).toBeLessThan(1e-4));
   });
 
-  // Decoding projects 1–16 rows through the addon's small-batch kernel; scoring whole sequences goes through BLAS
-  // GEMM. Odd sizes (hidden 36, MLP 70, vocab 514) reach the kernel's tails: K not a multiple of 8, N of 4.
+  // Decoding projects 1–16 rows (bf16: 1–64) through the addon's small-batch kernel; scoring whole sequences goes
+  // through BLAS GEMM. Odd sizes (hidden 36, MLP 70, vocab 514) reach the kernel's tails: K not a multiple of 8, N of 4.
   it.each([
     ["float32", 1e-4],
     ["bfloat16", 0.15],
@@ -227,7 +227,7 @@ describe("generation", () => {
     const shape = { vocabSize: 514, hiddenSize: 36, intermediateSize: 70, numLayers: 2, numHeads: 2, numKvHeads: 1, ropeTheta: 1e4, rmsNormEps: 1e-6, tieWordEmbeddings: false };
     const odd = CausalLM.create(buildConfigJson("qwen2", shape, { bosTokenId: null, eosTokenId: 513 }), { dtype, seed: 5, initStd: 0.2 });
     try {
-      for (const rows of [1, 3, 12, 16]) {
+      for (const rows of [1, 3, 12, 16, 40]) {
         const prompts = Array.from({ length: rows }, (_, r) => Int32Array.from({ length: 12 }, (_, i) => (r * 37 + i * 11) % 500));
         const g = await odd.generate(prompts, { maxNewTokens: 6, returnLogprobs: true, eosTokenIds: [] });
         const scored = await odd.score(prompts, g.completions);
