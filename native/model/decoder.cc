@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "../kernels/cpu_features.h"
+#include "../kernels/rms_norm.h"
+#include "../kernels/rope.h"
 #include "../kernels/small_batch_linear.h"
 
 namespace comlrl {
@@ -51,6 +53,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 
 // As transformers: normalise in float32, cast back, then scale.
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  if (FusedRmsNormApplies(x, weight)) return FusedRmsNorm(x, weight, eps_);
   const torch::Tensor h = x.to(torch::kFloat32);
   const torch::Tensor normed = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
   return weight * normed.to(x.scalar_type());
@@ -96,6 +99,7 @@ torch::Tensor RotateHalf(const torch::Tensor& x) {
 
 // cos, sin: [batch, 1, queries, head_dim], broadcast over heads.
 torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  if (FusedRopeApplies(x, cos)) return FusedRope(x, cos, sin);
   return x * cos + RotateHalf(x) * sin;
 }
 

@@ -220,10 +220,11 @@ describe("generation", () => {
 
   // Decoding projects 1–16 rows (bf16: 1–64) through the addon's small-batch kernel; scoring whole sequences goes
   // through BLAS GEMM. Odd sizes (hidden 36, MLP 70, vocab 514) reach the kernel's tails: K not a multiple of 8, N of 4.
+  // Inference (no autograd) also runs RMSNorm and RoPE fused; training runs them as tensor ops.
   it.each([
     ["float32", 1e-4],
     ["bfloat16", 0.15],
-  ] as const)("decoding's small-batch projections agree with GEMM scoring (%s)", async (dtype, tolerance) => {
+  ] as const)("inference kernels agree with GEMM scoring and with the autograd path (%s)", async (dtype, tolerance) => {
     const shape = { vocabSize: 514, hiddenSize: 36, intermediateSize: 70, numLayers: 2, numHeads: 2, numKvHeads: 1, ropeTheta: 1e4, rmsNormEps: 1e-6, tieWordEmbeddings: false };
     const odd = CausalLM.create(buildConfigJson("qwen2", shape, { bosTokenId: null, eosTokenId: 513 }), { dtype, seed: 5, initStd: 0.2 });
     try {
@@ -233,6 +234,10 @@ describe("generation", () => {
         const scored = await odd.score(prompts, g.completions);
         const worst = Math.max(...g.logprobs!.map((lp, r) => Math.abs(lp.reduce((x, y) => x + y, 0) - scored.sum[r])));
         expect(worst, `${rows} rows`).toBeLessThan(tolerance);
+        // Without autograd, RMSNorm and RoPE run as fused kernels too; with it, as tensor ops.
+        const withGrad = await odd.policyGradientBackward(prompts, g.completions, new Array(rows).fill(0));
+        const worstFused = Math.max(...Array.from(scored.sum, (sum, r) => Math.abs(sum - withGrad.sum[r])));
+        expect(worstFused, `${rows} rows, fused vs tensor ops`).toBeLessThan(tolerance);
       }
     } finally {
       odd.dispose();
