@@ -15,9 +15,9 @@ export async function measureGeneration(spec: GenerationCase, device: string): P
   try {
     const prompts = randomTokens(spec.batch, spec.promptLength, BENCH_MODELS[spec.model].shape.vocabSize, 1);
     const generate = (rows: Int32Array[], maxNewTokens: number) => model.generate(rows, { maxNewTokens, eosTokenIds: [] });
-    // Warm-up at the real shapes (a prefill and one decode step): the first call at a shape pays for allocations and
-    // thread-pool start, which would otherwise land in the first timed prefill.
-    await generate(prompts, 2);
+    // Warm-up: one whole call. The first call at a shape pays for allocations, first-touch page faults and
+    // thread-pool start (a 12M model's first batch-8 call ran ~25% slower than the next ones).
+    await generate(prompts, spec.newTokens);
     const times: number[] = [];
     const prefillTimes: number[] = [];
     for (let r = 0; r < spec.repeats; r++) {
