@@ -1,5 +1,7 @@
 #pragma once
 
+#include <torch/torch.h>
+
 namespace comlrl {
 
 // AVX2 and FMA: what the addon's own CPU kernels need.
@@ -9,5 +11,11 @@ bool CpuHasAvx2Fma();
 // fp32 (5 vs 177 GFLOP/s measured on a 2-core EPYC), so bf16 models compute their matmuls in fp32 instead. Off
 // x86-64 this answers true: libtorch's own bf16 kernels are used as they are.
 bool CpuHasNativeBf16();
+
+// A tensor the addon's own CPU inference kernels take: on the CPU, fp32 or bf16, with autograd not recording.
+inline bool CpuInferenceTensor(const torch::Tensor& t) {
+  const auto dtype = t.scalar_type();
+  return !torch::GradMode::is_enabled() && t.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
+}
 
 }  // namespace comlrl

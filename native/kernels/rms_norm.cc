@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "cpu_features.h"
+
 namespace comlrl {
 
 namespace {
@@ -42,9 +44,7 @@ void NormalizeRows(const T* x, const T* weight, int64_t rows, int64_t dim, float
 }  // namespace
 
 bool FusedRmsNormApplies(const torch::Tensor& x, const torch::Tensor& weight) {
-  if (torch::GradMode::is_enabled() || !x.device().is_cpu() || !weight.device().is_cpu()) return false;
-  const auto dtype = x.scalar_type();
-  return (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && weight.scalar_type() == dtype && weight.dim() == 1 &&
+  return CpuInferenceTensor(x) && weight.device().is_cpu() && weight.scalar_type() == x.scalar_type() && weight.dim() == 1 &&
          weight.is_contiguous() && x.size(-1) == weight.size(0);
 }
 

@@ -1,5 +1,7 @@
 #include "rope.h"
 
+#include "cpu_features.h"
+
 namespace comlrl {
 
 namespace {
@@ -31,9 +33,7 @@ void Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tenso
 }  // namespace
 
 bool FusedRopeApplies(const torch::Tensor& x, const torch::Tensor& cos) {
-  if (torch::GradMode::is_enabled() || !x.device().is_cpu() || x.dim() != 4 || cos.dim() != 4) return false;
-  const auto dtype = x.scalar_type();
-  return (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && cos.scalar_type() == dtype && cos.size(1) == 1 &&
+  return CpuInferenceTensor(x) && x.dim() == 4 && cos.dim() == 4 && cos.scalar_type() == x.scalar_type() && cos.size(1) == 1 &&
          cos.size(0) == x.size(0) && cos.size(2) == x.size(2) && cos.size(3) == x.size(3) && x.size(3) % 2 == 0;
 }
 

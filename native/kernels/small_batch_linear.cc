@@ -2,18 +2,12 @@
 
 #include <ATen/Parallel.h>
 
+#include "avx2.h"
 #include "cpu_features.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define COMLRL_SMALL_BATCH_KERNEL 1
-#include <immintrin.h>
-#else
-#define COMLRL_SMALL_BATCH_KERNEL 0
-#endif
 
 namespace comlrl {
 
-#if COMLRL_SMALL_BATCH_KERNEL
+#if COMLRL_AVX2_KERNELS
 
 namespace {
 
@@ -37,13 +31,6 @@ inline __m256 LoadWeights(const c10::BFloat16* p) {
 
 inline float WeightToFloat(float v) { return v; }
 inline float WeightToFloat(c10::BFloat16 v) { return static_cast<float>(v); }
-
-inline float HorizontalSum(__m256 v) {
-  __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  sum = _mm_add_ps(sum, _mm_movehl_ps(sum, sum));
-  sum = _mm_add_ss(sum, _mm_movehdup_ps(sum));
-  return _mm_cvtss_f32(sum);
-}
 
 // Left to itself GCC folds a vector's load into every FMA that uses it, so a vector used by four FMAs is loaded four
 // times and the loop waits on the load ports instead of the FMA units; this empty asm pins the value in a register.
@@ -75,7 +62,7 @@ inline void DotBlock(const float* x, const W* w, const float* bias, int64_t k_si
   }
   for (int r = 0; r < Rows; ++r) {
     for (int c = 0; c < Cols; ++c) {
-      float sum = HorizontalSum(acc[r][c]);
+      float sum = avx2::HorizontalSum(acc[r][c]);
       for (int64_t t = k; t < k_size; ++t) sum += x[r * k_size + t] * WeightToFloat(w[c * k_size + t]);
       y[r * y_stride + c] = bias ? sum + bias[c] : sum;
     }
@@ -131,10 +118,11 @@ void Run(const float* x, int64_t rows, const W* w, const float* bias, int64_t k_
 }  // namespace
 
 bool SmallBatchLinearApplies(const torch::Tensor& x, const torch::Tensor& weight) {
-  if (torch::GradMode::is_enabled() || !CpuHasAvx2Fma()) return false;
-  if (!x.device().is_cpu() || !weight.device().is_cpu() || weight.dim() != 2 || !weight.is_contiguous()) return false;
+  if (!CpuHasAvx2Fma() || !CpuInferenceTensor(x) || weight.scalar_type() != x.scalar_type() || !weight.device().is_cpu() ||
+      weight.dim() != 2 || !weight.is_contiguous()) {
+    return false;
+  }
   const auto dtype = weight.scalar_type();
-  if ((dtype != torch::kFloat32 && dtype != torch::kBFloat16) || x.scalar_type() != dtype) return false;
   const int64_t max_rows = dtype == torch::kFloat32 ? kSmallBatchMaxRowsFloat32 : kSmallBatchMaxRowsBFloat16;
   return x.size(-1) == weight.size(1) && x.numel() / x.size(-1) <= max_rows;
 }

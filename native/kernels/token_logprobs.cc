@@ -5,14 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "avx2.h"
 #include "cpu_features.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define COMLRL_TOKEN_LOGPROBS_KERNEL 1
-#include <immintrin.h>
-#else
-#define COMLRL_TOKEN_LOGPROBS_KERNEL 0
-#endif
 
 namespace comlrl {
 
@@ -24,7 +18,7 @@ torch::Tensor GatherLogProbs(const torch::Tensor& logits, const torch::Tensor& t
 
 }  // namespace
 
-#if COMLRL_TOKEN_LOGPROBS_KERNEL
+#if COMLRL_AVX2_KERNELS
 
 namespace {
 
@@ -51,30 +45,18 @@ inline __m256 Exp8(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(exponent));
 }
 
-inline float HorizontalMax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
-
-inline float HorizontalSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
 // log Σ exp(row) over n values, in two passes (the max, then the shifted exponentials; the row is in L2 by then).
 float LogSumExp(const float* row, int64_t n) {
   __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t v = 0;
   for (; v + 8 <= n; v += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(row + v));
-  float max = HorizontalMax(vmax);
+  float max = avx2::HorizontalMax(vmax);
   for (; v < n; ++v) max = std::max(max, row[v]);
   const __m256 shift = _mm256_set1_ps(max);
   __m256 vsum = _mm256_setzero_ps();
   v = 0;
   for (; v + 8 <= n; v += 8) vsum = _mm256_add_ps(vsum, Exp8(_mm256_sub_ps(_mm256_loadu_ps(row + v), shift)));
-  float sum = HorizontalSum(vsum);
+  float sum = avx2::HorizontalSum(vsum);
   for (; v < n; ++v) sum += std::exp(row[v] - max);
   return max + std::log(sum);
 }
