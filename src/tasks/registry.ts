@@ -1,0 +1,69 @@
+// The named tasks `comlrl train --config` and the examples build on, looked up by name and built from task options.
+import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "./cover-vowels.js";
+import { bundledDataset, CHAT_TEMPLATE_OPTION, chatTemplateOption, type TaskDefinition, type TaskEntry } from "./task.js";
+
+export type { ChatTemplate, DatasetOptions, TaskDefinition, TaskEntry } from "./task.js";
+
+const coverVowelsTask: TaskEntry = {
+  description: "The demo task: two writers each contribute three letters and share the fraction of the five vowels covered.",
+  options: { chatTemplate: CHAT_TEMPLATE_OPTION },
+  create: (options) => {
+    const all = coverVowelsDataset(16);
+    return {
+      numAgents: 2,
+      dataset: bundledDataset("cover-vowels", { train: all, eval: all.slice(0, 8) }),
+      rewardFunc: coverVowelsRewardFunc,
+      formatters: coverVowelsFormatters(chatTemplateOption("cover-vowels", options)),
+      externalTransition: null,
+      rewardRange: [0, 1],
+    };
+  },
+};
+
+const registry = new Map<string, TaskEntry>();
+
+/** Adds a task under a name; a second task under the same name is a programming error. */
+export function registerTask(name: string, entry: TaskEntry): void {
+  if (registry.has(name)) throw new Error(`task "${name}" is already registered`);
+  registry.set(name, entry);
+}
+
+export function listTasks(): string[] {
+  return [...registry.keys()].sort();
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+function nearest(name: string, candidates: string[]): string | undefined {
+  const ranked = candidates.map((c) => ({ c, d: editDistance(name.toLowerCase(), c.toLowerCase()) })).sort((x, y) => x.d - y.d);
+  return ranked.length > 0 && ranked[0].d <= Math.max(2, Math.floor(name.length / 2)) ? ranked[0].c : undefined;
+}
+
+/** The task called `name`, built with `options`; an unknown name or option is an error listing the known ones. */
+export function getTask(name: string, options: Record<string, unknown> = {}): TaskDefinition {
+  const entry = registry.get(name);
+  if (!entry) {
+    const suggestion = nearest(name, listTasks());
+    throw new Error(`unknown task "${name}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}; known tasks: ${listTasks().join(", ")}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!(key in entry.options)) {
+      const known = Object.entries(entry.options).map(([k, meaning]) => `${k} (${meaning})`);
+      throw new Error(`task "${name}" has no option "${key}"; its options: ${known.length > 0 ? known.join("; ") : "none"}`);
+    }
+  }
+  return { name, description: entry.description, ...entry.create(options) };
+}
+
+
+registerTask("cover-vowels", coverVowelsTask);

@@ -1,0 +1,69 @@
+// What a task is (a dataset, a shared reward, one formatter per agent, maybe a transition) and the small helpers
+// every task module uses to read its options and serve its bundled items.
+import type { ExternalTransition, Formatter, Item, RewardFunction } from "../rollout/types.js";
+
+export interface DatasetOptions {
+  split?: "train" | "eval";
+  /** At most this many items (from the start: datasets are never shuffled). */
+  limit?: number;
+}
+
+export interface TaskDefinition {
+  name: string;
+  numAgents: number;
+  description: string;
+  dataset(options?: DatasetOptions): Item[];
+  rewardFunc: RewardFunction;
+  formatters: Formatter[];
+  externalTransition?: ExternalTransition | null;
+  /** The reward's [min, max] before any processor. */
+  rewardRange?: [number, number];
+}
+
+/** Renders chat messages to prompt text; tasks whose prompts are chats take the tokenizer's template as an option. */
+export type ChatTemplate = (messages: { role: string; content: string }[]) => string;
+
+export interface TaskEntry {
+  description: string;
+  /** Every option the task accepts, with what it means (shown when an unknown one is given). */
+  options: Record<string, string>;
+  create(options: Record<string, unknown>): Omit<TaskDefinition, "name" | "description">;
+}
+
+/** The value of an option that must be one of `allowed`, or `fallback` when absent. */
+export function choiceOption<T extends string>(task: string, options: Record<string, unknown>, key: string, allowed: readonly T[], fallback: T): T {
+  const value = options[key];
+  if (value === undefined) return fallback;
+  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
+    throw new Error(`task "${task}": option ${key} must be one of ${allowed.map((a) => `"${a}"`).join(", ")}, got ${JSON.stringify(value)}`);
+  }
+  return value as T;
+}
+
+export function booleanOption(task: string, options: Record<string, unknown>, key: string, fallback: boolean): boolean {
+  const value = options[key];
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new Error(`task "${task}": option ${key} must be true or false, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** The chat template option, or one that writes each message as "role: content" lines when none is given. */
+export function chatTemplateOption(task: string, options: Record<string, unknown>): ChatTemplate {
+  const value = options.chatTemplate;
+  if (value === undefined) return (messages) => messages.map((m) => `${m.role}: ${m.content}`).join("\n") + "\nassistant:";
+  if (typeof value !== "function") throw new Error(`task "${task}": option chatTemplate must be a function (messages) => string`);
+  return value as ChatTemplate;
+}
+
+/** A dataset function over a fixed list of items, honouring split and limit. */
+export function bundledDataset(task: string, splits: { train: Item[]; eval: Item[] }): (options?: DatasetOptions) => Item[] {
+  return ({ split = "train", limit }: DatasetOptions = {}) => {
+    const items = splits[split];
+    if (!items) throw new Error(`task "${task}": unknown split ${JSON.stringify(split)} (train or eval)`);
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new Error(`task "${task}": dataset limit must be a positive integer, got ${limit}`);
+    return items.slice(0, limit).map((item) => ({ ...item }));
+  };
+}
+
+export const CHAT_TEMPLATE_OPTION = "function (messages) => string: the agents' tokenizer's chat template; default plain 'role: content' lines";
+
