@@ -1,0 +1,418 @@
+// Runs model-written Python and its tests in a separate, contained process: under bubblewrap every namespace is
+// unshared (no network, its own pids, no view of the machine's processes), only /usr is visible and read-only, the
+// working dir is a fresh size-capped tmpfs, capabilities are dropped, and the process runs as "nobody" when we are root
+// (so the process limit holds: the kernel does not apply RLIMIT_NPROC to root). The runner applies CPU, memory, process,
+// file-size and open-file limits to itself; a wall clock kills the whole process group, and with it the sandbox's pid
+// namespace. One process per completion runs all of its tests; a shared limit bounds how many run at once.
+import { spawn } from "node:child_process";
+import { lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import type { Readable } from "node:stream";
+import { RUNNER_SOURCE } from "./runner.js";
+
+/** "bwrap": contained (the default); "none": runs the code directly on this machine, limits only, no isolation. */
+export type SandboxMode = "bwrap" | "none";
+
+export interface SandboxLimits {
+  /** RLIMIT_CPU. Default: the wall-clock limit, rounded up. */
+  cpuSeconds: number;
+  /** RLIMIT_AS, bytes. Default 1 GiB. */
+  memoryBytes: number;
+  /** RLIMIT_NPROC: processes and threads. Default 32. */
+  processes: number;
+  /** RLIMIT_FSIZE: the largest file the code may write, bytes. Default 16 MiB. */
+  fileSizeBytes: number;
+  /** RLIMIT_NOFILE. Default 64. */
+  openFiles: number;
+  /** Size of the tmpfs working dir (bwrap only), bytes. Default 64 MiB. */
+  tmpfsBytes: number;
+}
+
+export interface SandboxOptions {
+  mode?: SandboxMode;
+  /** The interpreter; must lie under /usr or a path in readOnlyPaths. Default /usr/bin/python3. */
+  python?: string;
+  /** Extra host paths the sandbox sees read-only (for an interpreter outside /usr). */
+  readOnlyPaths?: string[];
+}
+
+export interface SandboxRequest extends SandboxOptions {
+  /** Python source defining what the tests use. */
+  code: string;
+  /** Python statements, each run on its own after the code loads (typically one assert each). */
+  tests: string[];
+  /** Each test's timeout, and the code's load timeout. Default 10 s. */
+  testTimeoutMs?: number;
+  /** After this many timed-out tests the rest are skipped. Default 3. */
+  maxTimeouts?: number;
+  /** Wall clock for the whole process. Default: every test and the load at their timeout, plus 2 s. */
+  wallTimeoutMs?: number;
+  limits?: Partial<SandboxLimits>;
+  /** Bytes of stdout and of stderr kept. Default 16 KiB. */
+  outputLimitBytes?: number;
+}
+
+export type TestStatus = "pass" | "fail" | "timeout" | "skipped" | "not run";
+
+export interface TestResult {
+  test: string;
+  status: TestStatus;
+  errorType?: string;
+  message?: string;
+}
+
+export interface SandboxResult {
+  /** False when the code does not parse; no test runs then. */
+  syntaxOk: boolean;
+  syntaxError?: { line: number | null; offset: number | null; message: string };
+  /** Set when the code parsed but raised (or timed out) while loading. */
+  loadError?: { errorType: string; message: string };
+  passed: number;
+  failed: number;
+  /** Tests that ran into their own timeout. */
+  timeouts: number;
+  results: TestResult[];
+  /** The wall clock killed the process. */
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signal: string | null;
+  durationMs: number;
+  /** Why the process ended without reporting on every test (killed, crashed, a limit hit), when it did. */
+  error?: string;
+}
+
+export class SandboxUnavailableError extends Error {
+  override name = "SandboxUnavailableError";
+}
+
+const DEFAULT_PYTHON = "/usr/bin/python3";
+const NOBODY = 65534;
+const RUNNER_ENV = { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", HOME: "/tmp", PYTHONDONTWRITEBYTECODE: "1", PYTHONHASHSEED: "0" };
+
+// ---------------------------------------------------------------- bounded parallelism
+
+let maxParallel = Math.max(1, availableParallelism());
+let running = 0;
+const waiting: (() => void)[] = [];
+
+/** How many sandboxed processes may run at once (default: the number of CPUs). */
+export function setSandboxParallelism(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`sandbox parallelism must be a positive integer, got ${limit}`);
+  maxParallel = limit;
+}
+
+async function withSlot<T>(run: () => Promise<T>): Promise<T> {
+  if (running >= maxParallel) await new Promise<void>((resolve) => waiting.push(resolve));
+  running++;
+  try {
+    return await run();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+// ---------------------------------------------------------------- the command line
+
+/** The root-level entries that merged-/usr systems make symlinks into /usr; others are bound read-only. */
+const USR_ALIASES = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+function rootLayout(): string[] {
+  const args = ["--ro-bind", "/usr", "/usr"];
+  for (const entry of USR_ALIASES) {
+    let stat;
+    try {
+      stat = lstatSync(entry);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) args.push("--symlink", readlinkSync(entry), entry);
+    else if (stat.isDirectory()) args.push("--ro-bind", entry, entry);
+  }
+  return args;
+}
+
+function bwrapArgs(python: string, readOnlyPaths: string[], tmpfsBytes: number): string[] {
+  return [
+    "--unshare-all",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop", "ALL",
+    ...rootLayout(),
+    ...readOnlyPaths.flatMap((p) => ["--ro-bind", p, p]),
+    "--proc", "/proc",
+    "--dev", "/dev",
+    "--size", String(tmpfsBytes),
+    "--tmpfs", "/tmp",
+    "--chdir", "/tmp",
+    "--",
+    python, ...pythonArgs(),
+  ];
+}
+
+/** -I: no user site-packages, no PYTHON* variables, no cwd on sys.path. */
+const pythonArgs = () => ["-I", "-c", RUNNER_SOURCE];
+
+function command(mode: SandboxMode, options: SandboxOptions, tmpfsBytes: number) {
+  const python = options.python ?? DEFAULT_PYTHON;
+  if (mode === "none") return { file: python, args: pythonArgs(), dropToNobody: false };
+  return { file: "bwrap", args: bwrapArgs(python, options.readOnlyPaths ?? [], tmpfsBytes), dropToNobody: process.getuid?.() === 0 };
+}
+
+// ---------------------------------------------------------------- one run
+
+interface RawRun {
+  events: Record<string, unknown>[];
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  spawnError?: NodeJS.ErrnoException;
+  durationMs: number;
+}
+
+/** Keeps the first `limit` bytes of a stream and drains the rest, so a flood of output cannot block or bloat us. */
+function capture(stream: Readable, limit: number): () => string {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  let dropped = 0;
+  stream.on("data", (chunk: Buffer) => {
+    const room = limit - kept;
+    if (room > 0) {
+      chunks.push(chunk.subarray(0, room));
+      kept += Math.min(room, chunk.length);
+    }
+    dropped += Math.max(0, chunk.length - Math.max(0, room));
+  });
+  return () => Buffer.concat(chunks).toString("utf8") + (dropped > 0 ? `\n[… ${dropped} more bytes dropped]` : "");
+}
+
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // The group is already gone.
+  }
+}
+
+function runProcess(mode: SandboxMode, options: SandboxOptions, input: string, limits: SandboxLimits, wallTimeoutMs: number, outputLimit: number): Promise<RawRun> {
+  const { file, args, dropToNobody } = command(mode, options, limits.tmpfsBytes);
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(file, args, {
+      cwd: "/",
+      env: RUNNER_ENV,
+      stdio: ["pipe", "pipe", "pipe", "pipe"],
+      // Its own process group, so the wall clock can kill it and everything it started in one signal.
+      detached: true,
+      ...(dropToNobody ? { uid: NOBODY, gid: NOBODY } : {}),
+    });
+    const stdout = capture(child.stdout!, outputLimit);
+    const stderr = capture(child.stderr!, outputLimit);
+    let report = "";
+    const reportStream = child.stdio[3] as Readable;
+    reportStream.on("data", (chunk: Buffer) => {
+      if (report.length < 1 << 20) report += chunk.toString("utf8");
+    });
+    let timedOut = false;
+    let spawnError: NodeJS.ErrnoException | undefined;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child.pid);
+    }, wallTimeoutMs);
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      spawnError = error;
+    });
+    child.stdin!.on("error", () => {
+      // The process may exit before reading its request (a failed start); the exit status says why.
+    });
+    child.stdin!.end(input);
+    child.on("close", (exitCode, signal) => {
+      clearTimeout(timer);
+      // The group may still hold processes that outlived the leader (only possible without the pid namespace).
+      killGroup(child.pid);
+      const events = report
+        .split("\n")
+        .filter((line) => line.trim())
+        .flatMap((line) => {
+          try {
+            const event = JSON.parse(line) as unknown;
+            return event && typeof event === "object" ? [event as Record<string, unknown>] : [];
+          } catch {
+            return [];
+          }
+        });
+      resolve({ events, stdout: stdout(), stderr: stderr(), exitCode, signal, timedOut, spawnError, durationMs: performance.now() - started });
+    });
+  });
+}
+
+function defaultLimits(wallTimeoutMs: number, overrides: Partial<SandboxLimits> = {}): SandboxLimits {
+  const limits: SandboxLimits = {
+    cpuSeconds: Math.ceil(wallTimeoutMs / 1000),
+    memoryBytes: 1 << 30,
+    processes: 32,
+    fileSizeBytes: 16 << 20,
+    openFiles: 64,
+    tmpfsBytes: 64 << 20,
+    ...overrides,
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`sandbox limit ${name} must be a positive integer, got ${value}`);
+  }
+  return limits;
+}
+
+const rlimits = (limits: SandboxLimits) => ({
+  RLIMIT_CPU: limits.cpuSeconds,
+  RLIMIT_AS: limits.memoryBytes,
+  RLIMIT_NPROC: limits.processes,
+  RLIMIT_FSIZE: limits.fileSizeBytes,
+  RLIMIT_NOFILE: limits.openFiles,
+  RLIMIT_CORE: 0,
+});
+
+function positiveOption(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number, got ${value}`);
+  return value;
+}
+
+function assemble(request: SandboxRequest, raw: RawRun): SandboxResult {
+  const syntax = raw.events.find((e) => e.kind === "syntax");
+  const load = raw.events.find((e) => e.kind === "load");
+  const results: TestResult[] = request.tests.map((test) => ({ test, status: "not run" }));
+  for (const event of raw.events) {
+    if (event.kind !== "test" || typeof event.index !== "number" || !results[event.index] || results[event.index].status !== "not run") continue;
+    const status = event.status as TestStatus;
+    results[event.index] = {
+      test: results[event.index].test,
+      status,
+      ...(typeof event.errorType === "string" ? { errorType: event.errorType } : {}),
+      ...(typeof event.message === "string" ? { message: event.message } : {}),
+    };
+  }
+  const syntaxOk = syntax?.ok === true;
+  const loaded = load?.ok === true;
+  const reportedAll = syntax !== undefined && (!syntaxOk || load !== undefined) && (!loaded || results.every((r) => r.status !== "not run"));
+  let error: string | undefined;
+  if (!reportedAll) {
+    error = raw.timedOut
+      ? `killed after the wall-clock limit`
+      : `the process ended (exit ${raw.exitCode ?? "none"}, signal ${raw.signal ?? "none"}) before reporting every test${raw.stderr ? `: ${raw.stderr.trim().split("\n").at(-1)}` : ""}`;
+    for (const r of results) if (r.status === "not run") Object.assign(r, { errorType: raw.timedOut ? "WallTimeout" : "ProcessEnded", message: error });
+  }
+  return {
+    syntaxOk,
+    ...(syntax && !syntaxOk
+      ? { syntaxError: { line: (syntax.line as number | null) ?? null, offset: (syntax.offset as number | null) ?? null, message: String(syntax.message ?? "") } }
+      : {}),
+    ...(load && !loaded ? { loadError: { errorType: String(load.errorType), message: String(load.message ?? "") } } : {}),
+    passed: results.filter((r) => r.status === "pass").length,
+    failed: results.filter((r) => r.status !== "pass").length,
+    timeouts: results.filter((r) => r.status === "timeout").length,
+    results,
+    timedOut: raw.timedOut,
+    stdout: raw.stdout,
+    stderr: raw.stderr,
+    exitCode: raw.exitCode,
+    signal: raw.signal,
+    durationMs: raw.durationMs,
+    ...(error ? { error } : {}),
+  };
+}
+
+/**
+ * Runs `code` then each of `tests` in one contained Python process and reports every test's outcome. Whatever the
+ * code does — loop, fork, allocate, flood output, write or read outside its tmpfs, open sockets — ends as failed
+ * tests, never as an exception here; a sandbox that cannot start is a SandboxUnavailableError.
+ */
+export async function runSandboxed(request: SandboxRequest): Promise<SandboxResult> {
+  const mode = request.mode ?? "bwrap";
+  if (mode !== "bwrap" && mode !== "none") throw new Error(`sandbox mode must be "bwrap" or "none", got ${JSON.stringify(mode)}`);
+  if (typeof request.code !== "string") throw new TypeError("sandbox request: code must be a string");
+  if (!Array.isArray(request.tests) || request.tests.some((t) => typeof t !== "string")) throw new TypeError("sandbox request: tests must be a list of strings");
+  const testTimeoutMs = positiveOption("testTimeoutMs", request.testTimeoutMs, 10_000);
+  const maxTimeouts = positiveOption("maxTimeouts", request.maxTimeouts, 3);
+  const wallTimeoutMs = positiveOption("wallTimeoutMs", request.wallTimeoutMs, testTimeoutMs * (request.tests.length + 1) + 2000);
+  const outputLimit = positiveOption("outputLimitBytes", request.outputLimitBytes, 16 << 10);
+  const limits = defaultLimits(wallTimeoutMs, request.limits);
+  if (mode === "bwrap") await requireSandbox(request);
+  const input = JSON.stringify({ code: request.code, tests: request.tests, testTimeout: testTimeoutMs / 1000, maxTimeouts, limits: rlimits(limits) });
+  const raw = await withSlot(() => runProcess(mode, request, input, limits, wallTimeoutMs, outputLimit));
+  if (raw.spawnError) throw new SandboxUnavailableError(`could not start ${mode === "none" ? request.python ?? DEFAULT_PYTHON : "bwrap"}: ${raw.spawnError.message}`);
+  return assemble(request, raw);
+}
+
+// ---------------------------------------------------------------- the probe
+
+export type SandboxCheck = { ok: true; mode: SandboxMode; overheadMs: number } | { ok: false; mode: SandboxMode; reason: string; fix: string };
+
+const probes = new Map<string, Promise<SandboxCheck>>();
+
+function explain(mode: SandboxMode, python: string, raw: RawRun): { reason: string; fix: string } {
+  const stderr = raw.stderr.trim();
+  if (raw.spawnError?.code === "ENOENT") {
+    return mode === "bwrap"
+      ? { reason: "bubblewrap (bwrap) is not installed or not on PATH", fix: "install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)" }
+      : { reason: `the interpreter ${python} does not exist`, fix: "install Python 3 or pass the interpreter's path as the python option" };
+  }
+  if (raw.spawnError) return { reason: `could not start ${mode === "bwrap" ? "bwrap" : python}: ${raw.spawnError.message}`, fix: "check that the program exists and is executable" };
+  if (/namespace|uid map|setting up uid|Operation not permitted|Permission denied/i.test(stderr) && /bwrap/.test(stderr)) {
+    return {
+      reason: `bwrap cannot create the sandbox's user namespace: ${stderr}`,
+      fix:
+        "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04+ also " +
+        "sysctl kernel.apparmor_restrict_unprivileged_userns=0); in Docker run the container with --security-opt seccomp=unconfined " +
+        "--security-opt apparmor=unconfined (or --privileged). Or, knowing the code then runs unconfined on this machine, set sandbox: \"none\"",
+    };
+  }
+  if (/execvp|No such file/i.test(stderr)) {
+    return { reason: `the sandbox could not run ${python}: ${stderr}`, fix: "use an interpreter under /usr (python option) or add its install directory to readOnlyPaths" };
+  }
+  return { reason: `the sandbox probe failed (exit ${raw.exitCode}, signal ${raw.signal}${raw.timedOut ? ", timed out" : ""}): ${stderr || "no output"}`, fix: "run the bwrap command by hand to see why" };
+}
+
+async function probe(mode: SandboxMode, options: SandboxOptions): Promise<SandboxCheck> {
+  const python = options.python ?? DEFAULT_PYTHON;
+  if (mode === "bwrap") {
+    let real: string;
+    try {
+      real = realpathSync(python);
+    } catch {
+      return { ok: false, mode, reason: `the interpreter ${python} does not exist`, fix: "install Python 3 (apt-get install python3) or pass its path as the python option" };
+    }
+    const visible = ["/usr", ...(options.readOnlyPaths ?? [])];
+    if (!visible.some((dir) => real === dir || real.startsWith(dir.endsWith("/") ? dir : `${dir}/`))) {
+      return { ok: false, mode, reason: `the interpreter ${python} (${real}) lies outside /usr, so the sandbox cannot see it`, fix: `use /usr/bin/python3, or add its install directory to readOnlyPaths` };
+    }
+  }
+  const input = JSON.stringify({ code: "x = 1", tests: ["assert x == 1"], testTimeout: 5, maxTimeouts: 1, limits: rlimits(defaultLimits(10_000)) });
+  const raw = await runProcess(mode, options, input, defaultLimits(10_000), 10_000, 4096);
+  const passed = raw.events.some((e) => e.kind === "test" && e.status === "pass");
+  return passed ? { ok: true, mode, overheadMs: raw.durationMs } : { ok: false, mode, ...explain(mode, python, raw) };
+}
+
+/** Whether code can run in the sandbox here, and if not, why and how to fix it. The answer is cached per setting. */
+export function checkSandbox(options: SandboxOptions = {}): Promise<SandboxCheck> {
+  const mode = options.mode ?? "bwrap";
+  const key = JSON.stringify([mode, options.python ?? DEFAULT_PYTHON, options.readOnlyPaths ?? []]);
+  let check = probes.get(key);
+  if (!check) {
+    check = probe(mode, options);
+    probes.set(key, check);
+  }
+  return check;
+}
+
+/** Throws a SandboxUnavailableError that says why and how to fix it unless the sandbox works. */
+export async function requireSandbox(options: SandboxOptions = {}): Promise<void> {
+  const check = await checkSandbox(options);
+  if (!check.ok) {
+    throw new SandboxUnavailableError(`code-executing rewards refuse to run: ${check.reason}. Fix: ${check.fix}.`);
+  }
+}
