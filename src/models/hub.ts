@@ -5,18 +5,19 @@
 //   {cache}/models--{org}--{name}/refs/{revision}          the commit sha the branch or tag pointed at
 //   {cache}/models--{org}--{name}/blobs/{etag}             file contents (sha256 for LFS files, git blob sha otherwise)
 //   {cache}/models--{org}--{name}/snapshots/{sha}/{file}   relative symlinks into blobs/
+// Dataset repos live beside them as datasets--{org}--{name}, in the same layout.
 // Downloads go through @huggingface/hub's API calls (paths-info, resolve, xet); the cache layout is written here,
 // because the library's downloadFileToCacheDir writes no refs/ entry, names the snapshot after each file's own last
 // commit rather than the revision's commit, and reports on stdout.
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { copyFile, mkdir, readFile, rename, rm, stat, symlink } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, rename, rm, stat, symlink } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { downloadFile, HubApiError, modelInfo, pathsInfo, type PathInfo } from "@huggingface/hub";
+import { datasetInfo, downloadFile, HubApiError, listFiles, modelInfo, pathsInfo, type PathInfo } from "@huggingface/hub";
 import { writeFileAtomic } from "../util/atomic.js";
 
 export interface ResolveModelSourceOptions {
@@ -124,7 +125,10 @@ function formatBytes(n: number): string {
   return `${i === 0 ? value : value.toFixed(1)} ${units[i]}`;
 }
 
-/** One hub model at one revision, and where the cache keeps it. */
+/** The kinds of hub repository comlrl reads. */
+export type HubRepoType = "model" | "dataset";
+
+/** One hub repo at one revision, and where the cache keeps it. */
 class HubSnapshot {
   readonly repoDir: string;
   readonly label: string;
@@ -133,9 +137,10 @@ class HubSnapshot {
   constructor(
     readonly id: string,
     readonly revision: string,
+    readonly type: HubRepoType = "model",
   ) {
-    this.repoDir = path.join(hubCacheDir(), `models--${id.replaceAll("/", "--")}`);
-    this.label = `${id} (revision ${revision})`;
+    this.repoDir = path.join(hubCacheDir(), `${type}s--${id.replaceAll("/", "--")}`);
+    this.label = `${type === "model" ? "" : `${type} `}${id} (revision ${revision})`;
   }
 
   /** The commit the revision points at, from the cache only: the revision itself if it is a sha, else refs/. */
@@ -193,13 +198,13 @@ async function hubConnection(): Promise<{ hubUrl: string; accessToken: string | 
   return { hubUrl, accessToken };
 }
 
-function hubError(err: unknown, what: string): Error {
+function hubError(err: unknown, what: string, type: HubRepoType = "model"): Error {
   const status = err instanceof HubApiError ? err.statusCode : undefined;
   const hint =
     status === 401 || status === 403
-      ? " (a gated or private model needs an access token in HF_TOKEN)"
+      ? ` (a gated or private ${type} needs an access token in HF_TOKEN)`
       : status === 404
-        ? " (no such model or revision on the hub)"
+        ? ` (no such ${type} or revision on the hub)`
         : "";
   return new Error(`${what}: ${(err as Error).message}${hint}`, { cause: err });
 }
@@ -211,20 +216,9 @@ function hubError(err: unknown, what: string): Error {
  * where a missing file is an error.
  */
 export async function resolveModelSource(idOrDir: string, options: ResolveModelSourceOptions = {}): Promise<string> {
-  const asPath = expandHome(idOrDir);
-  const found = await stat(asPath).catch(() => null);
-  if (found?.isDirectory()) return path.resolve(asPath);
-  if (found) throw new Error(`Model source ${JSON.stringify(idOrDir)} is a file; expected a model directory or a hub id`);
-  if (!looksLikeHubId(idOrDir)) {
-    throw new Error(
-      `Model source ${JSON.stringify(idOrDir)} is neither an existing directory nor a valid Hugging Face hub id ` +
-        `("name" or "org/name": letters, digits, "-", "_", ".")`,
-    );
-  }
-  const revision = options.revision ?? "main";
-  if (revision.length === 0 || revision.split("/").some((part) => part === "" || part === "." || part === "..")) {
-    throw new Error(`Invalid revision ${JSON.stringify(revision)} for ${idOrDir}`);
-  }
+  const local = await localSource(idOrDir, "model");
+  if (local !== null) return local;
+  const revision = checkedRevision(idOrDir, options.revision);
   const wanted = options.files?.map((f) => checkRepoPath(f, `files for ${idOrDir}`));
 
   const snapshot = new HubSnapshot(idOrDir, revision);
@@ -253,6 +247,100 @@ export async function resolveModelSource(idOrDir: string, options: ResolveModelS
   return snapshot.dir;
 }
 
+/**
+ * A local directory for an existing one, null for a valid hub id; anything else is an error. `type` names the source
+ * in messages ("model" → "Model source").
+ */
+async function localSource(idOrDir: string, type: HubRepoType): Promise<string | null> {
+  const asPath = expandHome(idOrDir);
+  const found = await stat(asPath).catch(() => null);
+  const what = `${type[0]!.toUpperCase()}${type.slice(1)} source ${JSON.stringify(idOrDir)}`;
+  if (found?.isDirectory()) return path.resolve(asPath);
+  if (found) throw new Error(`${what} is a file; expected a ${type} directory or a hub id`);
+  if (!looksLikeHubId(idOrDir)) {
+    throw new Error(
+      `${what} is neither an existing directory nor a valid Hugging Face hub id ` + `("name" or "org/name": letters, digits, "-", "_", ".")`,
+    );
+  }
+  return null;
+}
+
+function checkedRevision(id: string, revision = "main"): string {
+  if (revision.length === 0 || revision.split("/").some((part) => part === "" || part === "." || part === "..")) {
+    throw new Error(`Invalid revision ${JSON.stringify(revision)} for ${id}`);
+  }
+  return revision;
+}
+
+/** The files of one repo snapshot: what it has, and a way to make some of them local. */
+export interface RepoFiles {
+  /** The local directory the files are (or will be, once fetched) in. */
+  readonly dir: string;
+  /** Names the repo and revision (or the directory) in messages. */
+  readonly label: string;
+  /** Every file's path relative to dir, "/"-separated, sorted. */
+  readonly files: readonly string[];
+  /** Makes the given files (from `files`) present in dir, downloading them into the cache where needed. */
+  fetch(files: readonly string[]): Promise<void>;
+}
+
+/** Every file under dir (following symlinks, as snapshots are links into blobs/), "/"-separated and sorted. */
+async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of (await readdir(path.join(dir, prefix))).sort()) {
+    const relative = prefix === "" ? name : `${prefix}/${name}`;
+    const info = await stat(path.join(dir, relative)).catch(() => null);
+    if (info?.isDirectory()) out.push(...(await filesUnder(dir, relative)));
+    else if (info?.isFile()) out.push(relative);
+  }
+  return out;
+}
+
+/**
+ * A dataset source's files: an existing directory as it is, or a hub dataset repo at a revision. Online, the file
+ * list comes from the hub (one listing call, plus one to pin the revision the first time) and fetch() downloads what
+ * the cache lacks; with `HF_HUB_OFFLINE=1` the list is the cached snapshot's and nothing is requested.
+ */
+export async function resolveDatasetFiles(idOrDir: string, options: { revision?: string } = {}): Promise<RepoFiles> {
+  const local = await localSource(idOrDir, "dataset");
+  const present = async (dir: string, label: string): Promise<RepoFiles> => {
+    const files = await filesUnder(dir);
+    return {
+      dir,
+      label,
+      files,
+      async fetch(wanted) {
+        const absent = wanted.filter((f) => !files.includes(f));
+        if (absent.length > 0) throw new Error(`${label} has no ${absent.join(", ")}`);
+      },
+    };
+  };
+  if (local !== null) return present(local, local);
+
+  const snapshot = new HubSnapshot(idOrDir, checkedRevision(idOrDir, options.revision), "dataset");
+  if (envFlag("HF_HUB_OFFLINE")) {
+    if ((await snapshot.cachedCommit()) === null || !(await exists(snapshot.dir))) {
+      throw new Error(`HF_HUB_OFFLINE is set and ${snapshot.label} has no snapshot in the cache ${hubCacheDir()} (no refs/${snapshot.revision})`);
+    }
+    return present(snapshot.dir, snapshot.label);
+  }
+  const downloader = new HubDownloader(snapshot, await hubConnection());
+  if ((await snapshot.cachedCommit()) === null) await downloader.pinRevision();
+  const onHub = await downloader.listFiles();
+  return {
+    dir: snapshot.dir,
+    label: snapshot.label,
+    files: [...onHub.keys()].sort(),
+    async fetch(wanted) {
+      for (const file of wanted) {
+        const info = onHub.get(file);
+        if (info === undefined) throw new Error(`${snapshot.label} has no ${file} on the hub`);
+        if (!(await exists(path.join(snapshot.dir, file)))) await downloader.download(file, info);
+      }
+    },
+  };
+}
+
 /** Downloads files of one snapshot into the cache. */
 class HubDownloader {
   constructor(
@@ -261,7 +349,7 @@ class HubDownloader {
   ) {}
 
   private get params() {
-    return { repo: { type: "model" as const, name: this.snapshot.id }, ...this.connection };
+    return { repo: { type: this.snapshot.type, name: this.snapshot.id }, ...this.connection };
   }
 
   /** Downloads `missing` (as computed by {@link HubSnapshot.missing}), choosing the weight layout the hub has. */
@@ -310,9 +398,10 @@ class HubDownloader {
     const { snapshot } = this;
     let sha: unknown;
     try {
-      ({ sha } = await modelInfo({ name: snapshot.id, revision: snapshot.revision, additionalFields: ["sha"], ...this.connection }));
+      const lookup = { name: snapshot.id, revision: snapshot.revision, additionalFields: ["sha" as const], ...this.connection };
+      ({ sha } = snapshot.type === "dataset" ? await datasetInfo(lookup) : await modelInfo(lookup));
     } catch (err) {
-      throw hubError(err, `Cannot look up ${snapshot.label} on ${this.connection.hubUrl}`);
+      throw hubError(err, `Cannot look up ${snapshot.label} on ${this.connection.hubUrl}`, snapshot.type);
     }
     if (typeof sha !== "string" || !COMMIT_SHA.test(sha)) {
       throw new Error(`The hub (${this.connection.hubUrl}) gave no commit sha for ${snapshot.label}`);
@@ -329,12 +418,26 @@ class HubDownloader {
       const infos = await pathsInfo({ ...this.params, paths: files, revision: snapshot.commit });
       return new Map(infos.filter((info) => info.type === "file").map((info) => [info.path, info]));
     } catch (err) {
-      throw hubError(err, `Cannot list files of ${snapshot.label} on ${this.connection.hubUrl}`);
+      throw hubError(err, `Cannot list files of ${snapshot.label} on ${this.connection.hubUrl}`, snapshot.type);
     }
   }
 
+  /** Every file of the snapshot on the hub, with what a download needs to know about it. */
+  async listFiles(): Promise<Map<string, PathInfo>> {
+    const { snapshot } = this;
+    const files = new Map<string, PathInfo>();
+    try {
+      for await (const entry of listFiles({ ...this.params, revision: snapshot.commit, recursive: true })) {
+        if (entry.type === "file") files.set(checkRepoPath(entry.path, snapshot.label), entry as PathInfo);
+      }
+    } catch (err) {
+      throw hubError(err, `Cannot list files of ${snapshot.label} on ${this.connection.hubUrl}`, snapshot.type);
+    }
+    return files;
+  }
+
   /** Puts one file's content into blobs/ (unless it is there already) and links it from the snapshot. */
-  private async download(file: string, info: PathInfo): Promise<void> {
+  async download(file: string, info: PathInfo): Promise<void> {
     const { snapshot } = this;
     const etag = info.lfs?.oid ?? info.oid ?? info.xetHash;
     if (etag === undefined || !/^[0-9a-f]+$/.test(etag)) {
@@ -394,7 +497,7 @@ class HubDownloader {
     } catch (err) {
       progress.end(false);
       await rm(incomplete, { force: true });
-      throw hubError(err, `Failed to download ${file} of ${snapshot.label} from ${this.connection.hubUrl}`);
+      throw hubError(err, `Failed to download ${file} of ${snapshot.label} from ${this.connection.hubUrl}`, snapshot.type);
     }
     progress.end(true);
   }

@@ -1,18 +1,10 @@
-// Hub resolution against a local HTTP server that answers the calls @huggingface/hub makes, the way the hub does:
-//   GET  /api/models/{id}/revision/{rev}      model info; the commit sha when asked with expand=sha
-//   POST /api/models/{id}/paths-info/{rev}    {paths} → one entry per existing file (oid, size, lfs for LFS files)
-//   GET  /{id}/resolve/{rev}/{file}           plain files served directly (ETag = git blob sha1, X-Repo-Commit);
-//                                             LFS files redirected to a CDN URL (X-Linked-Etag = sha256)
-//   GET  /cdn/{sha256}                        LFS content
-// Every GET honours `Range: bytes=a-b` with 206 + Content-Range, as downloadFile first probes with bytes=0-0.
-import { createHash } from "node:crypto";
+// Hub resolution against a local HTTP server that answers the hub API calls (tests/support/fake-hub.ts).
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubCacheDir, looksLikeHubId, resolveModelSource } from "../../src/models/hub.js";
+import { FakeHub, gitOid, isLfs, sha256, type FakeRepo } from "../support/fake-hub.js";
 
 const ENV_KEYS = [
   "HF_HUB_CACHE",
@@ -44,129 +36,6 @@ afterEach(() => {
   }
   rmSync(scratch, { recursive: true, force: true });
 });
-
-const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
-const gitOid = (data: Buffer) => createHash("sha1").update(`blob ${data.length}\0`).update(data).digest("hex");
-const isLfs = (file: string) => file.endsWith(".safetensors");
-
-interface FakeRepo {
-  sha: string;
-  files: Map<string, Buffer>;
-}
-
-interface Logged {
-  method: string;
-  url: string;
-  authorization: string | undefined;
-}
-
-class FakeHub {
-  readonly repos = new Map<string, FakeRepo>();
-  readonly requests: Logged[] = [];
-  /** "{repo}/{file}" entries served with one byte changed, as a broken proxy or disk would. */
-  readonly corrupt = new Set<string>();
-  private server: Server = createServer((req, res) => {
-    this.requests.push({ method: req.method!, url: req.url!, authorization: req.headers.authorization });
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => this.handle(req, res, body));
-  });
-  url = "";
-
-  async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  addRepo(id: string, files: Record<string, string | Buffer>): FakeRepo {
-    const repo = {
-      sha: createHash("sha1").update(id).digest("hex"),
-      files: new Map(Object.entries(files).map(([name, content]) => [name, Buffer.from(content)])),
-    };
-    this.repos.set(id, repo);
-    return repo;
-  }
-
-  private handle(req: IncomingMessage, res: ServerResponse, body: string): void {
-    const url = new URL(req.url!, this.url);
-    const parts = url.pathname.split("/").slice(1).map(decodeURIComponent);
-    if (parts[0] === "api" && parts[1] === "models") {
-      const repo = this.repos.get(`${parts[2]}/${parts[3]}`);
-      const rev = parts[5];
-      if (!repo || (rev !== "main" && rev !== repo.sha)) return this.json(res, 404, { error: "Repository not found" });
-      if (parts[4] === "revision" && req.method === "GET") {
-        const info: Record<string, unknown> = { _id: "0", id: `${parts[2]}/${parts[3]}`, private: false, likes: 0, downloads: 0 };
-        if (url.searchParams.getAll("expand").includes("sha")) info.sha = repo.sha;
-        return this.json(res, 200, info);
-      }
-      if (parts[4] === "paths-info" && req.method === "POST") {
-        const paths = (JSON.parse(body) as { paths: string[] }).paths;
-        return this.json(
-          res,
-          200,
-          paths
-            .filter((p) => repo.files.has(p))
-            .map((p) => {
-              const content = repo.files.get(p)!;
-              const entry: Record<string, unknown> = { type: "file", path: p, size: content.length, oid: gitOid(content) };
-              if (isLfs(p)) entry.lfs = { oid: sha256(content), size: content.length, pointerSize: 134 };
-              return entry;
-            }),
-        );
-      }
-    }
-    if (parts[0] === "cdn" && req.method === "GET") {
-      for (const repo of this.repos.values()) {
-        for (const content of repo.files.values()) {
-          if (sha256(content) === parts[1]) return this.serve(req, res, content, { ETag: `"${parts[1]}"` });
-        }
-      }
-    }
-    if (parts[2] === "resolve" && req.method === "GET") {
-      const repo = this.repos.get(`${parts[0]}/${parts[1]}`);
-      const file = parts.slice(4).join("/");
-      const content = repo?.files.get(file);
-      if (!repo || (parts[3] !== "main" && parts[3] !== repo.sha) || content === undefined) {
-        res.writeHead(404, { "X-Error-Code": "EntryNotFound", "Content-Type": "text/plain" });
-        return void res.end("Entry not found");
-      }
-      if (isLfs(file)) {
-        res.writeHead(302, {
-          Location: `/cdn/${sha256(content)}`,
-          "X-Repo-Commit": repo.sha,
-          "X-Linked-Etag": `"${sha256(content)}"`,
-          "X-Linked-Size": String(content.length),
-        });
-        return void res.end();
-      }
-      const served = this.corrupt.has(`${parts[0]}/${parts[1]}/${file}`) ? Buffer.from(content).fill(0x20, 0, 1) : content;
-      return this.serve(req, res, served, { ETag: `"${gitOid(content)}"`, "X-Repo-Commit": repo.sha });
-    }
-    this.json(res, 404, { error: `unexpected request ${req.method} ${req.url}` });
-  }
-
-  private serve(req: IncomingMessage, res: ServerResponse, content: Buffer, headers: Record<string, string>): void {
-    const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
-    if (range) {
-      const start = Number(range[1]);
-      const end = Math.min(Number(range[2]), content.length - 1);
-      res.writeHead(206, { ...headers, "Content-Range": `bytes ${start}-${end}/${content.length}`, "Accept-Ranges": "bytes" });
-      return void res.end(content.subarray(start, end + 1));
-    }
-    res.writeHead(200, { ...headers, "Content-Length": String(content.length), "Accept-Ranges": "bytes" });
-    res.end(content);
-  }
-
-  private json(res: ServerResponse, status: number, value: unknown): void {
-    res.writeHead(status, { "Content-Type": "application/json" });
-    res.end(JSON.stringify(value));
-  }
-}
 
 const TINY_FILES = {
   "config.json": '{"model_type":"qwen2"}',
