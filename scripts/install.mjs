@@ -34,15 +34,46 @@ function matchingPrebuild(libtorch) {
   }
 }
 
+// Build tools are found through Node's module resolution, not in ./node_modules/.bin: installed as a dependency,
+// comlrl's own dependencies are usually hoisted into the consuming project's node_modules.
+const requireHere = createRequire(import.meta.url);
+
+/** The bin script `bin` of `pkg`, when that package resolves from here. */
+function packageBin(pkg, bin) {
+  let manifest;
+  try {
+    manifest = requireHere.resolve(`${pkg}/package.json`);
+  } catch {
+    return null;
+  }
+  const bins = JSON.parse(readFileSync(manifest, "utf8")).bin;
+  const relative = typeof bins === "string" ? bins : bins?.[bin];
+  return relative ? path.join(path.dirname(manifest), relative) : null;
+}
+
+/** [command, leading args]: a package's bin run with this Node, npm's bundled node-gyp, or node-gyp on PATH. */
+function buildTool(tool) {
+  if (tool === "cmake") {
+    const script = packageBin("cmake-js", "cmake-js");
+    if (!script) {
+      console.error("comlrl: cannot find cmake-js (a dependency of comlrl); reinstall, or set COMLRL_BUILD=gyp");
+      process.exit(1);
+    }
+    return [process.execPath, [script]];
+  }
+  const script = packageBin("node-gyp", "node-gyp") ?? process.env.npm_config_node_gyp;
+  return script ? [process.execPath, [script]] : ["node-gyp", []];
+}
+
 function build(tool) {
-  const bin = (name) => path.join(root, "node_modules", ".bin", name);
-  const [command, args] =
-    tool === "gyp" ? [existsSync(bin("node-gyp")) ? bin("node-gyp") : "node-gyp", ["rebuild", "-j", "max"]] : [bin("cmake-js"), ["compile", "--out", "build"]];
+  const [command, prefix] = buildTool(tool);
+  const args = [...prefix, ...(tool === "gyp" ? ["rebuild", "-j", "max"] : ["compile", "--out", "build"])];
   log(`building the native addon with ${tool === "gyp" ? "node-gyp" : "cmake-js"}`);
   const started = Date.now();
   const result = spawnSync(command, args, { cwd: root, stdio: "inherit" });
   if (result.status !== 0) {
-    console.error(`comlrl: native build failed (${command} ${args.join(" ")} exited with ${result.status ?? result.signal})`);
+    const why = result.error ? `could not start: ${result.error.message}` : `exited with ${result.status ?? result.signal}`;
+    console.error(`comlrl: native build failed (${command} ${args.join(" ")} ${why})`);
     process.exit(1);
   }
   log(`native build finished in ${((Date.now() - started) / 1000).toFixed(1)} s`);
