@@ -1,6 +1,18 @@
 // The named tasks `comlrl train --config` and the examples build on, looked up by name and built from task options.
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "./cover-vowels.js";
-import { bundledDataset, CHAT_TEMPLATE_OPTION, chatTemplateOption, type TaskDefinition, type TaskEntry } from "./task.js";
+import { arxivAbstracts } from "./data/arxiv-abstracts.js";
+import { storyPrompts } from "./data/story-prompts.js";
+import { tldrPosts } from "./data/tldr-posts.js";
+import {
+  storyLengthRatioFormatters,
+  storyLengthRatioRewardFunc,
+  tldrDualLengthFormatters,
+  tldrDualLengthRewardFunc,
+} from "./length-ratio.js";
+import { heldOut, bundledDataset, CHAT_TEMPLATE_OPTION, chatTemplateOption, type TaskDefinition, type TaskEntry } from "./task.js";
+
+import { ARXIV_REWARD, arxivFormatters, TLDR_REWARD, tldrFormatters, writingRewardFunc, type WritingRewardSpec } from "./writing.js";
+import type { Formatter, Item, RewardFunction } from "../rollout/types.js";
 
 export type { ChatTemplate, DatasetOptions, TaskDefinition, TaskEntry } from "./task.js";
 
@@ -19,6 +31,25 @@ const coverVowelsTask: TaskEntry = {
     };
   },
 };
+
+const writingTask = (name: string, description: string, items: Item[], spec: WritingRewardSpec, formatters: Formatter[]): TaskEntry => ({
+  description,
+  options: {},
+  create: () => ({
+    numAgents: 2,
+    dataset: bundledDataset(name, heldOut(items)),
+    rewardFunc: writingRewardFunc(spec),
+    formatters,
+    externalTransition: null,
+    rewardRange: [0, 3],
+  }),
+});
+
+const lengthTask = (name: string, description: string, items: Item[], rewardFunc: RewardFunction, formatters: Formatter[], rewardRange: [number, number]): TaskEntry => ({
+  description,
+  options: {},
+  create: () => ({ numAgents: 2, dataset: bundledDataset(name, heldOut(items)), rewardFunc, formatters, externalTransition: null, rewardRange }),
+});
 
 const registry = new Map<string, TaskEntry>();
 
@@ -67,3 +98,19 @@ export function getTask(name: string, options: Record<string, unknown> = {}): Ta
 
 
 registerTask("cover-vowels", coverVowelsTask);
+registerTask(
+  "tldr",
+  writingTask("tldr", "Writing/TLDR: a concise summary and a detailed expansion of a post; level-gated reward, max 3.", tldrPosts, TLDR_REWARD, tldrFormatters),
+);
+registerTask(
+  "arxiv",
+  writingTask("arxiv", "Writing/arXiv expansion: background and motivation, then methodology and implications, from an abstract; level-gated reward, max 3.", arxivAbstracts, ARXIV_REWARD, arxivFormatters),
+);
+registerTask(
+  "story-len-ratio",
+  lengthTask("story-len-ratio", "Two stories, the second 2–3× as long as the first (1 in the band, exp(−distance) outside).", storyPrompts, storyLengthRatioRewardFunc, storyLengthRatioFormatters, [0, 1]),
+);
+registerTask(
+  "tldr-len-ratio",
+  lengthTask("tldr-len-ratio", "A ~220-character summary and a detailed one 2–3× longer; reward in [−1, 1].", tldrPosts, tldrDualLengthRewardFunc, tldrDualLengthFormatters, [-1, 1]),
+);

@@ -65,5 +65,11 @@ export function bundledDataset(task: string, splits: { train: Item[]; eval: Item
   };
 }
 
+/** Splits bundled items into train and eval: the last quarter (at least one item) is held out for eval. */
+export function heldOut(items: Item[]): { train: Item[]; eval: Item[] } {
+  const evalCount = Math.max(1, Math.floor(items.length / 4));
+  return { train: items.slice(0, items.length - evalCount), eval: items.slice(items.length - evalCount) };
+}
+
 export const CHAT_TEMPLATE_OPTION = "function (messages) => string: the agents' tokenizer's chat template; default plain 'role: content' lines";
 
