@@ -60,6 +60,7 @@ const OP = {
   TUPLE2: 0x86,
   TUPLE3: 0x87,
 } as const;
+const UTF8 = new TextEncoder();
 const OP_NAMES = new Map<number, string>(Object.entries(OP).map(([name, code]) => [code, name]));
 
 function elementCount(shape: readonly number[]): number {
@@ -84,7 +85,7 @@ class PickleWriter {
   shareGlobal(module: string, name: string): void {
     this.sharedOr(`global ${module}.${name}`, () => {
       this.op(OP.GLOBAL);
-      this.raw(new TextEncoder().encode(`${module}\n${name}\n`));
+      this.raw(UTF8.encode(`${module}\n${name}\n`));
       this.memoize();
     });
   }
@@ -96,7 +97,7 @@ class PickleWriter {
 
   /** A string object of its own (dict keys, storage keys): always written and memoized anew. */
   string(text: string): void {
-    const utf8 = new TextEncoder().encode(text);
+    const utf8 = UTF8.encode(text);
     this.op(OP.BINUNICODE);
     this.u32(utf8.length);
     this.raw(utf8);
@@ -242,18 +243,18 @@ function pickleStateDict(entries: [string, StateTensor][]): Uint8Array {
 }
 
 /**
- * libtorch ends each archive with `.data/serialization_id`, a 40-digit id derived from the record names and contents
- * (its exact hash is std::hash's, which differs between C++ libraries); this one is derived the same way, from
- * FNV-1a over the names and CRC-32 over the contents, so equal state dicts give equal bytes.
+ * libtorch ends each archive with `.data/serialization_id`: 20 digits from the record names, 20 from their contents.
+ * Its name hash is C++'s std::hash, which differs between standard libraries, so CRC-32 stands in for it here; equal
+ * state dicts still give equal bytes.
  */
 function serializationId(records: readonly ZipRecord[]): string {
-  let nameHash = 0xcbf29ce484222325n;
+  let nameCrc = 0;
   let contentCrc = 0;
   for (const record of records) {
-    for (const byte of new TextEncoder().encode(record.name)) nameHash = ((nameHash ^ BigInt(byte)) * 0x100000001b3n) & 0xffffffffffffffffn;
+    nameCrc = crc32(record.name, nameCrc);
     contentCrc = crc32(record.data, contentCrc);
   }
-  return nameHash.toString().padStart(20, "0") + contentCrc.toString().padStart(20, "0");
+  return String(nameCrc).padStart(20, "0") + String(contentCrc).padStart(20, "0");
 }
 
 /** The bytes `torch.save(state_dict, buffer)` writes for these tensors (in key order, each on its own storage). */
@@ -262,13 +263,13 @@ export function encodeTorchStateDict(tensors: Record<string, StateTensor>): Uint
   for (const [key, tensor] of entries) checkTensor(key, tensor);
   const records: ZipRecord[] = [
     { name: `${ARCHIVE}/data.pkl`, data: pickleStateDict(entries) },
-    { name: `${ARCHIVE}/byteorder`, data: new TextEncoder().encode("little") },
+    { name: `${ARCHIVE}/byteorder`, data: UTF8.encode("little") },
   ];
   // torch.save writes the storages sorted by their key as a string: 0, 1, 10, 11, 2, …
   const storageKeys = entries.map((_, index) => String(index)).sort();
   for (const key of storageKeys) records.push({ name: `${ARCHIVE}/data/${key}`, data: entries[Number(key)]![1].data });
-  records.push({ name: `${ARCHIVE}/version`, data: new TextEncoder().encode(FORMAT_VERSION) });
-  records.push({ name: `${ARCHIVE}/.data/serialization_id`, data: new TextEncoder().encode(serializationId(records)) });
+  records.push({ name: `${ARCHIVE}/version`, data: UTF8.encode(FORMAT_VERSION) });
+  records.push({ name: `${ARCHIVE}/.data/serialization_id`, data: UTF8.encode(serializationId(records)) });
   return writeStoredZip(records);
 }
 
