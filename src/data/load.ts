@@ -1,0 +1,119 @@
+// loadDataset: rows of a Hugging Face dataset repo (hub id, resolved and cached like models) or of a local directory
+// laid out like one, or of one data file, for a split spec such as "train[:1000]" or "train[10%:20%]+test".
+import { readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import { resolveDatasetFiles } from "../models/hub.js";
+import type { Item } from "../rollout/types.js";
+import { DataFilesError, DATA_EXTENSIONS, findSplitFiles, type SplitFiles } from "./data-files.js";
+import { openDataFile, type DataFile } from "./readers.js";
+import { boundedFromStart, parseSplit, sliceRange, SplitError, type SplitSlice } from "./split.js";
+
+export interface LoadDatasetOptions {
+  /** A split spec: "train", "train[:100]", "test[-5:]", "train[10%:20%]", "train[:10%]+validation" (default "train"). */
+  split?: string;
+  /** Branch, tag or commit sha of a hub dataset (default "main"); ignored for local sources. */
+  revision?: string;
+  /** The README.md config ("subset") to read, when the repo's card lists several. */
+  config?: string;
+}
+
+/** A dataset source opened: its splits and how to read their files. */
+interface OpenedSource {
+  label: string;
+  splits: SplitFiles;
+  /** The reader of one of the split files, fetching it into the cache first when it is remote. */
+  file(name: string): Promise<DataFile>;
+}
+
+async function openSource(idOrDir: string, options: LoadDatasetOptions): Promise<OpenedSource> {
+  const asFile = await stat(idOrDir).catch(() => null);
+  if (asFile?.isFile()) {
+    // One data file on its own is a dataset with one split, "train", as `datasets`' json/parquet builders make it.
+    if (!DATA_EXTENSIONS.some((ext) => idOrDir.endsWith(ext))) {
+      throw new DataFilesError(`dataset file ${idOrDir}: unsupported format (comlrl reads ${DATA_EXTENSIONS.join(", ")})`);
+    }
+    const reader = openDataFile(idOrDir, idOrDir);
+    return { label: idOrDir, splits: new Map([["train", [idOrDir]]]), file: async () => reader };
+  }
+  const repo = await resolveDatasetFiles(idOrDir, { revision: options.revision });
+  let readme: string | undefined;
+  if (repo.files.includes("README.md")) {
+    await repo.fetch(["README.md"]);
+    readme = await readFile(path.join(repo.dir, "README.md"), "utf8");
+  }
+  const splits = findSplitFiles(repo.files, { readme, config: options.config, source: repo.label });
+  const readers = new Map<string, DataFile>();
+  return {
+    label: repo.label,
+    splits,
+    async file(name) {
+      let reader = readers.get(name);
+      if (reader === undefined) {
+        await repo.fetch([name]);
+        reader = openDataFile(path.join(repo.dir, name), `${name} of ${repo.label}`);
+        readers.set(name, reader);
+      }
+      return reader;
+    },
+  };
+}
+
+/** The rows one slice selects from one split, reading (and fetching) only the files its range touches. */
+async function readSlice(source: OpenedSource, slice: SplitSlice): Promise<Item[]> {
+  const files = source.splits.get(slice.split)!;
+  // "train[:1000]" needs no total size: files are read in order until the end is reached, later shards untouched.
+  if (boundedFromStart(slice)) {
+    const start = slice.from ?? 0;
+    const end = slice.to!;
+    const rows: Item[] = [];
+    let offset = 0;
+    for (const name of files) {
+      if (offset >= end) break;
+      const file = await source.file(name);
+      const count = await file.numRows();
+      if (offset + count > start) rows.push(...(await file.rows(Math.max(0, start - offset), Math.min(count, end - offset))));
+      offset += count;
+    }
+    return rows;
+  }
+  const readers = await Promise.all(files.map((name) => source.file(name)));
+  const counts = await Promise.all(readers.map((r) => r.numRows()));
+  const { start, end } = sliceRange(slice, counts.reduce((a, b) => a + b, 0));
+  const rows: Item[] = [];
+  let offset = 0;
+  for (const [i, reader] of readers.entries()) {
+    const count = counts[i]!;
+    if (offset < end && offset + count > start) rows.push(...(await reader.rows(Math.max(0, start - offset), Math.min(count, end - offset))));
+    offset += count;
+  }
+  return rows;
+}
+
+/**
+ * The rows of a dataset split as plain objects. `idOrDir` is a hub dataset id ("org/name"; cached in the HF cache,
+ * honouring HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE like models), a local directory laid out like a dataset repo,
+ * or one .parquet/.jsonl/.json file (its only split is "train"). Split files are found as `datasets` finds them
+ * (README.md configs, data/{split}-NNNNN-of-NNNNN.*, split names in directory and file names).
+ */
+export async function loadDataset(idOrDir: string, options: LoadDatasetOptions = {}): Promise<Item[]> {
+  const spec = options.split ?? "train";
+  const slices = parseSplit(spec);
+  const source = await openSource(idOrDir, options);
+  for (const slice of slices) {
+    if (!source.splits.has(slice.split)) {
+      const available = [...source.splits.keys()];
+      throw new SplitError(
+        `${source.label} has no split "${slice.split}" (split spec ${JSON.stringify(spec)}); ` +
+          (available.length > 0 ? `available splits: ${available.join(", ")}` : `it has no ${DATA_EXTENSIONS.join("/")} data files`),
+      );
+    }
+  }
+  const rows: Item[] = [];
+  for (const slice of slices) rows.push(...(await readSlice(source, slice)));
+  return rows;
+}
+
+/** The split names a dataset source has, with their files (as loadDataset would read them). */
+export async function datasetSplits(idOrDir: string, options: Omit<LoadDatasetOptions, "split"> = {}): Promise<Map<string, string[]>> {
+  return (await openSource(idOrDir, options)).splits;
+}
