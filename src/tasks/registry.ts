@@ -1,6 +1,9 @@
 // The named tasks `comlrl train --config` and the examples build on, looked up by name and built from task options.
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "./cover-vowels.js";
+import { CODE_REWARD_MAX, codeFormatters, codingEnvironment, type CodeTransitionMode } from "./coding.js";
 import { arxivAbstracts } from "./data/arxiv-abstracts.js";
+import { coopHumanEvalProblems } from "./data/coophumaneval.js";
+import { humanEvalProblems } from "./data/humaneval.js";
 import { storyPrompts } from "./data/story-prompts.js";
 import { tldrPosts } from "./data/tldr-posts.js";
 import {
@@ -9,10 +12,20 @@ import {
   tldrDualLengthFormatters,
   tldrDualLengthRewardFunc,
 } from "./length-ratio.js";
-import { heldOut, bundledDataset, CHAT_TEMPLATE_OPTION, chatTemplateOption, type TaskDefinition, type TaskEntry } from "./task.js";
-
-import { ARXIV_REWARD, arxivFormatters, TLDR_REWARD, tldrFormatters, writingRewardFunc, type WritingRewardSpec } from "./writing.js";
 import type { Formatter, Item, RewardFunction } from "../rollout/types.js";
+import type { SandboxMode } from "../sandbox/sandbox.js";
+import {
+  booleanOption,
+  bundledDataset,
+  CHAT_TEMPLATE_OPTION,
+  chatTemplateOption,
+  choiceOption,
+  heldOut,
+  positiveNumberOption,
+  type TaskDefinition,
+  type TaskEntry,
+} from "./task.js";
+import { ARXIV_REWARD, arxivFormatters, TLDR_REWARD, tldrFormatters, writingRewardFunc, type WritingRewardSpec } from "./writing.js";
 
 export type { ChatTemplate, DatasetOptions, TaskDefinition, TaskEntry } from "./task.js";
 
@@ -49,6 +62,35 @@ const lengthTask = (name: string, description: string, items: Item[], rewardFunc
   description,
   options: {},
   create: () => ({ numAgents: 2, dataset: bundledDataset(name, heldOut(items)), rewardFunc, formatters, externalTransition: null, rewardRange }),
+});
+
+const codingTask = (name: string, description: string, items: Item[]): TaskEntry => ({
+  description,
+  options: {
+    mode: 'multi-turn transition: "level_feedback" (default; syntax and test diagnostics fed back) or "plain" (previous code, "revise")',
+    shift: "true: subtract 4, so the reward lies in [-4, 0] (default false: [0, 4])",
+    sandbox: '"bwrap" (default: contained) or "none" (runs model code unconfined on this machine; an explicit opt-out)',
+    testTimeoutMs: "each test's timeout in ms (default 10000)",
+    maxTimeouts: "timed-out tests after which the rest are skipped (default 3)",
+  },
+  create: (options) => {
+    const shift = booleanOption(name, options, "shift", false);
+    const environment = codingEnvironment({
+      mode: choiceOption<CodeTransitionMode>(name, options, "mode", ["level_feedback", "plain"], "level_feedback"),
+      shift,
+      sandbox: choiceOption<SandboxMode>(name, options, "sandbox", ["bwrap", "none"], "bwrap"),
+      testTimeoutMs: positiveNumberOption(name, options, "testTimeoutMs", 10_000),
+      maxTimeouts: positiveNumberOption(name, options, "maxTimeouts", 3),
+    });
+    return {
+      numAgents: 2,
+      dataset: bundledDataset(name, heldOut(items)),
+      rewardFunc: environment.rewardFunc,
+      formatters: codeFormatters,
+      externalTransition: environment.externalTransition,
+      rewardRange: shift ? [-CODE_REWARD_MAX, 0] : [0, CODE_REWARD_MAX],
+    };
+  },
 });
 
 const registry = new Map<string, TaskEntry>();
@@ -105,6 +147,14 @@ registerTask(
 registerTask(
   "arxiv",
   writingTask("arxiv", "Writing/arXiv expansion: background and motivation, then methodology and implications, from an abstract; level-gated reward, max 3.", arxivAbstracts, ARXIV_REWARD, arxivFormatters),
+);
+registerTask(
+  "humaneval",
+  codingTask("humaneval", "Coding/HumanEval: an aux agent writes a helper, a main agent the entry point; level-structured reward, max 4, tests run sandboxed.", humanEvalProblems),
+);
+registerTask(
+  "coophumaneval",
+  codingTask("coophumaneval", "Coding/CoopHumanEval: problems that split into a helper and a main function; the HumanEval reward, max 4, tests run sandboxed.", coopHumanEvalProblems),
 );
 registerTask(
   "story-len-ratio",

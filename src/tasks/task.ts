@@ -47,6 +47,13 @@ export function booleanOption(task: string, options: Record<string, unknown>, ke
   return value;
 }
 
+export function positiveNumberOption(task: string, options: Record<string, unknown>, key: string, fallback: number): number {
+  const value = options[key];
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) throw new Error(`task "${task}": option ${key} must be a positive number, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 /** The chat template option, or one that writes each message as "role: content" lines when none is given. */
 export function chatTemplateOption(task: string, options: Record<string, unknown>): ChatTemplate {
   const value = options.chatTemplate;
