@@ -56,7 +56,7 @@ describe("TLDR reward levels", () => {
     const detailed =
       "Furthermore, my roommate eats labeled groceries weekly; however, two calm talks only brought apologies. " +
       "Therefore I weigh buying a locking fridge versus asking our landlord for help.";
-    // 182/59 ≈ 3.08 chars (full L2); 25/9 unique words ≥ 2 (full L3); Jaccard 3/26 ≥ 0.03 (full overlap part).
+    // 182/59 ≈ 3.08 chars (full L2); 27/9 unique words ≥ 2 (full L3); Jaccard 3/26 ≥ 0.03 (full overlap part).
     expect(transitionCategories(detailed)).toHaveLength(5);
     const r = writingRewardBreakdown(concise, detailed, TLDR_REWARD);
     expect(r).toMatchObject({ structure: 0.5, length: 1, vocabulary: 0.5, stoppedAt: null });
