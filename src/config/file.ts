@@ -1,7 +1,8 @@
-// Config files: JSON objects with camelCase or CoMLRL's snake_case keys, either flat or laid out in sections the way
-// CoMLRL's YAML configs are ({"model": {...}, "magrpo": {...}}). The result is raw: a config builder validates it,
-// given { source: path } so that its errors name the file too.
+// Config files: JSON or YAML (.yaml, .yml) objects with camelCase or CoMLRL's snake_case keys, either flat or laid
+// out in sections the way CoMLRL's YAML configs are ({"model": {...}, "magrpo": {...}}). The result is raw: a config
+// builder validates it, given { source: path } so that its errors name the file too.
 import { readFile } from "node:fs/promises";
+import { parseDocument } from "yaml";
 import { ConfigError } from "./fields.js";
 
 export interface LoadConfigOptions {
@@ -25,17 +26,22 @@ export async function loadConfigFile(path: string, options: LoadConfigOptions = 
   return parseConfigText(text, path, options);
 }
 
-/** Parses a config file's text; source (the file's path) names it in errors. */
+/** Whether a config file is read as YAML (by its extension; anything else is JSON). */
+export function isYamlFile(path: string): boolean {
+  return /\.ya?ml$/i.test(path);
+}
+
+/**
+ * Parses a config file's text, as YAML when source ends in .yaml/.yml and as JSON otherwise; source (the file's
+ * path) names it in errors.
+ */
 export function parseConfigText(text: string, source: string, options: LoadConfigOptions = {}): RawConfig {
-  const json = text.replace(/^\uFEFF/, "");
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(json);
-  } catch (error) {
-    throw new ConfigError(`${source}${place(json, (error as Error).message)}: invalid JSON: ${reason((error as Error).message)}`);
-  }
+  const body = text.replace(/^\uFEFF/, "");
+  const yaml = isYamlFile(source);
+  const parsed = yaml ? parseYaml(body, source) : parseJson(body, source);
   if (!isPlainObject(parsed)) {
-    throw new ConfigError(`${source}: a config file must hold a JSON object, got ${Array.isArray(parsed) ? "an array" : JSON.stringify(parsed)}`);
+    const got = Array.isArray(parsed) ? "an array" : JSON.stringify(parsed) ?? String(parsed);
+    throw new ConfigError(`${source}: a config file must hold ${yaml ? "a YAML mapping" : "a JSON object"}, got ${got}`);
   }
   const { section } = options;
   if (section === undefined) return parsed;
@@ -48,6 +54,27 @@ export function parseConfigText(text: string, source: string, options: LoadConfi
   const sections = Object.keys(parsed).filter((key) => isPlainObject(parsed[key]));
   if (sections.length === 0) return parsed;
   throw new ConfigError(`${source} has no "${section}" section (it has ${sections.map((s) => `"${s}"`).join(", ")})`);
+}
+
+function parseJson(json: string, source: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch (error) {
+    throw new ConfigError(`${source}${place(json, (error as Error).message)}: invalid JSON: ${reason((error as Error).message)}`);
+  }
+}
+
+/** YAML 1.2 (core schema); duplicate keys are errors. The first error is reported at its line and column. */
+function parseYaml(text: string, source: string): unknown {
+  const doc = parseDocument(text, { uniqueKeys: true });
+  const error = doc.errors[0];
+  if (error !== undefined) {
+    const at = error.linePos?.[0];
+    // The message's first line is the reason and its place ("… at line 2, column 1:"); the place goes up front.
+    const why = error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
+    throw new ConfigError(`${source}${at ? `:${at.line}:${at.col}` : ""}: invalid YAML: ${why}`);
+  }
+  return doc.toJS({ maxAliasCount: 100 });
 }
 
 /** ":line:column" of a JSON.parse error, when V8's message gives a character offset (or says the text ended). */

@@ -84,3 +84,30 @@ describe("loadConfigFile", () => {
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+describe("YAML config files", () => {
+  it("reads a CoMLRL-style sectioned YAML file like its JSON twin", async () => {
+    const file = write(
+      "magrpo.yaml",
+      ["# CoMLRL layout", "agent_model:", "  name: Qwen/Qwen3-1.7B", "  top_k: null", "magrpo:", "  num_turns: 1", "  agent_learning_rate: 5.0e-06", "  agent_devices:", "  - cpu", "wandb:", "  tags: [magrpo, tldr]", ""].join("\n"),
+    );
+    expect(await loadConfigFile(file)).toEqual({
+      agent_model: { name: "Qwen/Qwen3-1.7B", top_k: null },
+      magrpo: { num_turns: 1, agent_learning_rate: 5e-6, agent_devices: ["cpu"] },
+      wandb: { tags: ["magrpo", "tldr"] },
+    });
+    const section = await loadConfigFile(file, { section: "magrpo" });
+    expect(magrpoConfig(section, { source: file })).toEqual(magrpoConfig({ numTurns: 1, agentLearningRate: 5e-6, agentDevices: ["cpu"] }));
+    expect(parseConfigText("seed: 3\n", "c.yml")).toEqual({ seed: 3 });
+  });
+
+  it("syntax errors and duplicate keys name the file, line and column", () => {
+    expect(() => parseConfigText("magrpo:\n  num_turns: 1\n  num_turns: 2\n", "dup.yaml")).toThrow(/^dup\.yaml:3:3: invalid YAML: Map keys must be unique$/);
+    expect(() => parseConfigText("a: [1, 2\nb: 3\n", "flow.yaml")).toThrow(/^flow\.yaml:\d+:\d+: invalid YAML: /);
+  });
+
+  it("the top level must be a mapping", () => {
+    expect(() => parseConfigText("- 1\n- 2\n", "list.yaml")).toThrow("list.yaml: a config file must hold a YAML mapping, got an array");
+    expect(() => parseConfigText("", "empty.yaml")).toThrow("empty.yaml: a config file must hold a YAML mapping, got null");
+  });
+});
