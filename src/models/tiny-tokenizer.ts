@@ -4,6 +4,7 @@
 // types GPT-2 and Qwen use (ByteLevel pre-tokenizer and decoder, BPE model, ChatML special tokens), means the
 // tokenizer code path exercised by them is the one real checkpoints take. Every byte is a base token, so any UTF-8
 // text encodes and decodes back unchanged.
+import { slowTokenizerClass } from "./tokenizer.js";
 
 /** Plain English sentences the tiny tokenizer learns its merges from when no corpus is given. */
 export const TINY_ENGLISH_CORPUS: readonly string[] = [
@@ -255,7 +256,8 @@ export function buildByteLevelBpeTokenizer(options: TinyTokenizerOptions = {}): 
     model_max_length: MODEL_MAX_LENGTH,
     pad_token: pad,
     split_special_tokens: false,
-    tokenizer_class: "Qwen2Tokenizer",
+    // GPT-2's byte-level regex: slow loaders split text the same way only as GPT2Tokenizer.
+    tokenizer_class: slowTokenizerClass(tokenizerJson),
     unk_token: null,
   };
   return { tokenizerJson, tokenizerConfig };

@@ -301,13 +301,27 @@ export class ComlrlTokenizer {
     return created;
   }
 
-  /** Writes `tokenizer.json` and `tokenizer_config.json` (chat template included) into `dir`, each atomically. */
+  /**
+   * Writes `tokenizer.json` and `tokenizer_config.json` (chat template and tokenizer class included) into `dir`, and
+   * for a BPE model also `vocab.json` and `merges.txt`, which slow (Python) tokenizer loaders read instead; each file is
+   * written atomically.
+   */
   async saveTo(dir: string): Promise<void> {
     await mkdir(dir, { recursive: true });
-    // A template read from chat_template.jinja goes into the config; one already there is kept as written.
-    const config = this.config.chat_template == null ? { ...this.config, chat_template: this.chatTemplate ?? undefined } : this.config;
+    // A template read from chat_template.jinja goes into the config; one already there is kept as written, and so is
+    // the tokenizer class a real checkpoint declared.
+    const config = {
+      ...this.config,
+      chat_template: this.config.chat_template ?? this.chatTemplate ?? undefined,
+      tokenizer_class: typeof this.config.tokenizer_class === "string" ? this.config.tokenizer_class : slowTokenizerClass(this.tokenizerJson),
+    };
+    const slowFiles = bpeSlowFiles(this.tokenizerJson, `${this.source}/tokenizer.json`);
     await writeFileAtomic(path.join(dir, "tokenizer.json"), JSON.stringify(this.tokenizerJson, null, 2) + "\n");
     await writeFileAtomic(path.join(dir, "tokenizer_config.json"), JSON.stringify(config, null, 2) + "\n");
+    if (slowFiles) {
+      await writeFileAtomic(path.join(dir, "vocab.json"), slowFiles.vocabJson);
+      await writeFileAtomic(path.join(dir, "merges.txt"), slowFiles.mergesTxt);
+    }
   }
 
   private buildTokenizer(): Tokenizer {
@@ -361,4 +375,63 @@ function generationEosIds(generationConfig: JsonObject | undefined, where: strin
     throw new Error(`${where}: eos_token_id must be a token id or a list of token ids, got ${JSON.stringify(value)}`);
   }
   return ids as number[];
+}
+
+// The split pattern of Qwen2's tokenizer.json (and of transformers' Qwen2Tokenizer, which hard-codes it).
+const QWEN2_SPLIT_REGEX =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/** A component and, for Sequences, everything inside it, in order. */
+function flattenComponents(component: unknown, listKey: string): JsonObject[] {
+  if (!isObject(component)) return [];
+  if (component.type === "Sequence" && Array.isArray(component[listKey])) {
+    return (component[listKey] as unknown[]).flatMap((inner) => flattenComponents(inner, listKey));
+  }
+  return [component];
+}
+
+/**
+ * The transformers class whose slow (Python) tokenizer splits text the way this tokenizer.json does, for
+ * tokenizer_config.json's `tokenizer_class`: GPT-2's byte-level regex is GPT2Tokenizer, Qwen2's split regex before a
+ * byte-level step is Qwen2Tokenizer, SentencePiece-style "▁" spaces (Metaspace, or Llama's normalizer with byte
+ * fallback) are LlamaTokenizer, and anything else only loads fast, as PreTrainedTokenizerFast.
+ */
+export function slowTokenizerClass(tokenizerJson: JsonObject): string {
+  const pre = flattenComponents(tokenizerJson.pre_tokenizer, "pretokenizers");
+  const normalizers = flattenComponents(tokenizerJson.normalizer, "normalizers");
+  const model = isObject(tokenizerJson.model) ? tokenizerJson.model : {};
+  const metaspaceNormalizer = normalizers.some((n) => (n.type === "Replace" && n.content === "\u2581") || (n.type === "Prepend" && n.prepend === "\u2581"));
+  if (pre.some((p) => p.type === "Metaspace") || (metaspaceNormalizer && model.byte_fallback === true)) return "LlamaTokenizer";
+  const byteLevel = pre.findIndex((p) => p.type === "ByteLevel");
+  if (byteLevel >= 0) {
+    const splits = pre.slice(0, byteLevel).filter((p) => p.type === "Split");
+    const usesGpt2Regex = pre[byteLevel]!.use_regex !== false;
+    if (splits.length === 0 && usesGpt2Regex) return "GPT2Tokenizer";
+    const onlyQwenSplit = splits.length === 1 && isObject(splits[0]!.pattern) && splits[0]!.pattern.Regex === QWEN2_SPLIT_REGEX;
+    if (onlyQwenSplit && !usesGpt2Regex && byteLevel === pre.length - 1) return "Qwen2Tokenizer";
+  }
+  return "PreTrainedTokenizerFast";
+}
+
+/**
+ * `vocab.json` (token -> id, in id order, as the tokenizers library writes it) and `merges.txt` ("#version: 0.2" then
+ * one "left right" pair per line) of a BPE tokenizer.json; undefined for other models. Merges are stored as "a b"
+ * strings or, in newer files, as [a, b] pairs.
+ */
+export function bpeSlowFiles(tokenizerJson: JsonObject, where: string): { vocabJson: string; mergesTxt: string } | undefined {
+  const model = tokenizerJson.model;
+  if (!isObject(model) || model.type !== "BPE") return undefined;
+  if (!isObject(model.vocab) || !Array.isArray(model.merges)) throw new Error(`Malformed ${where}: a BPE model needs "vocab" and "merges"`);
+  const vocab = Object.entries(model.vocab).sort(([, a], [, b]) => (a as number) - (b as number));
+  const vocabJson = `{${vocab.map(([token, id]) => `${JSON.stringify(token)}:${id}`).join(",")}}`;
+  const lines = model.merges.map((merge, i) => {
+    const pair = typeof merge === "string" ? merge.split(" ") : merge;
+    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every((part) => typeof part === "string" && part.length > 0 && !part.includes(" "))) {
+      throw new Error(
+        `${where}: merge ${i} (${JSON.stringify(merge)}) cannot be written to merges.txt, which holds two space-free tokens per line`,
+      );
+    }
+    return `${pair[0]} ${pair[1]}\n`;
+  });
+  return { vocabJson, mergesTxt: `#version: 0.2\n${lines.join("")}` };
 }

@@ -263,7 +263,7 @@ describe("addSpecialTokens and saveTo", () => {
     t.addSpecialTokens(["<tool>"]);
     const out = path.join(scratch, "out", "nested");
     await t.saveTo(out);
-    expect(readdirSync(out).sort()).toEqual(["tokenizer.json", "tokenizer_config.json"]);
+    expect(readdirSync(out).sort()).toEqual(["merges.txt", "tokenizer.json", "tokenizer_config.json", "vocab.json"]);
     const back = await ComlrlTokenizer.fromDirectory(out);
     expect(back.vocabSize).toBe(513);
     expect(back.padTokenId).toBe(t.padTokenId);
