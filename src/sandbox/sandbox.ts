@@ -34,6 +34,8 @@ export interface SandboxOptions {
   python?: string;
   /** Extra host paths the sandbox sees read-only (for an interpreter outside /usr). */
   readOnlyPaths?: string[];
+  /** The bubblewrap program. Default "bwrap", looked up in /usr/bin and /bin. */
+  bwrap?: string;
 }
 
 export interface SandboxRequest extends SandboxOptions {
@@ -158,7 +160,7 @@ const pythonArgs = () => ["-I", "-c", RUNNER_SOURCE];
 function command(mode: SandboxMode, options: SandboxOptions, tmpfsBytes: number) {
   const python = options.python ?? DEFAULT_PYTHON;
   if (mode === "none") return { file: python, args: pythonArgs(), dropToNobody: false };
-  return { file: "bwrap", args: bwrapArgs(python, options.readOnlyPaths ?? [], tmpfsBytes), dropToNobody: process.getuid?.() === 0 };
+  return { file: options.bwrap ?? "bwrap", args: bwrapArgs(python, options.readOnlyPaths ?? [], tmpfsBytes), dropToNobody: process.getuid?.() === 0 };
 }
 
 // ---------------------------------------------------------------- one run
@@ -344,7 +346,7 @@ export async function runSandboxed(request: SandboxRequest): Promise<SandboxResu
   if (mode === "bwrap") await requireSandbox(request);
   const input = JSON.stringify({ code: request.code, tests: request.tests, testTimeout: testTimeoutMs / 1000, maxTimeouts, limits: rlimits(limits) });
   const raw = await withSlot(() => runProcess(mode, request, input, limits, wallTimeoutMs, outputLimit));
-  if (raw.spawnError) throw new SandboxUnavailableError(`could not start ${mode === "none" ? request.python ?? DEFAULT_PYTHON : "bwrap"}: ${raw.spawnError.message}`);
+  if (raw.spawnError) throw new SandboxUnavailableError(`could not start ${mode === "none" ? request.python ?? DEFAULT_PYTHON : request.bwrap ?? "bwrap"}: ${raw.spawnError.message}`);
   return assemble(request, raw);
 }
 
@@ -400,7 +402,7 @@ async function probe(mode: SandboxMode, options: SandboxOptions): Promise<Sandbo
 /** Whether code can run in the sandbox here, and if not, why and how to fix it. The answer is cached per setting. */
 export function checkSandbox(options: SandboxOptions = {}): Promise<SandboxCheck> {
   const mode = options.mode ?? "bwrap";
-  const key = JSON.stringify([mode, options.python ?? DEFAULT_PYTHON, options.readOnlyPaths ?? []]);
+  const key = JSON.stringify([mode, options.python ?? DEFAULT_PYTHON, options.readOnlyPaths ?? [], options.bwrap ?? "bwrap"]);
   let check = probes.get(key);
   if (!check) {
     check = probe(mode, options);
