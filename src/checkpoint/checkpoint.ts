@@ -1,32 +1,20 @@
-// Training checkpoints (REQUIREMENTS "Saving and continuing"): checkpoint-<n>/ holds every agent in Hugging Face
-// layout with its optimizer and sampling-generator state, references that cannot be reloaded from an id, the
-// trainer's own state (progress, RNG, logger, config, stateful datasets/callbacks) and a manifest of checksums.
-// A checkpoint appears complete or not at all: it is built in a hidden temporary directory, fsynced, then renamed.
+// Training checkpoints (REQUIREMENTS "Saving and continuing"): checkpoint-<n>/ holds every registered component of
+// the trainer (models in Hugging Face layout, optimizer and sampling-stream states; frozen modules that can be reloaded
+// from their source are not copied), the trainer's own state (progress, RNG, logger, config, stateful
+// datasets/callbacks, trainer-specific files) and a manifest of checksums. A checkpoint appears complete or not at
+// all: it is built in a hidden temporary directory, fsynced, then renamed.
 import { existsSync, readFileSync } from "node:fs";
-import { readdir, rm, writeFile } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import path from "node:path";
-import type { NativeOptimizer } from "../native/binding.js";
-import { decoderConfigOf } from "../models/config.js";
-import { weightFiles, type CausalLM } from "../models/causal-lm.js";
-import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { WandbRunIdentity } from "../logging/wandb.js";
-import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
+import type { ComponentRegistry, SavedComponent } from "../trainers/components.js";
+import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
 import { CheckpointError, MANIFEST, verifyManifest, writeManifest } from "./manifest.js";
 
 export { CheckpointError };
 
 const TRAINER_STATE = "trainer_state.json";
 const NAME = /^checkpoint-(\d+)$/;
-
-/** What a checkpoint needs of each agent. */
-export interface CheckpointAgent {
-  model: CausalLM;
-  tokenizer: ComlrlTokenizer;
-  optimizer: NativeOptimizer;
-  reference: CausalLM | null;
-  /** The id/dir the reference was loaded from (reloaded on resume), or null when it is a copy saved with the checkpoint. */
-  referenceSource: string | null;
-}
 
 export interface TrainerState {
   kind: string;
@@ -37,8 +25,8 @@ export interface TrainerState {
 }
 
 interface SavedTrainerState extends TrainerState {
-  format: 1;
-  agents: Array<{ architecture: Record<string, unknown>; vocabSize: number; referenceSource: string | null; sharedWith: number | null }>;
+  format: 2;
+  components: SavedComponent[];
 }
 
 export interface CheckpointMetadata {
@@ -77,71 +65,37 @@ async function removeStaleTemporaries(root: string): Promise<void> {
   }
 }
 
-/** Writes root/checkpoint-<n> atomically; `extra` may add trainer-specific files (value heads, replay data). */
+/** Writes root/checkpoint-<n> atomically; `extra` may add trainer-specific files (preference pairs, replay). */
 export async function saveCheckpoint(
   root: string,
   n: number,
-  agents: CheckpointAgent[],
+  components: ComponentRegistry,
   trainer: TrainerState,
   extra?: (dir: string) => Promise<void>,
 ): Promise<string> {
   const dir = path.join(root, `checkpoint-${n}`);
   await removeStaleTemporaries(root);
   await writeDirAtomic(dir, async (tmp) => {
-    const saved: SavedTrainerState = { format: 1, ...trainer, agents: [] };
-    for (const [i, agent] of agents.entries()) {
-      const agentDir = path.join(tmp, `agent_${i}`);
-      await agent.model.save(agentDir, { tokenizer: agent.tokenizer });
-      await agent.optimizer.save(path.join(agentDir, "optimizer.pt"));
-      await writeFile(path.join(agentDir, "generator.bin"), agent.model.native.getGeneratorState());
-      if (agent.reference && agent.referenceSource === null) await agent.reference.save(path.join(tmp, `reference_${i}`));
-      const shared = agents.findIndex((other) => other.model === agent.model);
-      saved.agents.push({
-        architecture: { ...decoderConfigOf(agent.model.config) },
-        vocabSize: agent.tokenizer.vocabSize,
-        referenceSource: agent.referenceSource,
-        sharedWith: shared < i ? shared : null,
-      });
-    }
+    const saved: SavedTrainerState = { format: 2, ...trainer, components: await components.saveCheckpoint(tmp) };
     await extra?.(tmp);
-    await writeFileAtomic(path.join(tmp, TRAINER_STATE), `${JSON.stringify(saved, null, 2)}\n`);
+    await writeFileChecked(path.join(tmp, TRAINER_STATE), `${JSON.stringify(saved, null, 2)}\n`);
     await writeManifest(tmp);
   });
   return dir;
 }
 
 /**
- * Verifies dir's manifest and that it fits these agents (count, architectures, vocabularies, trainer kind), then
- * loads weights, optimizer and generator states into them. Returns the trainer state to restore.
+ * Verifies dir's manifest and that it fits this trainer (kind, components with their shapes, sharing and
+ * optimizers), then loads every component's state. Returns the trainer state to restore.
  */
-export async function loadCheckpoint(dir: string, kind: string, agents: CheckpointAgent[]): Promise<TrainerState> {
+export async function loadCheckpoint(dir: string, kind: string, components: ComponentRegistry): Promise<TrainerState> {
   await verifyManifest(dir);
   const saved = readState(dir);
-  const fail = (message: string): never => {
-    throw new CheckpointError(`${dir}: ${message}`);
-  };
-  if (saved.kind !== kind) fail(`it was written by a ${saved.kind} trainer, not ${kind}`);
-  if (saved.agents.length !== agents.length) fail(`it holds ${saved.agents.length} agents, this trainer has ${agents.length}`);
-  agents.forEach((agent, i) => {
-    const architecture = JSON.stringify({ ...decoderConfigOf(agent.model.config) });
-    if (JSON.stringify(saved.agents[i].architecture) !== architecture) {
-      fail(`agent ${i}'s architecture differs: checkpoint ${JSON.stringify(saved.agents[i].architecture)}, trainer ${architecture}`);
-    }
-    if (saved.agents[i].vocabSize !== agent.tokenizer.vocabSize) {
-      fail(`agent ${i}'s tokenizer has ${agent.tokenizer.vocabSize} tokens, the checkpoint's ${saved.agents[i].vocabSize}`);
-    }
-    if (Boolean(agent.reference) !== (saved.agents[i].referenceSource !== null || existsSync(path.join(dir, `reference_${i}`)))) {
-      fail(`agent ${i}: reference KL is ${agent.reference ? "on" : "off"} here but ${agent.reference ? "off" : "on"} in the checkpoint`);
-    }
-  });
-  for (const [i, agent] of agents.entries()) {
-    const agentDir = path.join(dir, `agent_${i}`);
-    await agent.model.native.loadWeights(weightFiles(agentDir));
-    await agent.optimizer.load(path.join(agentDir, "optimizer.pt"));
-    agent.model.native.setGeneratorState(new Uint8Array(readFileSync(path.join(agentDir, "generator.bin"))));
-    const referenceDir = path.join(dir, `reference_${i}`);
-    if (agent.reference && existsSync(referenceDir)) await agent.reference.native.loadWeights(weightFiles(referenceDir));
-  }
+  if (saved.format !== 2) throw new CheckpointError(`${dir}: checkpoint format ${saved.format} is not readable by this version (format 2)`);
+  if (saved.kind !== kind) throw new CheckpointError(`${dir}: it was written by a ${saved.kind} trainer, not ${kind}`);
+  const problems = components.incompatibilities(saved.components);
+  if (problems.length) throw new CheckpointError(`${dir}: ${problems.join("; ")}`);
+  await components.loadCheckpoint(dir);
   return { kind: saved.kind, progress: saved.progress, wandb: saved.wandb, state: saved.state };
 }
 
@@ -177,5 +131,6 @@ export async function resolveCheckpoint(spec: string, root: string | undefined):
 
 /** Removes all but the newest keepLast checkpoints (called only after a new one is complete). */
 export async function pruneCheckpoints(root: string, keepLast: number): Promise<void> {
+  if (!Number.isInteger(keepLast) || keepLast < 1) throw new RangeError(`keepLast must be a positive integer, got ${keepLast}`);
   for (const old of (await checkpointsIn(root)).slice(keepLast)) await rm(old.dir, { recursive: true, force: true });
 }

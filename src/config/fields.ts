@@ -220,7 +220,7 @@ function readKeys(
 }
 
 /** The known field nearest to a mistyped key, in the key's own spelling style; undefined when nothing is close. */
-function closestField(key: string, fields: readonly string[]): string | undefined {
+export function closestField(key: string, fields: readonly string[]): string | undefined {
   const squash = (s: string) => s.replaceAll("_", "").toLowerCase();
   const wanted = squash(key);
   let best: { field: string; distance: number } | undefined;

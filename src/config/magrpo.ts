@@ -1,14 +1,24 @@
 // MAGRPO-family configs (CoMLRL spec §2.1): MAGRPO, its REINFORCE / ReMax / RLOO baselines, and centralized MAGRPO.
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
-import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefault, type FieldSpec, type ValuesOf } from "./fields.js";
+import {
+  EVAL_FIELDS,
+  PLACEMENT_FIELDS,
+  REFERENCE_KL_FIELDS,
+  RUNTIME_FIELDS,
+  SAMPLING_FIELDS,
+  type EvalConfig,
+  type PlacementFields,
+  type ReferenceKlConfig,
+  type RuntimeConfig,
+  type SamplingConfig,
+} from "./groups.js";
 
-export type ParallelTraining = "none" | "mp";
+export type { DType, ParallelTraining } from "./groups.js";
 export type JointMode = "aligned" | "cross";
 export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
-export type DType = "float32" | "bfloat16";
 
-export interface MAGRPOConfig {
+export interface MAGRPOConfig extends SamplingConfig, PlacementFields, EvalConfig, ReferenceKlConfig, RuntimeConfig {
   /** Passes over the train dataset. */
   readonly numTrainEpochs: number;
   /** AdamW learning rate of every agent. */
@@ -17,17 +27,6 @@ export interface MAGRPOConfig {
   readonly loggingSteps: number;
   /** Validated only: the trainer's own numAgents argument decides the agent count (spec §1.2). */
   readonly numAgents: number;
-  /** "none": models share one device, agents run in turn; "mp": one device per agent, concurrently. */
-  readonly parallelTraining: ParallelTraining;
-  /** null/"auto" = auto placement; see planPlacement. Required for "mp". */
-  readonly agentDevices: DeviceSpec | null;
-  /** Completions per agent per node: the group the baseline is taken over. */
-  readonly numGenerations: number;
-  readonly maxNewTokens: number;
-  readonly temperature: number;
-  readonly topP: number;
-  /** null leaves top-k filtering off. */
-  readonly topK: number | null;
   /** >1 needs an external transition. */
   readonly numTurns: number;
   /** Kept for compatibility; newest MAGRPO returns are undiscounted and ignore it. */
@@ -38,10 +37,6 @@ export interface MAGRPOConfig {
   readonly earlyTerminationThreshold: number | null;
   /** Use external transitions' prompts verbatim instead of passing them through formatters. */
   readonly externalPromptPassthrough: boolean;
-  /** Evaluate every this many train items; 0 turns periodic evaluation off. */
-  readonly evalInterval: number;
-  readonly evalNumSamples: number;
-  readonly evalBatchSize: number;
   /** Node samples an agent collects before it updates. */
   readonly rolloutBufferSize: number;
   /** Samples per optimizer step within an update; defaults to rolloutBufferSize. */
@@ -49,16 +44,6 @@ export interface MAGRPOConfig {
   /** z-score advantages after the baseline (which makes the four baselines equivalent, spec §3.3). */
   readonly advantageNormalization: boolean;
   readonly advantageMode: AdvantageMode;
-  readonly referenceKlEnabled: boolean;
-  readonly referenceKlCoef: number;
-  /** Devices of the frozen reference models; null = their agents' devices. */
-  readonly referenceDevices: DeviceSpec | null;
-  /** (ours) Seeds the agents' sampling generators and anything the trainer shuffles. */
-  readonly seed: number;
-  /** (ours) Parameter dtype of the trained models. */
-  readonly dtype: DType;
-  /** (ours) Global gradient-norm clip per optimizer step; null clips nothing, as CoMLRL. */
-  readonly maxGradNorm: number | null;
 }
 
 export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
@@ -84,41 +69,27 @@ export interface ConfigSource {
 }
 
 const FIELDS = {
+  ...SAMPLING_FIELDS,
+  ...PLACEMENT_FIELDS,
+  ...EVAL_FIELDS,
+  ...REFERENCE_KL_FIELDS,
+  ...RUNTIME_FIELDS,
   numTrainEpochs: int({ default: 20, min: 1 }),
   // (ours) CoMLRL leaves the learning rate unchecked; negative makes no sense, 0 is a valid frozen dry run.
   agentLearningRate: float({ default: 5e-6, min: 0 }),
   loggingSteps: int({ default: 50, min: 1 }),
   numAgents: int({ default: 2, min: 1 }),
-  // "auto" and "ddp" were removed upstream; CoMLRL reads null and "null" as "none".
-  parallelTraining: oneOf(["none", "mp"], { default: "none", aliases: { null: "none" } }),
-  agentDevices: deviceSpec(),
-  numGenerations: int({ default: 4, min: 2 }),
-  // (ours) Upstream leaves the sampling settings unchecked and lets generation fail later; these are the ranges
-  // in which sampling is defined.
-  maxNewTokens: int({ default: 256, min: 1 }),
-  temperature: float({ default: 0.6, above: 0 }),
-  topP: float({ default: 0.6, above: 0, max: 1 }),
-  topK: nullable(int({ default: 50, min: 1 })),
   numTurns: int({ default: 2, min: 1 }),
   // (ours) A discount outside [0, 1] is never meant.
   discount: float({ default: 1.0, min: 0, max: 1 }),
   jointMode: oneOf(["aligned", "cross"], { default: "aligned", aliases: { align: "aligned", crossed: "cross" } }),
   earlyTerminationThreshold: nullable(float({ default: -0.2 })),
   externalPromptPassthrough: bool({ default: false }),
-  evalInterval: int({ default: 16, min: 0 }),
-  evalNumSamples: int({ default: 4, min: 0 }),
-  evalBatchSize: int({ default: 1, min: 1 }),
   rolloutBufferSize: int({ default: 2, min: 1 }),
   trainBatchSize: nullable(int({ min: 1 })),
   advantageNormalization: bool({ default: true }),
   // Upstream checks the mode only when the trainer starts; failing at config time names the field sooner.
   advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
-  referenceKlEnabled: bool({ default: false }),
-  referenceKlCoef: float({ default: 0.1, min: 0 }),
-  referenceDevices: deviceSpec(),
-  seed: int({ default: 0, min: 0 }),
-  dtype: oneOf(["float32", "bfloat16"], { default: "float32", aliases: { fp32: "float32", bf16: "bfloat16" } }),
-  maxGradNorm: nullable(float({ above: 0 })),
 } satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */

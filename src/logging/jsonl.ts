@@ -4,7 +4,7 @@
 // native abort, SIGKILL) loses at most the line it was writing. JSON has no literal for NaN or ±Infinity; such values
 // are written as the strings "NaN", "Infinity" and "-Infinity" rather than silently becoming null, because a diverged
 // loss is exactly what this file must show.
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 
 /** Record kinds the library writes; callers may add their own. */
@@ -69,6 +69,12 @@ export class JsonlMetricsWriter {
     writeSync(this.fd, `${JSON.stringify(record, encodeNonFinite)}\n`);
   }
 
+  /** The file's size: where the next record starts (checkpoints record it so a resumed run can be stitched on). */
+  bytes(): number {
+    if (this.fd === null) throw new Error(`JsonlMetricsWriter: ${this.file} is closed`);
+    return fstatSync(this.fd).size;
+  }
+
   /** fsyncs and closes the file; later writes throw. Closing twice is harmless. */
   close(): void {
     if (this.fd === null) return;
@@ -82,8 +88,9 @@ export class JsonlMetricsWriter {
  * Parses a metrics.jsonl file. A last line without its newline that does not parse is the write a crash interrupted
  * and is dropped; any other unparsable line is corruption and throws, naming the file and line.
  */
-export function readJsonlMetrics(file: string): JsonlRecord[] {
-  const text = readFileSync(file, "utf8");
+export function readJsonlMetrics(file: string, options: { upToBytes?: number } = {}): JsonlRecord[] {
+  const bytes = readFileSync(file);
+  const text = bytes.subarray(0, options.upToBytes ?? bytes.length).toString("utf8");
   const lines = text.split("\n");
   const records: JsonlRecord[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -103,4 +110,40 @@ export function readJsonlMetrics(file: string): JsonlRecord[] {
     records.push(parsed as JsonlRecord);
   }
   return records;
+}
+
+/** Written into a resumed run's metrics directory: which checkpoint it continued and where its parent's stream ends. */
+export const RESUME_MARKER = "resumed_from.json";
+
+export interface ResumeMarker {
+  checkpoint: string;
+  /** The parent's metrics directory, relative to this one; null when the checkpoint recorded none. */
+  parent: string | null;
+  /** The size of the parent's metrics.jsonl when the checkpoint was taken: its records after that were redone. */
+  parentBytes: number;
+}
+
+export function writeResumeMarker(dir: string, marker: ResumeMarker): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, RESUME_MARKER), `${JSON.stringify(marker, null, 2)}\n`);
+}
+
+function streamOf(dir: string, upToBytes?: number): JsonlRecord[] {
+  const markerFile = path.join(dir, RESUME_MARKER);
+  const own = existsSync(path.join(dir, "metrics.jsonl")) ? readJsonlMetrics(path.join(dir, "metrics.jsonl"), { upToBytes }) : [];
+  if (!existsSync(markerFile)) return own;
+  const marker = JSON.parse(readFileSync(markerFile, "utf8")) as ResumeMarker;
+  return [...(marker.parent === null ? [] : streamOf(path.resolve(dir, marker.parent), marker.parentBytes)), ...own];
+}
+
+/**
+ * A run's metric stream as if it had never been interrupted: for the newest resume-* directory under outputDir, its
+ * parents' records up to the checkpoints it resumed from, then its own. Records an interrupted run wrote after its
+ * last checkpoint are left out, because the resumed run did that work again.
+ */
+export function readRunMetrics(outputDir: string): JsonlRecord[] {
+  const resumes = readdirSync(outputDir)
+    .filter((name) => name.startsWith("resume-") && existsSync(path.join(outputDir, name, RESUME_MARKER)))
+    .sort((a, b) => Number(a.split("-").at(-1)) - Number(b.split("-").at(-1)));
+  return streamOf(resumes.length ? path.join(outputDir, resumes.at(-1)!) : outputDir);
 }

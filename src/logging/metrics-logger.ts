@@ -176,6 +176,11 @@ export class MetricsLogger {
     return this.wandb?.runIdentity() ?? null;
   }
 
+  /** Where metrics.jsonl ends now (a checkpoint records it; see readRunMetrics). */
+  metricsBytes(): number {
+    return this.jsonl.bytes();
+  }
+
   state(): MetricsLoggerState {
     return { lastLoggedStep: this.lastLoggedStep };
   }

@@ -34,6 +34,8 @@ export interface GenerationOptions {
   returnLogprobs?: boolean;
   /** Also return the raw next-token logits of every step (large; for tests). */
   returnScores?: boolean;
+  /** The named sampling stream to draw from (default "default"); see NativeModel.setSeed. */
+  stream?: string;
 }
 
 export interface Generation {
@@ -223,6 +225,7 @@ export class CausalLM {
       padTokenId: pad,
       returnLogprobs: options.returnLogprobs ?? false,
       returnScores: options.returnScores ?? false,
+      ...(options.stream === undefined ? {} : { stream: options.stream }),
     });
     const rows = out.lengths.length;
     const completions = Array.from({ length: rows }, (_, r) => out.tokens.slice(r * out.width, r * out.width + out.lengths[r]));

@@ -1,12 +1,13 @@
 // Agents: each is a causal LM with its tokenizer, optimizer and optional frozen reference, resolved from hub ids,
 // local directories or loaded model objects by the rules of COMLRL-SPEC §5.1–§5.2. The same CausalLM object given
 // twice is shared (one set of weights), but every agent keeps its own optimizer state.
-import type { NativeOptimizer } from "../native/binding.js";
+import type { AdamWOptions, NativeOptimizer } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { CausalLM, type Dtype } from "../models/causal-lm.js";
 import { resolveModelSource } from "../models/hub.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
+import { causalLMModule, type ComponentRegistry } from "./components.js";
 
 export type ModelSource = string | CausalLM;
 
@@ -71,6 +72,10 @@ export async function resolveTokenizers(
   );
 }
 
+/** The sampling stream training draws from, and the one evaluation draws from so it never moves training's. */
+export const DEFAULT_STREAM = "default";
+export const EVAL_STREAM = "eval";
+
 export interface SamplingSettings {
   maxNewTokens: number;
   temperature: number;
@@ -90,9 +95,11 @@ export class Agent implements RolloutPolicy {
     readonly referenceSource: string | null = null,
   ) {}
 
-  async sample(prompts: string[], k: number): Promise<SampledCompletions> {
+  /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
+  async sample(prompts: string[], k: number, stream = DEFAULT_STREAM): Promise<SampledCompletions> {
     const promptIds = prompts.map((p) => this.tokenizer.encode(p));
     const generation = await this.model.generate(promptIds, {
+      stream,
       maxNewTokens: this.sampling.maxNewTokens,
       numReturnSequences: k,
       doSample: true,
@@ -105,6 +112,11 @@ export class Agent implements RolloutPolicy {
     const completionIds = prompts.map((_, p) => generation.completions.slice(p * k, (p + 1) * k));
     const texts = completionIds.map((row) => row.map((ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true })));
     return { promptIds, completionIds, texts };
+  }
+
+  /** The same agent sampling from the evaluation stream, without reference KL. */
+  evalPolicy(): RolloutPolicy {
+    return { sample: (prompts, k) => this.sample(prompts, k, EVAL_STREAM) };
   }
 
   async referenceKl(promptIds: number[][], completions: Int32Array[][]): Promise<number[][]> {
@@ -123,17 +135,27 @@ export interface BuildAgentsOptions {
   referenceDevices: string[] | null;
   dtype: Dtype;
   seed: number;
-  learningRate: number;
+  optimizer: AdamWOptions;
   sampling: SamplingSettings;
+}
+
+/** Awaits every promise; if any rejects, frees what the others produced and rethrows the first failure. */
+async function allOrFree<T>(promises: Promise<T>[], free: (value: T, index: number) => void): Promise<T[]> {
+  const settled = await Promise.allSettled(promises);
+  const failure = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (!failure) return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+  settled.forEach((s, i) => s.status === "fulfilled" && free(s.value, i));
+  throw failure.reason;
 }
 
 /**
  * Loads each id onto its agent's device (an id repeated loads independent copies), keeps given model objects
  * (the same object twice is shared), and attaches an AdamW optimizer per agent and, when asked, a frozen reference:
- * a fresh load of the same id, or a deep copy of a given model.
+ * a fresh load of the same id, or a deep copy of a given model. If any load fails, everything loaded is freed.
  */
 export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]> {
-  const models = await Promise.all(
+  const loaded = (source: ModelSource) => typeof source === "string";
+  const models = await allOrFree(
     options.sources.map(async (source, i) => {
       if (typeof source !== "string") return source;
       try {
@@ -142,22 +164,75 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
         throw new AgentResolutionError(`Failed to load actor model from identifier '${source}': ${(error as Error).message}`, { cause: error });
       }
     }),
+    (model, i) => loaded(options.sources[i]) && model.dispose(),
   );
-  models.forEach((m, i) => m.native.setSeed(options.seed + i));
-  const references = options.referenceDevices
-    ? await Promise.all(
+  const freeModels = () => models.forEach((m, i) => loaded(options.sources[i]) && m.dispose());
+  let references: (CausalLM | null)[] = models.map(() => null);
+  try {
+    models.forEach((m, i) => m.native.setSeed(options.seed + i));
+    if (options.referenceDevices) {
+      const devices = options.referenceDevices;
+      references = await allOrFree(
         options.sources.map(async (source, i) =>
-          (typeof source === "string"
-            ? await CausalLM.load(source, { dtype: options.dtype, device: options.referenceDevices![i] })
-            : await models[i].clone({ device: options.referenceDevices![i] })
-          ).freeze(),
+          (typeof source === "string" ? await CausalLM.load(source, { dtype: options.dtype, device: devices[i] }) : await models[i].clone({ device: devices[i] })).freeze(),
         ),
-      )
-    : models.map(() => null);
-  const Optimizer = addon().NativeOptimizer;
-  return models.map((model, i) => {
-    const source = options.sources[i];
-    const referenceSource = references[i] && typeof source === "string" ? source : null;
-    return new Agent(i, model, options.tokenizers[i], new Optimizer(model.native, { lr: options.learningRate }), options.sampling, references[i], referenceSource);
-  });
+        (reference) => reference.dispose(),
+      );
+    }
+    const Optimizer = addon().NativeOptimizer;
+    return models.map((model, i) => {
+      const source = options.sources[i];
+      const referenceSource = references[i] && typeof source === "string" ? source : null;
+      return new Agent(i, model, options.tokenizers[i], new Optimizer(model.native, options.optimizer), options.sampling, references[i], referenceSource);
+    });
+  } catch (error) {
+    references.forEach((r) => r?.dispose());
+    freeModels();
+    throw error;
+  }
+}
+
+/**
+ * Registers each agent as component agent_i (exported as agent_i/) and its reference as reference_i; modules the
+ * caller passed in are not the trainer's to free.
+ */
+export function registerAgents(registry: ComponentRegistry, agents: readonly Agent[], sources: readonly ModelSource[]): void {
+  for (const agent of agents) {
+    registry.register({
+      name: `agent_${agent.index}`,
+      module: causalLMModule(agent.model, agent.tokenizer),
+      trains: true,
+      optimizer: agent.optimizer,
+      ownsModule: typeof sources[agent.index] === "string",
+      exportDir: `agent_${agent.index}`,
+    });
+  }
+  for (const agent of agents) {
+    if (!agent.reference) continue;
+    registry.register({
+      name: `reference_${agent.index}`,
+      module: causalLMModule(agent.reference, null),
+      trains: false,
+      ownsModule: true,
+      reloadSource: agent.referenceSource,
+    });
+  }
+}
+
+/**
+ * The config input with its agent count settled (REQUIREMENTS "What can be trained"): the trainer's numAgents and
+ * the config's must agree when both are given; with neither, the count follows an `agents` list; the config's own
+ * default applies only when nothing names a count.
+ */
+export function resolveAgentCount<C extends object>(config: C | undefined, numAgents: number | undefined, agents: readonly unknown[] | null | undefined): C {
+  const input = (config ?? {}) as Record<string, unknown>;
+  const key = input.numAgents !== undefined ? "numAgents" : input.num_agents !== undefined ? "num_agents" : null;
+  if (key !== null) {
+    if (numAgents !== undefined && input[key] !== numAgents) {
+      throw new RangeError(`numAgents (${numAgents}) must match config.${key} (${JSON.stringify(input[key])})`);
+    }
+    return input as C;
+  }
+  const count = numAgents ?? (Array.isArray(agents) ? agents.length : undefined);
+  return (count === undefined ? input : { ...input, numAgents: count }) as C;
 }

@@ -1,27 +1,63 @@
 // Atomic writes: a file or directory appears complete under its final name or not at all.
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 function temporarySibling(target: string, tag: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${tag}-${process.pid}-${randomBytes(4).toString("hex")}`);
 }
 
+/** A write that failed (disk full, permissions); the message starts with the file, which Node's own errors omit. */
+export class FileWriteError extends Error {
+  override name = "FileWriteError";
+  constructor(
+    readonly file: string,
+    cause: unknown,
+  ) {
+    super(`cannot write ${file}: ${(cause as Error).message ?? String(cause)}`, { cause });
+  }
+}
+
+async function naming<T>(file: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw error instanceof FileWriteError ? error : new FileWriteError(file, error);
+  }
+}
+
 /** Writes data to a temporary sibling, fsyncs it, then renames it over file. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
   const temporary = temporarySibling(file, "tmp");
-  const handle = await open(temporary, "w");
-  try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } catch (error) {
+  await naming(file, async () => {
+    const handle = await open(temporary, "w");
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } catch (error) {
+      await handle.close();
+      await rm(temporary, { force: true });
+      throw error;
+    }
     await handle.close();
-    await rm(temporary, { force: true });
-    throw error;
-  }
-  await handle.close();
-  await rename(temporary, file);
+    await rename(temporary, file);
+  });
+}
+
+/**
+ * Writes a file inside a directory that is being built by writeDirAtomic (which fsyncs and renames the whole
+ * directory): a failure names the file and leaves no partial file behind.
+ */
+export async function writeFileChecked(file: string, data: string | Uint8Array): Promise<void> {
+  await naming(file, async () => {
+    try {
+      await writeFile(file, data);
+    } catch (error) {
+      await rm(file, { force: true });
+      throw error;
+    }
+  });
 }
 
 /** fsync a directory so renames inside it survive a crash. */
@@ -57,12 +93,14 @@ async function syncTree(dir: string): Promise<void> {
  * the new one is complete; if fill throws, dir is untouched and the temporary directory is removed.
  */
 export async function writeDirAtomic(dir: string, fill: (tempDir: string) => Promise<void>): Promise<void> {
-  await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
   const temporary = temporarySibling(dir, "tmp");
-  await mkdir(temporary);
+  await naming(dir, async () => {
+    await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
+    await mkdir(temporary);
+  });
   try {
     await fill(temporary);
-    await syncTree(temporary);
+    await naming(dir, () => syncTree(temporary));
   } catch (error) {
     await rm(temporary, { recursive: true, force: true });
     throw error;

@@ -150,7 +150,7 @@ describe("MAGRPO end to end", () => {
 describe("MAGRPO errors", () => {
   it("refuses bad agent and tokenizer resolutions with clear messages", async () => {
     await expect(MAGRPOTrainer.create(options({ agents: null }))).rejects.toThrow(/Either agentModel or agents must be provided/);
-    await expect(MAGRPOTrainer.create(options({ agents: [base] }))).rejects.toThrow(/agents length \(1\) must match numAgents \(2\)/);
+    await expect(MAGRPOTrainer.create(options({ agents: [base], numAgents: 2 }))).rejects.toThrow(/agents length \(1\) must match numAgents \(2\)/);
     await expect(MAGRPOTrainer.create(options({ agentModel: "other/model" }))).rejects.toThrow(/conflicts/);
     await expect(MAGRPOTrainer.create(options({ tokenizer: [tokenizer] }))).rejects.toThrow(/tokenizers length \(1\) must match agents \(2\)/);
     await expect(MAGRPOTrainer.create(options({ numAgents: 3, config: { numAgents: 2 } as never }))).rejects.toThrow(/numAgents \(3\) must match config\.numAgents/);

@@ -55,6 +55,9 @@ describe("MAGRPOConfig defaults", () => {
       seed: 0,
       dtype: "float32",
       maxGradNorm: null,
+      weightDecay: 0.01,
+      adamBetas: [0.9, 0.999],
+      adamEps: 1e-8,
     };
     expect(magrpoConfig()).toEqual(expected);
     expect(magrpoConfig({})).toEqual(expected);

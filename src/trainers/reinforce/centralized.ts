@@ -6,7 +6,8 @@ import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
 import type { Item, RewardFunction } from "../../rollout/types.js";
 import { AgentResolutionError, type ModelSource } from "../agents.js";
-import { MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./magrpo.js";
+import { checkOptionKeys } from "../options.js";
+import { MAGRPO_OPTION_KEYS, MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./magrpo.js";
 
 export class CentralizedParseError extends Error {
   override name = "CentralizedParseError";
@@ -47,6 +48,10 @@ export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptio
   adapter?: CentralizedAdapter;
 }
 
+// Centralized MAGRPO is single-turn: it has no external transition.
+const { externalTransition: _singleTurn, ...MAGRPO_KEYS_BUT_TRANSITION } = MAGRPO_OPTION_KEYS;
+const CENTRALIZED_OPTION_KEYS = { ...MAGRPO_KEYS_BUT_TRANSITION, adapter: true } as const satisfies Record<keyof CentralizedMAGRPOTrainerOptions, true>;
+
 export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
   override readonly algorithm = "CentralizedMAGRPO";
   /** How many roles the joint policy writes for. */
@@ -61,6 +66,8 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
   }
 
   static override async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: CentralizedMAGRPOTrainerOptions): Promise<T> {
+    checkOptionKeys(options, CENTRALIZED_OPTION_KEYS, `${this.name}.create()`);
+    const { adapter: givenAdapter, ...magrpoOptions } = options;
     const roleConfig = centralizedMagrpoConfig(options.config ?? {});
     const roles = roleConfig.numAgents;
     if (options.numAgents !== undefined && options.numAgents !== roles) {
@@ -72,7 +79,7 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
       throw new AgentResolutionError(`Centralized MAGRPO takes one actor tokenizer, got ${options.tokenizer.length}`);
     }
     const roleFormatters = buildFormatters(options.formatters, roles);
-    const adapter = options.adapter ?? new TaggedAdapter();
+    const adapter = givenAdapter ?? new TaggedAdapter();
     const jointPrompt = (item: Item) => {
       const prompt = adapter.buildPrompt(item, roleFormatters.map((f, role) => formatPrompt(f, item, role)));
       if (typeof prompt !== "string" || prompt.length === 0) throw new TypeError("the centralized adapter built an empty prompt");
@@ -92,7 +99,7 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
       return options.rewardFunc(Array.from({ length: roles }, (_, role) => split.map((parts) => parts[role])), context);
     };
     const trainer = (await MAGRPOTrainer.create.call(this, {
-      ...options,
+      ...magrpoOptions,
       agentModel: null,
       agents: actors,
       numAgents: undefined,

@@ -1,33 +1,28 @@
-// MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The rollout tree,
-// agents, logging and saving are shared machinery; this file holds the training loop and the update rule.
-import { existsSync, mkdirSync } from "node:fs";
+// MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The lifecycle
+// (schedule, eval cadence, checkpoints, saving, disposal) is the shared Trainer's; this file holds MAGRPO's rollout
+// settings, its buffers, the advantages and the update rule.
 import path from "node:path";
 import { magrpoConfig, planPlacement, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
-import { CheckpointError, loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint } from "../../checkpoint/checkpoint.js";
-import { MetricsLogger, type MetricsLoggerState, type SampleRow } from "../../logging/metrics-logger.js";
-import { ProgressBar } from "../../logging/progress.js";
-import type { WandbConfig } from "../../logging/wandb.js";
-import type { CausalLM } from "../../models/causal-lm.js";
+import type { SampleRow } from "../../logging/metrics-logger.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { runtimeInfo } from "../../runtime.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
 import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
 import { RewardProcessors } from "../../rollout/rewards.js";
-import { rolloutItem, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
+import { rolloutItem, type RolloutEnvironment, type RolloutNode, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
 import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "../../rollout/types.js";
-import { SeededRandom } from "../../util/random.js";
-import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type ModelSource } from "../agents.js";
+import { buildAgents, registerAgents, resolveAgentCount, resolveModelSources, resolveTokenizers, EVAL_STREAM, type Agent, type ModelSource } from "../agents.js";
+import { evaluateItems, type EvalLoggerInput, type EvaluationHooks } from "../evaluation.js";
+import { checkOneOf, checkOptionKeys } from "../options.js";
+import { LIFECYCLE_OPTION_KEYS, Trainer, type LifecycleOptions, type TrainingStage } from "../trainer.js";
 
-export interface EvalLoggerInput {
-  /** [agent][sample][turn] */
-  agentCompletionsTurns: string[][][];
-  items: Item[];
-}
+export type { EvalLoggerInput };
+export type { Stateful, TrainOptions, TrainProgress } from "../trainer.js";
 
-export interface MAGRPOTrainerOptions {
+export interface MAGRPOTrainerOptions extends LifecycleOptions, EvaluationHooks {
   agentModel?: ModelSource | null;
   agents?: ModelSource[] | null;
-  /** The agent count; must agree with config.numAgents when both are given. */
+  /** The agent count; must agree with config.numAgents when both are given, and follows `agents` otherwise. */
   numAgents?: number;
   tokenizer?: ComlrlTokenizer | ComlrlTokenizer[] | null;
   rewardFunc: RewardFunction;
@@ -39,12 +34,6 @@ export interface MAGRPOTrainerOptions {
   trainDataset: Item[];
   evalDataset?: Item[] | null;
   config?: MAGRPOConfigInput | MAGRPOConfig;
-  /** Where metrics, plots and saved models go (default runs/<algorithm>-<timestamp>). */
-  outputDir?: string;
-  tensorboard?: boolean;
-  wandbConfig?: WandbConfig | null;
-  /** No progress bar or console lines. */
-  quiet?: boolean;
   /**
    * "batched" (default): one forward/backward over all of a minibatch's completions. "perCompletion": one per
    * completion, as CoMLRL does — kept as the bench suite's baseline.
@@ -52,37 +41,29 @@ export interface MAGRPOTrainerOptions {
   scoring?: "batched" | "perCompletion";
   /** Log a table of sample completions every this many items (0: never). */
   sampleLogInterval?: number;
-  evalLogger?: (input: EvalLoggerInput) => unknown | Promise<unknown>;
-  evalAggregator?: (result: unknown, numTurns: number) => Record<string, number>;
-  /** Objects whose stateDict() checkpoints save and loadStateDict() resume restores, in this order. */
-  stateful?: Stateful[];
 }
 
-/** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
-export interface Stateful {
-  stateDict(): unknown;
-  loadStateDict(state: unknown): void;
-}
+export const MAGRPO_OPTION_KEYS = {
+  ...LIFECYCLE_OPTION_KEYS,
+  agentModel: true,
+  agents: true,
+  numAgents: true,
+  tokenizer: true,
+  rewardFunc: true,
+  rewardProcessor: true,
+  rewardBatching: true,
+  formatters: true,
+  externalTransition: true,
+  trainDataset: true,
+  evalDataset: true,
+  config: true,
+  scoring: true,
+  sampleLogInterval: true,
+  evalLogger: true,
+  evalAggregator: true,
+} as const satisfies Record<keyof MAGRPOTrainerOptions, true>;
 
-export interface TrainOptions {
-  /** Where checkpoint-<completed epochs>/ directories go; checkpoints are off without it. */
-  checkpointDir?: string;
-  /** Save every this many completed epochs (default 1), and always at the end. */
-  checkpointInterval?: number;
-  /** A checkpoint directory, or "latest" for the newest complete one in checkpointDir. */
-  resumeFromCheckpoint?: string;
-  /** Keep only the newest N checkpoints (older ones are removed after a new one is complete). */
-  keepLast?: number;
-}
-
-/** Training progress: where train() is and what it has done. Checkpoints save exactly this. */
-export interface TrainProgress {
-  epoch: number;
-  itemIndex: number;
-  envStep: number;
-}
-
-/** Seconds spent per phase since the trainer was made. */
+/** Seconds spent per phase of training since the trainer was made (evaluation is not counted). */
 export interface TrainerTimings extends RolloutTimings {
   update: number;
 }
@@ -96,29 +77,23 @@ export interface UpdateMetrics {
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export class MAGRPOTrainer {
+export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
   readonly algorithm: string = "MAGRPO";
-  readonly progress: TrainProgress = { epoch: 0, itemIndex: 0, envStep: 0 };
   readonly timings: TrainerTimings = { generation: 0, referenceKl: 0, reward: 0, update: 0 };
   protected readonly buffers: NodeSample[][];
-  protected readonly random: SeededRandom;
-  protected logger: MetricsLogger | null = null;
-  /** Where metrics go: outputDir, or a resume-* subdirectory when resuming over an earlier run's files. */
-  protected logDir: string;
-  private resumedLoggerState: MetricsLoggerState | null = null;
+  private readonly rewardWindow: number[] = [];
 
   /** Use the static create(), which loads the agents. */
   constructor(
-    readonly config: MAGRPOConfig,
+    config: MAGRPOConfig,
     readonly agents: Agent[],
     protected readonly options: MAGRPOTrainerOptions,
     protected readonly environment: RolloutEnvironment,
-    readonly outputDir: string,
+    outputDir: string,
   ) {
+    super(config, options, outputDir);
     this.buffers = agents.map(() => []);
-    this.random = new SeededRandom(config.seed);
     environment.timings = this.timings;
-    this.logDir = outputDir;
   }
 
   /** The config builder of this algorithm (baselines override the advantage mode's default). */
@@ -127,11 +102,11 @@ export class MAGRPOTrainer {
   }
 
   static async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: MAGRPOTrainerOptions): Promise<T> {
+    checkOptionKeys(options, MAGRPO_OPTION_KEYS, `${this.name}.create()`);
+    checkOneOf(options.rewardBatching, ["node", "jointAction"], "rewardBatching");
+    checkOneOf(options.scoring, ["batched", "perCompletion"], "scoring");
     if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function.");
-    const config = this.buildConfig({ ...(options.config ?? {}), ...(options.numAgents !== undefined && !options.config?.numAgents ? { numAgents: options.numAgents } : {}) });
-    if (options.numAgents !== undefined && options.numAgents !== config.numAgents) {
-      throw new RangeError(`numAgents (${options.numAgents}) must match config.numAgents (${config.numAgents})`);
-    }
+    const config = this.buildConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
     if (config.numTurns > 1 && !options.externalTransition) throw new Error("Multi-turn MAGRPO requires an externalTransition");
     if (!Array.isArray(options.trainDataset) || options.trainDataset.length === 0) throw new TypeError("trainDataset must be a non-empty array of items");
     const n = config.numAgents;
@@ -146,7 +121,7 @@ export class MAGRPOTrainer {
       referenceDevices: config.referenceKlEnabled ? placement.referenceDevices : null,
       dtype: config.dtype,
       seed: config.seed,
-      learningRate: config.agentLearningRate,
+      optimizer: { lr: config.agentLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
       sampling: { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK },
     });
     const environment: RolloutEnvironment = {
@@ -158,7 +133,9 @@ export class MAGRPOTrainer {
       concurrent: placement.concurrent,
     };
     const outputDir = options.outputDir ?? path.join("runs", `${this.name.replace(/Trainer$/, "").toLowerCase()}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-    return new this(config, agents, options, environment, outputDir);
+    const trainer = new this(config, agents, options, environment, outputDir);
+    registerAgents(trainer.components, agents, sources);
+    return trainer;
   }
 
   protected get rolloutSettings(): RolloutSettings {
@@ -196,28 +173,57 @@ export class MAGRPOTrainer {
     return samples;
   }
 
+  /** Epochs over the train items: roll out each, buffer its samples, update agents whose buffers are full. */
+  protected stages(): TrainingStage[] {
+    const c = this.config;
+    const items = this.options.trainDataset;
+    return [
+      {
+        name: "train",
+        epochs: c.numTrainEpochs,
+        steps: items.length,
+        evaluateBefore: (b) => c.evalInterval > 0 && b % c.evalInterval === 0 && Boolean(this.options.evalDataset?.length),
+        runStep: async (b) => {
+          const samples = await this.collect([items[b]], b);
+          this.rewardWindow.push(...samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward));
+          this.rewardWindow.splice(0, Math.max(0, this.rewardWindow.length - 50));
+          for (const sample of samples) this.buffers[sample.agent].push(sample);
+          if (this.buffers.some((buffer) => buffer.length >= c.rolloutBufferSize)) await this.drainBuffers(c.rolloutBufferSize);
+          return { "reward (last 50)": mean(this.rewardWindow) };
+        },
+        endEpoch: () => this.drainBuffers(1),
+      },
+    ];
+  }
+
   /**
    * One pass of updates (COMLRL-SPEC §3.3): per agent, per turn (ascending), shuffled minibatches of trainBatchSize
-   * samples; each minibatch is one batched backward over all its completions and one AdamW step.
+   * samples; each minibatch is one batched backward over all its completions and one AdamW step. The shuffles are
+   * drawn in agent order before any agent runs, and updates are logged in agent order, so concurrent agents ("mp")
+   * train and log exactly as sequential ones do.
    */
   async update(samples: NodeSample[]): Promise<UpdateMetrics[]> {
     const started = performance.now();
-    const results: UpdateMetrics[] = [];
     const c = this.config;
-    const perAgent = this.agents.map((agent) => samples.filter((s) => s.agent === agent.index));
-    const run = async (agent: Agent) => {
-      const mine = perAgent[agent.index];
+    const plans = this.agents.map((agent) => {
+      const mine = samples.filter((s) => s.agent === agent.index);
       const turns = [...new Set(mine.map((s) => s.turn))].sort((a, b) => a - b);
-      for (const turn of turns) {
+      return turns.flatMap((turn) => {
         const group = this.random.shuffle(mine.filter((s) => s.turn === turn));
-        for (let start = 0; start < group.length; start += c.trainBatchSize) {
-          results.push(await this.step(agent, group.slice(start, start + c.trainBatchSize)));
-        }
-      }
+        return Array.from({ length: Math.ceil(group.length / c.trainBatchSize) }, (_, m) => group.slice(m * c.trainBatchSize, (m + 1) * c.trainBatchSize));
+      });
+    });
+    const run = async (agent: Agent) => {
+      const results: UpdateMetrics[] = [];
+      for (const minibatch of plans[agent.index]) results.push(await this.step(agent, minibatch));
+      return results;
     };
-    if (this.environment.concurrent) await Promise.all(this.agents.map(run));
-    else for (const agent of this.agents) await run(agent);
+    const perAgent = this.environment.concurrent ? await Promise.all(this.agents.map(run)) : await sequential(this.agents, run);
     this.timings.update += (performance.now() - started) / 1000;
+    const results = perAgent.flat();
+    for (const r of results) {
+      this.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: c.agentLearningRate, samples: r.samples });
+    }
     this.logTrainMetrics(samples);
     return results;
   }
@@ -254,128 +260,19 @@ export class MAGRPOTrainer {
     return { agent: agent.index, loss, gradNorm, samples: minibatch.length };
   }
 
-  /** Held-out evaluation (COMLRL-SPEC §3.4): one sample per agent per turn along a single path. */
+  /** Held-out evaluation (COMLRL-SPEC §3.4) on the agents' evaluation streams, re-seeded so every eval draws alike. */
   async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
     const items = (this.options.evalDataset ?? []).slice(0, numSamples);
     if (items.length === 0) return {};
-    const c = this.config;
-    const settings: RolloutSettings = { ...this.rolloutSettings, numGenerations: 1, jointMode: "aligned" };
-    const rewardsByTurn: number[][] = Array.from({ length: c.numTurns }, () => []);
-    const returnsByTurn: number[][] = Array.from({ length: c.numTurns }, () => []);
-    const completionsTurns: string[][][] = this.agents.map(() => []);
-    for (let i = 0; i < items.length; i++) {
-      const { root } = await rolloutItem(items[i], i, this.environment, settings, 0);
-      const path: number[] = [];
-      const texts: string[][] = this.agents.map(() => []);
-      for (let node: typeof root | null = root; node; node = node.children[0]) {
-        path.push(node.rewards[0]);
-        node.texts.forEach((t, agent) => texts[agent].push(t[0]));
-      }
-      path.forEach((r, t) => {
-        rewardsByTurn[t].push(r);
-        returnsByTurn[t].push(path.slice(t).reduce((a, b) => a + b, 0));
-      });
-      texts.forEach((t, agent) => completionsTurns[agent].push(t));
-    }
-    const metrics: Record<string, number> = {};
-    rewardsByTurn.forEach((rs, t) => {
-      if (rs.length === 0) return;
-      metrics[`turn_${t + 1}/reward_mean`] = mean(rs);
-      metrics[`turn_${t + 1}/expected_return`] = mean(returnsByTurn[t]);
-    });
-    if (this.options.evalLogger && this.options.evalAggregator) {
-      const result = await this.options.evalLogger({ agentCompletionsTurns: completionsTurns, items });
-      Object.assign(metrics, this.options.evalAggregator(result, c.numTurns));
-    }
+    this.agents.forEach((agent) => agent.model.native.setSeed(this.config.seed + agent.index, EVAL_STREAM));
+    const environment: RolloutEnvironment = { ...this.environment, policies: this.agents.map((a) => a.evalPolicy()), timings: undefined };
+    const metrics = await evaluateItems(items, environment, this.rolloutSettings, this.options);
     this.logger?.logEval(metrics, this.progress.envStep);
     return Object.fromEntries(Object.entries(metrics).map(([key, value]) => [`eval/${key}`, value]));
   }
 
-  /**
-   * The whole run: epochs over the train items, periodic eval, buffer drains, a final drain per epoch, and (with
-   * checkpointDir) a checkpoint after every checkpointInterval epochs and at the end. With resumeFromCheckpoint the
-   * run continues exactly where that checkpoint left off; numTrainEpochs counts all epochs, before and after.
-   */
-  async train(options: TrainOptions = {}): Promise<void> {
-    const c = this.config;
-    const items = this.options.trainDataset;
-    const interval = options.checkpointInterval ?? 1;
-    if (!Number.isInteger(interval) || interval < 1) throw new RangeError(`checkpointInterval must be a positive integer, got ${interval}`);
-    if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
-    mkdirSync(this.logDir, { recursive: true });
-    this.logger ??= await this.openLogger();
-    const total = c.numTrainEpochs * items.length;
-    const bar = new ProgressBar({ total, label: this.algorithm, quiet: this.options.quiet ?? false, start: this.progress.epoch * items.length });
-    const rewardWindow: number[] = [];
-    try {
-      while (this.progress.epoch < c.numTrainEpochs) {
-        for (; this.progress.itemIndex < items.length; this.progress.itemIndex++) {
-          const b = this.progress.itemIndex;
-          if (c.evalInterval > 0 && b % c.evalInterval === 0 && this.options.evalDataset?.length) {
-            const evalMetrics = await this.evaluate();
-            const first = evalMetrics["eval/turn_1/reward_mean"];
-            if (first !== undefined) bar.log(`eval @ step ${this.progress.envStep}: turn 1 reward ${first.toFixed(3)}`);
-          }
-          const samples = await this.collect([items[b]], b);
-          rewardWindow.push(...samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward));
-          rewardWindow.splice(0, Math.max(0, rewardWindow.length - 50));
-          for (const sample of samples) this.buffers[sample.agent].push(sample);
-          if (this.buffers.some((buffer) => buffer.length >= c.rolloutBufferSize)) await this.drainBuffers(c.rolloutBufferSize);
-          bar.update(this.progress.epoch * items.length + b + 1, { epoch: this.progress.epoch + 1, "reward (last 50)": mean(rewardWindow) });
-        }
-        await this.drainBuffers(1);
-        this.progress.epoch++;
-        this.progress.itemIndex = 0;
-        const last = this.progress.epoch === c.numTrainEpochs;
-        if (options.checkpointDir && (last || this.progress.epoch % interval === 0)) {
-          const started = performance.now();
-          const dir = await this.saveCheckpoint(options.checkpointDir);
-          if (options.keepLast) await pruneCheckpoints(options.checkpointDir, options.keepLast);
-          bar.log(`checkpoint ${dir} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
-        }
-      }
-    } finally {
-      bar.finish();
-    }
-  }
-
-  /** Saves checkpoint-<completed epochs> under root; buffers are empty at epoch ends, so nothing is in flight. */
-  async saveCheckpoint(root: string): Promise<string> {
+  protected override assertCheckpointable(): void {
     if (this.buffers.some((b) => b.length > 0)) throw new Error("saveCheckpoint: rollout buffers must be drained first (checkpoints are taken at epoch ends)");
-    return saveCheckpoint(root, this.progress.epoch, this.agents, {
-      kind: this.algorithm,
-      progress: { ...this.progress },
-      wandb: this.logger?.wandbRunIdentity() ?? null,
-      state: this.checkpointState(),
-    });
-  }
-
-  /** The trainer's own state beyond agents and progress; subclasses extend it. */
-  protected checkpointState(): Record<string, unknown> {
-    return {
-      random: this.random.getState(),
-      logger: this.logger?.state() ?? null,
-      config: this.config,
-      stateful: (this.options.stateful ?? []).map((s) => s.stateDict()),
-    };
-  }
-
-  protected restoreCheckpointState(state: Record<string, unknown>): void {
-    this.random.setState(state.random as number);
-    this.resumedLoggerState = (state.logger as MetricsLoggerState | null) ?? null;
-    const saved = (state.stateful as unknown[]) ?? [];
-    const targets = this.options.stateful ?? [];
-    if (saved.length !== targets.length) throw new CheckpointError(`the checkpoint holds ${saved.length} stateful objects, this trainer was given ${targets.length}`);
-    targets.forEach((target, i) => target.loadStateDict(saved[i]));
-  }
-
-  private async resume(dir: string): Promise<void> {
-    const restored = await loadCheckpoint(dir, this.algorithm, this.agents);
-    Object.assign(this.progress, restored.progress);
-    this.restoreCheckpointState(restored.state);
-    // Metrics after the checkpoint go beside the first run's, not over them.
-    if (existsSync(path.join(this.outputDir, "metrics.jsonl"))) this.logDir = path.join(this.outputDir, `resume-${this.progress.epoch}-${Date.now()}`);
-    this.console(`resumed from ${dir}: epoch ${this.progress.epoch}, env step ${this.progress.envStep}`);
   }
 
   /** Updates every agent whose buffer holds at least `minimum` samples, and empties those buffers. */
@@ -384,25 +281,6 @@ export class MAGRPOTrainer {
     if (ready.length === 0) return;
     const samples = ready.flatMap((agent) => this.buffers[agent].splice(0).sort((a, b) => a.envStep - b.envStep));
     await this.update(samples);
-  }
-
-  protected async openLogger(): Promise<MetricsLogger> {
-    const logger = await MetricsLogger.create({
-      outputDir: this.logDir,
-      algorithm: this.algorithm,
-      tensorboard: this.options.tensorboard ?? false,
-      wandb: this.options.wandbConfig ?? null,
-      runConfig: this.runConfig(),
-      loggingSteps: this.config.loggingSteps,
-      quiet: this.options.quiet ?? false,
-    });
-    if (this.resumedLoggerState) logger.loadState(this.resumedLoggerState);
-    return logger;
-  }
-
-  /** What W&B records about the run. */
-  protected runConfig(): Record<string, unknown> {
-    return { algorithm: this.algorithm, ...this.config };
   }
 
   protected logTrainMetrics(samples: NodeSample[]): void {
@@ -427,38 +305,19 @@ export class MAGRPOTrainer {
     return this.logger !== null && interval > 0 && itemIndex % interval === 0;
   }
 
-  private logSamples(root: import("../../rollout/tree.js").RolloutNode): void {
+  private logSamples(root: RolloutNode): void {
     const rows: SampleRow[] = [];
     root.jointActions.forEach((ja, j) =>
       ja.forEach((k, agent) => rows.push({ turn: root.turn + 1, agent, prompt: root.prompts[agent], completion: root.texts[agent][k], reward: root.rewards[j] })),
     );
     this.logger!.logSamples(rows, this.progress.envStep);
   }
+}
 
-  protected console(message: string): void {
-    if (!this.options.quiet) console.error(`[${this.algorithm}] ${message}`);
-  }
-
-  /** Writes agent_i/ in Hugging Face layout (weights, config, tokenizer) for every agent. */
-  async saveModel(dir: string): Promise<void> {
-    for (const agent of this.agents) {
-      await agent.model.save(path.join(dir, `agent_${agent.index}`), { tokenizer: agent.tokenizer });
-    }
-    this.logger?.logTrain({ final_model_saved: 1 }, this.progress.envStep);
-  }
-
-  /** Frees every agent's model, reference and optimizer, and closes the logs. */
-  async close(): Promise<void> {
-    await this.logger?.close();
-    this.logger = null;
-    const seen = new Set<CausalLM>();
-    for (const agent of this.agents) {
-      agent.optimizer.dispose();
-      agent.reference?.dispose();
-      if (!seen.has(agent.model)) agent.model.dispose();
-      seen.add(agent.model);
-    }
-  }
+async function sequential<A, R>(items: readonly A[], run: (item: A) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (const item of items) out.push(await run(item));
+  return out;
 }
 
 export type TrainerClass<T> = {

@@ -1,0 +1,96 @@
+// Field groups every trainer config is assembled from: sampling, placement, evaluation, reference KL and the runtime
+// settings (seed, dtype, clipping, AdamW). A trainer takes the groups it needs and changes defaults with withDefault;
+// MAGRPO's own fields (advantages, buffers, the rollout tree) stay in magrpo.ts.
+import { deviceSpec, type DeviceSpec } from "./devices.js";
+import { bool, field, float, int, nullable, oneOf, reject } from "./fields.js";
+
+export type ParallelTraining = "none" | "mp";
+export type DType = "float32" | "bfloat16";
+
+export interface SamplingConfig {
+  /** Completions per agent per node: the group the baseline is taken over. */
+  readonly numGenerations: number;
+  readonly maxNewTokens: number;
+  readonly temperature: number;
+  readonly topP: number;
+  /** null leaves top-k filtering off. */
+  readonly topK: number | null;
+}
+
+export const SAMPLING_FIELDS = {
+  numGenerations: int({ default: 4, min: 2 }),
+  // (ours) Upstream leaves the sampling settings unchecked and lets generation fail later; these are the ranges
+  // in which sampling is defined.
+  maxNewTokens: int({ default: 256, min: 1 }),
+  temperature: float({ default: 0.6, above: 0 }),
+  topP: float({ default: 0.6, above: 0, max: 1 }),
+  topK: nullable(int({ default: 50, min: 1 })),
+};
+
+export interface PlacementFields {
+  /** "none": models share one device, agents run in turn; "mp": one device per agent, concurrently. */
+  readonly parallelTraining: ParallelTraining;
+  /** null/"auto" = auto placement; see planPlacement. Required for "mp". */
+  readonly agentDevices: DeviceSpec | null;
+}
+
+export const PLACEMENT_FIELDS = {
+  // "auto" and "ddp" were removed upstream; CoMLRL reads null and "null" as "none".
+  parallelTraining: oneOf(["none", "mp"], { default: "none", aliases: { null: "none" } }),
+  agentDevices: deviceSpec(),
+};
+
+export interface EvalConfig {
+  /** Evaluate every this many train items; 0 turns periodic evaluation off. */
+  readonly evalInterval: number;
+  readonly evalNumSamples: number;
+  readonly evalBatchSize: number;
+}
+
+export const EVAL_FIELDS = {
+  evalInterval: int({ default: 16, min: 0 }),
+  evalNumSamples: int({ default: 4, min: 0 }),
+  evalBatchSize: int({ default: 1, min: 1 }),
+};
+
+export interface ReferenceKlConfig {
+  readonly referenceKlEnabled: boolean;
+  readonly referenceKlCoef: number;
+  /** Devices of the frozen reference models; null = their agents' devices. */
+  readonly referenceDevices: DeviceSpec | null;
+}
+
+export const REFERENCE_KL_FIELDS = {
+  referenceKlEnabled: bool({ default: false }),
+  referenceKlCoef: float({ default: 0.1, min: 0 }),
+  referenceDevices: deviceSpec(),
+};
+
+export interface RuntimeConfig {
+  /** (ours) Seeds the agents' sampling generators and anything the trainer shuffles. */
+  readonly seed: number;
+  /** (ours) Parameter dtype of the trained models. */
+  readonly dtype: DType;
+  /** (ours) Global gradient-norm clip per optimizer step; null clips nothing, as CoMLRL. */
+  readonly maxGradNorm: number | null;
+  /** (ours) AdamW's decoupled weight decay; PyTorch's default, which CoMLRL's optimizers inherit. */
+  readonly weightDecay: number;
+  /** (ours) AdamW's (β1, β2); PyTorch's default. */
+  readonly adamBetas: readonly [number, number];
+  /** (ours) AdamW's ε; PyTorch's default. */
+  readonly adamEps: number;
+}
+
+const betas = field<readonly [number, number]>((raw) => {
+  const ok = Array.isArray(raw) && raw.length === 2 && raw.every((b) => typeof b === "number" && b >= 0 && b < 1);
+  return ok ? [raw[0], raw[1]] : reject("must be two numbers in [0, 1), e.g. [0.9, 0.999]");
+}, [0.9, 0.999]);
+
+export const RUNTIME_FIELDS = {
+  seed: int({ default: 0, min: 0 }),
+  dtype: oneOf(["float32", "bfloat16"], { default: "float32", aliases: { fp32: "float32", bf16: "bfloat16" } }),
+  maxGradNorm: nullable(float({ above: 0 })),
+  weightDecay: float({ default: 0.01, min: 0 }),
+  adamBetas: betas,
+  adamEps: float({ default: 1e-8, above: 0 }),
+};

@@ -1,0 +1,179 @@
+// The component registry: every weight-bearing part of a trainer (an actor, its reference, a value head, a critic, a
+// reward model, a comparator) is registered once with its name, module, optimizer and ownership. Checkpoints,
+// saveModel and close() iterate over the registry, so an algorithm file never saves, restores or frees by hand.
+// A component's name is also its directory in checkpoints (and, through exportDir, in saveModel output).
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { decoderConfigOf } from "../models/config.js";
+import { weightFiles, type CausalLM } from "../models/causal-lm.js";
+import type { ComlrlTokenizer } from "../models/tokenizer.js";
+import { writeFileChecked } from "../util/atomic.js";
+
+/** What the registry needs of any module that holds weights. */
+export interface ComponentModule {
+  /** Identity used to detect sharing: two components with the same key hold one set of weights. */
+  readonly key: object;
+  /** What a checkpoint must agree with to be restored into this module (architecture, vocabulary, head shape). */
+  describe(): Record<string, unknown>;
+  /** Writes the module's weights (and sampling-stream state) into dir, in the module's own layout. */
+  saveState(dir: string): Promise<void>;
+  loadState(dir: string): Promise<void>;
+  /** Writes the module for users (Hugging Face layout, value_head.pt); defaults to saveState. */
+  export?(dir: string): Promise<void>;
+  dispose(): void;
+}
+
+/** What the registry needs of an optimizer. */
+export interface ComponentOptimizer {
+  save(file: string): Promise<void>;
+  load(file: string): Promise<void>;
+  dispose(): void;
+}
+
+export interface ComponentSpec {
+  /** Unique; its checkpoint directory ("agent_0", "reference_0", "agent_1/critic", "reward_model"). */
+  name: string;
+  module: ComponentModule;
+  /** Whether the trainer updates it (frozen references and comparators do not). */
+  trains: boolean;
+  optimizer?: ComponentOptimizer | null;
+  /** Whether the trainer created the module and so frees it; a module the caller passed in stays usable. */
+  ownsModule: boolean;
+  /**
+   * Where a frozen module can be reloaded from on resume instead of being saved (a hub id or dir); null saves its
+   * weights with every checkpoint.
+   */
+  reloadSource?: string | null;
+  /** Subdirectory of saveModel's output ("agent_0", "" for the output dir itself); null: not exported. */
+  exportDir?: string | null;
+}
+
+export interface Component extends Required<ComponentSpec> {
+  /** The earlier component whose module this one shares, or null. */
+  sharesModuleWith: string | null;
+}
+
+export interface SavedComponent {
+  name: string;
+  description: Record<string, unknown>;
+  sharesModuleWith: string | null;
+  reloadSource: string | null;
+  hasOptimizer: boolean;
+}
+
+export class ComponentError extends Error {
+  override name = "ComponentError";
+}
+
+const OPTIMIZER_FILE = "optimizer.pt";
+
+export class ComponentRegistry {
+  private readonly list: Component[] = [];
+
+  register(spec: ComponentSpec): Component {
+    if (this.list.some((c) => c.name === spec.name)) throw new ComponentError(`a component named "${spec.name}" is already registered`);
+    const owner = this.list.find((c) => c.module.key === spec.module.key);
+    const component: Component = {
+      optimizer: null,
+      reloadSource: null,
+      exportDir: null,
+      ...spec,
+      sharesModuleWith: owner?.name ?? null,
+    };
+    this.list.push(component);
+    return component;
+  }
+
+  get all(): readonly Component[] {
+    return this.list;
+  }
+
+  get(name: string): Component {
+    const component = this.list.find((c) => c.name === name);
+    if (!component) throw new ComponentError(`no component named "${name}" (known: ${this.list.map((c) => c.name).join(", ")})`);
+    return component;
+  }
+
+  /** Checkpoint layout: dir/<name>/ holds the module's state (once per shared module) and the optimizer's. */
+  async saveCheckpoint(dir: string): Promise<SavedComponent[]> {
+    const saved: SavedComponent[] = [];
+    for (const c of this.list) {
+      const componentDir = path.join(dir, c.name);
+      if (c.sharesModuleWith === null && c.reloadSource === null) await c.module.saveState(componentDir);
+      if (c.optimizer) await c.optimizer.save(path.join(componentDir, OPTIMIZER_FILE));
+      saved.push({ name: c.name, description: c.module.describe(), sharesModuleWith: c.sharesModuleWith, reloadSource: c.reloadSource, hasOptimizer: c.optimizer !== null });
+    }
+    return saved;
+  }
+
+  /** Refuses a checkpoint whose components differ from these in name, shape, sharing or optimizer; returns the reasons. */
+  incompatibilities(saved: readonly SavedComponent[]): string[] {
+    const names = (list: readonly { name: string }[]) => list.map((c) => c.name).join(", ");
+    if (saved.length !== this.list.length || saved.some((s, i) => s.name !== this.list[i].name)) {
+      return [`it holds components [${names(saved)}], this trainer has [${names(this.list)}]`];
+    }
+    const problems: string[] = [];
+    this.list.forEach((c, i) => {
+      const s = saved[i];
+      const here = JSON.stringify(c.module.describe());
+      const there = JSON.stringify(s.description);
+      if (here !== there) problems.push(`${c.name} differs: checkpoint ${there}, trainer ${here}`);
+      if (s.sharesModuleWith !== c.sharesModuleWith) problems.push(`${c.name}: weight sharing differs (checkpoint ${s.sharesModuleWith ?? "none"}, trainer ${c.sharesModuleWith ?? "none"})`);
+      if (s.hasOptimizer !== (c.optimizer !== null)) problems.push(`${c.name}: the checkpoint ${s.hasOptimizer ? "has" : "has no"} optimizer state`);
+    });
+    return problems;
+  }
+
+  async loadCheckpoint(dir: string): Promise<void> {
+    for (const c of this.list) {
+      const componentDir = path.join(dir, c.name);
+      if (c.sharesModuleWith === null && c.reloadSource === null) await c.module.loadState(componentDir);
+      if (c.optimizer) await c.optimizer.load(path.join(componentDir, OPTIMIZER_FILE));
+    }
+  }
+
+  /** saveModel: every exported component into dir/<exportDir>, a shared module once per export directory. */
+  async exportTo(dir: string): Promise<void> {
+    for (const c of this.list) {
+      if (c.exportDir === null) continue;
+      const target = path.join(dir, c.exportDir);
+      await (c.module.export ? c.module.export(target) : c.module.saveState(target));
+    }
+  }
+
+  /** Frees every optimizer and every module the trainer created, a shared module once. */
+  dispose(): void {
+    const freed = new Set<object>();
+    for (const c of this.list) {
+      c.optimizer?.dispose();
+      if (c.ownsModule && !freed.has(c.module.key)) c.module.dispose();
+      freed.add(c.module.key);
+    }
+    this.list.length = 0;
+  }
+}
+
+const GENERATOR_FILE = "generator.bin";
+
+/**
+ * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the default sampling stream's
+ * state (other streams, e.g. evaluation's, are re-seeded when used and need no saving).
+ */
+export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | null): ComponentModule {
+  return {
+    key: model,
+    describe: () => ({ architecture: { ...decoderConfigOf(model.config) }, ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
+    saveState: async (dir) => {
+      await model.save(dir, { tokenizer: tokenizer ?? undefined });
+      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.native.getGeneratorState());
+    },
+    loadState: async (dir) => {
+      await model.native.loadWeights(weightFiles(dir));
+      const generator = path.join(dir, GENERATOR_FILE);
+      if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
+      model.native.setGeneratorState(new Uint8Array(readFileSync(generator)));
+    },
+    export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
+    dispose: () => model.dispose(),
+  };
+}

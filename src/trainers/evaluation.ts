@@ -1,0 +1,57 @@
+// Held-out evaluation of the MAGRPO family, MADPO and MARLHF (COMLRL-SPEC §3.4): one sample per agent per turn along
+// a single path, scored by the task reward. It runs on its own environment — the agents' evaluation sampling
+// streams, no reference KL, no training timings — so how often it runs never changes the training trajectory.
+import { rolloutItem, type RolloutEnvironment, type RolloutNode, type RolloutSettings } from "../rollout/tree.js";
+import type { Item } from "../rollout/types.js";
+
+export interface EvalLoggerInput {
+  /** [agent][sample][turn] */
+  agentCompletionsTurns: string[][][];
+  items: Item[];
+}
+
+export interface EvaluationHooks {
+  evalLogger?: (input: EvalLoggerInput) => unknown | Promise<unknown>;
+  evalAggregator?: (result: unknown, numTurns: number) => Record<string, number>;
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/** turn_t/reward_mean and turn_t/expected_return over the items (plus what evalAggregator adds), unprefixed. */
+export async function evaluateItems(
+  items: Item[],
+  environment: RolloutEnvironment,
+  settings: RolloutSettings,
+  hooks: EvaluationHooks,
+): Promise<Record<string, number>> {
+  const single: RolloutSettings = { ...settings, numGenerations: 1, jointMode: "aligned" };
+  const numAgents = environment.policies.length;
+  const rewardsByTurn: number[][] = Array.from({ length: settings.numTurns }, () => []);
+  const returnsByTurn: number[][] = Array.from({ length: settings.numTurns }, () => []);
+  const completionsTurns: string[][][] = Array.from({ length: numAgents }, () => []);
+  for (let i = 0; i < items.length; i++) {
+    const { root } = await rolloutItem(items[i], i, environment, single, 0);
+    const rewards: number[] = [];
+    const texts: string[][] = Array.from({ length: numAgents }, () => []);
+    for (let node: RolloutNode | null = root; node; node = node.children[0]) {
+      rewards.push(node.rewards[0]);
+      node.texts.forEach((t, agent) => texts[agent].push(t[0]));
+    }
+    rewards.forEach((r, t) => {
+      rewardsByTurn[t].push(r);
+      returnsByTurn[t].push(rewards.slice(t).reduce((a, b) => a + b, 0));
+    });
+    texts.forEach((t, agent) => completionsTurns[agent].push(t));
+  }
+  const metrics: Record<string, number> = {};
+  rewardsByTurn.forEach((rs, t) => {
+    if (rs.length === 0) return;
+    metrics[`turn_${t + 1}/reward_mean`] = mean(rs);
+    metrics[`turn_${t + 1}/expected_return`] = mean(returnsByTurn[t]);
+  });
+  if (hooks.evalLogger && hooks.evalAggregator) {
+    const result = await hooks.evalLogger({ agentCompletionsTurns: completionsTurns, items });
+    Object.assign(metrics, hooks.evalAggregator(result, settings.numTurns));
+  }
+  return metrics;
+}

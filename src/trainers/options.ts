@@ -1,0 +1,26 @@
+// Trainer options are checked like config fields: a mistyped key (`formatter:` for `formatters:`) is an error naming
+// the nearest valid one, never silently ignored, and enum-like options must hold one of their values.
+import { closestField } from "../config/fields.js";
+
+export class TrainerOptionError extends TypeError {
+  override name = "TrainerOptionError";
+}
+
+/** Throws on any key of options that `known` does not list, suggesting the nearest known key. */
+export function checkOptionKeys(options: object, known: Readonly<Record<string, true>>, where: string): void {
+  const names = Object.keys(known);
+  const unknown = Object.keys(options).filter((key) => !(key in known));
+  if (unknown.length === 0) return;
+  const described = unknown.map((key) => {
+    const guess = closestField(key, names);
+    return guess === undefined ? `"${key}"` : `"${key}" (did you mean "${guess}"?)`;
+  });
+  throw new TrainerOptionError(`${where} has no option ${described.join(", ")}`);
+}
+
+/** Throws unless value is undefined or one of allowed. */
+export function checkOneOf(value: unknown, allowed: readonly string[], name: string): void {
+  if (value !== undefined && !allowed.includes(value as string)) {
+    throw new TrainerOptionError(`${name} must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, got ${JSON.stringify(value)}`);
+  }
+}

@@ -1,0 +1,311 @@
+// The lifecycle every trainer shares: a schedule of stages (each a number of epochs over a number of steps) run inside
+// iterations, periodic evaluation, per-update metrics, checkpoints with exact resume, saving and disposal. A trainer
+// registers its components (see components.ts) and supplies its stages and evaluate(); everything here iterates
+// over those and never knows what an agent, a critic or a reward model is.
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, CheckpointError } from "../checkpoint/checkpoint.js";
+import { writeResumeMarker } from "../logging/jsonl.js";
+import { MetricsLogger, type MetricsLoggerState } from "../logging/metrics-logger.js";
+import { ProgressBar, type ProgressFields } from "../logging/progress.js";
+import type { WandbConfig } from "../logging/wandb.js";
+import { SeededRandom } from "../util/random.js";
+import { ComponentRegistry } from "./components.js";
+import { checkOptionKeys } from "./options.js";
+
+/** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
+export interface Stateful {
+  stateDict(): unknown;
+  loadStateDict(state: unknown): void;
+}
+
+/** Options every trainer takes beside its algorithm's own. */
+export interface LifecycleOptions {
+  /** Where metrics, plots and saved models go (default runs/<algorithm>-<timestamp>). */
+  outputDir?: string;
+  tensorboard?: boolean;
+  wandbConfig?: WandbConfig | null;
+  /** No progress bar or console lines. */
+  quiet?: boolean;
+  /** Objects whose stateDict() checkpoints save and loadStateDict() resume restores, in this order. */
+  stateful?: Stateful[];
+}
+
+export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true } as const satisfies Record<
+  keyof LifecycleOptions,
+  true
+>;
+
+/** The config fields the lifecycle reads. */
+export interface LifecycleConfig {
+  readonly seed: number;
+  readonly loggingSteps: number;
+}
+
+export interface TrainOptions {
+  /** Where checkpoint-<completed epochs>/ directories go; checkpoints are off without it. */
+  checkpointDir?: string;
+  /** Save every this many completed epochs (default 1), and always at the end. */
+  checkpointInterval?: number;
+  /** A checkpoint directory, or "latest" for the newest complete one in checkpointDir. */
+  resumeFromCheckpoint?: string;
+  /** Keep only the newest N checkpoints (older ones are removed after a new one is complete). */
+  keepLast?: number;
+}
+
+const TRAIN_OPTION_KEYS = { checkpointDir: true, checkpointInterval: true, resumeFromCheckpoint: true, keepLast: true } as const satisfies Record<
+  keyof TrainOptions,
+  true
+>;
+
+/**
+ * Where train() is and what it has done; checkpoints save exactly this. The current iteration, its stage, the epoch
+ * within the stage and the step within the epoch, plus running totals.
+ */
+export interface TrainProgress {
+  iteration: number;
+  stage: number;
+  /** Completed epochs of the current stage. */
+  epoch: number;
+  /** The next step (item, pair batch, …) of the current epoch. */
+  itemIndex: number;
+  envStep: number;
+  /** Optimizer steps taken, over every component. */
+  update: number;
+  /** Completed epochs over all stages and iterations: the number in checkpoint-<n>. */
+  unitsDone: number;
+}
+
+/** One part of an iteration: `epochs` passes over `steps` steps. */
+export interface TrainingStage {
+  readonly name: string;
+  /** Read when the stage runs, so that a raised epoch count on resume continues the stage. */
+  readonly epochs: number;
+  readonly steps: number;
+  /** Runs one step; what it returns is shown on the progress bar. */
+  runStep(index: number): Promise<ProgressFields | void>;
+  /** Runs after an epoch's last step (drain buffers), before the epoch counts as complete. */
+  endEpoch?(): Promise<void>;
+  /** Whether to evaluate before step `index`. */
+  evaluateBefore?(index: number): boolean;
+}
+
+/** One optimizer step of one component, as logged. */
+export interface UpdateRecord {
+  loss: number;
+  gradNorm: number;
+  learningRate: number;
+  samples: number;
+}
+
+export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
+  abstract readonly algorithm: string;
+  readonly progress: TrainProgress = { iteration: 0, stage: 0, epoch: 0, itemIndex: 0, envStep: 0, update: 0, unitsDone: 0 };
+  readonly components = new ComponentRegistry();
+  protected readonly random: SeededRandom;
+  protected logger: MetricsLogger | null = null;
+  /** Where metrics go: outputDir, or a resume-* subdirectory when resuming over an earlier run's files. */
+  protected logDir: string;
+  private resumedLoggerState: MetricsLoggerState | null = null;
+  private running = false;
+
+  protected constructor(
+    readonly config: C,
+    protected readonly lifecycle: LifecycleOptions,
+    readonly outputDir: string,
+  ) {
+    this.random = new SeededRandom(config.seed);
+    this.logDir = outputDir;
+  }
+
+  /** The stages of one iteration, in order. */
+  protected abstract stages(): TrainingStage[];
+
+  /** How many times the stages run (iterative trainers); 1 by default. */
+  protected iterations(): number {
+    return 1;
+  }
+
+  /** Held-out evaluation; the lifecycle logs what it returns. */
+  abstract evaluate(): Promise<Record<string, number>>;
+
+  /** Runs the schedule to its end, evaluating, logging and checkpointing as configured; resumes when asked. */
+  async train(options: TrainOptions = {}): Promise<void> {
+    checkOptionKeys(options, TRAIN_OPTION_KEYS, "train()");
+    const interval = options.checkpointInterval ?? 1;
+    if (!Number.isInteger(interval) || interval < 1) throw new RangeError(`checkpointInterval must be a positive integer, got ${interval}`);
+    if (options.keepLast !== undefined && !(Number.isInteger(options.keepLast) && options.keepLast >= 1)) {
+      throw new RangeError(`keepLast must be a positive integer (the checkpoints to keep), got ${options.keepLast}`);
+    }
+    if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
+    this.running = true;
+    try {
+      if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
+      mkdirSync(this.logDir, { recursive: true });
+      this.logger ??= await this.openLogger();
+      await this.runSchedule(options, interval);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async runSchedule(options: TrainOptions, interval: number): Promise<void> {
+    const p = this.progress;
+    const stages = this.stages();
+    const iterations = this.iterations();
+    const perIteration = stages.reduce((sum, s) => sum + s.epochs * s.steps, 0);
+    const done = () => p.iteration * perIteration + stages.slice(0, p.stage).reduce((sum, s) => sum + s.epochs * s.steps, 0) + p.epoch * stages[p.stage].steps + p.itemIndex;
+    const bar = new ProgressBar({ total: iterations * perIteration, label: this.algorithm, quiet: this.lifecycle.quiet ?? false, start: done() });
+    try {
+      for (;;) {
+        const stage = stages[p.stage];
+        if (p.epoch < stage.epochs) {
+          for (; p.itemIndex < stage.steps; p.itemIndex++) {
+            if (stage.evaluateBefore?.(p.itemIndex)) await this.evaluateDuringTraining(bar);
+            const fields = await stage.runStep(p.itemIndex);
+            bar.update(done() + 1, { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}) });
+          }
+          await stage.endEpoch?.();
+          p.epoch++;
+          p.itemIndex = 0;
+          p.unitsDone++;
+          const last = p.epoch >= stage.epochs && p.stage === stages.length - 1 && p.iteration >= iterations - 1;
+          if (options.checkpointDir && (last || p.unitsDone % interval === 0)) await this.checkpointDuringTraining(options.checkpointDir, options.keepLast, bar);
+        } else if (p.stage + 1 < stages.length) {
+          p.stage++;
+          p.epoch = 0;
+        } else if (p.iteration + 1 < iterations) {
+          p.iteration++;
+          p.stage = 0;
+          p.epoch = 0;
+        } else {
+          break;
+        }
+      }
+    } finally {
+      bar.finish();
+    }
+  }
+
+  private async evaluateDuringTraining(bar: ProgressBar): Promise<void> {
+    const metrics = await this.evaluate();
+    const [first] = Object.entries(metrics);
+    if (first) bar.log(`eval @ step ${this.progress.envStep}: ${first[0]} ${first[1].toFixed(3)}`);
+  }
+
+  private async checkpointDuringTraining(root: string, keepLast: number | undefined, bar: ProgressBar): Promise<void> {
+    const started = performance.now();
+    const dir = await this.saveCheckpoint(root);
+    if (keepLast) await pruneCheckpoints(root, keepLast);
+    bar.log(`checkpoint ${dir} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  }
+
+  /** Saves checkpoint-<completed epochs> under root. */
+  async saveCheckpoint(root: string): Promise<string> {
+    this.assertCheckpointable();
+    return saveCheckpoint(
+      root,
+      this.progress.unitsDone,
+      this.components,
+      {
+        kind: this.algorithm,
+        progress: { ...this.progress },
+        wandb: this.logger?.wandbRunIdentity() ?? null,
+        state: this.checkpointState(),
+      },
+      (dir) => this.saveCheckpointFiles(dir),
+    );
+  }
+
+  /** Throws when work is in flight that a checkpoint would lose (e.g. unconsumed rollout buffers). */
+  protected assertCheckpointable(): void {}
+
+  /** Trainer-specific checkpoint files (preference pairs, replay shards). */
+  protected async saveCheckpointFiles(_dir: string): Promise<void> {}
+
+  /** The trainer's own state beyond components and progress; subclasses extend it. */
+  protected checkpointState(): Record<string, unknown> {
+    return {
+      random: this.random.getState(),
+      logger: this.logger?.state() ?? null,
+      metrics: this.logger ? { dir: path.relative(this.outputDir, this.logDir), bytes: this.logger.metricsBytes() } : null,
+      config: this.config,
+      stateful: (this.lifecycle.stateful ?? []).map((s) => s.stateDict()),
+    };
+  }
+
+  protected restoreCheckpointState(state: Record<string, unknown>, _dir: string): void {
+    this.random.setState(state.random as number);
+    this.resumedLoggerState = (state.logger as MetricsLoggerState | null) ?? null;
+    const saved = (state.stateful as unknown[]) ?? [];
+    const targets = this.lifecycle.stateful ?? [];
+    if (saved.length !== targets.length) throw new CheckpointError(`the checkpoint holds ${saved.length} stateful objects, this trainer was given ${targets.length}`);
+    targets.forEach((target, i) => target.loadStateDict(saved[i]));
+  }
+
+  private async resume(dir: string): Promise<void> {
+    const restored = await loadCheckpoint(dir, this.algorithm, this.components);
+    Object.assign(this.progress, restored.progress);
+    this.restoreCheckpointState(restored.state, dir);
+    // Metrics after the checkpoint go beside the first run's, not over them; the marker lets readRunMetrics put the
+    // stream back together with the records the interrupted run wrote after its checkpoint left out.
+    if (existsSync(path.join(this.outputDir, "metrics.jsonl"))) {
+      this.logDir = path.join(this.outputDir, `resume-${this.progress.unitsDone}-${Date.now()}`);
+      const metrics = restored.state.metrics as { dir: string; bytes: number } | null;
+      writeResumeMarker(this.logDir, { checkpoint: path.resolve(dir), parent: metrics ? path.join("..", metrics.dir) : null, parentBytes: metrics?.bytes ?? 0 });
+    }
+    this.console(`resumed from ${dir}: epoch ${this.progress.epoch}, env step ${this.progress.envStep}`);
+  }
+
+  protected async openLogger(): Promise<MetricsLogger> {
+    const logger = await MetricsLogger.create({
+      outputDir: this.logDir,
+      algorithm: this.algorithm,
+      tensorboard: this.lifecycle.tensorboard ?? false,
+      wandb: this.lifecycle.wandbConfig ?? null,
+      runConfig: this.runConfig(),
+      loggingSteps: this.config.loggingSteps,
+      quiet: this.lifecycle.quiet ?? false,
+    });
+    if (this.resumedLoggerState) logger.loadState(this.resumedLoggerState);
+    return logger;
+  }
+
+  /** What W&B records about the run. */
+  protected runConfig(): Record<string, unknown> {
+    return { algorithm: this.algorithm, ...(this.config as object) };
+  }
+
+  /** Logs one optimizer step of a component (nanochat-style: loss, gradient norm, learning rate, every step). */
+  protected recordUpdate(component: string, update: UpdateRecord): void {
+    this.progress.update++;
+    this.logger?.log(
+      "update",
+      {
+        update: this.progress.update,
+        [`${component}/loss`]: update.loss,
+        [`${component}/grad_norm`]: update.gradNorm,
+        [`${component}/lr`]: update.learningRate,
+        [`${component}/samples`]: update.samples,
+      },
+      this.progress.envStep,
+    );
+  }
+
+  protected console(message: string): void {
+    if (!this.lifecycle.quiet) console.error(`[${this.algorithm}] ${message}`);
+  }
+
+  /** Writes every exported component in its user-facing layout (agent_i/ in Hugging Face layout, value heads, …). */
+  async saveModel(dir: string): Promise<void> {
+    await this.components.exportTo(dir);
+    this.logger?.logTrain({ final_model_saved: 1 }, this.progress.envStep);
+  }
+
+  /** Closes the logs and frees what the trainer created (models passed in by the caller stay usable). */
+  async close(): Promise<void> {
+    await this.logger?.close();
+    this.logger = null;
+    this.components.dispose();
+  }
+}
