@@ -1,61 +1,120 @@
 #!/usr/bin/env node
-// The `comlrl` command: info, demo, bench.
-import { parseArgs } from "node:util";
-import { runtimeInfo } from "../runtime.js";
-import { runDemo } from "./demo.js";
+// The `comlrl` command: info, demo, train, bench. Every command validates its whole command line before it does any
+// work; a bad command line prints the usage and exits with 2, a failed run prints its error (no stack) and exits with 1.
+import { describeError, integerOption, parseCommandArgs, stringOption, UsageError, type Command } from "./args.js";
 
-const USAGE = `usage: comlrl <command> [options]
-  info                         libtorch, devices, threads and BLAS in use
-  demo [--out DIR] [--epochs N] [--seed N] [--quiet]
-                               train two tiny agents with MAGRPO on a cooperative task (CPU, a few minutes)
-  bench [--quick] [--compare FILE] [--only PATTERN] [--out DIR] [--device DEV]
-                               measure ceilings, generation, training and a whole trainer epoch; writes
-                               DIR/<date>-<host>.json and .md (DIR: bench/results). --quick: a smoke run (< 1 min);
-                               --compare: ratios against an earlier result; --only: benchmark ids matching a regex`;
+const info: Command = {
+  name: "info",
+  usage: "usage: comlrl info\n  libtorch, devices, threads and BLAS in use",
+  options: {},
+  async run() {
+    const { runtimeInfo } = await import("../runtime.js");
+    console.log(JSON.stringify(runtimeInfo(), null, 2));
+  },
+};
 
-async function main(): Promise<void> {
-  const [command = "info", ...rest] = process.argv.slice(2);
-  switch (command) {
-    case "info":
-      console.log(JSON.stringify(runtimeInfo(), null, 2));
-      return;
-    case "demo": {
-      const { values } = parseArgs({
-        args: rest,
-        options: { out: { type: "string", default: "runs/demo" }, epochs: { type: "string", default: "60" }, seed: { type: "string", default: "7" }, quiet: { type: "boolean", default: false } },
-      });
-      await runDemo({ outputDir: values.out!, epochs: Number(values.epochs), seed: Number(values.seed), quiet: values.quiet! });
-      return;
+const demo: Command = {
+  name: "demo",
+  usage: `usage: comlrl demo [--out DIR] [--epochs N] [--seed N] [--quiet]
+  train two tiny agents with MAGRPO on a cooperative task (CPU, about 20 s)
+  --out DIR     where the model, metrics, plot and agents go (default runs/demo)
+  --epochs N    passes over the 16 items, N ≥ 1 (default 60)
+  --seed N      seed of the model and of sampling, N ≥ 0 (default 7)
+  --quiet       no progress bar`,
+  options: { out: { type: "string" }, epochs: { type: "string" }, seed: { type: "string" }, quiet: { type: "boolean" } },
+  async run(values) {
+    const options = {
+      outputDir: stringOption(values, "out") ?? "runs/demo",
+      epochs: integerOption(values, "epochs", 1) ?? 60,
+      seed: integerOption(values, "seed", 0) ?? 7,
+      quiet: values.quiet === true,
+    };
+    const { runDemo } = await import("./demo.js");
+    await runDemo(options);
+  },
+};
+
+const train: Command = {
+  name: "train",
+  usage: `usage: comlrl train --config FILE [--resume latest|DIR] [--output DIR] [--no-wandb] [--quiet]
+  train with the trainer, task, model and data a CoMLRL-style YAML or JSON config names
+  --config FILE   the config file (.yaml, .yml or .json)
+  --resume X      continue from the newest checkpoint ("latest") or from a checkpoint directory
+  --output DIR    replaces output.base_dir (metrics, checkpoints, the final model)
+  --no-wandb      no W&B run, even when the file has a wandb section
+  --quiet         no progress bar or console lines`,
+  options: { config: { type: "string" }, resume: { type: "string" }, output: { type: "string" }, "no-wandb": { type: "boolean" }, quiet: { type: "boolean" } },
+  async run(values) {
+    const config = stringOption(values, "config");
+    if (config === undefined) throw new UsageError("--config FILE is required");
+    const options = { config, resume: stringOption(values, "resume"), output: stringOption(values, "output"), wandb: values["no-wandb"] !== true, quiet: values.quiet === true };
+    const { runTrain } = await import("./train.js");
+    await runTrain(options);
+  },
+};
+
+const bench: Command = {
+  name: "bench",
+  usage: `usage: comlrl bench [--quick] [--compare FILE] [--only PATTERN] [--out DIR] [--device DEV]
+  measure ceilings, generation, training and a whole trainer epoch; writes DIR/<date>-<host>.json and .md
+  --quick           a smoke run (< 1 min)
+  --compare FILE    ratios against an earlier result
+  --only PATTERN    benchmark ids matching a regex
+  --out DIR         where results go (default bench/results)
+  --device DEV      the device to measure (default: the best available)`,
+  options: { quick: { type: "boolean" }, compare: { type: "string" }, only: { type: "string" }, out: { type: "string" }, device: { type: "string" } },
+  async run(values) {
+    const options = {
+      quick: values.quick === true,
+      compare: stringOption(values, "compare"),
+      only: stringOption(values, "only"),
+      outDir: stringOption(values, "out") ?? "bench/results",
+      device: stringOption(values, "device"),
+    };
+    const { runSuite } = await import("../bench/suite.js");
+    const run = await runSuite(options);
+    console.log(run.markdown);
+    console.error(`results: ${run.jsonFile}\nreport:  ${run.markdownFile}`);
+    return run.result.failed.length > 0 ? 1 : 0;
+  },
+};
+
+const COMMANDS = new Map([info, demo, train, bench].map((command) => [command.name, command]));
+
+const USAGE = `usage: comlrl <command> [options]   (comlrl <command> --help for its options)
+  info     libtorch, devices, threads and BLAS in use
+  demo     train two tiny agents with MAGRPO on a cooperative task (CPU, about 20 s)
+  train    train from a CoMLRL-style config file: comlrl train --config FILE [--resume latest] [--output DIR]
+  bench    measure ceilings, generation, training and a whole trainer epoch`;
+
+async function main(argv: string[]): Promise<number> {
+  const [name = "info", ...rest] = argv;
+  if (name === "help" || name === "--help" || name === "-h") {
+    console.log(USAGE);
+    return 0;
+  }
+  const command = COMMANDS.get(name);
+  if (command === undefined) {
+    console.error(`comlrl: unknown command "${name}"\n${USAGE}`);
+    return 2;
+  }
+  try {
+    const values = parseCommandArgs(command, rest);
+    if (values === null) {
+      console.log(command.usage);
+      return 0;
     }
-    case "bench": {
-      const { values } = parseArgs({
-        args: rest,
-        options: {
-          quick: { type: "boolean", default: false },
-          compare: { type: "string" },
-          only: { type: "string" },
-          out: { type: "string", default: "bench/results" },
-          device: { type: "string" },
-        },
-      });
-      const { runSuite } = await import("../bench/suite.js");
-      const run = await runSuite({ quick: values.quick, compare: values.compare, only: values.only, outDir: values.out, device: values.device });
-      console.log(run.markdown);
-      console.error(`results: ${run.jsonFile}\nreport:  ${run.markdownFile}`);
-      if (run.result.failed.length > 0) process.exitCode = 1;
-      return;
+    return (await command.run(values)) ?? 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`comlrl ${name}: ${error.message}\n${command.usage.split("\n")[0]}\n(comlrl ${name} --help describes the options)`);
+      return 2;
     }
-    case "help":
-    case "--help":
-      console.log(USAGE);
-      return;
-    default:
-      console.error(`comlrl: unknown command "${command}"\n${USAGE}`);
-      process.exit(2);
+    console.error(`comlrl ${name}: ${describeError(error)}`);
+    return 1;
   }
 }
 
-main().catch((error) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-  process.exit(1);
-});
+// A failed run may leave handles open (a W&B connection, a native lane); its status is final, so exit now.
+const status = await main(process.argv.slice(2));
+if (status !== 0) process.exit(status);

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConfigError, loadConfigFile, magrpoConfig, parseConfigText } from "../../src/config/index.js";
+import { centralizedMagrpoConfig, ConfigError, loadConfigFile, magrpoConfig, parseConfigText } from "../../src/config/index.js";
+import { loadTrainConfig, trainConfigFromObject } from "../../src/config/file-sections.js";
 
 let scratch: string;
 beforeEach(() => {
@@ -109,5 +110,132 @@ describe("YAML config files", () => {
   it("the top level must be a mapping", () => {
     expect(() => parseConfigText("- 1\n- 2\n", "list.yaml")).toThrow("list.yaml: a config file must hold a YAML mapping, got an array");
     expect(() => parseConfigText("", "empty.yaml")).toThrow("empty.yaml: a config file must hold a YAML mapping, got null");
+  });
+});
+
+describe("training config files (loadTrainConfig)", () => {
+  // LLM_Collab_Writing's configs/magrpo_tldr_config.yaml, field for field.
+  const MAGRPO_TLDR = `agent_model:
+  name: Qwen/Qwen3-1.7B
+  type: qwen
+  temperature: 0.7
+  top_p: 0.9
+  top_k: null
+  torch_dtype: auto
+
+agents: null
+
+critic_model: null
+
+critics: null
+
+dataset:
+  name: trl-lib/tldr
+  type: tldr
+  train_split: train[:1100]
+  eval_split: test[:1100]
+
+tokenizer:
+  padding_side: left
+
+output:
+  base_dir: output_magrpo_tldr
+  verbose: false
+  save_final_model: true
+  save_path: output_magrpo_tldr
+
+magrpo:
+  parallel_training: none
+  agent_devices:
+  - cuda:0
+  num_turns: 1
+  num_train_epochs: 2
+  agent_learning_rate: 5.0e-06
+  logging_steps: 50
+  num_generations: 4
+  max_new_tokens: 256
+  joint_mode: aligned
+  rollout_buffer_size: 1
+  train_batch_size: 1
+  advantage_normalization: true
+  eval_interval: 20
+  eval_num_samples: 4
+  eval_batch_size: 1
+
+reward_processor:
+  enabled: true
+  scale_factor: 1.0
+  shift: 0.0
+
+wandb:
+  project: comlrl
+  entity: OpenMLRL
+  name: magrpo_tldr
+  tags:
+  - magrpo
+  - tldr
+  - multi-agent
+`;
+
+  it("reads an LLM_Collab MAGRPO config as it is", async () => {
+    const file = write("magrpo_tldr_config.yaml", MAGRPO_TLDR);
+    const config = await loadTrainConfig(file);
+    expect(config.trainer).toBe("magrpo");
+    expect(config.task).toBe("tldr");
+    expect(config.model).toBe("Qwen/Qwen3-1.7B");
+    expect(config.agents).toBeNull();
+    expect(config.dataset).toEqual({ name: "trl-lib/tldr", trainSplit: "train[:1100]", evalSplit: "test[:1100]", revision: undefined, config: undefined });
+    expect(config.output).toEqual({
+      baseDir: "output_magrpo_tldr",
+      verbose: false,
+      saveFinalModel: true,
+      savePath: "output_magrpo_tldr",
+      checkpointDir: path.join("output_magrpo_tldr", "checkpoints"),
+      checkpointInterval: 1,
+      keepLast: undefined,
+    });
+    expect(config.rewardProcessor).toEqual({ scaleFactor: 1, shift: 0 });
+    expect(config.wandb).toMatchObject({ project: "comlrl", entity: "OpenMLRL", name: "magrpo_tldr", tags: ["magrpo", "tldr", "multi-agent"] });
+    expect(config.ignored).toEqual(["agent_model.type"]);
+    // The model section's sampling settings apply, as LLM_Collab's scripts apply them; the section's own fields stay.
+    const magrpo = magrpoConfig(config.trainerConfig, { source: file });
+    expect(magrpo).toMatchObject({ temperature: 0.7, topP: 0.9, topK: null, numTurns: 1, numTrainEpochs: 2, agentLearningRate: 5e-6, agentDevices: ["cuda:0"] });
+    expect((await loadTrainConfig(file, { outputDir: "elsewhere" })).output).toMatchObject({ baseDir: "elsewhere", savePath: "output_magrpo_tldr", checkpointDir: path.join("elsewhere", "checkpoints") });
+  });
+
+  it("the trainer section's own sampling fields win; seed and torch_dtype fill in; a task module path is resolved", async () => {
+    const file = write(
+      "own.yaml",
+      "task: ./my-task.mjs\nseed: 42\nmodel:\n  name: ./tiny\n  temperature: 0.7\n  torch_dtype: bfloat16\nmareinforce:\n  temperature: 1.0\noutput:\n  checkpoint_dir: null\n",
+    );
+    const config = await loadTrainConfig(file);
+    expect(config.trainer).toBe("mareinforce");
+    expect(config.task).toBe(path.join(scratch, "my-task.mjs"));
+    expect(config.trainerConfig).toEqual({ temperature: 1.0, seed: 42, dtype: "bfloat16" });
+    expect(config.output.checkpointDir).toBeNull();
+    expect(config.output.baseDir).toBe(path.join("runs", "mareinforce-my-task"));
+  });
+
+  it("a magrpo section with collaboration_mode: centralized selects centralized MAGRPO", () => {
+    const config = trainConfigFromObject({ model: { name: "m" }, dataset: { type: "cover-vowels" }, magrpo: { collaboration_mode: "centralized", num_turns: 1 } }, "c.yaml");
+    expect(config.trainer).toBe("centralized_magrpo");
+    expect(centralizedMagrpoConfig(config.trainerConfig, { source: "c.yaml" }).collaborationMode).toBe("centralized");
+  });
+
+  it("names trainers that are not available yet, and other layout errors, with the file", () => {
+    const base = { model: { name: "m" }, dataset: { type: "tldr" } };
+    const read = (raw: Record<string, unknown>) => () => trainConfigFromObject(raw, "cfg.yaml");
+    expect(read({ ...base, iac: { num_turns: 1 } })).toThrow(/^cfg\.yaml: section "iac" names a trainer comlrl does not have yet \(IAC is not available yet\); available trainer sections: magrpo, /);
+    expect(read({ ...base, marlhf_iter: {} })).toThrow(/section "marlhf_iter" .*MARLHF_ITER is not available yet/);
+    expect(read({ ...base })).toThrow("cfg.yaml has no trainer section; add one of magrpo, mareinforce, maremax, marloo, centralized_magrpo");
+    expect(read({ ...base, magrpo: {}, marloo: {} })).toThrow("cfg.yaml has several trainer sections (magrpo, marloo)");
+    expect(read({ ...base, magrpoo: {} })).toThrow(/cfg\.yaml: config has no field "magrpoo" \(did you mean "magrpo"\?\)/);
+    expect(read({ ...base, magrpo: {}, critic_model: { name: "c" } })).toThrow(/critic_model is for actor-critic trainers/);
+    expect(read({ model: { name: "m" }, magrpo: {} })).toThrow(/cfg\.yaml: no task; set "task"/);
+    expect(read({ dataset: { type: "tldr" }, magrpo: {} })).toThrow(/cfg\.yaml: no model; set model\.name/);
+    expect(read({ ...base, agent_model: { name: "x" }, magrpo: {} })).toThrow(/both "agent_model" and "model" sections/);
+    expect(read({ ...base, magrpo: {}, output: { verbose: "no" } })).toThrow('cfg.yaml: output.verbose must be true or false, got "no"');
+    expect(read({ ...base, magrpo: {}, model: { name: "m", torch_dtype: "float16" } })).toThrow(/model\.torchDtype \(torch_dtype\) must be one of "auto", "float32", "bfloat16"/);
+    expect(read({ ...base, magrpo: {}, tokenizer: { padding_side: "right" } })).toThrow(/tokenizer\.paddingSide \(padding_side\) must be one of "left"/);
   });
 });

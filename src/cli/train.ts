@@ -1,0 +1,171 @@
+// `comlrl train --config FILE`: a training run from a CoMLRL-style config file. The file names the trainer (its
+// section), the task (a built-in one, or a module exporting dataset/rewardFunc/formatters), the model(s) and the data;
+// the run trains with progress, checkpoints (resumable with --resume latest) and saves the agents.
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { isModulePath, loadTrainConfig, type TrainFileConfig, type TrainerSection } from "../config/file-sections.js";
+import { ConfigError } from "../config/fields.js";
+import { centralizedMagrpoConfig, magrpoConfig, mareinforceConfig, maremaxConfig, marlooConfig, type MAGRPOConfig } from "../config/index.js";
+import { loadDataset } from "../data/index.js";
+import {
+  CentralizedMAGRPOTrainer,
+  MAGRPOTrainer,
+  MAREINFORCETrainer,
+  MAReMaxTrainer,
+  MARLOOTrainer,
+  resolveModelSource,
+  type ExternalTransition,
+  type Formatter,
+  type Item,
+  type RewardFunction,
+  type RewardProcessor,
+} from "../index.js";
+import { getTask } from "../tasks/registry.js";
+
+export interface TrainCommandOptions {
+  config: string;
+  /** "latest" or a checkpoint directory. */
+  resume?: string;
+  /** Replaces output.base_dir. */
+  output?: string;
+  /** false: no W&B run even when the file has a wandb section. */
+  wandb: boolean;
+  quiet: boolean;
+}
+
+/** What a run needs from a task, built-in or a user's module. */
+interface RunTask {
+  numAgents: number;
+  trainDataset: () => Item[] | Promise<Item[]>;
+  evalDataset: () => Item[] | null | Promise<Item[] | null>;
+  rewardFunc: RewardFunction;
+  formatters: Formatter[];
+  externalTransition: ExternalTransition | null;
+}
+
+const TRAINERS: Record<TrainerSection, { trainer: typeof MAGRPOTrainer; config: (input: Record<string, unknown>, options: { source: string }) => MAGRPOConfig }> = {
+  magrpo: { trainer: MAGRPOTrainer, config: magrpoConfig },
+  mareinforce: { trainer: MAREINFORCETrainer, config: mareinforceConfig },
+  maremax: { trainer: MAReMaxTrainer, config: maremaxConfig },
+  marloo: { trainer: MARLOOTrainer, config: marlooConfig },
+  centralized_magrpo: { trainer: CentralizedMAGRPOTrainer, config: centralizedMagrpoConfig },
+};
+
+/** A user's task module: named exports (or a default export object) dataset, rewardFunc, formatters, … */
+async function moduleTask(file: string): Promise<RunTask> {
+  let loaded: Record<string, unknown>;
+  try {
+    if (/\.[cm]?ts$/.test(file)) {
+      // TypeScript modules go through tsx, as `npx tsx` would run them.
+      const tsx = await import("tsx/esm/api").catch(() => {
+        throw new Error(`task module ${file} is TypeScript: install tsx (npm install -D tsx) or point the config at its compiled .js`);
+      });
+      loaded = (await tsx.tsImport(pathToFileURL(file).href, import.meta.url)) as Record<string, unknown>;
+    } else {
+      loaded = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    }
+  } catch (error) {
+    throw new Error(`cannot load task module ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  const exports = (typeof loaded.default === "object" && loaded.default !== null ? loaded.default : loaded) as Record<string, unknown>;
+  const need = (name: string, ok: boolean, what: string) => {
+    if (!ok) throw new Error(`task module ${file} must export ${name} (${what})`);
+  };
+  const { dataset, evalDataset, rewardFunc, formatters, externalTransition, numAgents } = exports;
+  need("dataset", Array.isArray(dataset) || typeof dataset === "function", "an array of items, or a function returning one");
+  need("rewardFunc", typeof rewardFunc === "function", "(completions, context) => rewards");
+  need("formatters", Array.isArray(formatters) && formatters.every((f) => typeof f === "function"), "one (item) => prompt function per agent");
+  const items = (source: unknown, split: string) => async () => (typeof source === "function" ? await (source as (o: { split: string }) => Item[] | Promise<Item[]>)({ split }) : (source as Item[]));
+  return {
+    numAgents: typeof numAgents === "number" ? numAgents : (formatters as Formatter[]).length,
+    trainDataset: items(dataset, "train"),
+    evalDataset: evalDataset === undefined ? () => null : items(evalDataset, "eval"),
+    rewardFunc: rewardFunc as RewardFunction,
+    formatters: formatters as Formatter[],
+    externalTransition: (externalTransition as ExternalTransition | undefined) ?? null,
+  };
+}
+
+function builtinTask(name: string, options: Readonly<Record<string, unknown>>): RunTask {
+  const task = getTask(name, { ...options });
+  return {
+    numAgents: task.numAgents,
+    trainDataset: () => task.dataset({ split: "train" }),
+    evalDataset: () => task.dataset({ split: "eval" }),
+    rewardFunc: task.rewardFunc,
+    formatters: task.formatters,
+    externalTransition: task.externalTransition ?? null,
+  };
+}
+
+function rewardProcessor(config: TrainFileConfig): RewardProcessor | undefined {
+  const processor = config.rewardProcessor;
+  if (processor === null) return undefined;
+  return (reward) => reward * processor.scaleFactor + processor.shift;
+}
+
+/** The trainer config, validated against the file (errors name it), with the task's agent count. */
+function trainerConfig(config: TrainFileConfig, task: RunTask): MAGRPOConfig {
+  const given = config.trainerConfig.num_agents ?? config.trainerConfig.numAgents;
+  if (given !== undefined && given !== task.numAgents) {
+    throw new ConfigError(`${config.source}: ${config.trainer}.num_agents is ${JSON.stringify(given)}, but task "${config.task}" has ${task.numAgents} agents`, "numAgents");
+  }
+  return TRAINERS[config.trainer].config({ ...config.trainerConfig, num_agents: task.numAgents }, { source: config.source });
+}
+
+export async function runTrain(options: TrainCommandOptions): Promise<void> {
+  const config = await loadTrainConfig(options.config, { outputDir: options.output });
+  if (options.resume !== undefined && config.output.checkpointDir === null) {
+    throw new ConfigError(`${config.source}: --resume needs checkpoints, but output.checkpoint_dir is null`, "checkpointDir");
+  }
+  const task = isModulePath(config.task) ? await moduleTask(config.task) : builtinTask(config.task, config.taskOptions);
+  const trainConfig = trainerConfig(config, task);
+  const say = (line: string) => options.quiet || console.log(line);
+  for (const field of config.ignored) say(`comlrl train: ${config.source}: ${field} has no effect in comlrl`);
+
+  const { name: datasetName } = config.dataset;
+  const trainDataset = datasetName === null ? await task.trainDataset() : await loadDataset(datasetName, { split: config.dataset.trainSplit, revision: config.dataset.revision, config: config.dataset.config });
+  const evalDataset =
+    datasetName === null
+      ? await task.evalDataset()
+      : config.dataset.evalSplit === null
+        ? null
+        : await loadDataset(datasetName, { split: config.dataset.evalSplit, revision: config.dataset.revision, config: config.dataset.config });
+
+  const models = config.agents ?? (config.trainer === "centralized_magrpo" ? [config.model!] : Array.from({ length: task.numAgents }, () => config.model!));
+  const dirs = await Promise.all(models.map((model) => resolveModelSource(model, { revision: config.modelRevision })));
+  say(`comlrl train: ${TRAINERS[config.trainer].trainer.name} on task "${path.basename(config.task)}", ${task.numAgents} agents, ${trainDataset.length} train items`);
+
+  const { trainer: Trainer } = TRAINERS[config.trainer];
+  const trainer = await Trainer.create({
+    agents: dirs,
+    rewardFunc: task.rewardFunc,
+    rewardProcessor: rewardProcessor(config),
+    formatters: task.formatters,
+    externalTransition: task.externalTransition,
+    trainDataset,
+    evalDataset,
+    config: trainConfig,
+    outputDir: config.output.baseDir,
+    quiet: options.quiet || !config.output.verbose,
+    wandbConfig: options.wandb ? config.wandb : null,
+  });
+  try {
+    const started = Date.now();
+    await trainer.train({
+      ...(config.output.checkpointDir !== null && {
+        checkpointDir: config.output.checkpointDir,
+        checkpointInterval: config.output.checkpointInterval,
+        keepLast: config.output.keepLast,
+      }),
+      resumeFromCheckpoint: options.resume,
+    });
+    say(`comlrl train: ${trainer.progress.epoch} epochs, ${trainer.progress.envStep} env steps in ${((Date.now() - started) / 1000).toFixed(1)} s; metrics in ${config.output.baseDir}`);
+    if (config.output.saveFinalModel) {
+      await trainer.saveModel(config.output.savePath);
+      say(`comlrl train: agents saved to ${config.output.savePath}`);
+    }
+  } finally {
+    await trainer.close();
+  }
+}
