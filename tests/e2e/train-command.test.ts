@@ -1,0 +1,131 @@
+// `comlrl train --config`: real training runs of a tiny model from YAML config files — a built-in task, checkpoints
+// and resume, the saved agents — and a user's task module reading its data with loadDataset from a local directory.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { runTrain } from "../../src/cli/train.js";
+import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import { createTinyModel } from "../../src/models/tiny-model.js";
+
+let scratch: string;
+let modelDir: string;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(path.join(tmpdir(), "comlrl-train-cmd-"));
+  modelDir = path.join(scratch, "tiny");
+  await createTinyModel(modelDir, { seed: 3, hiddenSize: 32, numLayers: 1 });
+});
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function write(name: string, text: string): string {
+  const file = path.join(scratch, name);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  return file;
+}
+
+/** A config in LLM_Collab's layout for the built-in cover-vowels task, `epochs` passes over its items. */
+function coverVowelsConfig(out: string, epochs: number): string {
+  return `agent_model:
+  name: ${modelDir}
+  temperature: 1.0
+  top_p: 1.0
+  top_k: null
+dataset:
+  type: cover-vowels
+seed: 5
+output:
+  base_dir: ${out}
+  verbose: false
+magrpo:
+  num_turns: 1
+  num_train_epochs: ${epochs}
+  num_generations: 4
+  max_new_tokens: 3
+  agent_learning_rate: 1.0e-3
+  logging_steps: 1
+  eval_interval: 0
+`;
+}
+
+async function quietly<T>(run: () => Promise<T>): Promise<{ result: T; lines: string[] }> {
+  const lines: string[] = [];
+  const log = vi.spyOn(console, "log").mockImplementation((...args) => void lines.push(args.join(" ")));
+  try {
+    return { result: await run(), lines };
+  } finally {
+    log.mockRestore();
+  }
+}
+
+it("trains a built-in task from a YAML file, checkpoints, resumes with more epochs, and saves the agents", async () => {
+  const out = path.join(scratch, "run");
+  const first = await quietly(() => runTrain({ config: write("cv1.yaml", coverVowelsConfig(out, 1)), wandb: false, quiet: false }));
+  expect(first.lines.join("\n")).toMatch(/MAGRPOTrainer on task "cover-vowels", 2 agents, 16 train items/);
+  expect(readdirSync(path.join(out, "checkpoints"))).toEqual(["checkpoint-1"]);
+  const stepsAfterOne = Math.max(...readJsonlMetrics(path.join(out, "metrics.jsonl")).map((r) => r.step));
+  expect(stepsAfterOne).toBeGreaterThan(0);
+
+  // The same run raised to 2 epochs continues from checkpoint-1 rather than starting over.
+  const second = await quietly(() => runTrain({ config: write("cv2.yaml", coverVowelsConfig(out, 2)), resume: "latest", wandb: false, quiet: false }));
+  const text = second.lines.join("\n");
+  expect(text).toMatch(/comlrl train: 2 epochs, \d+ env steps/);
+  const envSteps = Number(/2 epochs, (\d+) env steps/.exec(text)![1]);
+  expect(envSteps).toBe(2 * stepsAfterOne);
+  expect(readdirSync(path.join(out, "checkpoints")).sort()).toEqual(["checkpoint-1", "checkpoint-2"]);
+  expect(readdirSync(out).some((name) => name.startsWith("resume-"))).toBe(true);
+  for (const agent of ["agent_0", "agent_1"]) expect(existsSync(path.join(out, "final_model", agent, "model.safetensors"))).toBe(true);
+}, 120_000);
+
+it("trains a user's task module on a local dataset directory read by split", async () => {
+  write("data/train.jsonl", ["alpha", "beta", "gamma", "delta", "epsilon"].map((word) => JSON.stringify({ prompt: word })).join("\n"));
+  write("data/test.jsonl", JSON.stringify({ prompt: "zeta" }));
+  write(
+    "tasks/echo.mjs",
+    `export const seen = [];
+export const dataset = [{ prompt: "unused" }];
+export const formatters = [(item) => "Say " + item.prompt, (item) => "Repeat " + item.prompt];
+export function rewardFunc(completions, context) {
+  seen.push(context.item.prompt);
+  return completions[0].map((a, j) => (a.length === completions[1][j].length ? 1 : 0));
+}
+`,
+  );
+  const out = path.join(scratch, "module-run");
+  const config = write(
+    "module.yaml",
+    `task: tasks/echo.mjs
+model:
+  name: ${modelDir}
+dataset:
+  name: ${path.join(scratch, "data")}
+  train_split: train[1:4]
+output:
+  base_dir: ${out}
+  verbose: false
+  save_final_model: false
+  checkpoint_dir: null
+marloo:
+  num_turns: 1
+  num_train_epochs: 1
+  num_generations: 2
+  max_new_tokens: 2
+  eval_interval: 0
+`,
+  );
+  const { lines } = await quietly(() => runTrain({ config, wandb: false, quiet: false }));
+  expect(lines.join("\n")).toMatch(/MARLOOTrainer on task "echo\.mjs", 2 agents, 3 train items/);
+  const { seen } = (await import(path.join(scratch, "tasks", "echo.mjs"))) as { seen: string[] };
+  expect([...new Set(seen)]).toEqual(["beta", "gamma", "delta"]);
+  expect(existsSync(path.join(out, "metrics.jsonl"))).toBe(true);
+  expect(existsSync(path.join(out, "final_model"))).toBe(false);
+  expect(readFileSync(path.join(out, "metrics.jsonl"), "utf8").length).toBeGreaterThan(0);
+}, 120_000);
+
+it("refuses trainers that are not available yet before loading anything", async () => {
+  const config = write("iac.yaml", `model:\n  name: ${modelDir}\ndataset:\n  type: cover-vowels\niac:\n  num_turns: 1\n`);
+  await expect(runTrain({ config, wandb: false, quiet: true })).rejects.toThrow(/section "iac" names a trainer comlrl does not have yet/);
+  const wrongCount = write("count.yaml", `model:\n  name: ${modelDir}\ndataset:\n  type: cover-vowels\nmagrpo:\n  num_agents: 3\n`);
+  await expect(runTrain({ config: wrongCount, wandb: false, quiet: true })).rejects.toThrow(/magrpo\.num_agents is 3, but task "cover-vowels" has 2 agents/);
+});
