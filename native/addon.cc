@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include "bridge/bridge.h"
+#include "heads/head_binding.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
 #include "runtime/caching_allocator.h"
@@ -14,6 +15,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::InitLanes(env);
   comlrl::InitRuntime(env, exports);
   comlrl::NativeModel::Init(env, exports);
+  comlrl::NativeValueHead::Init(env, exports);
   comlrl::NativeOptimizer::Init(env, exports);
   return exports;
 }

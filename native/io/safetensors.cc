@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../bridge/bridge.h"
+#include "file_writer.h"
 
 namespace comlrl {
 namespace {
@@ -45,6 +46,24 @@ const DtypeCode& FindDtype(torch::Dtype dtype) {
 
 [[noreturn]] void Fail(const std::string& path, const std::string& message) {
   throw ArgumentError(path + ": " + message);
+}
+
+// Two tensors may not share bytes: a loader would silently hand out one tensor's data as the other's.
+void CheckDisjoint(const std::string& path, const std::map<std::string, TensorEntry>& entries) {
+  std::vector<std::pair<const std::string*, const TensorEntry*>> by_offset;
+  for (const auto& [name, entry] : entries) {
+    if (entry.end > entry.begin) by_offset.emplace_back(&name, &entry);
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) { return a.second->begin < b.second->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const auto& [previous_name, previous] = by_offset[i - 1];
+    const auto& [name, entry] = by_offset[i];
+    if (entry->begin < previous->end) {
+      Fail(path, "tensors \"" + *previous_name + "\" (bytes " + std::to_string(previous->begin) + "-" + std::to_string(previous->end) +
+                     ") and \"" + *name + "\" (bytes " + std::to_string(entry->begin) + "-" + std::to_string(entry->end) +
+                     ") overlap in the data section");
+    }
+  }
 }
 
 }  // namespace
@@ -122,6 +141,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     }
     entries_.emplace(name, std::move(entry));
   }
+  CheckDisjoint(path, entries_);
 }
 
 SafetensorsFile::~SafetensorsFile() {
@@ -156,28 +176,13 @@ void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) Fail(path, std::string("cannot write: ") + std::strerror(errno));
-  auto write_all = [&](const void* data, size_t size) {
-    const auto* cursor = static_cast<const char*>(data);
-    while (size > 0) {
-      const ssize_t written = ::write(fd, cursor, size);
-      if (written < 0 && errno == EINTR) continue;
-      if (written <= 0) {
-        const int error = errno;
-        ::close(fd);
-        Fail(path, std::string("write failed: ") + std::strerror(error));
-      }
-      cursor += written;
-      size -= static_cast<size_t>(written);
-    }
-  };
+  FileWriter file(path);
   const uint64_t header_size = text.size();
-  write_all(&header_size, 8);
-  write_all(text.data(), text.size());
-  for (const auto& [name, tensor] : ordered) write_all(tensor.data_ptr(), tensor.numel() * tensor.element_size());
+  file.Write(&header_size, 8);
+  file.Write(text.data(), text.size());
+  for (const auto& [name, tensor] : ordered) file.Write(tensor.data_ptr(), tensor.numel() * tensor.element_size());
   // Durable before the caller renames it into place: a crash never leaves a short file under the final name.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) Fail(path, std::string("write failed: ") + std::strerror(errno));
+  file.Finish();
 }
 
 }  // namespace comlrl

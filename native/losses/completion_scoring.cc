@@ -17,33 +17,18 @@ torch::Tensor BoolTensor(const std::vector<uint8_t>& values, std::vector<int64_t
   return torch::tensor(values, torch::kUInt8).reshape(shape).to(device).to(torch::kBool);
 }
 
-// Hidden states that predict each completion token, [total tokens, hidden], rows concatenated: one right-padded
-// forward over prompt ⧺ completion[:-1] for every row.
-torch::Tensor PredictingHiddenPerRow(CausalLMImpl& model, const CompletionBatch& batch, const torch::Device& device) {
-  const int64_t rows = static_cast<int64_t>(batch.prompts.size());
-  int64_t width = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t fed = static_cast<int64_t>(batch.prompts[r].size() + batch.completions[r].size()) - 1;
-    width = std::max({width, fed, static_cast<int64_t>(batch.prompts[r].size())});
-  }
-  std::vector<int64_t> ids(rows * width, 0), select_rows, select_cols;
-  std::vector<uint8_t> mask(rows * width, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto& prompt = batch.prompts[r];
-    const auto& completion = batch.completions[r];
-    int64_t col = 0;
-    for (int64_t token : prompt) ids[r * width + col++] = token;
-    for (size_t i = 0; i + 1 < completion.size(); ++i) ids[r * width + col++] = completion[i];
-    std::fill_n(mask.begin() + r * width, col, 1);
-    for (size_t i = 0; i < completion.size(); ++i) {
-      select_rows.push_back(r);
-      select_cols.push_back(static_cast<int64_t>(prompt.size()) - 1 + static_cast<int64_t>(i));
+// Hidden states that predict each completion token, [total tokens, hidden], rows concatenated.
+torch::Tensor PredictingHidden(const CompletionBatch& batch, const SequenceForward& forward) {
+  const torch::Device device = forward.hidden.device();
+  std::vector<int64_t> select_rows, select_cols;
+  for (size_t r = 0; r < batch.prompts.size(); ++r) {
+    for (size_t i = 0; i < batch.completions[r].size(); ++i) {
+      select_rows.push_back(static_cast<int64_t>(r));
+      select_cols.push_back(static_cast<int64_t>(batch.prompts[r].size()) - 1 + static_cast<int64_t>(i));
     }
   }
-  const torch::Tensor positions = torch::arange(width, torch::TensorOptions().dtype(torch::kInt64).device(device)).expand({rows, width});
-  const torch::Tensor hidden = model.forward({Int64Tensor(ids, {rows, width}, device), positions, BoolTensor(mask, {rows, width}, device)});
   const int64_t total = static_cast<int64_t>(select_rows.size());
-  return hidden.index({Int64Tensor(select_rows, {total}, device), Int64Tensor(select_cols, {total}, device)});
+  return forward.hidden.index({Int64Tensor(select_rows, {total}, device), Int64Tensor(select_cols, {total}, device)});
 }
 
 // The same hidden states when rows share prompts (the K samples of a node): each distinct prompt is run once, its
@@ -105,23 +90,48 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
 
 }  // namespace
 
-CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy) {
+SequenceForward ForwardSequences(CausalLMImpl& model, const CompletionBatch& batch, bool with_last_token) {
+  const torch::Device device = model.model->embed_tokens->weight.device();
+  const int64_t rows = static_cast<int64_t>(batch.prompts.size());
+  SequenceForward out;
+  int64_t width = 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t completion = static_cast<int64_t>(batch.completions[r].size());
+    const int64_t fed = static_cast<int64_t>(batch.prompts[r].size()) + (with_last_token ? completion : std::max<int64_t>(completion - 1, 0));
+    out.lengths.push_back(fed);
+    width = std::max(width, fed);
+  }
+  std::vector<int64_t> ids(rows * width, 0);
+  std::vector<uint8_t> mask(rows * width, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t col = 0;
+    for (int64_t token : batch.prompts[r]) ids[r * width + col++] = token;
+    for (int64_t token : batch.completions[r]) {
+      if (col < out.lengths[r]) ids[r * width + col++] = token;
+    }
+    std::fill_n(mask.begin() + r * width, out.lengths[r], 1);
+  }
+  const torch::Tensor positions = torch::arange(width, torch::TensorOptions().dtype(torch::kInt64).device(device)).expand({rows, width});
+  out.hidden = model.forward({Int64Tensor(ids, {rows, width}, device), positions, BoolTensor(mask, {rows, width}, device)});
+  return out;
+}
+
+namespace {
+
+void CheckBatch(const CompletionBatch& batch) {
   TORCH_CHECK(batch.prompts.size() == batch.completions.size(), "score: ", batch.prompts.size(), " prompts but ",
               batch.completions.size(), " completions");
   TORCH_CHECK(!batch.prompts.empty(), "score: empty batch");
+  for (size_t r = 0; r < batch.prompts.size(); ++r) TORCH_CHECK(!batch.prompts[r].empty(), "score: row ", r, " has an empty prompt");
+}
+
+// Log-probs of every completion token from the hidden states that predict them (rows concatenated).
+CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& batch, const torch::Tensor& predicting, bool with_entropy) {
   const torch::Device device = model.model->embed_tokens->weight.device();
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
   std::vector<int64_t> targets, row_of_token;
   std::vector<float> counts(rows);
-  // Distinct prompts, in order of first appearance, and each row's.
-  std::map<std::vector<int64_t>, int64_t> group_of_prompt;
-  std::vector<const std::vector<int64_t>*> prompts;
-  std::vector<int64_t> group_of_row(rows);
   for (int64_t r = 0; r < rows; ++r) {
-    TORCH_CHECK(!batch.prompts[r].empty(), "score: row ", r, " has an empty prompt");
-    const auto inserted = group_of_prompt.emplace(batch.prompts[r], static_cast<int64_t>(prompts.size()));
-    if (inserted.second) prompts.push_back(&batch.prompts[r]);
-    group_of_row[r] = inserted.first->second;
     for (int64_t token : batch.completions[r]) {
       targets.push_back(token);
       row_of_token.push_back(r);
@@ -138,10 +148,7 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
     if (with_entropy) scores.entropy = torch::zeros({rows}, torch::TensorOptions().device(device));
     return scores;
   }
-  const bool shared = static_cast<int64_t>(prompts.size()) < rows;
-  const torch::Tensor selected = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
-                                        : PredictingHiddenPerRow(model, batch, device);
-  const torch::Tensor logits = model.logits(selected).to(torch::kFloat32);
+  const torch::Tensor logits = model.logits(predicting).to(torch::kFloat32);
   scores.token_logprobs = TokenLogProbs(logits, Int64Tensor(targets, {total}, device));
   scores.sums = torch::zeros({rows}, scores.token_logprobs.options()).index_add(0, scores.row_of_token, scores.token_logprobs);
   if (with_entropy) {
@@ -152,6 +159,41 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
                      scores.counts.clamp_min(1.0);
   }
   return scores;
+}
+
+bool HasCompletionTokens(const CompletionBatch& batch) {
+  for (const auto& completion : batch.completions) {
+    if (!completion.empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy) {
+  CheckBatch(batch);
+  const torch::Device device = model.model->embed_tokens->weight.device();
+  const int64_t rows = static_cast<int64_t>(batch.prompts.size());
+  if (!HasCompletionTokens(batch)) return ScorePredicting(model, batch, torch::Tensor(), with_entropy);
+  // Distinct prompts, in order of first appearance, and each row's.
+  std::map<std::vector<int64_t>, int64_t> group_of_prompt;
+  std::vector<const std::vector<int64_t>*> prompts;
+  std::vector<int64_t> group_of_row(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto inserted = group_of_prompt.emplace(batch.prompts[r], static_cast<int64_t>(prompts.size()));
+    if (inserted.second) prompts.push_back(&batch.prompts[r]);
+    group_of_row[r] = inserted.first->second;
+  }
+  const bool shared = static_cast<int64_t>(prompts.size()) < rows;
+  const torch::Tensor predicting = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
+                                          : PredictingHidden(batch, ForwardSequences(model, batch, false));
+  return ScorePredicting(model, batch, predicting, with_entropy);
+}
+
+CompletionScores ScoreFromForward(CausalLMImpl& model, const CompletionBatch& batch, const SequenceForward& forward, bool with_entropy) {
+  CheckBatch(batch);
+  if (!HasCompletionTokens(batch)) return ScorePredicting(model, batch, torch::Tensor(), with_entropy);
+  return ScorePredicting(model, batch, PredictingHidden(batch, forward), with_entropy);
 }
 
 torch::Tensor KlK3(const CompletionScores& policy, const CompletionScores& reference) {

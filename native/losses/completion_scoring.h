@@ -26,6 +26,17 @@ struct CompletionScores {
 
 CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy);
 
+// One right-padded forward over prompt ⧺ completion of every row (positions from 0, pads masked).
+struct SequenceForward {
+  torch::Tensor hidden;          // [rows, width, hidden], after the final norm
+  std::vector<int64_t> lengths;  // tokens fed per row
+};
+// with_last_token feeds whole completions (a readout at the last token needs it); without, prompt ⧺ completion[:-1],
+// all that scoring needs.
+SequenceForward ForwardSequences(CausalLMImpl& model, const CompletionBatch& batch, bool with_last_token);
+// The scores ScoreCompletions gives, read from a forward that fed at least prompt ⧺ completion[:-1].
+CompletionScores ScoreFromForward(CausalLMImpl& model, const CompletionBatch& batch, const SequenceForward& forward, bool with_entropy);
+
 // The k3 estimate of KL(policy ‖ reference) per row, summed over completion tokens: d = lp_ref − lp_pol,
 // k3 = exp(d) − d − 1 (COMLRL-SPEC §3.6).
 torch::Tensor KlK3(const CompletionScores& policy, const CompletionScores& reference);

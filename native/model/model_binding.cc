@@ -3,7 +3,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "../bridge/bridge.h"
+#include "../heads/head_binding.h"
+#include "../heads/readouts.h"
+#include "../losses/bradley_terry.h"
 #include "../losses/completion_scoring.h"
+#include "../losses/policy_gradient.h"
+#include "../losses/value_loss.h"
 #include "generate.h"
 #include "weights.h"
 
@@ -126,6 +131,11 @@ void NativeModel::Init(Napi::Env env, Napi::Object exports) {
           InstanceMethod("klK3", &NativeModel::KlK3),
           InstanceMethod("policyGradientBackward", &NativeModel::PolicyGradientBackward),
           InstanceMethod("causalLMLossBackward", &NativeModel::CausalLMLossBackward),
+          InstanceMethod("values", &NativeModel::Values),
+          InstanceMethod("valueLossBackward", &NativeModel::ValueLossBackward),
+          InstanceMethod("actorCriticBackward", &NativeModel::ActorCriticBackward),
+          InstanceMethod("rewardScores", &NativeModel::RewardScores),
+          InstanceMethod("bradleyTerryBackward", &NativeModel::BradleyTerryBackward),
           InstanceMethod("zeroGrad", &NativeModel::ZeroGrad),
           InstanceMethod("parameterNames", &NativeModel::ParameterNames),
           InstanceMethod("getParameter", &NativeModel::GetParameter),
@@ -159,11 +169,21 @@ Napi::Object NativeModel::Wrap(Napi::Env env, std::shared_ptr<ModelState> state)
   return object;  // holder is freed here; the constructor copied the shared_ptr
 }
 
+bool NativeModel::Is(const Napi::Value& value) {
+  return value.IsObject() && value.As<Napi::Object>().InstanceOf(constructor_.Value());
+}
+
 std::shared_ptr<ModelState> NativeModel::StateOf(const Napi::Value& value, const char* what) {
-  if (!value.IsObject() || !value.As<Napi::Object>().InstanceOf(constructor_.Value())) {
-    throw ArgumentError(std::string(what) + " must be a NativeModel");
-  }
+  if (!Is(value)) throw ArgumentError(std::string(what) + " must be a NativeModel");
   return Unwrap(value.As<Napi::Object>())->Live();
+}
+
+at::Generator& ModelState::Stream(const std::string& name) {
+  const auto found = generators.find(name);
+  if (found == generators.end()) {
+    throw ArgumentError("sampling stream \"" + name + "\" was never seeded (setSeed(seed, \"" + name + "\") creates it)");
+  }
+  return found->second;
 }
 
 std::shared_ptr<ModelState> NativeModel::Live() const {
@@ -263,10 +283,15 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     for (int64_t i = 0; i < eos.numel(); ++i) settings.eos_token_ids.push_back(eos.data_ptr<int32_t>()[i]);
     if (!(settings.temperature > 0)) throw ArgumentError("temperature must be positive");
     if (!(settings.top_p > 0 && settings.top_p <= 1)) throw ArgumentError("topP must be in (0, 1]");
-    return RunAsync(info.Env(), state->device.str(), [state, prompts, settings]() -> Resolver {
+    const std::string stream = options.Get("stream").IsUndefined() ? ModelState::kDefaultStream : StringField(options, "stream");
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->Stream(stream);  // an unknown stream fails here, before any work is queued
+    }
+    return RunAsync(info.Env(), state->device.str(), [state, prompts, settings, stream]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::InferenceMode inference;
-      GenerateResult result = comlrl::Generate(*state->module, prompts, settings, state->generator);
+      GenerateResult result = comlrl::Generate(*state->module, prompts, settings, state->Stream(stream));
       return [result](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         out.Set("tokens", ToInt32Array(env, result.tokens));
@@ -342,7 +367,7 @@ Napi::Value NativeModel::PolicyGradientBackward(const Napi::CallbackInfo& info) 
     return RunAsync(info.Env(), state->device.str(), [state, batch, advantages, scale]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       CompletionScores scores = ScoreCompletions(*state->module, batch, false);
-      const torch::Tensor loss = -(advantages.to(scores.sums.device()) * scores.sums).sum() * scale;
+      const torch::Tensor loss = PolicyGradientLoss(scores, advantages, scale);
       loss.backward();
       scores.sums = scores.sums.detach();
       const double loss_value = loss.item<double>();
@@ -372,6 +397,217 @@ Napi::Value NativeModel::CausalLMLossBackward(const Napi::CallbackInfo& info) {
       return [value](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         out.Set("loss", value);
+        return out;
+      };
+    });
+  });
+}
+
+namespace {
+
+// The head a readout call names, checked against the model it reads.
+std::shared_ptr<HeadState> HeadFor(const ModelState& model, const Napi::Value& value) {
+  auto head = NativeValueHead::StateOf(value, "head");
+  if (head->device != model.device) {
+    throw ArgumentError("the head is on " + head->device.str() + " but the model on " + model.device.str());
+  }
+  const int64_t hidden = model.module->config().hidden_size;
+  if (head->module->hidden_size() != hidden) {
+    throw ArgumentError("the head reads hidden size " + std::to_string(head->module->hidden_size()) + ", the model's is " +
+                        std::to_string(hidden));
+  }
+  return head;
+}
+
+CompletionBatch ReadCheckedCompletionBatch(const ModelState& state, const Napi::Object& options) {
+  CompletionBatch batch = ReadCompletionBatch(options);
+  CheckVocab(batch.prompts, state.module->config().vocab_size, "prompts");
+  CheckVocab(batch.completions, state.module->config().vocab_size, "completions");
+  if (batch.prompts.empty()) throw ArgumentError("the batch has no rows");
+  for (size_t r = 0; r < batch.prompts.size(); ++r) {
+    if (batch.prompts[r].empty()) throw ArgumentError("prompts row " + std::to_string(r) + " is empty");
+  }
+  return batch;
+}
+
+torch::Tensor Float32Field(const Napi::Object& options, const char* field, int64_t count, const char* per) {
+  torch::Tensor values = Float32ArrayToTensor(options.Get(field), field);
+  if (values.numel() != count) {
+    throw ArgumentError(std::string(field) + " has " + std::to_string(values.numel()) + " values for " + std::to_string(count) + " " + per);
+  }
+  return values;
+}
+
+// oldValues and clipRange select the clipped value loss; one without the other is an error.
+std::optional<ValueClip> ReadValueClip(const Napi::Object& options, int64_t count) {
+  const bool has_old = !options.Get("oldValues").IsUndefined(), has_range = !options.Get("clipRange").IsUndefined();
+  if (has_old != has_range) throw ArgumentError(has_old ? "oldValues is given without clipRange" : "clipRange is given without oldValues");
+  if (!has_old) return std::nullopt;
+  const double range = NumberField(options, "clipRange");
+  if (!(range >= 0)) throw ArgumentError("clipRange must be non-negative");
+  return ValueClip{Float32Field(options, "oldValues", count, "readouts"), range};
+}
+
+void Backward(const torch::Tensor& loss, double scale) {
+  if (!loss.requires_grad()) throw ArgumentError("nothing to train: the model and the head are both frozen");
+  (loss * scale).backward();
+}
+
+// { ids, batch, length, attentionMask? } with every id inside the vocabulary.
+std::pair<torch::Tensor, torch::Tensor> ReadCheckedTokenBatch(const ModelState& state, const Napi::Object& options) {
+  auto token_batch = ReadTokenBatch(options);
+  const int64_t vocab = state.module->config().vocab_size;
+  if (token_batch.first.numel() > 0 && (token_batch.first.min().item<int64_t>() < 0 || token_batch.first.max().item<int64_t>() >= vocab)) {
+    throw ArgumentError("ids holds a token id outside the vocabulary of " + std::to_string(vocab));
+  }
+  return token_batch;
+}
+
+}  // namespace
+
+// values(head, { ...batch, readout: "v" | "q" | "positions" }) -> Promise<Float32Array>: one value per row (V, Q) or
+// per fed token (positions: prompt ⧺ completion of each row, rows concatenated). No gradients.
+Napi::Value NativeModel::Values(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    auto head = HeadFor(*state, info[0]);
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    CompletionBatch batch = ReadCheckedCompletionBatch(*state, options);
+    const Readout readout = ParseReadout(StringField(options, "readout"));
+    return RunAsync(info.Env(), state->device.str(), [state, head, batch, readout]() -> Resolver {
+      ModuleLocks locks({state.get(), head.get()});
+      torch::NoGradGuard no_grad;
+      const torch::Tensor values = head->module->forward(ReadoutHidden(*state->module, batch, readout));
+      return [values](Napi::Env env) -> Napi::Value { return ToFloat32Array(env, values); };
+    });
+  });
+}
+
+// valueLossBackward(head, { ...batch, readout, targets, oldValues?, clipRange?, scale?, backward? })
+//   -> Promise<{ loss, values }>: MSE or clipped value loss on the readout; accumulates scale · ∇loss into the head and
+//   (unless frozen) the model. loss is unscaled.
+Napi::Value NativeModel::ValueLossBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    auto head = HeadFor(*state, info[0]);
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    CompletionBatch batch = ReadCheckedCompletionBatch(*state, options);
+    const Readout readout = ParseReadout(StringField(options, "readout"));
+    const int64_t count = ReadoutCount(batch, readout);
+    const torch::Tensor targets = Float32Field(options, "targets", count, "readouts");
+    const std::optional<ValueClip> clip = ReadValueClip(options, count);
+    const double scale = NumberFieldOr(options, "scale", 1.0);
+    const bool backward = BoolFieldOr(options, "backward", true);
+    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
+      ModuleLocks locks({state.get(), head.get()});
+      torch::AutoGradMode grad_mode(backward);
+      const torch::Tensor values = head->module->forward(ReadoutHidden(*state->module, batch, readout));
+      const torch::Tensor loss = ValueLoss(values, targets, clip);
+      if (backward) Backward(loss, scale);
+      const double loss_value = loss.item<double>();
+      const torch::Tensor detached = values.detach();
+      return [loss_value, detached](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("loss", loss_value);
+        out.Set("values", ToFloat32Array(env, detached));
+        return out;
+      };
+    });
+  });
+}
+
+// actorCriticBackward(head, { ...batch, advantages, targets, valueLossCoef, readout, oldValues?, clipRange?, scale? })
+//   -> Promise<{ policyLoss, valueLoss, loss, values, sum, mean }>: loss = policy-gradient loss (as
+//   policyGradientBackward) + valueLossCoef · value loss, read from one forward of prompt ⧺ completion and
+//   back-propagated once (scale weights the gradient; the losses returned are unscaled).
+Napi::Value NativeModel::ActorCriticBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    auto head = HeadFor(*state, info[0]);
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    CompletionBatch batch = ReadCheckedCompletionBatch(*state, options);
+    const Readout readout = ParseReadout(StringField(options, "readout"));
+    const int64_t count = ReadoutCount(batch, readout);
+    const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(batch.prompts.size()), "completions");
+    const torch::Tensor targets = Float32Field(options, "targets", count, "readouts");
+    const std::optional<ValueClip> clip = ReadValueClip(options, count);
+    const double coef = NumberField(options, "valueLossCoef");
+    const double scale = NumberFieldOr(options, "scale", 1.0);
+    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
+      ModuleLocks locks({state.get(), head.get()});
+      const SequenceForward forward = ForwardSequences(*state->module, batch, true);
+      CompletionScores scores = ScoreFromForward(*state->module, batch, forward, false);
+      const torch::Tensor values = head->module->forward(SelectReadout(forward, batch, readout));
+      const torch::Tensor policy_loss = PolicyGradientLoss(scores, advantages, 1.0);
+      const torch::Tensor value_loss = ValueLoss(values, targets, clip);
+      const torch::Tensor loss = policy_loss + coef * value_loss;
+      Backward(loss, scale);
+      scores.sums = scores.sums.detach();
+      const double policy_value = policy_loss.item<double>(), value_value = value_loss.item<double>(), loss_value = loss.item<double>();
+      const torch::Tensor detached = values.detach();
+      return [=](Napi::Env env) -> Napi::Value {
+        Napi::Object out = ScoresToJs(env, scores, false);
+        out.Set("policyLoss", policy_value);
+        out.Set("valueLoss", value_value);
+        out.Set("loss", loss_value);
+        out.Set("values", ToFloat32Array(env, detached));
+        return out;
+      };
+    });
+  });
+}
+
+// rewardScores(head, { ids, batch, length, attentionMask? }) -> Promise<Float32Array>: the head on each row's last
+// real token (left or right padding).
+Napi::Value NativeModel::RewardScores(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    auto head = HeadFor(*state, info[0]);
+    const auto token_batch = ReadCheckedTokenBatch(*state, ObjectArg(info, 1, "batch"));
+    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
+    return RunAsync(info.Env(), state->device.str(), [state, head, ids, mask]() -> Resolver {
+      ModuleLocks locks({state.get(), head.get()});
+      torch::NoGradGuard no_grad;
+      const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*state->module, ids.to(state->device), mask.to(state->device)));
+      return [scores](Napi::Env env) -> Napi::Value { return ToFloat32Array(env, scores); };
+    });
+  });
+}
+
+// bradleyTerryBackward(head, { ids, batch, length, attentionMask?, chosen, rejected, backward? })
+//   -> Promise<{ loss, scores }>: loss = mean −log σ(s[chosen_i] − s[rejected_i]); gradients reach the head and, unless
+//   frozen, the model.
+Napi::Value NativeModel::BradleyTerryBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    auto head = HeadFor(*state, info[0]);
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    const auto token_batch = ReadCheckedTokenBatch(*state, options);
+    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
+    const torch::Tensor chosen = Int32ArrayToTensor(options.Get("chosen"), "chosen").to(torch::kInt64);
+    const torch::Tensor rejected = Int32ArrayToTensor(options.Get("rejected"), "rejected").to(torch::kInt64);
+    if (chosen.numel() != rejected.numel()) {
+      throw ArgumentError("chosen has " + std::to_string(chosen.numel()) + " rows but rejected " + std::to_string(rejected.numel()));
+    }
+    if (chosen.numel() == 0) throw ArgumentError("chosen and rejected are empty: no preference pairs");
+    for (const auto& [field, rows] : {std::make_pair("chosen", chosen), std::make_pair("rejected", rejected)}) {
+      if (rows.min().item<int64_t>() < 0 || rows.max().item<int64_t>() >= ids.size(0)) {
+        throw ArgumentError(std::string(field) + " names a row outside the batch of " + std::to_string(ids.size(0)));
+      }
+    }
+    const bool backward = BoolFieldOr(options, "backward", true);
+    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
+      ModuleLocks locks({state.get(), head.get()});
+      torch::AutoGradMode grad_mode(backward);
+      const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*state->module, ids.to(state->device), mask.to(state->device)));
+      const torch::Tensor loss = BradleyTerryLoss(scores, chosen, rejected);
+      if (backward) Backward(loss, 1.0);
+      const double loss_value = loss.item<double>();
+      const torch::Tensor detached = scores.detach();
+      return [loss_value, detached](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("loss", loss_value);
+        out.Set("scores", ToFloat32Array(env, detached));
         return out;
       };
     });
@@ -520,13 +756,32 @@ Napi::Value NativeModel::SetGradientCheckpointing(const Napi::CallbackInfo& info
   });
 }
 
+namespace {
+
+// The optional stream-name argument of the generator methods.
+std::string StreamArg(const Napi::CallbackInfo& info, size_t index) {
+  if (info.Length() <= index || info[index].IsUndefined()) return ModelState::kDefaultStream;
+  if (!info[index].IsString()) throw ArgumentError("stream must be a string");
+  return info[index].As<Napi::String>().Utf8Value();
+}
+
+}  // namespace
+
+// setSeed(seed, stream = "default"): seeds the stream, creating it if new.
 Napi::Value NativeModel::SetSeed(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
-    if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setSeed(seed): a non-negative integer");
+    if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setSeed(seed, stream?): seed must be a non-negative integer");
+    const auto seed = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
+    const std::string stream = StreamArg(info, 1);
     std::lock_guard<std::mutex> lock(state->mutex);
-    std::lock_guard<std::mutex> generator_lock(state->generator.mutex());
-    state->generator.set_current_seed(static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value()));
+    const auto found = state->generators.find(stream);
+    if (found == state->generators.end()) {
+      state->generators.emplace(stream, MakeGenerator(state->device, seed));
+      return info.Env().Undefined();
+    }
+    std::lock_guard<std::mutex> generator_lock(found->second.mutex());
+    found->second.set_current_seed(seed);
     return info.Env().Undefined();
   });
 }
@@ -534,27 +789,34 @@ Napi::Value NativeModel::SetSeed(const Napi::CallbackInfo& info) {
 Napi::Value NativeModel::GetGeneratorState(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
+    const std::string stream = StreamArg(info, 0);
     std::lock_guard<std::mutex> lock(state->mutex);
-    std::lock_guard<std::mutex> generator_lock(state->generator.mutex());
-    const torch::Tensor bytes = state->generator.get_state();
+    at::Generator& generator = state->Stream(stream);
+    std::lock_guard<std::mutex> generator_lock(generator.mutex());
+    const torch::Tensor bytes = generator.get_state();
     Napi::Uint8Array out = Napi::Uint8Array::New(info.Env(), bytes.numel());
     std::memcpy(out.Data(), bytes.data_ptr<uint8_t>(), bytes.numel());
     return out;
   });
 }
 
+// setGeneratorState(state, stream = "default"): restores a state from getGeneratorState (creating the stream if new,
+// as restoring a checkpoint does).
 Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-      throw ArgumentError("setGeneratorState(state): a Uint8Array from getGeneratorState()");
+      throw ArgumentError("setGeneratorState(state, stream?): state must be a Uint8Array from getGeneratorState()");
     }
+    const std::string stream = StreamArg(info, 1);
     Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
     torch::Tensor tensor = torch::empty({static_cast<int64_t>(bytes.ElementLength())}, torch::kUInt8);
     std::memcpy(tensor.data_ptr<uint8_t>(), bytes.Data(), bytes.ElementLength());
     std::lock_guard<std::mutex> lock(state->mutex);
-    std::lock_guard<std::mutex> generator_lock(state->generator.mutex());
-    state->generator.set_state(tensor);
+    auto found = state->generators.find(stream);
+    if (found == state->generators.end()) found = state->generators.emplace(stream, MakeGenerator(state->device, 0)).first;
+    std::lock_guard<std::mutex> generator_lock(found->second.mutex());
+    found->second.set_state(tensor);
     return info.Env().Undefined();
   });
 }

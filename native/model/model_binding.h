@@ -5,22 +5,30 @@
 #include <napi.h>
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
-#include <mutex>
+#include <string>
 
+#include "../bridge/module_state.h"
 #include "decoder.h"
 
 namespace comlrl {
 
-struct ModelState {
+struct ModelState : ModuleState {
   CausalLM module;
-  torch::Device device;
-  torch::Dtype dtype;
-  at::Generator generator;  // sampling stream, seedable and restorable
-  std::mutex mutex;
+  // Named sampling streams, each seedable and restorable; "default" always exists. Evaluation samples from its own
+  // stream so that how often it runs never shifts the training trajectory.
+  std::map<std::string, at::Generator> generators;
 
   ModelState(CausalLM module, torch::Device device, torch::Dtype dtype, at::Generator generator)
-      : module(std::move(module)), device(device), dtype(dtype), generator(std::move(generator)) {}
+      : ModuleState(device, dtype), module(std::move(module)) {
+    generators.emplace(kDefaultStream, std::move(generator));
+  }
+  torch::nn::Module& Module() override { return *module; }
+  // The stream named so, or an error naming it when it was never seeded.
+  at::Generator& Stream(const std::string& name);
+
+  static constexpr const char* kDefaultStream = "default";
 };
 
 class NativeModel : public Napi::ObjectWrap<NativeModel> {
@@ -30,6 +38,7 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
 
   // The live state behind a JS NativeModel, or a TorchError when it is not one or has been disposed.
   static std::shared_ptr<ModelState> StateOf(const Napi::Value& value, const char* what);
+  static bool Is(const Napi::Value& value);
 
  private:
   static Napi::Object Wrap(Napi::Env env, std::shared_ptr<ModelState> state);
@@ -43,6 +52,11 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
   Napi::Value KlK3(const Napi::CallbackInfo& info);
   Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info);
   Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info);
+  Napi::Value Values(const Napi::CallbackInfo& info);
+  Napi::Value ValueLossBackward(const Napi::CallbackInfo& info);
+  Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info);
+  Napi::Value RewardScores(const Napi::CallbackInfo& info);
+  Napi::Value BradleyTerryBackward(const Napi::CallbackInfo& info);
   Napi::Value ZeroGrad(const Napi::CallbackInfo& info);
   Napi::Value ParameterNames(const Napi::CallbackInfo& info);
   Napi::Value GetParameter(const Napi::CallbackInfo& info);

@@ -1,14 +1,99 @@
 #include "adamw_binding.h"
 
 #include "../bridge/bridge.h"
+#include "../heads/head_binding.h"
+#include "../io/file_writer.h"
+#include "../model/model_binding.h"
 
 namespace comlrl {
+
+namespace {
+
+// The file records each group's parameter shapes beside libtorch's own state, which pairs saved moments with
+// parameters by position only: without the record a file from another model would load and fail (or worse, not)
+// at the next step.
+constexpr const char* kGroupCountKey = "comlrl_group_count";
+constexpr const char* kGroupShapesKey = "comlrl_group_shapes_";
+
+std::shared_ptr<ModuleState> TrainableModule(const Napi::Value& value, const std::string& what) {
+  if (NativeValueHead::Is(value)) return NativeValueHead::StateOf(value, what.c_str());
+  if (NativeModel::Is(value)) return NativeModel::StateOf(value, what.c_str());
+  throw ArgumentError(what + " must be a NativeModel or a NativeValueHead");
+}
+
+std::vector<torch::Tensor> TrainableParameters(ModuleState& module) {
+  std::vector<torch::Tensor> out;
+  for (const auto& parameter : module.Module().parameters()) {
+    if (parameter.requires_grad()) out.push_back(parameter);
+  }
+  return out;
+}
+
+// Shapes of a group's parameters flattened as [ndim, dims..., ndim, dims...].
+torch::Tensor ShapesRecord(const std::vector<torch::Tensor>& params) {
+  std::vector<int64_t> flat;
+  for (const auto& parameter : params) {
+    flat.push_back(parameter.dim());
+    for (int64_t size : parameter.sizes()) flat.push_back(size);
+  }
+  return torch::tensor(flat, torch::kInt64);
+}
+
+std::vector<std::vector<int64_t>> ParseShapes(const torch::Tensor& record) {
+  const torch::Tensor flat = record.to(torch::kCPU, torch::kInt64).contiguous();
+  const int64_t* data = flat.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> shapes;
+  for (int64_t i = 0; i < flat.numel();) {
+    const int64_t dims = data[i++];
+    TORCH_CHECK(dims >= 0 && i + dims <= flat.numel(), "corrupt parameter-shape record");
+    shapes.emplace_back(data + i, data + i + dims);
+    i += dims;
+  }
+  return shapes;
+}
+
+std::string ShapeText(torch::IntArrayRef shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+void CheckGroupsMatch(torch::serialize::InputArchive& archive, const torch::optim::AdamW& adamw) {
+  torch::Tensor count;
+  if (!archive.try_read(kGroupCountKey, count)) {
+    throw ArgumentError("has no parameter-group record (not an optimizer state written by this version of comlrl)");
+  }
+  const auto& groups = adamw.param_groups();
+  if (count.item<int64_t>() != static_cast<int64_t>(groups.size())) {
+    throw ArgumentError("holds " + std::to_string(count.item<int64_t>()) + " parameter groups, this optimizer has " +
+                        std::to_string(groups.size()));
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    torch::Tensor record;
+    archive.read(kGroupShapesKey + std::to_string(g), record);
+    const auto saved = ParseShapes(record);
+    const auto& params = groups[g].params();
+    if (saved.size() != params.size()) {
+      throw ArgumentError("group " + std::to_string(g) + " holds " + std::to_string(saved.size()) + " parameters, this optimizer's has " +
+                          std::to_string(params.size()));
+    }
+    for (size_t p = 0; p < params.size(); ++p) {
+      if (params[p].sizes() != torch::IntArrayRef(saved[p])) {
+        throw ArgumentError("group " + std::to_string(g) + " parameter " + std::to_string(p) + " has shape " + ShapeText(saved[p]) +
+                            " in the file, " + ShapeText(params[p].sizes()) + " in this optimizer");
+      }
+    }
+  }
+}
+
+}  // namespace
 
 void NativeOptimizer::Init(Napi::Env env, Napi::Object exports) {
   Napi::Function cls = DefineClass(env, "NativeOptimizer",
                                    {
                                        InstanceMethod("step", &NativeOptimizer::Step),
                                        InstanceMethod("setLearningRate", &NativeOptimizer::SetLearningRate),
+                                       InstanceMethod("learningRates", &NativeOptimizer::LearningRates),
                                        InstanceMethod("save", &NativeOptimizer::Save),
                                        InstanceMethod("load", &NativeOptimizer::Load),
                                        InstanceMethod("dispose", &NativeOptimizer::Dispose),
@@ -18,24 +103,74 @@ void NativeOptimizer::Init(Napi::Env env, Napi::Object exports) {
 
 NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeOptimizer>(info) {
   Guard(info, [&]() -> Napi::Value {
-    auto model = NativeModel::StateOf(info[0], "model");
     Napi::Object options = ObjectArg(info, 1, "options");
-    const double lr = NumberField(options, "lr");
-    const bool has_betas = options.Get("betas").IsArray();
-    const double beta1 = has_betas ? options.Get("betas").As<Napi::Array>().Get(0u).As<Napi::Number>().DoubleValue() : 0.9;
-    const double beta2 = has_betas ? options.Get("betas").As<Napi::Array>().Get(1u).As<Napi::Number>().DoubleValue() : 0.999;
-    auto adamw_options = torch::optim::AdamWOptions(lr)
-                             .betas({beta1, beta2})
-                             .eps(NumberFieldOr(options, "eps", 1e-8))
-                             .weight_decay(NumberFieldOr(options, "weightDecay", 0.01));
-    std::vector<torch::Tensor> parameters;
-    for (const auto& parameter : model->module->parameters()) {
-      if (parameter.requires_grad()) parameters.push_back(parameter);
+    double beta1 = 0.9, beta2 = 0.999;
+    if (!options.Get("betas").IsUndefined()) {
+      const std::vector<double> betas = [&] {
+        Napi::Value value = options.Get("betas");
+        if (!value.IsArray() || value.As<Napi::Array>().Length() != 2) throw ArgumentError("betas must be [beta1, beta2]");
+        Napi::Array array = value.As<Napi::Array>();
+        std::vector<double> out;
+        for (uint32_t i = 0; i < 2; ++i) {
+          if (!array.Get(i).IsNumber()) throw ArgumentError("betas must be [beta1, beta2]");
+          out.push_back(array.Get(i).As<Napi::Number>().DoubleValue());
+        }
+        return out;
+      }();
+      beta1 = betas[0];
+      beta2 = betas[1];
     }
-    if (parameters.empty()) throw ArgumentError("the model has no trainable parameters (it is frozen)");
-    state_ = std::make_shared<State>(State{model, std::make_unique<torch::optim::AdamW>(parameters, adamw_options)});
+    const auto defaults = torch::optim::AdamWOptions(NumberField(options, "lr"))
+                              .betas({beta1, beta2})
+                              .eps(NumberFieldOr(options, "eps", 1e-8))
+                              .weight_decay(NumberFieldOr(options, "weightDecay", 0.01));
+
+    // Either one module (the original form) or an array of groups.
+    std::vector<std::pair<Napi::Value, Napi::Object>> specs;
+    if (info.Length() > 0 && info[0].IsArray()) {
+      Napi::Array groups = info[0].As<Napi::Array>();
+      if (groups.Length() == 0) throw ArgumentError("groups must not be empty");
+      for (uint32_t g = 0; g < groups.Length(); ++g) {
+        if (!groups.Get(g).IsObject()) throw ArgumentError("groups[" + std::to_string(g) + "] must be { module, lr?, weightDecay? }");
+        Napi::Object group = groups.Get(g).As<Napi::Object>();
+        specs.emplace_back(group.Get("module"), group);
+      }
+    } else {
+      specs.emplace_back(info.Length() > 0 ? info[0] : info.Env().Undefined(), Napi::Object::New(info.Env()));
+    }
+
+    auto state = std::make_shared<State>(State{{}, nullptr, torch::Device(torch::kCPU)});
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    for (size_t g = 0; g < specs.size(); ++g) {
+      const bool single = specs.size() == 1 && !info[0].IsArray();
+      const std::string where = single ? "model" : "groups[" + std::to_string(g) + "].module";
+      auto module = TrainableModule(specs[g].first, where);
+      for (size_t earlier = 0; earlier < g; ++earlier) {
+        if (state->modules[earlier] == module) throw ArgumentError(where + " is groups[" + std::to_string(earlier) + "].module again");
+        if (state->modules[earlier]->device != module->device) {
+          throw ArgumentError(where + " is on " + module->device.str() + " but groups[0].module is on " + state->modules[0]->device.str() +
+                              ": the modules of one optimizer must share a device");
+        }
+      }
+      std::vector<torch::Tensor> params = TrainableParameters(*module);
+      if (params.empty()) throw ArgumentError(where + " has no trainable parameters (it is frozen)");
+      auto group_options = std::make_unique<torch::optim::AdamWOptions>(defaults);
+      group_options->lr(NumberFieldOr(specs[g].second, "lr", defaults.lr()));
+      group_options->weight_decay(NumberFieldOr(specs[g].second, "weightDecay", defaults.weight_decay()));
+      groups.emplace_back(std::move(params), std::move(group_options));
+      state->device = module->device;
+      state->modules.push_back(std::move(module));
+    }
+    state->adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
+    state_ = std::move(state);
     return info.Env().Undefined();
   });
+}
+
+std::vector<ModuleState*> NativeOptimizer::State::LockOrder() const {
+  std::vector<ModuleState*> out;
+  for (const auto& module : modules) out.push_back(module.get());
+  return out;
 }
 
 std::shared_ptr<NativeOptimizer::State> NativeOptimizer::Live() const {
@@ -43,14 +178,14 @@ std::shared_ptr<NativeOptimizer::State> NativeOptimizer::Live() const {
   return state_;
 }
 
-// step({ maxGradNorm? }) -> Promise<{ gradNorm }>: the total gradient norm before any clipping.
+// step({ maxGradNorm? }) -> Promise<{ gradNorm }>: the total gradient norm over all groups before any clipping.
 Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     Napi::Object options = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(info.Env());
     const double max_norm = NumberFieldOr(options, "maxGradNorm", 0.0);
-    return RunAsync(info.Env(), state->model->device.str(), [state, max_norm]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->model->mutex);
+    return RunAsync(info.Env(), state->device.str(), [state, max_norm]() -> Resolver {
+      ModuleLocks locks(state->LockOrder());
       std::vector<torch::Tensor> with_grad;
       for (const auto& group : state->adamw->param_groups()) {
         for (const auto& parameter : group.params()) {
@@ -76,27 +211,65 @@ Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
   });
 }
 
+// setLearningRate(lr, group?): every group when group is omitted.
 Napi::Value NativeOptimizer::SetLearningRate(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
-    if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setLearningRate(lr): a number");
-    std::lock_guard<std::mutex> lock(state->model->mutex);
-    for (auto& group : state->adamw->param_groups()) {
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(info[0].As<Napi::Number>().DoubleValue());
+    if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setLearningRate(lr, group?): lr must be a number");
+    const double lr = info[0].As<Napi::Number>().DoubleValue();
+    auto& groups = state->adamw->param_groups();
+    const bool all = info.Length() < 2 || info[1].IsUndefined();
+    int64_t only = -1;
+    if (!all) {
+      if (!info[1].IsNumber()) throw ArgumentError("setLearningRate(lr, group?): group must be a group index");
+      only = info[1].As<Napi::Number>().Int64Value();
+      if (only < 0 || only >= static_cast<int64_t>(groups.size())) {
+        throw ArgumentError("setLearningRate: group " + std::to_string(only) + " does not exist (" + std::to_string(groups.size()) +
+                            " groups)");
+      }
+    }
+    ModuleLocks locks(state->LockOrder());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (all || static_cast<int64_t>(g) == only) static_cast<torch::optim::AdamWOptions&>(groups[g].options()).lr(lr);
     }
     return info.Env().Undefined();
   });
 }
 
-// save(path) / load(path): the optimizer state (moments, step counts) in libtorch's archive format.
+Napi::Value NativeOptimizer::LearningRates(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    ModuleLocks locks(state->LockOrder());
+    const auto& groups = state->adamw->param_groups();
+    Napi::Array out = Napi::Array::New(info.Env(), groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      out.Set(static_cast<uint32_t>(g), static_cast<const torch::optim::AdamWOptions&>(groups[g].options()).lr());
+    }
+    return out;
+  });
+}
+
+// save(path) / load(path): the optimizer state (moments, step counts) in libtorch's archive format, with the
+// parameter-group record that load checks.
 Napi::Value NativeOptimizer::Save(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("save(path): a file path");
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    return RunAsync(info.Env(), state->model->device.str(), [state, path]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->model->mutex);
-      torch::save(*state->adamw, path);
+    return RunAsync(info.Env(), state->device.str(), [state, path]() -> Resolver {
+      torch::serialize::OutputArchive archive;
+      {
+        ModuleLocks locks(state->LockOrder());
+        state->adamw->save(archive);
+        const auto& groups = state->adamw->param_groups();
+        archive.write(kGroupCountKey, torch::tensor(static_cast<int64_t>(groups.size())));
+        for (size_t g = 0; g < groups.size(); ++g) archive.write(kGroupShapesKey + std::to_string(g), ShapesRecord(groups[g].params()));
+      }
+      // torch's zip writer must never see a failing sink (it would throw again from its destructor and abort the
+      // process): the writer records the failure and Finish() raises it.
+      FileWriter file(path);
+      archive.save_to([&file](const void* data, size_t size) { return file.WriteOrRecord(data, size); });
+      file.Finish();
       return nullptr;
     });
   });
@@ -107,9 +280,16 @@ Napi::Value NativeOptimizer::Load(const Napi::CallbackInfo& info) {
     auto state = Live();
     if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("load(path): a file path");
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    return RunAsync(info.Env(), state->model->device.str(), [state, path]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->model->mutex);
-      torch::load(*state->adamw, path);
+    return RunAsync(info.Env(), state->device.str(), [state, path]() -> Resolver {
+      try {
+        torch::serialize::InputArchive archive;
+        archive.load_from(path, state->device);
+        ModuleLocks locks(state->LockOrder());
+        CheckGroupsMatch(archive, *state->adamw);
+        state->adamw->load(archive);
+      } catch (const std::exception& error) {
+        throw ArgumentError(path + ": " + ShortMessage(error));
+      }
       return nullptr;
     });
   });

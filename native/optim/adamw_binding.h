@@ -1,30 +1,36 @@
-// NativeOptimizer: AdamW over one model's parameters. Several optimizers may share a model (parameter sharing with
-// per-agent optimizer state); each step holds the model's mutex.
+// NativeOptimizer: AdamW over parameter groups, each a model or a head with its own learning rate and weight decay
+// (an actor and its critic head in one optimizer). Several optimizers may share a module (parameter sharing with
+// per-agent optimizer state); a step holds the mutexes of all its modules.
 #pragma once
 
 #include <napi.h>
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
-#include "../model/model_binding.h"
+#include "../bridge/module_state.h"
 
 namespace comlrl {
 
 class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
  public:
   static void Init(Napi::Env env, Napi::Object exports);
-  // new NativeOptimizer(model, { lr, betas: [b1, b2], eps, weightDecay })
+  // new NativeOptimizer([{ module, lr?, weightDecay? }, ...], { lr, betas?: [b1, b2], eps?, weightDecay? })
+  // new NativeOptimizer(module, { ... }): one group
   explicit NativeOptimizer(const Napi::CallbackInfo& info);
 
  private:
   struct State {
-    std::shared_ptr<ModelState> model;
+    std::vector<std::shared_ptr<ModuleState>> modules;  // one per group, in group order
     std::unique_ptr<torch::optim::AdamW> adamw;
+    torch::Device device;
+    std::vector<ModuleState*> LockOrder() const;
   };
   std::shared_ptr<State> Live() const;
   Napi::Value Step(const Napi::CallbackInfo& info);
   Napi::Value SetLearningRate(const Napi::CallbackInfo& info);
+  Napi::Value LearningRates(const Napi::CallbackInfo& info);
   Napi::Value Save(const Napi::CallbackInfo& info);
   Napi::Value Load(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);

@@ -99,7 +99,7 @@ function ragged(rows: TokenRows, what: string): { tokens: Int32Array; lengths: I
   return { tokens, lengths };
 }
 
-function completionBatch(prompts: TokenRows, completions: TokenRows) {
+export function completionBatch(prompts: TokenRows, completions: TokenRows) {
   if (prompts.length !== completions.length) {
     throw new RangeError(`${prompts.length} prompts but ${completions.length} completions: one prompt per completion`);
   }

@@ -1,4 +1,5 @@
 // The hand-written typed surface of the native addon. Every function here exists in native/; nothing else does.
+import type { StateTensor } from "../io/torch-pickle.js";
 
 export interface RuntimeInfo {
   torchVersion: string;
@@ -28,6 +29,7 @@ export interface NativeAddon {
   measureCopy(options: { bytes: number; device: string; iterations?: number }): Promise<{ seconds: number; gbps: number; readGbps: number }>;
   NativeModel: NativeModelStatic;
   NativeOptimizer: NativeOptimizerConstructor;
+  NativeValueHead: NativeValueHeadConstructor;
 }
 
 /** Ragged rows of token ids: all rows concatenated, with each row's length. */
@@ -92,11 +94,26 @@ export interface NativeModel {
     padTokenId: number;
     returnLogprobs?: boolean;
     returnScores?: boolean;
+    /** Sampling stream (default "default"); one never seeded is an error. */
+    stream?: string;
   }): Promise<NativeGeneration>;
   score(options: CompletionBatchInput & { entropy?: boolean; tokenLogprobs?: boolean }): Promise<NativeScores>;
   klK3(reference: NativeModel, batch: CompletionBatchInput): Promise<Float32Array>;
   policyGradientBackward(options: CompletionBatchInput & { advantages: Float32Array; scale?: number }): Promise<NativeScores & { loss: number }>;
   causalLMLossBackward(options: { ids: Int32Array; batch: number; length: number; attentionMask?: Int32Array; backward?: boolean }): Promise<{ loss: number }>;
+  /** Head readouts in one forward, no gradients: [rows] for "v" / "q", [Σ (prompt + completion) lengths] for "positions". */
+  values(head: NativeValueHead, batch: CompletionBatchInput & { readout: Readout }): Promise<Float32Array>;
+  /** MSE (or, with oldValues and clipRange, PPO-clipped) value loss; accumulates scale · ∇loss. loss is unscaled. */
+  valueLossBackward(head: NativeValueHead, batch: CompletionBatchInput & ValueLossInput & { scale?: number; backward?: boolean }): Promise<{ loss: number; values: Float32Array }>;
+  /** Policy-gradient loss + valueLossCoef · value loss from one forward, one backward (scale weights the gradient only). */
+  actorCriticBackward(
+    head: NativeValueHead,
+    batch: CompletionBatchInput & ValueLossInput & { advantages: Float32Array; valueLossCoef: number; scale?: number },
+  ): Promise<NativeScores & { policyLoss: number; valueLoss: number; loss: number; values: Float32Array }>;
+  /** The head on each row's last real token (the last 1 of attentionMask; left or right padding). */
+  rewardScores(head: NativeValueHead, batch: TokenBatchInput): Promise<Float32Array>;
+  /** mean −log σ(s[chosen_i] − s[rejected_i]) over the pairs (row indices into the batch). */
+  bradleyTerryBackward(head: NativeValueHead, batch: TokenBatchInput & { chosen: Int32Array; rejected: Int32Array; backward?: boolean }): Promise<{ loss: number; scores: Float32Array }>;
   zeroGrad(): void;
   parameterNames(): Array<{ name: string; shape: number[] }>;
   getParameter(name: string): Float32Array;
@@ -107,9 +124,12 @@ export interface NativeModel {
   clone(options?: { device?: string; dtype?: string; seed?: number }): Promise<NativeModel>;
   freeze(): void;
   setGradientCheckpointing(enabled: boolean): void;
-  setSeed(seed: number): void;
-  getGeneratorState(): Uint8Array;
-  setGeneratorState(state: Uint8Array): void;
+  /** Seeds a sampling stream (default "default"), creating it if new. */
+  setSeed(seed: number, stream?: string): void;
+  /** A stream never seeded is an error naming it. */
+  getGeneratorState(stream?: string): Uint8Array;
+  /** Restores a stream's state (creating the stream if new, as a checkpoint resume does). */
+  setGeneratorState(state: Uint8Array, stream?: string): void;
   info(): NativeModelInfo;
   dispose(): void;
 }
@@ -126,14 +146,75 @@ export interface AdamWOptions {
   weightDecay?: number;
 }
 
+/** A parameter group: a model or a head (frozen parameters skipped), with its own lr / weight decay if given. */
+export interface OptimizerGroup {
+  module: NativeModel | NativeValueHead;
+  lr?: number;
+  weightDecay?: number;
+}
+
 export interface NativeOptimizer {
+  /** gradNorm: the total norm over all groups before clipping. */
   step(options?: { maxGradNorm?: number }): Promise<{ gradNorm: number }>;
-  setLearningRate(lr: number): void;
+  /** Every group when group is omitted. */
+  setLearningRate(lr: number, group?: number): void;
+  learningRates(): number[];
   save(path: string): Promise<void>;
+  /** Refuses, naming the file, a state whose group count or parameter shapes differ from this optimizer's. */
   load(path: string): Promise<void>;
   dispose(): void;
 }
 
 export interface NativeOptimizerConstructor {
-  new (model: NativeModel, options: AdamWOptions): NativeOptimizer;
+  /** AdamW with PyTorch's defaults (betas 0.9/0.999, eps 1e-8, weight decay 0.01); all modules on one device. */
+  new (groups: OptimizerGroup[], options: AdamWOptions): NativeOptimizer;
+  new (module: NativeModel | NativeValueHead, options: AdamWOptions): NativeOptimizer;
+}
+
+export type Readout = "v" | "q" | "positions";
+
+export interface TokenBatchInput {
+  ids: Int32Array;
+  batch: number;
+  length: number;
+  attentionMask?: Int32Array;
+}
+
+export interface ValueLossInput {
+  readout: Readout;
+  /** One per readout value. */
+  targets: Float32Array;
+  /** With clipRange: the clipped loss mean max((y − V)², (y − V_clip)²), V_clip = V_old + clamp(V − V_old, ±clipRange). */
+  oldValues?: Float32Array;
+  clipRange?: number;
+}
+
+
+export interface NativeValueHeadInfo {
+  hiddenSize: number;
+  /** null for the linear head. */
+  hiddenDim: number | null;
+  parameterCount: number;
+  device: string;
+  dtype: string;
+  frozen: boolean;
+}
+
+export interface NativeValueHead {
+  /** PyTorch state_dict names: weight, bias (linear) or 0.weight, 0.bias, 2.weight, 2.bias (MLP). */
+  parameterNames(): Array<{ name: string; shape: number[] }>;
+  getParameter(name: string): Float32Array;
+  getGradient(name: string): Float32Array | null;
+  zeroGrad(): void;
+  freeze(): void;
+  stateDict(): Record<string, StateTensor>;
+  /** Every name and shape must match (the error names the parameter and both shapes); dtypes are converted. */
+  loadStateDict(dict: Record<string, StateTensor>): void;
+  info(): NativeValueHeadInfo;
+  dispose(): void;
+}
+
+export interface NativeValueHeadConstructor {
+  /** Linear(H, 1) when hiddenDim is null/0, else Linear(H, d) → Tanh → Linear(d, 1); weights N(0, 0.02), biases 0. */
+  new (options: { hiddenSize: number; hiddenDim?: number | null; dtype: string; device: string; seed?: number }): NativeValueHead;
 }

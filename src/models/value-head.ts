@@ -1,0 +1,101 @@
+// ValueHead: a critic's value head (or a reward model's score head) on a CausalLM's last hidden state, with its
+// readouts, value loss, and PyTorch state_dict I/O (value_head.pt files as torch.save writes them).
+import type { NativeValueHead, NativeValueHeadInfo, Readout } from "../native/binding.js";
+import { addon } from "../native/loader.js";
+import { loadTorchStateDict, saveTorchStateDict, type StateTensor } from "../io/torch-pickle.js";
+import { completionBatch, type CausalLM, type TokenRows } from "./causal-lm.js";
+
+export interface ValueHeadOptions {
+  /** null (default): Linear(H, 1); d: Linear(H, d) → Tanh → Linear(d, 1). */
+  hiddenDim?: number | null;
+  /** Seed of the initial weights, N(0, 0.02) with zero biases (default 0). */
+  seed?: number;
+}
+
+export interface ValueLossOptions {
+  readout: Readout;
+  /** One target per readout value. */
+  targets: ArrayLike<number>;
+  /** With clipRange: PPO's clipped value loss around these values. */
+  oldValues?: ArrayLike<number>;
+  clipRange?: number;
+  /** Weights the accumulated gradient (not the returned loss). */
+  scale?: number;
+}
+
+export class ValueHead {
+  private constructor(
+    readonly native: NativeValueHead,
+    /** The model whose hidden states the head reads. */
+    readonly model: CausalLM,
+  ) {}
+
+  /** A new head for model, in the model's dtype and on its device. */
+  static create(model: CausalLM, options: ValueHeadOptions = {}): ValueHead {
+    const { dtype, device } = model.info();
+    const native = new (addon().NativeValueHead)({
+      hiddenSize: model.config.hiddenSize,
+      hiddenDim: options.hiddenDim ?? null,
+      dtype,
+      device,
+      seed: options.seed ?? 0,
+    });
+    return new ValueHead(native, model);
+  }
+
+  info(): NativeValueHeadInfo {
+    return this.native.info();
+  }
+
+  /**
+   * Values without gradients: "v" one per row (the last prompt position, prompt alone), "q" one per row (the last
+   * completion token), "positions" one per prompt + completion token, rows concatenated.
+   */
+  async readout(prompts: TokenRows, completions: TokenRows, readout: Readout): Promise<Float32Array> {
+    return this.model.native.values(this.native, { ...completionBatch(prompts, completions), readout });
+  }
+
+  /** Accumulates the value loss's gradient into the head and (unless frozen) the model; returns the unscaled loss. */
+  async valueLossBackward(prompts: TokenRows, completions: TokenRows, options: ValueLossOptions): Promise<{ loss: number; values: Float32Array }> {
+    return this.model.native.valueLossBackward(this.native, {
+      ...completionBatch(prompts, completions),
+      readout: options.readout,
+      targets: Float32Array.from(options.targets),
+      oldValues: options.oldValues === undefined ? undefined : Float32Array.from(options.oldValues),
+      clipRange: options.clipRange,
+      scale: options.scale,
+    });
+  }
+
+  stateDict(): Record<string, StateTensor> {
+    return this.native.stateDict();
+  }
+
+  /** From a state dict or a value_head.pt file (torch.save of the head's state_dict); names and shapes must match. */
+  loadStateDict(dictOrPath: Record<string, StateTensor> | string): void {
+    if (typeof dictOrPath !== "string") {
+      this.native.loadStateDict(dictOrPath);
+      return;
+    }
+    const dict = loadTorchStateDict(dictOrPath);
+    try {
+      this.native.loadStateDict(dict);
+    } catch (error) {
+      (error as Error).message = `${dictOrPath}: ${(error as Error).message}`;
+      throw error;
+    }
+  }
+
+  /** Writes the head as torch.save(head.state_dict()) would (readable by torch.load(weights_only=True)), atomically. */
+  async save(file: string): Promise<void> {
+    await saveTorchStateDict(file, this.stateDict());
+  }
+
+  dispose(): void {
+    this.native.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
