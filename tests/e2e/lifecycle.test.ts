@@ -1,0 +1,220 @@
+// The shared trainer lifecycle, through MAGRPO: option and train() guards, the agent count rules, ownership of
+// models passed in, evaluation that never moves training, per-update metrics, deterministic concurrent updates,
+// leak-free failed construction, and the reference-KL shaping against a hand computation.
+import { cpSync, mkdtempSync, truncateSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import { CausalLM } from "../../src/models/causal-lm.js";
+import { createTinyModel } from "../../src/models/tiny-model.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import { addon } from "../../src/native/loader.js";
+import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
+import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-lifecycle-"));
+const base = path.join(scratch, "base");
+let tokenizer: ComlrlTokenizer;
+
+beforeAll(async () => {
+  tokenizer = await createTinyModel(base, { seed: 9, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+// Earnable by a random model: how many letters "a" agent 0 writes, plus agent 1's length.
+const letterReward: RewardFunction = (completions) => completions[0].map((a, j) => (a.split("a").length - 1) + completions[1][j].length / 10);
+
+function options(overrides: Partial<MAGRPOTrainerOptions> = {}): MAGRPOTrainerOptions {
+  return {
+    agents: [base, base],
+    rewardFunc: letterReward,
+    trainDataset: [{ prompt: "Once upon a time" }, { prompt: "The red fox" }, { prompt: "A cat" }],
+    outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
+    quiet: true,
+    ...overrides,
+    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, evalInterval: 0, agentLearningRate: 1e-2, loggingSteps: 1, seed: 5, ...(overrides.config ?? {}) },
+  };
+}
+
+const weightsOf = (trainer: MAGRPOTrainer) => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => Array.from(a.model.native.getParameter(name))));
+const records = (dir: string, kind: string) => readJsonlMetrics(path.join(dir, "metrics.jsonl")).filter((r) => r.kind === kind).map(({ time: _t, ...rest }) => rest);
+
+describe("guards", () => {
+  it("refuses unknown options with the nearest valid name, and bad enum-like options", async () => {
+    await expect(MAGRPOTrainer.create({ ...options(), formatter: () => "x" } as never)).rejects.toThrow(/has no option "formatter" \(did you mean "formatters"\?\)/);
+    await expect(MAGRPOTrainer.create(options({ rewardBatching: "perNode" as never }))).rejects.toThrow(/rewardBatching must be one of "node", "jointAction", got "perNode"/);
+    await expect(MAGRPOTrainer.create(options({ scoring: "fast" as never }))).rejects.toThrow(/scoring must be one of "batched", "perCompletion"/);
+  });
+
+  it("refuses a second train() while one runs, and bad train() options", async () => {
+    const trainer = await MAGRPOTrainer.create(options());
+    const first = trainer.train();
+    await expect(trainer.train()).rejects.toThrow(/train\(\) is already running on this trainer/);
+    await first;
+    expect(trainer.progress.epoch).toBe(1);
+    for (const keepLast of [-1, 0, 2.5]) {
+      await expect(trainer.train({ checkpointDir: path.join(scratch, "k"), keepLast })).rejects.toThrow(/keepLast must be a positive integer/);
+    }
+    await expect(trainer.train({ checkpointInterval: 0 })).rejects.toThrow(/checkpointInterval must be a positive integer/);
+    await expect(trainer.train({ checkpointDirectory: "x" } as never)).rejects.toThrow(/train\(\) has no option "checkpointDirectory" \(did you mean "checkpointDir"\?\)/);
+    await trainer.close();
+  });
+
+  it("takes the agent count from agents when only they are given; a count that disagrees with the config is an error", async () => {
+    const three = await MAGRPOTrainer.create(options({ agents: [base, base, base], rewardFunc: (c) => c[0].map(() => 0) }));
+    expect(three.agents.length).toBe(3);
+    expect(three.config.numAgents).toBe(3);
+    await three.close();
+    await expect(MAGRPOTrainer.create(options({ numAgents: 2, config: { numAgents: 0 } as never }))).rejects.toThrow(/numAgents \(2\) must match config\.numAgents \(0\)/);
+    await expect(MAGRPOTrainer.create(options({ config: { numAgents: 0 } as never }))).rejects.toThrow(/numAgents must be ≥ 1/);
+  });
+});
+
+describe("ownership", () => {
+  it("close() leaves a model the caller passed in usable, so a second trainer can share it", async () => {
+    const shared = await CausalLM.fromDirectory(base);
+    const first = await MAGRPOTrainer.create(options({ agents: [shared, shared], tokenizer }));
+    await first.train();
+    await first.close();
+    const second = await MAGRPOTrainer.create(options({ agents: [shared, shared], tokenizer }));
+    await second.train();
+    await second.close();
+    expect((await shared.generate([[1, 2]], { maxNewTokens: 2, eosTokenIds: [] })).completions[0].length).toBe(2);
+    shared.dispose();
+  });
+
+  it("frees a model it loaded once, even when two components could reach it", async () => {
+    const dispose = vi.spyOn(CausalLM.prototype, "dispose");
+    const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true } as never }));
+    await trainer.close();
+    // Two agents and two references, each loaded by the trainer.
+    expect(dispose).toHaveBeenCalledTimes(4);
+  });
+
+  it("a failed create() frees the agents it had already loaded", async () => {
+    // Agent 1's directory has its tokenizer and config but truncated weights: it fails while agent 0 loads fine.
+    const broken = path.join(scratch, "broken");
+    cpSync(base, broken, { recursive: true });
+    truncateSync(path.join(broken, "model.safetensors"), 64);
+    const dispose = vi.spyOn(CausalLM.prototype, "dispose");
+    const load = vi.spyOn(CausalLM, "load");
+    await expect(MAGRPOTrainer.create(options({ agents: [base, broken] }))).rejects.toThrow(/Failed to load actor model from identifier/);
+    const loaded = await Promise.all(load.mock.results.filter((r) => r.type === "return").map((r) => (r.value as Promise<CausalLM>).catch(() => null)));
+    const made = loaded.filter((m): m is CausalLM => m !== null);
+    expect(made.length).toBe(1);
+    expect(dispose.mock.contexts).toContain(made[0]);
+  });
+});
+
+describe("evaluation on its own streams", () => {
+  it("the same seed with and without periodic evaluation trains identically (metrics and weights)", async () => {
+    const run = async (evalInterval: number) => {
+      const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }], config: { evalInterval, evalNumSamples: 2, numTrainEpochs: 2 } as never }));
+      await trainer.train();
+      const result = { weights: weightsOf(trainer), train: records(trainer.outputDir, "train"), update: records(trainer.outputDir, "update"), eval: records(trainer.outputDir, "eval"), timings: { ...trainer.timings } };
+      await trainer.close();
+      return result;
+    };
+    const without = await run(0);
+    const withEval = await run(1);
+    expect(withEval.eval.length).toBe(2 * 3);
+    expect(without.eval.length).toBe(0);
+    expect(withEval.train).toEqual(without.train);
+    expect(withEval.update).toEqual(without.update);
+    expect(withEval.weights).toEqual(without.weights);
+    // Evaluation re-seeds its streams: the same weights always evaluate alike.
+    const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }] }));
+    const [a, b] = [await trainer.evaluate(), await trainer.evaluate()];
+    expect(a).toEqual(b);
+    const timings = { ...trainer.timings };
+    expect(timings).toEqual({ generation: 0, referenceKl: 0, reward: 0, update: 0 });
+    await trainer.close();
+  });
+});
+
+describe("per-update metrics", () => {
+  it("logs loss, gradient norm, learning rate and samples of every optimizer step per agent", async () => {
+    const trainer = await MAGRPOTrainer.create(options({ config: { rolloutBufferSize: 2, trainBatchSize: 1 } as never }));
+    await trainer.train();
+    await trainer.close();
+    const updates = records(trainer.outputDir, "update");
+    // 3 items, buffers of 2: one drain after item 2 (2 samples each → 2 steps per agent), one at the epoch end (1 each).
+    expect(updates.length).toBe(2 * 3);
+    expect(updates.map((u) => u.update)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(trainer.progress.update).toBe(6);
+    for (const u of updates) {
+      const agent = Object.keys(u).find((k) => k.endsWith("/loss"))!.split("/")[0];
+      expect(["agent_0", "agent_1"]).toContain(agent);
+      expect(Number.isFinite(u[`${agent}/loss`] as number)).toBe(true);
+      expect(u[`${agent}/grad_norm`] as number).toBeGreaterThan(0);
+      expect(u[`${agent}/lr`]).toBe(1e-2);
+      expect(u[`${agent}/samples`]).toBe(1);
+    }
+  });
+});
+
+describe("concurrent agents", () => {
+  it("update in the same order and to the same weights as sequential ones", async () => {
+    const run = async (concurrent: boolean) => {
+      const trainer = await MAGRPOTrainer.create(options({ config: { numTrainEpochs: 2 } as never }));
+      (trainer as unknown as { environment: { concurrent: boolean } }).environment.concurrent = concurrent;
+      await trainer.train();
+      const result = { weights: weightsOf(trainer), update: records(trainer.outputDir, "update") };
+      await trainer.close();
+      return result;
+    };
+    const sequential = await run(false);
+    const concurrent = await run(true);
+    expect(concurrent.update).toEqual(sequential.update);
+    expect(concurrent.weights).toEqual(sequential.weights);
+  });
+});
+
+describe("reference KL", () => {
+  it("is 0 for an untouched policy, equals Σ k3 of the token log-probs once it moved, and shapes the returns", async () => {
+    const coef = 0.5;
+    const trainer = await MAGRPOTrainer.create(options({ agents: [base], config: { numAgents: 1, referenceKlEnabled: true, referenceKlCoef: coef, advantageNormalization: false } as never, rewardFunc: (c) => c[0].map((t) => t.length) }));
+    const agent = trainer.agents[0];
+    const before = await trainer.collect([{ prompt: "Hi" }]);
+    expect(before[0].referenceKl).toEqual([0, 0, 0]);
+    await trainer.train();
+    const [sample] = await trainer.collect([{ prompt: "Hi" }]);
+    const prompts = sample.completionIds.map(() => sample.promptIds);
+    const policy = await agent.model.score(prompts, sample.completionIds, { tokenLogprobs: true });
+    const reference = await agent.reference!.score(prompts, sample.completionIds, { tokenLogprobs: true });
+    let offset = 0;
+    const expected = sample.completionIds.map((ids) => {
+      let kl = 0;
+      for (let t = 0; t < ids.length; t++, offset++) {
+        const d = reference.tokenLogprobs![offset] - policy.tokenLogprobs![offset];
+        kl += Math.exp(d) - d - 1;
+      }
+      return kl;
+    });
+    expect(expected.some((kl) => kl > 0)).toBe(true);
+    sample.referenceKl.forEach((kl, k) => expect(kl).toBeCloseTo(expected[k], 5));
+
+    await trainer.close();
+  });
+
+  it("the update trains on R − coef·KL (hand-computed advantages, one AdamW step)", async () => {
+    const trainer = await MAGRPOTrainer.create(options({ agents: [base], config: { numAgents: 1, referenceKlEnabled: true, referenceKlCoef: 0.5, advantageNormalization: false } as never }));
+    const model = trainer.agents[0].model;
+    const copy = await model.clone();
+    const prompt = tokenizer.encode("Hi there");
+    const completions = [" red", " blue", " fox"].map((t) => Int32Array.from(tokenizer.encode(t)));
+    const sample: NodeSample = { agent: 0, turn: 0, promptIds: prompt, completionIds: completions, returns: [2, 0, 1], referenceKl: [1, 0, 0], nodeMeanReward: 1, nodeMeanReturn: 1, envStep: 3 };
+    await trainer.update([sample]);
+    // Shaped returns [2 − 0.5·1, 0, 1] = [1.5, 0, 1]; mean baseline 5/6; weights A_k / (K · |minibatch|) with K = 3.
+    const a = [1.5, 0, 1].map((r) => r - 2.5 / 3);
+    await copy.policyGradientBackward([prompt, prompt, prompt], completions, a.map((x) => x / 3));
+    const optimizer = new (addon().NativeOptimizer)(copy.native, { lr: 1e-2 });
+    await optimizer.step();
+    for (const { name } of model.native.parameterNames()) expect(Array.from(model.native.getParameter(name)), name).toEqual(Array.from(copy.native.getParameter(name)));
+    await trainer.close();
+  });
+});
