@@ -102,7 +102,7 @@ function snakeToCamel(name: string): string {
 
 const MODEL = {
   name: optionalText,
-  revision: nullable(text()),
+  revision: optionalText,
   // Read by LLM_Collab to pick its prompt formats; comlrl reads the architecture from config.json.
   type: anything,
   temperature: nullable(float()),
