@@ -6,10 +6,10 @@ export class TrainerOptionError extends TypeError {
   override name = "TrainerOptionError";
 }
 
-/** Throws on any key of options that `known` does not list, suggesting the nearest known key. */
+/** Throws on any key of options that `known` does not list, suggesting the nearest known key (undefined = not given). */
 export function checkOptionKeys(options: object, known: Readonly<Record<string, true>>, where: string): void {
   const names = Object.keys(known);
-  const unknown = Object.keys(options).filter((key) => !(key in known));
+  const unknown = Object.entries(options).flatMap(([key, value]) => (value === undefined || key in known ? [] : [key]));
   if (unknown.length === 0) return;
   const described = unknown.map((key) => {
     const guess = closestField(key, names);

@@ -1,63 +1,67 @@
 // Checkpoints and exact resume: an interrupted run — in process, or SIGKILLed mid-epoch — resumed from its last
 // checkpoint ends with the same weights and metric stream as an uninterrupted one; a crash while writing leaves the
 // previous checkpoint usable; corrupt or incompatible checkpoints are refused by name.
-import { spawn } from "node:child_process";
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readCheckpointMetadata } from "../../src/checkpoint/checkpoint.js";
 import { verifyManifest } from "../../src/checkpoint/manifest.js";
-import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import { readJsonlMetrics, readRunMetrics } from "../../src/logging/jsonl.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
-import type { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
-import { makeBase, makeTrainer } from "../support/checkpoint-run.js";
+import { makeBase, makeTrainer, TRAINER_KINDS } from "../support/checkpoint-run.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-ckpt-"));
 const base = path.join(scratch, "base");
+const runner = path.join(__dirname, "..", "support", "checkpoint-run.ts");
 let tokenizer: ComlrlTokenizer;
-let reference: { weights: Float32Array[]; metrics: string[] };
 
-const weightsOf = (trainer: MAGRPOTrainer) =>
-  trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => a.model.native.getParameter(name)));
-/** The metric stream without wall-clock times, one string per record. */
-const stream = (...dirs: string[]) =>
-  dirs.flatMap((dir) => readJsonlMetrics(path.join(dir, "metrics.jsonl")).map(({ time: _time, ...rest }) => JSON.stringify(rest)));
+/** A metric stream without wall-clock times, one string per record. */
+const withoutTimes = (records: Array<Record<string, unknown>>) => records.map(({ time: _time, ...rest }) => JSON.stringify(rest));
+const stream = (...dirs: string[]) => dirs.flatMap((dir) => withoutTimes(readJsonlMetrics(path.join(dir, "metrics.jsonl"))));
 const resumeDir = (outputDir: string) => path.join(outputDir, readdirSync(outputDir).find((f) => f.startsWith("resume-"))!);
+const sameBits = (a: Float32Array[], b: Float32Array[]) => {
+  expect(a.length).toBe(b.length);
+  a.forEach((w, i) => expect(Buffer.from(w.buffer).equals(Buffer.from(b[i].buffer)), `tensor ${i}`).toBe(true));
+};
 
 beforeAll(async () => {
   tokenizer = await makeBase(base);
-  const out = path.join(scratch, "uninterrupted");
-  const trainer = await makeTrainer(base, tokenizer, out, 3);
-  await trainer.train({ checkpointDir: path.join(out, "checkpoints") });
-  reference = { weights: weightsOf(trainer), metrics: stream(out) };
-  await trainer.close();
 }, 120_000);
 
-describe("exact resume", () => {
+describe.each(Object.keys(TRAINER_KINDS))("exact resume: %s", (kind) => {
+  let reference: { weights: Float32Array[]; metrics: string[] };
+
+  beforeAll(async () => {
+    const out = path.join(scratch, `${kind}-uninterrupted`);
+    const trainer = await makeTrainer(base, tokenizer, out, 3, {}, kind);
+    await trainer.train({ checkpointDir: path.join(out, "checkpoints") });
+    reference = { weights: trainer.weights(), metrics: stream(out) };
+    await trainer.close();
+  }, 120_000);
+
   it("in process: 1 epoch, then resume to 3, gives bit-identical weights and the same metric stream", async () => {
-    const out = path.join(scratch, "interrupted");
+    const out = path.join(scratch, `${kind}-interrupted`);
     const checkpoints = path.join(out, "checkpoints");
-    const first = await makeTrainer(base, tokenizer, out, 1);
+    const first = await makeTrainer(base, tokenizer, out, 1, {}, kind);
     await first.train({ checkpointDir: checkpoints });
     await first.close();
-    expect(readCheckpointMetadata(path.join(checkpoints, "checkpoint-1"))).toMatchObject({ kind: "MAGRPO", progress: { epoch: 1, envStep: 6 * 4 }, wandb: null });
+    expect(readCheckpointMetadata(path.join(checkpoints, "checkpoint-1"))).toMatchObject({ kind: first.algorithm, progress: { epoch: 1, envStep: 6 * 4 }, wandb: null });
 
-    const second = await makeTrainer(base, tokenizer, out, 3);
+    const second = await makeTrainer(base, tokenizer, out, 3, {}, kind);
     await second.train({ checkpointDir: checkpoints, resumeFromCheckpoint: path.join(checkpoints, "checkpoint-1") });
     expect(second.progress.epoch).toBe(3);
-    const weights = weightsOf(second);
+    sameBits(second.weights(), reference.weights);
     await second.close();
-    weights.forEach((w, i) => expect(Buffer.from(w.buffer).equals(Buffer.from(reference.weights[i].buffer)), `tensor ${i}`).toBe(true));
     expect(stream(out, resumeDir(out))).toEqual(reference.metrics);
+    expect(withoutTimes(readRunMetrics(out))).toEqual(reference.metrics);
   });
 
-  it("after a SIGKILL mid-epoch, resuming from the latest checkpoint reproduces the uninterrupted run", async () => {
-    const out = path.join(scratch, "killed");
+  it("after a SIGKILL mid-epoch, resuming from the latest checkpoint reproduces the run: weights and metric stream", async () => {
+    const out = path.join(scratch, `${kind}-killed`);
     const checkpoints = path.join(out, "checkpoints");
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(__dirname, "..", "support", "checkpoint-run.ts"), base, out, checkpoints, "3", "40"], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(process.execPath, ["--import", "tsx", runner, base, out, checkpoints, "3", "40", kind], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code, signal) => resolve(signal ? -1 : code)));
@@ -71,12 +75,14 @@ describe("exact resume", () => {
     child.kill("SIGKILL");
     expect(await exited).toBe(-1);
     expect(existsSync(path.join(checkpoints, "checkpoint-3"))).toBe(false);
+    // The killed run wrote records after its checkpoint; the resumed run redoes that work.
+    expect(stream(out).length).toBeGreaterThan(0);
 
-    const resumed = await makeTrainer(base, tokenizer, out, 3);
+    const resumed = await makeTrainer(base, tokenizer, out, 3, {}, kind);
     await resumed.train({ checkpointDir: checkpoints, resumeFromCheckpoint: "latest" });
-    const weights = weightsOf(resumed);
+    sameBits(resumed.weights(), reference.weights);
     await resumed.close();
-    weights.forEach((w, i) => expect(Buffer.from(w.buffer).equals(Buffer.from(reference.weights[i].buffer)), `tensor ${i}`).toBe(true));
+    expect(withoutTimes(readRunMetrics(out))).toEqual(reference.metrics);
   }, 180_000);
 });
 
@@ -95,13 +101,43 @@ describe("crash safety and bad checkpoints", () => {
     await verifyManifest(path.join(checkpoints, "checkpoint-1"));
   });
 
+  it("a full disk while writing optimizer.pt is a JS error naming the file; the temp dir goes, the previous checkpoint stays", async () => {
+    const out = path.join(scratch, "disk-full");
+    // Size a tmpfs to hold checkpoint-1 and the next checkpoint only up to the middle of agent_0/optimizer.pt.
+    const sized = path.join(scratch, "disk-full-sizing");
+    const probe = await makeTrainer(base, tokenizer, sized, 1);
+    await probe.train({ checkpointDir: path.join(sized, "checkpoints") });
+    await probe.close();
+    const page = 4096;
+    const pages = (file: string) => Math.ceil(statSync(file).size / page) * page;
+    const allFiles = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? allFiles(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+    const first = path.join(sized, "checkpoints", "checkpoint-1");
+    const whole = allFiles(first).reduce((sum, f) => sum + pages(f), 0);
+    const agent0 = path.join(first, "agent_0");
+    const beforeOptimizer = readdirSync(agent0).filter((f) => f !== "optimizer.pt").reduce((sum, f) => sum + pages(path.join(agent0, f)), 0);
+    const budget = whole + beforeOptimizer + Math.floor(pages(path.join(agent0, "optimizer.pt")) / 2 / page) * page + 8 * page;
+    const checkpoints = path.join(scratch, "disk-full-tmpfs");
+    mkdirSync(checkpoints);
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${budget}`, "tmpfs", checkpoints]);
+    try {
+      const trainer = await makeTrainer(base, tokenizer, out, 2);
+      const error = await trainer.train({ checkpointDir: checkpoints }).then(() => null, (e: Error) => e);
+      await trainer.close();
+      expect(error?.message).toMatch(/agent_0\/optimizer\.pt.*No space left on device/);
+      expect(readdirSync(checkpoints)).toEqual(["checkpoint-1"]);
+      await verifyManifest(path.join(checkpoints, "checkpoint-1"));
+    } finally {
+      execFileSync("umount", [checkpoints]);
+    }
+  });
+
   it("SIGKILL at any moment, during checkpoint writes too, leaves only complete checkpoints under final names", async () => {
     // Kills land at staggered times across a run that checkpoints every epoch; whatever was being written, every
     // visible checkpoint-* verifies, "latest" resumes, and the next save clears the dead writer's hidden leftovers.
     const out = path.join(scratch, "kill-anytime");
     const checkpoints = path.join(out, "checkpoints");
     for (const afterMs of [150, 400, 650, 900]) {
-      const child = spawn(process.execPath, ["--import", "tsx", path.join(__dirname, "..", "support", "checkpoint-run.ts"), base, out, checkpoints, "40", "0"], { stdio: "ignore" });
+      const child = spawn(process.execPath, ["--import", "tsx", runner, base, out, checkpoints, "40", "0"], { stdio: "ignore" });
       const exited = new Promise((resolve) => child.on("exit", resolve));
       const deadline = Date.now() + 90_000;
       while (!existsSync(path.join(checkpoints, "checkpoint-1", "manifest.json")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
