@@ -327,13 +327,24 @@ describe("saving and loading", () => {
     reloaded.dispose();
   });
 
-  it("every supported architecture round-trips through save and load", async () => {
+  it("every supported architecture round-trips through save and load: same config, bit-identical weights and logits", async () => {
     for (const modelType of ["qwen2", "qwen3", "llama"] as const) {
       const out = path.join(scratch, `arch-${modelType}`);
       await createTinyModel(out, { modelType, tieWordEmbeddings: modelType !== "llama", seed: 5 });
       const m = await CausalLM.fromDirectory(out);
       const g = await m.generate([[1, 2, 3]], { maxNewTokens: 4, eosTokenIds: [] });
       expect(g.completions[0].length).toBe(4);
+      const saved = path.join(scratch, `arch-${modelType}-saved`);
+      await m.save(saved);
+      const reloaded = await CausalLM.fromDirectory(saved);
+      expect(reloaded.config.raw, modelType).toEqual({ ...m.config.raw, torch_dtype: "float32" });
+      for (const { name } of m.native.parameterNames()) {
+        expect(Buffer.from(reloaded.native.getParameter(name).buffer).equals(Buffer.from(m.native.getParameter(name).buffer)), `${modelType} ${name}`).toBe(true);
+      }
+      const args = { ids: Int32Array.from([1, 2, 3, ...g.completions[0]]), batch: 1, length: 7 };
+      const [a, b] = await Promise.all([m.native.forward(args), reloaded.native.forward(args)]);
+      expect(Buffer.from(a.logits!.buffer).equals(Buffer.from(b.logits!.buffer)), modelType).toBe(true);
+      reloaded.dispose();
       m.dispose();
     }
   });
