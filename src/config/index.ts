@@ -28,4 +28,16 @@ export {
   type MARLOOConfig,
   type ParallelTraining,
 } from "./magrpo.js";
+export {
+  EVAL_FIELDS,
+  PLACEMENT_FIELDS,
+  REFERENCE_KL_FIELDS,
+  RUNTIME_FIELDS,
+  SAMPLING_FIELDS,
+  type EvalConfig,
+  type PlacementFields,
+  type ReferenceKlConfig,
+  type RuntimeConfig,
+  type SamplingConfig,
+} from "./groups.js";
 export { loadConfigFile, parseConfigText, type LoadConfigOptions } from "./file.js";

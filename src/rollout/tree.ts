@@ -92,7 +92,8 @@ function jointActionsFor(mode: "aligned" | "cross", numAgents: number, k: number
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-async function forEachAgent<T>(count: number, concurrent: boolean, fn: (agent: number) => Promise<T>): Promise<T[]> {
+/** fn for agents 0..count−1, all at once (agents on distinct devices) or one after another; results in agent order. */
+export async function forEachAgent<T>(count: number, concurrent: boolean, fn: (agent: number) => Promise<T>): Promise<T[]> {
   if (concurrent) return Promise.all(Array.from({ length: count }, (_, i) => fn(i)));
   const out: T[] = [];
   for (let i = 0; i < count; i++) out.push(await fn(i));
@@ -249,4 +250,11 @@ function collectSamples(root: RolloutNode, numAgents: number): NodeSample[] {
   };
   visit(root);
   return samples;
+}
+
+/** The root's completions as rows of a sample table: one per agent per joint action, with the shared reward. */
+export function sampleRows(root: RolloutNode): Array<{ turn: number; agent: number; prompt: string; completion: string; reward: number }> {
+  return root.jointActions.flatMap((ja, j) =>
+    ja.map((k, agent) => ({ turn: root.turn + 1, agent, prompt: root.prompts[agent], completion: root.texts[agent][k], reward: root.rewards[j] })),
+  );
 }

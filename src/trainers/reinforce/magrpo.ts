@@ -1,39 +1,24 @@
 // MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The lifecycle
 // (schedule, eval cadence, checkpoints, saving, disposal) is the shared Trainer's; this file holds MAGRPO's rollout
 // settings, its buffers, the advantages and the update rule.
-import path from "node:path";
-import { magrpoConfig, planPlacement, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
-import type { SampleRow } from "../../logging/metrics-logger.js";
-import type { ComlrlTokenizer } from "../../models/tokenizer.js";
-import { runtimeInfo } from "../../runtime.js";
+import { magrpoConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
-import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
-import { RewardProcessors } from "../../rollout/rewards.js";
-import { rolloutItem, type RolloutEnvironment, type RolloutNode, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
-import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "../../rollout/types.js";
-import { buildAgents, registerAgents, resolveAgentCount, resolveModelSources, resolveTokenizers, EVAL_STREAM, type Agent, type ModelSource } from "../agents.js";
-import { evaluateItems, type EvalLoggerInput, type EvaluationHooks } from "../evaluation.js";
+import { formatPrompt } from "../../rollout/formatters.js";
+import { forEachAgent, rolloutItem, sampleRows, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
+import type { Item, NodeSample } from "../../rollout/types.js";
+import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
+import { registerAgents, resolveAgentCount, EVAL_STREAM, type Agent } from "../agents.js";
+import { evaluateItems, type EvalLoggerInput } from "../evaluation.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
-import { LIFECYCLE_OPTION_KEYS, Trainer, type LifecycleOptions, type TrainingStage } from "../trainer.js";
+import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
+import { Trainer, type TrainingStage } from "../trainer.js";
 
 export type { EvalLoggerInput };
 export type { Stateful, TrainOptions, TrainProgress } from "../trainer.js";
 
-export interface MAGRPOTrainerOptions extends LifecycleOptions, EvaluationHooks {
-  agentModel?: ModelSource | null;
-  agents?: ModelSource[] | null;
-  /** The agent count; must agree with config.numAgents when both are given, and follows `agents` otherwise. */
-  numAgents?: number;
-  tokenizer?: ComlrlTokenizer | ComlrlTokenizer[] | null;
-  rewardFunc: RewardFunction;
-  rewardProcessor?: RewardProcessor;
+export interface MAGRPOTrainerOptions extends TaskOptions<MAGRPOConfigInput | MAGRPOConfig> {
   /** "node": one reward call per node with all its joint actions (default); "jointAction": one call each. */
   rewardBatching?: "node" | "jointAction";
-  formatters?: Formatter | Formatter[] | null;
-  externalTransition?: ExternalTransition | null;
-  trainDataset: Item[];
-  evalDataset?: Item[] | null;
-  config?: MAGRPOConfigInput | MAGRPOConfig;
   /**
    * "batched" (default): one forward/backward over all of a minibatch's completions. "perCompletion": one per
    * completion, as CoMLRL does — kept as the bench suite's baseline.
@@ -43,25 +28,10 @@ export interface MAGRPOTrainerOptions extends LifecycleOptions, EvaluationHooks 
   sampleLogInterval?: number;
 }
 
-export const MAGRPO_OPTION_KEYS = {
-  ...LIFECYCLE_OPTION_KEYS,
-  agentModel: true,
-  agents: true,
-  numAgents: true,
-  tokenizer: true,
-  rewardFunc: true,
-  rewardProcessor: true,
-  rewardBatching: true,
-  formatters: true,
-  externalTransition: true,
-  trainDataset: true,
-  evalDataset: true,
-  config: true,
-  scoring: true,
-  sampleLogInterval: true,
-  evalLogger: true,
-  evalAggregator: true,
-} as const satisfies Record<keyof MAGRPOTrainerOptions, true>;
+export const MAGRPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, rewardBatching: true, scoring: true, sampleLogInterval: true } as const satisfies Record<
+  keyof MAGRPOTrainerOptions,
+  true
+>;
 
 /** Seconds spent per phase of training since the trainer was made (evaluation is not counted). */
 export interface TrainerTimings extends RolloutTimings {
@@ -105,35 +75,10 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     checkOptionKeys(options, MAGRPO_OPTION_KEYS, `${this.name}.create()`);
     checkOneOf(options.rewardBatching, ["node", "jointAction"], "rewardBatching");
     checkOneOf(options.scoring, ["batched", "perCompletion"], "scoring");
-    if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function.");
     const config = this.buildConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
-    if (config.numTurns > 1 && !options.externalTransition) throw new Error("Multi-turn MAGRPO requires an externalTransition");
-    if (!Array.isArray(options.trainDataset) || options.trainDataset.length === 0) throw new TypeError("trainDataset must be a non-empty array of items");
-    const n = config.numAgents;
-    const sources = resolveModelSources(options.agentModel, options.agents, n);
-    const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
-    const info = runtimeInfo();
-    const placement = planPlacement(config, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, n);
-    const agents = await buildAgents({
-      sources,
-      tokenizers,
-      devices: placement.agentDevices,
-      referenceDevices: config.referenceKlEnabled ? placement.referenceDevices : null,
-      dtype: config.dtype,
-      seed: config.seed,
-      optimizer: { lr: config.agentLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
-      sampling: { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK },
-    });
-    const environment: RolloutEnvironment = {
-      policies: agents,
-      formatters: buildFormatters(options.formatters, n),
-      rewardFunc: options.rewardFunc,
-      rewardProcessor: options.rewardProcessor ?? RewardProcessors.identity(),
-      externalTransition: options.externalTransition ?? null,
-      concurrent: placement.concurrent,
-    };
-    const outputDir = options.outputDir ?? path.join("runs", `${this.name.replace(/Trainer$/, "").toLowerCase()}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
-    const trainer = new this(config, agents, options, environment, outputDir);
+    checkTask(options, config, "MAGRPO");
+    const { agents, sources, environment } = await setUpActors(options, config);
+    const trainer = new this(config, agents, options, environment, defaultOutputDir(this.name, options.outputDir));
     registerAgents(trainer.components, agents, sources);
     return trainer;
   }
@@ -168,7 +113,7 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
       const rollout = await rolloutItem(items[i], firstItemIndex + i, this.environment, this.rolloutSettings, this.progress.envStep);
       this.progress.envStep += rollout.envSteps;
       samples.push(...rollout.samples);
-      if (this.shouldLogSamples(firstItemIndex + i)) this.logSamples(rollout.root);
+      if (this.shouldLogSamples(firstItemIndex + i)) this.logger!.logSamples(sampleRows(rollout.root), this.progress.envStep);
     }
     return samples;
   }
@@ -218,7 +163,7 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
       for (const minibatch of plans[agent.index]) results.push(await this.step(agent, minibatch));
       return results;
     };
-    const perAgent = this.environment.concurrent ? await Promise.all(this.agents.map(run)) : await sequential(this.agents, run);
+    const perAgent = await forEachAgent(this.agents.length, this.environment.concurrent, (i) => run(this.agents[i]));
     this.timings.update += (performance.now() - started) / 1000;
     const results = perAgent.flat();
     for (const r of results) {
@@ -304,20 +249,6 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     const interval = this.options.sampleLogInterval ?? 0;
     return this.logger !== null && interval > 0 && itemIndex % interval === 0;
   }
-
-  private logSamples(root: RolloutNode): void {
-    const rows: SampleRow[] = [];
-    root.jointActions.forEach((ja, j) =>
-      ja.forEach((k, agent) => rows.push({ turn: root.turn + 1, agent, prompt: root.prompts[agent], completion: root.texts[agent][k], reward: root.rewards[j] })),
-    );
-    this.logger!.logSamples(rows, this.progress.envStep);
-  }
-}
-
-async function sequential<A, R>(items: readonly A[], run: (item: A) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (const item of items) out.push(await run(item));
-  return out;
 }
 
 export type TrainerClass<T> = {

@@ -1,0 +1,64 @@
+// Setting up a trainer's actors and its rollout environment from TaskOptions (COMLRL-SPEC §5): the task checks, the
+// model sources and tokenizers, placement on devices, loading with optimizers and references, and the environment
+// the rollout tree runs in. Every trainer whose agents are causal LMs starts here.
+import path from "node:path";
+import { planPlacement, type Placement, type PlacementConfig, type RuntimeConfig, type SamplingConfig } from "../config/index.js";
+import { runtimeInfo } from "../runtime.js";
+import { buildFormatters } from "../rollout/formatters.js";
+import { RewardProcessors } from "../rollout/rewards.js";
+import type { RolloutEnvironment } from "../rollout/tree.js";
+import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type ModelSource } from "./agents.js";
+import type { TaskOptions } from "./task-options.js";
+
+/** The config fields actor setup reads. */
+export interface ActorConfig extends PlacementConfig, SamplingConfig, RuntimeConfig {
+  readonly numTurns: number;
+  readonly agentLearningRate: number;
+  readonly referenceKlEnabled: boolean;
+}
+
+export interface Actors {
+  agents: Agent[];
+  sources: ModelSource[];
+  placement: Placement;
+  environment: RolloutEnvironment;
+}
+
+/** The checks every task gets before anything is loaded. */
+export function checkTask(options: TaskOptions<unknown>, config: { numTurns: number }, algorithm: string): void {
+  if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function.");
+  if (config.numTurns > 1 && !options.externalTransition) throw new Error(`Multi-turn ${algorithm} requires an externalTransition`);
+  if (!Array.isArray(options.trainDataset) || options.trainDataset.length === 0) throw new TypeError("trainDataset must be a non-empty array of items");
+}
+
+export async function setUpActors(options: TaskOptions<unknown>, config: ActorConfig): Promise<Actors> {
+  const n = config.numAgents;
+  const sources = resolveModelSources(options.agentModel, options.agents, n);
+  const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
+  const info = runtimeInfo();
+  const placement = planPlacement(config, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, n);
+  const agents = await buildAgents({
+    sources,
+    tokenizers,
+    devices: placement.agentDevices,
+    referenceDevices: config.referenceKlEnabled ? placement.referenceDevices : null,
+    dtype: config.dtype,
+    seed: config.seed,
+    optimizer: { lr: config.agentLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    sampling: { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK },
+  });
+  const environment: RolloutEnvironment = {
+    policies: agents,
+    formatters: buildFormatters(options.formatters, n),
+    rewardFunc: options.rewardFunc,
+    rewardProcessor: options.rewardProcessor ?? RewardProcessors.identity(),
+    externalTransition: options.externalTransition ?? null,
+    concurrent: placement.concurrent,
+  };
+  return { agents, sources, placement, environment };
+}
+
+/** runs/<algorithm>-<timestamp> unless the user chose a directory. */
+export function defaultOutputDir(trainerName: string, outputDir: string | undefined): string {
+  return outputDir ?? path.join("runs", `${trainerName.replace(/Trainer$/, "").toLowerCase()}-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+}
