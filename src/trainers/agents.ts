@@ -1,9 +1,9 @@
 // Agents: each is a causal LM with its tokenizer, optimizer and optional frozen reference, resolved from hub ids,
 // local directories or loaded model objects by the rules of COMLRL-SPEC §5.1–§5.2. The same CausalLM object given
 // twice is shared (one set of weights), but every agent keeps its own optimizer state.
-import type { AdamWOptions, NativeOptimizer } from "../native/binding.js";
-import { addon } from "../native/loader.js";
+import type { AdamWOptions } from "../native/binding.js";
 import { CausalLM, type Dtype } from "../models/causal-lm.js";
+import { Optimizer } from "../models/optimizer.js";
 import { resolveModelSource } from "../models/hub.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
@@ -88,7 +88,7 @@ export class Agent implements RolloutPolicy {
     readonly index: number,
     readonly model: CausalLM,
     readonly tokenizer: ComlrlTokenizer,
-    readonly optimizer: NativeOptimizer,
+    readonly optimizer: Optimizer,
     readonly sampling: SamplingSettings,
     readonly reference: CausalLM | null,
     /** Where the reference was loaded from, or null when it is a copy of a given model object. */
@@ -179,11 +179,10 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
         (reference) => reference.dispose(),
       );
     }
-    const Optimizer = addon().NativeOptimizer;
     return models.map((model, i) => {
       const source = options.sources[i];
       const referenceSource = references[i] && typeof source === "string" ? source : null;
-      return new Agent(i, model, options.tokenizers[i], new Optimizer(model.native, options.optimizer), options.sampling, references[i], referenceSource);
+      return new Agent(i, model, options.tokenizers[i], new Optimizer(model, options.optimizer), options.sampling, references[i], referenceSource);
     });
   } catch (error) {
     references.forEach((r) => r?.dispose());

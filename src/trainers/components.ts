@@ -3,10 +3,12 @@
 // saveModel and close() iterate over the registry, so an algorithm file never saves, restores or frees by hand.
 // A component's name is also its directory in checkpoints (and, through exportDir, in saveModel output).
 import { existsSync, readFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../models/config.js";
 import { weightFiles, type CausalLM } from "../models/causal-lm.js";
 import type { ComlrlTokenizer } from "../models/tokenizer.js";
+import type { ValueHead } from "../models/value-head.js";
 import { writeFileChecked } from "../util/atomic.js";
 
 /** What the registry needs of any module that holds weights. */
@@ -88,6 +90,14 @@ export class ComponentRegistry {
     return this.list;
   }
 
+  /**
+   * Components in write order: a component nested under another's directory ("agent_0/critic" under "agent_0")
+   * comes after it, because a model directory is written whole and would replace what was already inside it.
+   */
+  private inWriteOrder(): Component[] {
+    return [...this.list].sort((a, b) => a.name.split("/").length - b.name.split("/").length);
+  }
+
   get(name: string): Component {
     const component = this.list.find((c) => c.name === name);
     if (!component) throw new ComponentError(`no component named "${name}" (known: ${this.list.map((c) => c.name).join(", ")})`);
@@ -96,14 +106,15 @@ export class ComponentRegistry {
 
   /** Checkpoint layout: dir/<name>/ holds the module's state (once per shared module) and the optimizer's. */
   async saveCheckpoint(dir: string): Promise<SavedComponent[]> {
-    const saved: SavedComponent[] = [];
-    for (const c of this.list) {
+    for (const c of this.inWriteOrder()) {
       const componentDir = path.join(dir, c.name);
       if (c.sharesModuleWith === null && c.reloadSource === null) await c.module.saveState(componentDir);
-      if (c.optimizer) await c.optimizer.save(path.join(componentDir, OPTIMIZER_FILE));
-      saved.push({ name: c.name, description: c.module.describe(), sharesModuleWith: c.sharesModuleWith, reloadSource: c.reloadSource, hasOptimizer: c.optimizer !== null });
+      if (c.optimizer) {
+        await mkdir(componentDir, { recursive: true });
+        await c.optimizer.save(path.join(componentDir, OPTIMIZER_FILE));
+      }
     }
-    return saved;
+    return this.list.map((c) => ({ name: c.name, description: c.module.describe(), sharesModuleWith: c.sharesModuleWith, reloadSource: c.reloadSource, hasOptimizer: c.optimizer !== null }));
   }
 
   /** Refuses a checkpoint whose components differ from these in name, shape, sharing or optimizer; returns the reasons. */
@@ -125,7 +136,7 @@ export class ComponentRegistry {
   }
 
   async loadCheckpoint(dir: string): Promise<void> {
-    for (const c of this.list) {
+    for (const c of this.inWriteOrder()) {
       const componentDir = path.join(dir, c.name);
       if (c.sharesModuleWith === null && c.reloadSource === null) await c.module.loadState(componentDir);
       if (c.optimizer) await c.optimizer.load(path.join(componentDir, OPTIMIZER_FILE));
@@ -134,7 +145,7 @@ export class ComponentRegistry {
 
   /** saveModel: every exported component into dir/<exportDir>, a shared module once per export directory. */
   async exportTo(dir: string): Promise<void> {
-    for (const c of this.list) {
+    for (const c of this.inWriteOrder()) {
       if (c.exportDir === null) continue;
       const target = path.join(dir, c.exportDir);
       await (c.module.export ? c.module.export(target) : c.module.saveState(target));
@@ -175,5 +186,28 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),
+  };
+}
+
+const VALUE_HEAD_FILE = "value_head.pt";
+
+/**
+ * A value head as a component module: value_head.pt (a torch.save state dict, readable by Python) in its directory,
+ * for checkpoints and for saveModel alike. Its shape is what a checkpoint must match.
+ */
+export function valueHeadModule(head: ValueHead): ComponentModule {
+  const file = (dir: string) => path.join(dir, VALUE_HEAD_FILE);
+  return {
+    key: head,
+    describe: () => {
+      const { hiddenSize, hiddenDim } = head.info();
+      return { valueHead: { hiddenSize, hiddenDim } };
+    },
+    saveState: async (dir) => {
+      await mkdir(dir, { recursive: true });
+      await head.save(file(dir));
+    },
+    loadState: async (dir) => head.loadStateDict(file(dir)),
+    dispose: () => head.dispose(),
   };
 }

@@ -1,6 +1,5 @@
 // value_head.pt in PyTorch's own format: our writer against real torch.load(weights_only=True), our reader against
 // files real torch.save wrote (the golden fixtures, and files a Python script writes here).
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -8,8 +7,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { decodeTorchStateDict, encodeTorchStateDict, loadTorchStateDict, saveTorchStateDict, type StateDtype, type StateTensor } from "../../src/io/torch-pickle.js";
 import { readStoredZip } from "../../src/io/zip.js";
 import { readSafetensors } from "../support/safetensors.js";
+import { runPython } from "../support/python.js";
 
-const PYTHON = "/usr/bin/python3";
 const GOLDEN = path.join(process.env.COMLRL_GOLDEN_DIR ?? path.resolve(__dirname, "..", "..", "..", "shared", "golden"), "heads");
 const MODELS = ["qwen2_tiny_tied", "qwen2_tiny_untied", "llama_tiny_tied", "llama_tiny_untied"];
 
@@ -79,19 +78,6 @@ function sample(count: number, seed: number): number[] {
 }
 
 // --- Python -------------------------------------------------------------------------------------------------------
-
-/** Runs `script` under Debian's python3 with torch; its last stdout line is JSON. Fails (never skips) without torch. */
-function runPython(script: string, args: string[]): any {
-  const result = spawnSync(PYTHON, ["-c", script, ...args], { encoding: "utf8", timeout: 90_000 });
-  if (result.error || /No module named '?torch'?/.test(result.stderr)) {
-    throw new Error(
-      `${PYTHON} with torch is needed (${result.error?.message ?? "no module named torch"}): ` +
-        `run scripts/setup.sh, which installs Debian's python3-torch`,
-    );
-  }
-  if (result.status !== 0) throw new Error(`${PYTHON} failed (${result.status}): ${result.stderr}`);
-  return JSON.parse(result.stdout.trim().split("\n").pop()!);
-}
 
 const LOAD_OURS = `
 import sys, json, io, collections, torch

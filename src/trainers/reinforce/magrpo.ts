@@ -167,7 +167,7 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     this.timings.update += (performance.now() - started) / 1000;
     const results = perAgent.flat();
     for (const r of results) {
-      this.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: c.agentLearningRate, samples: r.samples });
+      this.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: this.agents[r.agent].optimizer.learningRates()[0], samples: r.samples });
     }
     this.logTrainMetrics(samples);
     return results;

@@ -1,0 +1,139 @@
+// The component registry with modules that are not agents: a causal LM carrying a value head, and a head alone on a
+// critic, each with an optimizer over parameter groups. Checkpoints restore every one of them exactly; saveModel
+// writes the HF directories and value_head.pt files Python reads; sharing and ownership decide what close() frees.
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { loadCheckpoint, saveCheckpoint } from "../../src/checkpoint/checkpoint.js";
+import { CausalLM } from "../../src/models/causal-lm.js";
+import { Optimizer } from "../../src/models/optimizer.js";
+import { createTinyModel } from "../../src/models/tiny-model.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import { ValueHead } from "../../src/models/value-head.js";
+import { causalLMModule, ComponentRegistry, valueHeadModule } from "../../src/trainers/components.js";
+import { runPython } from "../support/python.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-components-"));
+const base = path.join(scratch, "base");
+let tokenizer: ComlrlTokenizer;
+beforeAll(async () => {
+  tokenizer = await createTinyModel(base, { seed: 21, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
+});
+
+interface Parts {
+  registry: ComponentRegistry;
+  actor: CausalLM;
+  head: ValueHead;
+  critic: CausalLM;
+  criticHead: ValueHead;
+  actorOptimizer: Optimizer;
+  criticOptimizer: Optimizer;
+}
+
+/** agent_0 (an LM), agent_0/value_head (its head, one optimizer over both), agent_0/critic + its head (another). */
+async function build(seed: number): Promise<Parts> {
+  const actor = await CausalLM.fromDirectory(base, { seed });
+  const head = ValueHead.create(actor, { hiddenDim: 8, seed });
+  const critic = await CausalLM.fromDirectory(base, { seed: seed + 1 });
+  const criticHead = ValueHead.create(critic, { seed: seed + 1 });
+  const actorOptimizer = new Optimizer([{ module: actor }, { module: head, lr: 1e-2 }], { lr: 1e-3 });
+  const criticOptimizer = new Optimizer([{ module: critic }, { module: criticHead }], { lr: 1e-3 });
+  const registry = new ComponentRegistry();
+  registry.register({ name: "agent_0", module: causalLMModule(actor, tokenizer), trains: true, optimizer: actorOptimizer, ownsModule: true, exportDir: "agent_0" });
+  registry.register({ name: "agent_0/value_head", module: valueHeadModule(head), trains: true, ownsModule: true, exportDir: "agent_0" });
+  registry.register({ name: "agent_0/critic", module: causalLMModule(critic, tokenizer), trains: true, optimizer: criticOptimizer, ownsModule: true, exportDir: "agent_0/critic" });
+  registry.register({ name: "agent_0/critic/value_head", module: valueHeadModule(criticHead), trains: true, ownsModule: true, exportDir: "agent_0/critic" });
+  return { registry, actor, head, critic, criticHead, actorOptimizer, criticOptimizer };
+}
+
+/** One value-loss step on each LM + head pair. */
+async function step(p: Parts): Promise<void> {
+  const prompt = tokenizer.encode("Hello");
+  const completion = Int32Array.from(tokenizer.encode(" world"));
+  for (const [model, head, optimizer] of [[p.actor, p.head, p.actorOptimizer], [p.critic, p.criticHead, p.criticOptimizer]] as const) {
+    model.zeroGrad();
+    head.native.zeroGrad();
+    await head.valueLossBackward([prompt], [completion], { readout: "q", targets: [1.5] });
+    await optimizer.step();
+  }
+}
+
+const everything = (p: Parts) => [
+  ...[p.actor, p.critic].flatMap((m) => m.native.parameterNames().map(({ name }) => Array.from(m.native.getParameter(name)))),
+  ...[p.head, p.criticHead].flatMap((h) => h.native.parameterNames().map(({ name }) => Array.from(h.native.getParameter(name)))),
+];
+
+describe("component registry", () => {
+  it("a checkpoint restores LMs, heads and optimizers over groups so training continues exactly", async () => {
+    const uninterrupted = await build(1);
+    for (let i = 0; i < 3; i++) await step(uninterrupted);
+
+    const first = await build(1);
+    await step(first);
+    const dir = await saveCheckpoint(path.join(scratch, "checkpoints"), 1, first.registry, { kind: "test", progress: { epoch: 1, itemIndex: 0, envStep: 0 }, wandb: null, state: {} });
+    for (const file of ["agent_0/model.safetensors", "agent_0/optimizer.pt", "agent_0/value_head/value_head.pt", "agent_0/critic/model.safetensors", "agent_0/critic/optimizer.pt", "agent_0/critic/value_head/value_head.pt"]) {
+      expect(existsSync(path.join(dir, file)), file).toBe(true);
+    }
+    first.registry.dispose();
+
+    const resumed = await build(7); // other seeds: every weight must come from the checkpoint
+    await loadCheckpoint(dir, "test", resumed.registry);
+    for (let i = 0; i < 2; i++) await step(resumed);
+    expect(everything(resumed)).toEqual(everything(uninterrupted));
+    resumed.registry.dispose();
+    uninterrupted.registry.dispose();
+  });
+
+  it("refuses a checkpoint whose head has another shape, naming the component", async () => {
+    const parts = await build(1);
+    const dir = await saveCheckpoint(path.join(scratch, "shape"), 1, parts.registry, { kind: "test", progress: { epoch: 1, itemIndex: 0, envStep: 0 }, wandb: null, state: {} });
+    parts.registry.dispose();
+    const other = await build(1);
+    const wide = ValueHead.create(other.actor, { hiddenDim: 16 });
+    const registry = new ComponentRegistry();
+    registry.register({ name: "agent_0", module: causalLMModule(other.actor, tokenizer), trains: true, optimizer: other.actorOptimizer, ownsModule: true });
+    registry.register({ name: "agent_0/value_head", module: valueHeadModule(wide), trains: true, ownsModule: true });
+    registry.register({ name: "agent_0/critic", module: causalLMModule(other.critic, tokenizer), trains: true, optimizer: other.criticOptimizer, ownsModule: true });
+    registry.register({ name: "agent_0/critic/value_head", module: valueHeadModule(other.criticHead), trains: true, ownsModule: true });
+    await expect(loadCheckpoint(dir, "test", registry)).rejects.toThrow(/agent_0\/value_head differs: checkpoint \{"valueHead":\{"hiddenSize":32,"hiddenDim":8\}\}, trainer \{"valueHead":\{"hiddenSize":32,"hiddenDim":16\}\}/);
+    registry.dispose();
+    other.head.dispose();
+  });
+
+  it("saveModel layout: HF dirs with value_head.pt beside them, which Python's torch.load(weights_only=True) reads", async () => {
+    const parts = await build(3);
+    const out = path.join(scratch, "export");
+    await parts.registry.exportTo(out);
+    for (const file of ["agent_0/config.json", "agent_0/model.safetensors", "agent_0/tokenizer.json", "agent_0/value_head.pt", "agent_0/critic/model.safetensors", "agent_0/critic/value_head.pt"]) {
+      expect(existsSync(path.join(out, file)), file).toBe(true);
+    }
+    const loaded = runPython(
+      `import sys, json, torch
+print(json.dumps({f: {k: v.flatten().tolist() for k, v in torch.load(f, weights_only=True).items()} for f in sys.argv[1:]}))`,
+      [path.join(out, "agent_0", "value_head.pt"), path.join(out, "agent_0", "critic", "value_head.pt")],
+    );
+    const head = loaded[path.join(out, "agent_0", "value_head.pt")];
+    expect(Object.keys(head)).toEqual(["0.weight", "0.bias", "2.weight", "2.bias"]);
+    for (const name of Object.keys(head)) {
+      const ours = Array.from(parts.head.native.getParameter(name));
+      head[name].forEach((v: number, i: number) => expect(v).toBeCloseTo(ours[i], 7));
+    }
+    expect(Object.keys(loaded[path.join(out, "agent_0", "critic", "value_head.pt")])).toEqual(["weight", "bias"]);
+    parts.registry.dispose();
+  });
+
+  it("frees only owned modules, a shared one once", async () => {
+    const mine = await CausalLM.fromDirectory(base);
+    const theirs = await CausalLM.fromDirectory(base);
+    const registry = new ComponentRegistry();
+    registry.register({ name: "agent_0", module: causalLMModule(mine, tokenizer), trains: true, ownsModule: true });
+    registry.register({ name: "agent_1", module: causalLMModule(mine, tokenizer), trains: true, ownsModule: true });
+    registry.register({ name: "agent_2", module: causalLMModule(theirs, tokenizer), trains: true, ownsModule: false });
+    expect(registry.get("agent_1").sharesModuleWith).toBe("agent_0");
+    registry.dispose();
+    expect(() => mine.info()).toThrow(/disposed/);
+    expect(theirs.info().parameterCount).toBeGreaterThan(0);
+    theirs.dispose();
+  });
+});
