@@ -276,6 +276,12 @@ Napi::Array ToShapeArray(Napi::Env env, torch::IntArrayRef shape) {
   return out;
 }
 
+std::string ShapeText(torch::IntArrayRef shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 torch::Device ParseDevice(const std::string& text) {
   if (text == "cpu") return torch::Device(torch::kCPU);
   if (text.rfind("cuda", 0) == 0) {

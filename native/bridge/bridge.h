@@ -60,6 +60,8 @@ torch::Tensor Float32ArrayToTensor(const Napi::Value& value, const char* name);
 Napi::Float32Array ToFloat32Array(Napi::Env env, const torch::Tensor& tensor);
 Napi::Int32Array ToInt32Array(Napi::Env env, const torch::Tensor& tensor);
 Napi::Array ToShapeArray(Napi::Env env, torch::IntArrayRef shape);
+// "[2, 3]", for messages.
+std::string ShapeText(torch::IntArrayRef shape);
 
 torch::Device ParseDevice(const std::string& text);
 torch::Dtype ParseDtype(const std::string& text);

@@ -92,12 +92,6 @@ torch::Tensor NamedParameter(HeadState& state, const Napi::Value& name_value) {
   return parameters[name];
 }
 
-std::string ShapeText(torch::IntArrayRef shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 // One entry of a state dict from JS: { dtype, shape, data: Uint8Array } -> a CPU tensor owning a copy of the bytes.
 torch::Tensor ReadStateTensor(const Napi::Value& value, const std::string& name) {
   if (!value.IsObject()) throw ArgumentError("state dict entry \"" + name + "\" must be { dtype, shape, data }");

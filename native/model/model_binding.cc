@@ -284,10 +284,9 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     if (!(settings.temperature > 0)) throw ArgumentError("temperature must be positive");
     if (!(settings.top_p > 0 && settings.top_p <= 1)) throw ArgumentError("topP must be in (0, 1]");
     const std::string stream = options.Get("stream").IsUndefined() ? ModelState::kDefaultStream : StringField(options, "stream");
-    {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      state->Stream(stream);  // an unknown stream fails here, before any work is queued
-    }
+    // An unknown stream fails here, before any work is queued. Streams are only added on this thread, so reading the
+    // map needs no lock (taking the model's mutex would wait out work in flight).
+    state->Stream(stream);
     return RunAsync(info.Env(), state->device.str(), [state, prompts, settings, stream]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::InferenceMode inference;

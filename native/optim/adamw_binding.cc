@@ -52,12 +52,6 @@ std::vector<std::vector<int64_t>> ParseShapes(const torch::Tensor& record) {
   return shapes;
 }
 
-std::string ShapeText(torch::IntArrayRef shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 void CheckGroupsMatch(torch::serialize::InputArchive& archive, const torch::optim::AdamW& adamw) {
   torch::Tensor count;
   if (!archive.try_read(kGroupCountKey, count)) {
@@ -105,20 +99,13 @@ NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectW
   Guard(info, [&]() -> Napi::Value {
     Napi::Object options = ObjectArg(info, 1, "options");
     double beta1 = 0.9, beta2 = 0.999;
-    if (!options.Get("betas").IsUndefined()) {
-      const std::vector<double> betas = [&] {
-        Napi::Value value = options.Get("betas");
-        if (!value.IsArray() || value.As<Napi::Array>().Length() != 2) throw ArgumentError("betas must be [beta1, beta2]");
-        Napi::Array array = value.As<Napi::Array>();
-        std::vector<double> out;
-        for (uint32_t i = 0; i < 2; ++i) {
-          if (!array.Get(i).IsNumber()) throw ArgumentError("betas must be [beta1, beta2]");
-          out.push_back(array.Get(i).As<Napi::Number>().DoubleValue());
-        }
-        return out;
-      }();
-      beta1 = betas[0];
-      beta2 = betas[1];
+    const Napi::Value betas = options.Get("betas");
+    if (!betas.IsUndefined()) {
+      const bool pair = betas.IsArray() && betas.As<Napi::Array>().Length() == 2 && betas.As<Napi::Array>().Get(0u).IsNumber() &&
+                        betas.As<Napi::Array>().Get(1u).IsNumber();
+      if (!pair) throw ArgumentError("betas must be [beta1, beta2]");
+      beta1 = betas.As<Napi::Array>().Get(0u).As<Napi::Number>().DoubleValue();
+      beta2 = betas.As<Napi::Array>().Get(1u).As<Napi::Number>().DoubleValue();
     }
     const auto defaults = torch::optim::AdamWOptions(NumberField(options, "lr"))
                               .betas({beta1, beta2})
