@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { findLibtorch } from "./find-libtorch.mjs";
@@ -70,7 +71,9 @@ function build(tool) {
   const args = [...prefix, ...(tool === "gyp" ? ["rebuild", "-j", "max"] : ["compile", "--out", "build"])];
   log(`building the native addon with ${tool === "gyp" ? "node-gyp" : "cmake-js"}`);
   const started = Date.now();
-  const result = spawnSync(command, args, { cwd: root, stdio: "inherit" });
+  // cmake --build runs make serially unless told otherwise; node-gyp gets -j max above.
+  const env = { ...process.env, CMAKE_BUILD_PARALLEL_LEVEL: process.env.CMAKE_BUILD_PARALLEL_LEVEL ?? String(availableParallelism()) };
+  const result = spawnSync(command, args, { cwd: root, stdio: "inherit", env });
   if (result.status !== 0) {
     const why = result.error ? `could not start: ${result.error.message}` : `exited with ${result.status ?? result.signal}`;
     console.error(`comlrl: native build failed (${command} ${args.join(" ")} ${why})`);
