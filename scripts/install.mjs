@@ -71,7 +71,7 @@ function build(tool) {
   const args = [...prefix, ...(tool === "gyp" ? ["rebuild", "-j", "max"] : ["compile", "--out", "build"])];
   log(`building the native addon with ${tool === "gyp" ? "node-gyp" : "cmake-js"}`);
   const started = Date.now();
-  // cmake --build runs make serially unless told otherwise; node-gyp gets -j max above.
+  // With the Makefile generator (no ninja installed) cmake --build runs make serially unless told otherwise.
   const env = { ...process.env, CMAKE_BUILD_PARALLEL_LEVEL: process.env.CMAKE_BUILD_PARALLEL_LEVEL ?? String(availableParallelism()) };
   const result = spawnSync(command, args, { cwd: root, stdio: "inherit", env });
   if (result.status !== 0) {
