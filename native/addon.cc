@@ -2,6 +2,7 @@
 #include <napi.h>
 
 #include "bridge/bridge.h"
+#include "dist/process_group.h"
 #include "heads/head_binding.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
@@ -17,6 +18,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::NativeModel::Init(env, exports);
   comlrl::NativeValueHead::Init(env, exports);
   comlrl::NativeOptimizer::Init(env, exports);
+  comlrl::NativeProcessGroup::Init(env, exports);
   return exports;
 }
 

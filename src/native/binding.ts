@@ -30,6 +30,7 @@ export interface NativeAddon {
   NativeModel: NativeModelStatic;
   NativeOptimizer: NativeOptimizerConstructor;
   NativeValueHead: NativeValueHeadConstructor;
+  NativeProcessGroup: NativeProcessGroupStatic;
 }
 
 /** Ragged rows of token ids: all rows concatenated, with each row's length. */
@@ -217,4 +218,34 @@ export interface NativeValueHead {
 export interface NativeValueHeadConstructor {
   /** Linear(H, 1) when hiddenDim is null/0, else Linear(H, d) → Tanh → Linear(d, 1); weights N(0, 0.02), biases 0. */
   new (options: { hiddenSize: number; hiddenDim?: number | null; dtype: string; device: string; seed?: number }): NativeValueHead;
+}
+
+/** Bytes a collective moved from this rank and how long it took. */
+export interface CollectiveTraffic {
+  bytes: number;
+  seconds: number;
+}
+
+/** A c10d process group (Gloo over a TCPStore rendezvous); every call is a collective all ranks make in the same order. */
+export interface NativeProcessGroup {
+  rank(): number;
+  worldSize(): number;
+  /** Gradients become Σ w_r·g_r / Σ w_r over the ranks; values are summed as given. */
+  allReduceGradients(
+    modules: Array<NativeModel | NativeValueHead>,
+    options: { weight: number; values?: Float64Array; bucketBytes?: number },
+  ): Promise<CollectiveTraffic & { totalWeight: number; values: Float64Array }>;
+  /** Every parameter and buffer takes root's values. */
+  broadcastParameters(modules: Array<NativeModel | NativeValueHead>, root?: number): Promise<CollectiveTraffic>;
+  allReduce(values: Float64Array, op: "sum" | "mean" | "max" | "min"): Promise<Float64Array>;
+  broadcast(bytes: Uint8Array, root?: number): Promise<Uint8Array>;
+  allGather(bytes: Uint8Array): Promise<Uint8Array[]>;
+  barrier(): Promise<void>;
+  dispose(): void;
+}
+
+export interface NativeProcessGroupStatic {
+  create(options: { rank: number; worldSize: number; masterAddr: string; masterPort: number; timeoutMs: number; interface?: string }): Promise<NativeProcessGroup>;
+  /** Whether this build has Gloo process groups (libtorch's Gloo headers were found). */
+  glooAvailable(): boolean;
 }

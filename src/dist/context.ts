@@ -1,0 +1,131 @@
+// DistributedContext: this process's place in a data-parallel job and the collectives trainers use, over one c10d
+// process group. Every collective must be called by every rank, in the same order; one that a dead or stalled
+// peer cannot complete rejects with a TorchError after the job's timeout instead of hanging.
+import type { CollectiveTraffic, NativeModel, NativeProcessGroup, NativeValueHead } from "../native/binding.js";
+import { addon } from "../native/loader.js";
+import { readDistributedEnvironment, DistributedEnvironmentError, type DistributedEnvironment } from "./environment.js";
+
+export type ReduceOp = "sum" | "mean" | "max" | "min";
+
+/** Totals over this process's gradient reductions, for benches and logs. */
+export interface CommunicationStats {
+  gradientReductions: number;
+  gradientBytes: number;
+  gradientSeconds: number;
+  broadcastBytes: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class DistributedContext {
+  readonly stats: CommunicationStats = { gradientReductions: 0, gradientBytes: 0, gradientSeconds: 0, broadcastBytes: 0 };
+
+  private constructor(
+    private readonly group: NativeProcessGroup,
+    readonly environment: DistributedEnvironment,
+  ) {}
+
+  /** Joins the job described by `environment` (waits for every rank, up to its timeout). */
+  static async connect(environment: DistributedEnvironment): Promise<DistributedContext> {
+    const group = await addon().NativeProcessGroup.create({
+      rank: environment.rank,
+      worldSize: environment.worldSize,
+      masterAddr: environment.masterAddr,
+      masterPort: environment.masterPort,
+      timeoutMs: environment.timeoutMs,
+      ...(environment.interface ? { interface: environment.interface } : {}),
+    });
+    return new DistributedContext(group, environment);
+  }
+
+  private static shared: Promise<DistributedContext> | null = null;
+  private static sharedContext: DistributedContext | null = null;
+
+  /**
+   * The process's context from the torchrun environment, joined once and shared by every trainer in the process
+   * (as torch.distributed's default group is). Throws when the environment names no job.
+   */
+  static fromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<DistributedContext> {
+    if (!DistributedContext.shared) {
+      const environment = readDistributedEnvironment(env);
+      if (!environment) {
+        throw new DistributedEnvironmentError(
+          'parallelTraining "ddp" needs a data-parallel job: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are unset (start the script with comlrl launch --nproc N)',
+        );
+      }
+      DistributedContext.shared = DistributedContext.connect(environment).then((context) => (DistributedContext.sharedContext = context));
+    }
+    return DistributedContext.shared;
+  }
+
+  get rank(): number {
+    return this.environment.rank;
+  }
+
+  get worldSize(): number {
+    return this.environment.worldSize;
+  }
+
+  get localRank(): number {
+    return this.environment.localRank;
+  }
+
+  /** Rank 0: the one that logs, saves models and writes checkpoints. */
+  get isMain(): boolean {
+    return this.environment.rank === 0;
+  }
+
+  /** Element-wise reduction of a few numbers over the ranks. */
+  async allReduce(values: readonly number[] | Float64Array, op: ReduceOp = "sum"): Promise<number[]> {
+    return [...(await this.group.allReduce(Float64Array.from(values), op))];
+  }
+
+  /** Every rank's JSON value, in rank order (metrics, rewards, per-rank state). */
+  async allGather<T>(value: T): Promise<T[]> {
+    const parts = await this.group.allGather(encoder.encode(JSON.stringify(value)));
+    return parts.map((bytes) => JSON.parse(decoder.decode(bytes)) as T);
+  }
+
+  /** root's JSON value on every rank (what the others pass is ignored). */
+  async broadcast<T>(value: T, root = 0): Promise<T> {
+    const bytes = await this.group.broadcast(this.rank === root ? encoder.encode(JSON.stringify(value)) : new Uint8Array(0), root);
+    return JSON.parse(decoder.decode(bytes)) as T;
+  }
+
+  async barrier(): Promise<void> {
+    await this.group.barrier();
+  }
+
+  /**
+   * Replaces the modules' gradients by the samples-weighted mean over the ranks, Σ w_r·g_r / Σ w_r, so that one
+   * step applies the gradient of the union of the ranks' samples. `values` are summed over the ranks.
+   */
+  async allReduceGradients(
+    modules: Array<NativeModel | NativeValueHead>,
+    weight: number,
+    values: readonly number[] = [],
+  ): Promise<{ totalWeight: number; values: number[] } & CollectiveTraffic> {
+    const result = await this.group.allReduceGradients(modules, { weight, values: Float64Array.from(values) });
+    this.stats.gradientReductions++;
+    this.stats.gradientBytes += result.bytes;
+    this.stats.gradientSeconds += result.seconds;
+    return { ...result, values: [...result.values] };
+  }
+
+  /** Every parameter and buffer of the modules takes root's values. */
+  async broadcastParameters(modules: Array<NativeModel | NativeValueHead>, root = 0): Promise<CollectiveTraffic> {
+    const traffic = await this.group.broadcastParameters(modules, root);
+    this.stats.broadcastBytes += traffic.bytes;
+    return traffic;
+  }
+
+  /** Leaves the group; the context is unusable afterwards. */
+  dispose(): void {
+    this.group.dispose();
+    if (this === DistributedContext.sharedContext) {
+      DistributedContext.shared = null;
+      DistributedContext.sharedContext = null;
+    }
+  }
+}
