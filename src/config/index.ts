@@ -29,6 +29,19 @@ export {
   type ParallelTraining,
 } from "./magrpo.js";
 export {
+  isMagrpoFamily,
+  madpoConfig,
+  marlhfConfig,
+  rewardModelDeviceGiven,
+  type CollaborationMode,
+  type MADPOConfig,
+  type MADPOConfigInput,
+  type MARLHFConfig,
+  type MARLHFConfigInput,
+  type PairSelection,
+  type RLAlgorithm,
+} from "./preference.js";
+export {
   EVAL_FIELDS,
   PLACEMENT_FIELDS,
   REFERENCE_KL_FIELDS,
@@ -40,4 +53,14 @@ export {
   type RuntimeConfig,
   type SamplingConfig,
 } from "./groups.js";
+export {
+  iacConfig,
+  maacConfig,
+  type ActorCriticConfig,
+  type CriticType,
+  type IACConfig,
+  type IACConfigInput,
+  type MAACConfig,
+  type MAACConfigInput,
+} from "./actor-critic.js";
 export { loadConfigFile, parseConfigText, type LoadConfigOptions } from "./file.js";

@@ -4,7 +4,7 @@
 import { centralizedMagrpoConfig, type CentralizedMAGRPOConfigInput, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
-import type { Item, RewardFunction } from "../../rollout/types.js";
+import type { Formatter, Item, RewardFunction } from "../../rollout/types.js";
 import { AgentResolutionError, type ModelSource } from "../agents.js";
 import { checkOptionKeys } from "../options.js";
 import { MAGRPO_OPTION_KEYS, MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./magrpo.js";
@@ -35,6 +35,38 @@ export class TaggedAdapter implements CentralizedAdapter {
     if (sections.size === 0) throw new CentralizedParseError(`no <agent_i> sections in the response (${numRoles} roles expected)`);
     return Array.from({ length: numRoles }, (_, i) => sections.get(i + 1) ?? "");
   }
+}
+
+/**
+ * A decentralized task seen by one joint policy: the formatter builds the adapter's joint prompt from every role's
+ * prompt, and the reward splits each joint response into roles (a response without structure gives every role "")
+ * before calling the task reward, which sees one list per role exactly as in decentralized training.
+ */
+export function centralizedTask(
+  adapter: CentralizedAdapter,
+  formatters: Formatter | Formatter[] | null | undefined,
+  taskReward: RewardFunction,
+  roles: number,
+): { formatter: Formatter; rewardFunc: RewardFunction; splitRoles: (text: string, item: Item) => string[] } {
+  const roleFormatters = buildFormatters(formatters, roles);
+  const formatter: Formatter = (item) => {
+    const prompt = adapter.buildPrompt(item, roleFormatters.map((f, role) => formatPrompt(f, item, role)));
+    if (typeof prompt !== "string" || prompt.length === 0) throw new TypeError("the centralized adapter built an empty prompt");
+    return prompt;
+  };
+  const splitRoles = (text: string, item: Item) => {
+    try {
+      return adapter.parseCompletion(text, item, roles);
+    } catch (error) {
+      if (error instanceof CentralizedParseError) return Array(roles).fill("");
+      throw error;
+    }
+  };
+  const rewardFunc: RewardFunction = (completions, context) => {
+    const split = completions[0].map((text) => splitRoles(text, context.item));
+    return taskReward(Array.from({ length: roles }, (_, role) => split.map((parts) => parts[role])), context);
+  };
+  return { formatter, rewardFunc, splitRoles };
 }
 
 export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptions, "agentModel" | "agents" | "tokenizer" | "config" | "externalTransition"> {
@@ -78,34 +110,15 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
     if (Array.isArray(options.tokenizer) && options.tokenizer.length !== 1) {
       throw new AgentResolutionError(`Centralized MAGRPO takes one actor tokenizer, got ${options.tokenizer.length}`);
     }
-    const roleFormatters = buildFormatters(options.formatters, roles);
-    const adapter = givenAdapter ?? new TaggedAdapter();
-    const jointPrompt = (item: Item) => {
-      const prompt = adapter.buildPrompt(item, roleFormatters.map((f, role) => formatPrompt(f, item, role)));
-      if (typeof prompt !== "string" || prompt.length === 0) throw new TypeError("the centralized adapter built an empty prompt");
-      return prompt;
-    };
-    const splitRoles = (text: string, item: Item) => {
-      try {
-        return adapter.parseCompletion(text, item, roles);
-      } catch (error) {
-        if (error instanceof CentralizedParseError) return Array(roles).fill("");
-        throw error;
-      }
-    };
-    // The task reward sees roles, one list per role, exactly as in decentralized MAGRPO.
-    const rewardFunc: RewardFunction = (completions, context) => {
-      const split = completions[0].map((text) => splitRoles(text, context.item));
-      return options.rewardFunc(Array.from({ length: roles }, (_, role) => split.map((parts) => parts[role])), context);
-    };
+    const joint = centralizedTask(givenAdapter ?? new TaggedAdapter(), options.formatters, options.rewardFunc, roles);
     const trainer = (await MAGRPOTrainer.create.call(this, {
       ...magrpoOptions,
       agentModel: null,
       agents: actors,
       numAgents: undefined,
       tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer,
-      formatters: [jointPrompt],
-      rewardFunc,
+      formatters: [joint.formatter],
+      rewardFunc: joint.rewardFunc,
       config: { ...(options.config ?? {}), numAgents: 1 },
     })) as T & CentralizedMAGRPOTrainer;
     trainer.numRoles = roles;

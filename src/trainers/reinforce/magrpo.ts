@@ -7,8 +7,8 @@ import { formatPrompt } from "../../rollout/formatters.js";
 import { forEachAgent, rolloutItem, sampleRows, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
 import type { Item, NodeSample } from "../../rollout/types.js";
 import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
-import { registerAgents, resolveAgentCount, EVAL_STREAM, type Agent } from "../agents.js";
-import { evaluateItems, type EvalLoggerInput } from "../evaluation.js";
+import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
+import { evaluateAgents, type EvalLoggerInput } from "../evaluation.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import { Trainer, type TrainingStage } from "../trainer.js";
@@ -106,11 +106,16 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     return Promise.all(this.agents.map(async (agent, i) => (await agent.sample(prompts[i], k)).texts));
   }
 
+  /** The environment training rollouts run in; evaluation always uses the task's (MARLHF scores with its reward model). */
+  protected get trainingEnvironment(): RolloutEnvironment {
+    return this.environment;
+  }
+
   /** Rolls out each item's tree and returns every agent's node samples, advancing the env-step counter. */
   async collect(items: Item[], firstItemIndex = 0): Promise<NodeSample[]> {
     const samples: NodeSample[] = [];
     for (let i = 0; i < items.length; i++) {
-      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.environment, this.rolloutSettings, this.progress.envStep);
+      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.trainingEnvironment, this.rolloutSettings, this.progress.envStep);
       this.progress.envStep += rollout.envSteps;
       samples.push(...rollout.samples);
       if (this.shouldLogSamples(firstItemIndex + i)) this.logger!.logSamples(sampleRows(rollout.root), this.progress.envStep);
@@ -208,12 +213,7 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
   /** Held-out evaluation (COMLRL-SPEC §3.4) on the agents' evaluation streams, re-seeded so every eval draws alike. */
   async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
     const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    if (items.length === 0) return {};
-    this.agents.forEach((agent) => agent.model.native.setSeed(this.config.seed + agent.index, EVAL_STREAM));
-    const environment: RolloutEnvironment = { ...this.environment, policies: this.agents.map((a) => a.evalPolicy()), timings: undefined };
-    const metrics = await evaluateItems(items, environment, this.rolloutSettings, this.options);
-    this.logger?.logEval(metrics, this.progress.envStep);
-    return Object.fromEntries(Object.entries(metrics).map(([key, value]) => [`eval/${key}`, value]));
+    return evaluateAgents(this.agents, this.environment, this.rolloutSettings, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.logger, hooks: this.options });
   }
 
   protected override assertCheckpointable(): void {

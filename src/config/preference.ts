@@ -1,0 +1,233 @@
+// Preference-learning configs (CoMLRL spec §2.4–§2.5): MADPO (reference-free joint DPO on pairs collected once before
+// training) and MARLHF (a Bradley–Terry joint reward model learned from the same pairs, then online RL against it).
+// Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
+import { deviceSpec, type DeviceSpec } from "./devices.js";
+import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
+import {
+  EVAL_FIELDS,
+  PLACEMENT_FIELDS,
+  REFERENCE_KL_FIELDS,
+  RUNTIME_FIELDS,
+  SAMPLING_FIELDS,
+  type EvalConfig,
+  type PlacementFields,
+  type ReferenceKlConfig,
+  type RuntimeConfig,
+} from "./groups.js";
+import type { AdvantageMode, ConfigSource, JointMode } from "./magrpo.js";
+
+export type CollaborationMode = "decentralized" | "centralized";
+export type PairSelection = "reward_gap" | "all" | "random";
+export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
+
+export interface MADPOConfig extends PlacementFields, EvalConfig, ReferenceKlConfig, RuntimeConfig {
+  /** Passes over the preference pair set (MARLHF: over the train items in its RL phase). */
+  readonly numTrainEpochs: number;
+  readonly agentLearningRate: number;
+  readonly loggingSteps: number;
+  /** The role count; validated only, as in MAGRPO (the trainer's numAgents decides). */
+  readonly numAgents: number;
+  /** "centralized": one actor writes every role's part through an adapter (spec §6.6). */
+  readonly collaborationMode: CollaborationMode;
+  readonly maxNewTokens: number;
+  readonly temperature: number;
+  readonly topP: number;
+  readonly topK: number | null;
+  /** Must be 1: pairs are single-turn joint responses. */
+  readonly numTurns: number;
+  /** Kept for the shared MAGRPO machinery (MARLHF's RL phase); MADPO does not read it. */
+  readonly discount: number;
+  /** Must be "aligned": candidate k of every agent forms joint candidate k. */
+  readonly jointMode: JointMode;
+  readonly earlyTerminationThreshold: number | null;
+  readonly externalPromptPassthrough: boolean;
+  /** MARLHF's RL phase: node samples an agent collects before it updates. */
+  readonly rolloutBufferSize: number;
+  /** Pairs per DPO step (MARLHF's RL phase: samples per optimizer step); defaults to rolloutBufferSize. */
+  readonly trainBatchSize: number;
+  /** Used only by MARLHF's RL phase. */
+  readonly advantageNormalization: boolean;
+  readonly advantageMode: AdvantageMode;
+  /** Aligned joint candidates sampled per train item before training; at least 2. */
+  readonly preferenceNumCandidates: number;
+  /** Pairs kept per item after selection; null keeps all (required with pairSelection "all"). */
+  readonly preferencePairsPerSample: number | null;
+  /** Order in which an item's pairs are kept: largest reward gap first, a random order, or index order. */
+  readonly pairSelection: PairSelection;
+  /** β of −log σ(β Δ). */
+  readonly dpoBeta: number;
+  /** Whether DPO steps advance the env-step counter, by environmentStepsPerPair per pair. */
+  readonly useEnvironmentStep: boolean;
+  readonly environmentStepsPerPair: number;
+}
+
+export interface MARLHFConfig extends MADPOConfig {
+  /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
+  readonly rlAlgorithm: RLAlgorithm;
+  /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
+  readonly numGenerations: number;
+  /** Backbone of the joint reward model (hub id or local dir); null = the first actor's model id. */
+  readonly rewardModelName: string | null;
+  /**
+   * Where the reward model lives; null = the trainer's (first actor's) device. The default "cuda:0" falls back to the
+   * trainer's device on a machine without CUDA (logged once); an explicitly given CUDA device without CUDA is an error.
+   */
+  readonly rewardModelDevice: string | null;
+  readonly rewardLearningRate: number;
+  readonly rewardNumTrainEpochs: number;
+  /** Pairs per Bradley–Terry step. */
+  readonly rewardTrainBatchSize: number;
+  /** Token limit of a joint text; longer ones keep their last rewardMaxLength tokens (null: no limit). */
+  readonly rewardMaxLength: number | null;
+  /** Train only the score head. */
+  readonly rewardFreezeBackbone: boolean;
+  /**
+   * (ours) Share of the train items whose pairs are held out of reward-model training to measure its pairwise
+   * accuracy (the last ⌊share × items with pairs⌋ items); 0 holds out nothing.
+   */
+  readonly rewardHeldOutFraction: number;
+  /** Actor-critic back-ends (maac / iac). */
+  readonly criticModelName: string | null;
+  /** null = agentLearningRate. */
+  readonly criticLearningRate: number | null;
+  readonly criticDevices: DeviceSpec | null;
+  readonly useSeparateCritic: boolean;
+  readonly criticType: "v" | "q";
+  readonly valueLossCoef: number;
+  readonly valueClipRange: number | null;
+  readonly criticValueHeadHiddenDim: number | null;
+  readonly valueHeadHiddenDim: number | null;
+}
+
+/** What callers pass: any subset of the fields (trainBatchSize null = rolloutBufferSize). Files may use snake_case. */
+export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & { readonly trainBatchSize?: number | null };
+export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "advantageMode" | "rlAlgorithm">> & {
+  readonly trainBatchSize?: number | null;
+  /** Derived from rlAlgorithm; when given it must agree. */
+  readonly advantageMode?: AdvantageMode | null;
+  /** "mareforce" is read as "mareinforce". */
+  readonly rlAlgorithm?: RLAlgorithm | "mareforce";
+};
+
+const { numGenerations: _generationsAreMarlhfs, ...CANDIDATE_SAMPLING_FIELDS } = SAMPLING_FIELDS;
+
+const MADPO_FIELDS = {
+  ...CANDIDATE_SAMPLING_FIELDS,
+  ...PLACEMENT_FIELDS,
+  ...EVAL_FIELDS,
+  ...REFERENCE_KL_FIELDS,
+  ...RUNTIME_FIELDS,
+  numTrainEpochs: int({ default: 20, min: 1 }),
+  agentLearningRate: float({ default: 5e-6, min: 0 }),
+  loggingSteps: int({ default: 50, min: 1 }),
+  numAgents: int({ default: 2, min: 1 }),
+  collaborationMode: oneOf(["decentralized", "centralized"], { default: "decentralized" }),
+  numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: preference pairs are single-turn joint responses") }),
+  discount: float({ default: 1.0, min: 0, max: 1 }),
+  jointMode: oneOf(["aligned", "cross"], {
+    default: "aligned",
+    aliases: { align: "aligned", crossed: "cross" },
+    check: (m) => (m === "aligned" ? undefined : 'must be "aligned": preference candidates are aligned joint responses'),
+  }),
+  earlyTerminationThreshold: nullable(float()),
+  externalPromptPassthrough: bool({ default: false }),
+  rolloutBufferSize: int({ default: 2, min: 1 }),
+  trainBatchSize: nullable(int({ min: 1 })),
+  advantageNormalization: bool({ default: true }),
+  advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
+  preferenceNumCandidates: int({ default: 80, min: 2 }),
+  preferencePairsPerSample: nullable(int({ default: 16, min: 1 })),
+  pairSelection: oneOf(["reward_gap", "all", "random"], { default: "reward_gap" }),
+  dpoBeta: float({ default: 0.1, above: 0 }),
+  useEnvironmentStep: bool({ default: true }),
+  environmentStepsPerPair: int({ default: 2, min: 1 }),
+};
+
+/** The rules that tie MADPO's fields together (MARLHF's too). */
+function resolveMadpo<V extends ValuesOf<typeof MADPO_FIELDS>>(values: V, fail: (field: "agentDevices" | "preferencePairsPerSample", reason: string) => never) {
+  if (values.parallelTraining === "mp" && values.agentDevices === null) {
+    fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
+  }
+  if (values.pairSelection === "all" && values.preferencePairsPerSample !== null) {
+    fail("preferencePairsPerSample", 'must be null when pairSelection is "all" (every pair is kept)');
+  }
+  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize };
+}
+
+/** MADPO (spec §2.4): reference-free joint DPO over pairs collected once; numTurns 1, aligned candidates. */
+export function madpoConfig(input?: MADPOConfigInput, options: ConfigSource = {}): MADPOConfig {
+  return buildConfig(MADPO_FIELDS, input, { configName: "MADPOConfig", source: options.source, finish: resolveMadpo });
+}
+
+const MAGRPO_FAMILY_MODES: Readonly<Record<string, AdvantageMode>> = { magrpo: "mean", mareinforce: "raw", maremax: "max", marloo: "rloo" };
+
+/** Whether the RL phase is the MAGRPO family (as opposed to an actor-critic back-end). */
+export function isMagrpoFamily(algorithm: RLAlgorithm): algorithm is "magrpo" | "mareinforce" | "maremax" | "marloo" {
+  return algorithm in MAGRPO_FAMILY_MODES;
+}
+
+/** A single device: "cpu", "cuda" or "cuda:N" (checked against the machine when the reward model is placed). */
+function singleDevice() {
+  const spec = deviceSpec();
+  return field<string>((raw) => {
+    if (typeof raw !== "string" || raw.trim().toLowerCase() === "auto") reject('must be one device: "cpu", "cuda" or "cuda:N"');
+    return spec.parse(raw) as string;
+  });
+}
+
+const MARLHF_FIELDS = {
+  ...MADPO_FIELDS,
+  rlAlgorithm: oneOf(["magrpo", "mareinforce", "maremax", "marloo", "maac", "iac"], { default: "magrpo", aliases: { mareforce: "mareinforce" } }),
+  // ≥ 2 for the MAGRPO family is checked together with rlAlgorithm.
+  numGenerations: int({ default: 4, min: 1 }),
+  advantageMode: withDefault(nullable(MADPO_FIELDS.advantageMode), null),
+  rewardModelName: nullable(text()),
+  rewardModelDevice: withDefault(nullable(singleDevice()), "cuda:0"),
+  rewardLearningRate: float({ default: 1e-5, above: 0 }),
+  rewardNumTrainEpochs: int({ default: 1, min: 1 }),
+  rewardTrainBatchSize: int({ default: 1, min: 1 }),
+  rewardMaxLength: nullable(int({ min: 1 })),
+  rewardFreezeBackbone: bool({ default: false }),
+  rewardHeldOutFraction: float({ default: 0.1, min: 0, check: (f) => (f < 1 ? undefined : "must be < 1 (some pairs must train the reward model)") }),
+  criticModelName: nullable(text()),
+  criticLearningRate: nullable(float({ above: 0 })),
+  criticDevices: deviceSpec(),
+  useSeparateCritic: bool({ default: true }),
+  criticType: oneOf(["v", "q"], { default: "v" }),
+  valueLossCoef: float({ default: 0.6, above: 0 }),
+  valueClipRange: nullable(float({ default: 0.2, above: 0 })),
+  criticValueHeadHiddenDim: nullable(int({ min: 1 })),
+  valueHeadHiddenDim: nullable(int({ min: 1 })),
+};
+
+/**
+ * Marks a built MARLHFConfig whose rewardModelDevice was given by the user rather than defaulted; the trainer reads
+ * it to tell the default "cuda:0" (which falls back on a machine without CUDA) from an explicit one (which does not).
+ * Not enumerable, so checkpoints and W&B never see it; a config rebuilt from a built one keeps it.
+ */
+const REWARD_DEVICE_GIVEN = Symbol("rewardModelDeviceGiven");
+
+/** Whether config.rewardModelDevice was given explicitly (see REWARD_DEVICE_GIVEN). */
+export function rewardModelDeviceGiven(config: MARLHFConfig): boolean {
+  return (config as unknown as Record<symbol, boolean>)[REWARD_DEVICE_GIVEN] ?? true;
+}
+
+/** MARLHF (spec §2.5): MADPO's pair collection, a joint Bradley–Terry reward model, then RL against its scores. */
+export function marlhfConfig(input?: MARLHFConfigInput, options: ConfigSource = {}): MARLHFConfig {
+  const raw = (input ?? {}) as Record<string | symbol, unknown>;
+  const given = typeof raw[REWARD_DEVICE_GIVEN] === "boolean" ? (raw[REWARD_DEVICE_GIVEN] as boolean) : raw.rewardModelDevice !== undefined || raw.reward_model_device !== undefined;
+  return buildConfig(MARLHF_FIELDS, input, {
+    configName: "MARLHFConfig",
+    source: options.source,
+    finish: (values, fail) => {
+      const algorithm = values.rlAlgorithm;
+      if (isMagrpoFamily(algorithm) && values.numGenerations < 2) fail("numGenerations", `must be ≥ 2 for rlAlgorithm "${algorithm}" (the group baseline)`);
+      const expected = MAGRPO_FAMILY_MODES[algorithm];
+      if (expected !== undefined && values.advantageMode !== null && values.advantageMode !== expected) {
+        fail("advantageMode", `must be "${expected}" for rlAlgorithm "${algorithm}" (or left unset)`);
+      }
+      const resolved = { ...resolveMadpo({ ...values, advantageMode: values.advantageMode ?? expected ?? "mean" }, fail), rlAlgorithm: algorithm };
+      return Object.defineProperty(resolved, REWARD_DEVICE_GIVEN, { value: given, enumerable: false });
+    },
+  });
+}

@@ -1,0 +1,173 @@
+// Offline preference pairs (COMLRL-SPEC §6.1), shared by MADPO and MARLHF: for each train item every agent samples
+// the candidates in one batched call, candidate k of every agent forms joint candidate k, the task reward (processor
+// applied) scores them, and ordered pairs (winner, loser) with r_w > r_l are selected. A pair keeps the exact sampled
+// token ids of every agent's winner and loser (never re-tokenized) with their texts beside them, and is saved in
+// checkpoints as JSON.
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import type { PairSelection } from "../../config/index.js";
+import { CheckpointError } from "../../checkpoint/checkpoint.js";
+import { rolloutItem, type RolloutEnvironment } from "../../rollout/tree.js";
+import type { Item } from "../../rollout/types.js";
+import { writeFileChecked } from "../../util/atomic.js";
+import type { SeededRandom } from "../../util/random.js";
+
+export interface PreferencePair {
+  itemIndex: number;
+  /** Each agent's formatted prompt, and its token ids. */
+  prompts: string[];
+  promptIds: number[][];
+  /** Per agent, the exact sampled ids of the winning and the losing joint candidate's completion. */
+  winnerIds: Int32Array[];
+  loserIds: Int32Array[];
+  winnerTexts: string[];
+  loserTexts: string[];
+  winnerReward: number;
+  loserReward: number;
+  /** Mean task reward over all of the item's candidates. */
+  candidateRewardMean: number;
+}
+
+/**
+ * The (winner, loser) candidate indices kept for one item: every ordered pair with r_w > r_l (ties dropped), in
+ * index order ("all"), by reward gap, largest first, ties in index order ("reward_gap"), or shuffled ("random");
+ * then the first `perSample` unless null.
+ */
+export function selectPairs(rewards: readonly number[], selection: PairSelection, perSample: number | null, random: SeededRandom): Array<[number, number]> {
+  const pairs: Array<[number, number]> = [];
+  rewards.forEach((rw, w) => rewards.forEach((rl, l) => rw > rl && pairs.push([w, l])));
+  if (selection === "reward_gap") pairs.sort((a, b) => rewards[b[0]] - rewards[b[1]] - (rewards[a[0]] - rewards[a[1]]));
+  else if (selection === "random") random.shuffle(pairs);
+  return perSample === null ? pairs : pairs.slice(0, perSample);
+}
+
+export interface PairSettings {
+  numCandidates: number;
+  pairSelection: PairSelection;
+  pairsPerSample: number | null;
+}
+
+export interface CollectedItem {
+  pairs: PreferencePair[];
+  /** The candidates' task rewards. */
+  rewards: number[];
+  envSteps: number;
+}
+
+/** Samples, scores and pairs one item's joint candidates; the environment's policies should be plain samplers. */
+export async function collectItemPairs(
+  item: Item,
+  itemIndex: number,
+  environment: RolloutEnvironment,
+  settings: PairSettings,
+  random: SeededRandom,
+  firstEnvStep: number,
+): Promise<CollectedItem> {
+  const { root, envSteps } = await rolloutItem(
+    item,
+    itemIndex,
+    environment,
+    { numGenerations: settings.numCandidates, numTurns: 1, jointMode: "aligned", earlyTerminationThreshold: null, externalPromptPassthrough: false, rewardBatching: "node" },
+    firstEnvStep,
+  );
+  const rewards = root.rewards;
+  const candidateRewardMean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+  const pairs = selectPairs(rewards, settings.pairSelection, settings.pairsPerSample, random).map(
+    ([w, l]): PreferencePair => ({
+      itemIndex,
+      prompts: root.prompts,
+      promptIds: root.promptIds,
+      winnerIds: root.completionIds.map((ids) => ids[w]),
+      loserIds: root.completionIds.map((ids) => ids[l]),
+      winnerTexts: root.texts.map((texts) => texts[w]),
+      loserTexts: root.texts.map((texts) => texts[l]),
+      winnerReward: rewards[w],
+      loserReward: rewards[l],
+      candidateRewardMean,
+    }),
+  );
+  return { pairs, rewards, envSteps };
+}
+
+const PAIRS_FILE = "preference_pairs.json";
+
+/** The pair set of a run, item by item, with the items that gave no usable pair; saved with every checkpoint. */
+export class PreferencePairs {
+  readonly pairs: PreferencePair[] = [];
+  /** Train items whose candidates all tied. */
+  readonly itemsWithoutPairs: number[] = [];
+
+  add(itemIndex: number, collected: CollectedItem): void {
+    this.pairs.push(...collected.pairs);
+    if (collected.pairs.length === 0) this.itemsWithoutPairs.push(itemIndex);
+  }
+
+  /** Metrics of one item's collection. */
+  static itemMetrics(collected: CollectedItem): Record<string, number> {
+    const gaps = collected.pairs.map((p) => p.winnerReward - p.loserReward);
+    const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+    return {
+      "pairs/count": collected.pairs.length,
+      "pairs/reward_gap_mean": mean(gaps),
+      "pairs/reward_gap_max": gaps.length ? Math.max(...gaps) : 0,
+      "pairs/candidate_reward_mean": mean(collected.rewards),
+    };
+  }
+
+  /** Throws when no item gave a pair: nothing could be learned, and a silent no-op run would hide it. */
+  assertUsable(items: number): void {
+    if (this.pairs.length === 0) {
+      throw new Error(`preference pair collection: all ${items} train items gave no pair (every item's candidates tied on the task reward); nothing to train on`);
+    }
+  }
+
+  async save(dir: string): Promise<void> {
+    const json = {
+      num_pairs: this.pairs.length,
+      items_without_pairs: this.itemsWithoutPairs,
+      pairs: this.pairs.map((p) => ({
+        item_index: p.itemIndex,
+        prompts: p.prompts,
+        winner_completions: p.winnerTexts,
+        loser_completions: p.loserTexts,
+        winner_reward: p.winnerReward,
+        loser_reward: p.loserReward,
+        candidate_reward_mean: p.candidateRewardMean,
+        prompt_ids: p.promptIds,
+        winner_ids: p.winnerIds.map((ids) => Array.from(ids)),
+        loser_ids: p.loserIds.map((ids) => Array.from(ids)),
+      })),
+    };
+    await writeFileChecked(path.join(dir, PAIRS_FILE), JSON.stringify(json));
+  }
+
+  /** Replaces the pairs with those saved in a checkpoint directory. */
+  load(dir: string): void {
+    const file = path.join(dir, PAIRS_FILE);
+    if (!existsSync(file)) throw new CheckpointError(`${file} is missing`);
+    let json: { items_without_pairs: number[]; pairs: Array<Record<string, unknown>> };
+    try {
+      json = JSON.parse(readFileSync(file, "utf8"));
+    } catch (error) {
+      throw new CheckpointError(`${file}: ${(error as Error).message}`);
+    }
+    const ids = (rows: unknown) => (rows as number[][]).map((row) => Int32Array.from(row));
+    this.pairs.length = 0;
+    this.itemsWithoutPairs.length = 0;
+    this.itemsWithoutPairs.push(...json.items_without_pairs);
+    for (const p of json.pairs) {
+      this.pairs.push({
+        itemIndex: p.item_index as number,
+        prompts: p.prompts as string[],
+        promptIds: p.prompt_ids as number[][],
+        winnerIds: ids(p.winner_ids),
+        loserIds: ids(p.loser_ids),
+        winnerTexts: p.winner_completions as string[],
+        loserTexts: p.loser_completions as string[],
+        winnerReward: p.winner_reward as number,
+        loserReward: p.loser_reward as number,
+        candidateRewardMean: p.candidate_reward_mean as number,
+      });
+    }
+  }
+}

@@ -1,0 +1,91 @@
+// What MADPO and MARLHF share around their updates: the task and its actors — decentralized, or one actor on the
+// adapter's joint prompt in centralized collaboration (COMLRL-SPEC §6.6) — and the pair-collection stage that runs
+// once before training (§6.1).
+import type { MADPOConfig } from "../../config/index.js";
+import type { RolloutEnvironment } from "../../rollout/tree.js";
+import type { Item } from "../../rollout/types.js";
+import type { MetricsLogger } from "../../logging/metrics-logger.js";
+import type { SeededRandom } from "../../util/random.js";
+import { setUpActors, type Actors } from "../actors.js";
+import { AgentResolutionError, type Agent } from "../agents.js";
+import { centralizedTask, TaggedAdapter, type CentralizedAdapter } from "../reinforce/centralized.js";
+import type { TaskOptions } from "../task-options.js";
+import type { TrainingStage, TrainProgress } from "../trainer.js";
+import { collectItemPairs, PreferencePairs, type PairSettings } from "./pairs.js";
+
+export interface PreferenceOptions {
+  /** Centralized collaboration: builds the joint prompt and splits joint responses (default: <agent_i> sections). */
+  centralizedAdapter?: CentralizedAdapter;
+}
+
+export const PREFERENCE_OPTION_KEYS = { centralizedAdapter: true } as const satisfies Record<keyof PreferenceOptions, true>;
+
+export interface PreferenceActors extends Actors {
+  /** The role count: numAgents, also when one centralized actor writes for every role. */
+  numRoles: number;
+}
+
+/**
+ * Loads the actors. Centralized: exactly one actor model and tokenizer; its formatter is the adapter's joint prompt
+ * and the task reward sees the joint response split into roles.
+ */
+export async function setUpPreferenceActors(
+  options: TaskOptions<unknown> & PreferenceOptions,
+  config: MADPOConfig & { numGenerations?: number },
+  algorithm: string,
+): Promise<PreferenceActors> {
+  const actorConfig = { ...config, collaborationMode: undefined, numGenerations: config.numGenerations ?? 2 };
+  if (config.collaborationMode !== "centralized") {
+    if (options.centralizedAdapter) throw new TypeError(`${algorithm}: centralizedAdapter is only used with collaborationMode "centralized"`);
+    return { ...(await setUpActors(options, actorConfig)), numRoles: config.numAgents };
+  }
+  const actors = options.agents ?? (options.agentModel ? [options.agentModel] : []);
+  if (actors.length !== 1) throw new AgentResolutionError(`Centralized ${algorithm} trains exactly one actor model, got ${actors.length}`);
+  if (Array.isArray(options.tokenizer) && options.tokenizer.length !== 1) {
+    throw new AgentResolutionError(`Centralized ${algorithm} takes one actor tokenizer, got ${options.tokenizer.length}`);
+  }
+  const joint = centralizedTask(options.centralizedAdapter ?? new TaggedAdapter(), options.formatters, options.rewardFunc, config.numAgents);
+  const set = await setUpActors(
+    { ...options, agentModel: null, agents: actors, tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer, formatters: [joint.formatter], rewardFunc: joint.rewardFunc },
+    { ...actorConfig, numAgents: 1 },
+  );
+  return { ...set, numRoles: config.numAgents };
+}
+
+/** The environment pairs are collected in: the task's, with the agents as plain samplers (no reference KL). */
+export function collectionEnvironment(agents: readonly Agent[], environment: RolloutEnvironment): RolloutEnvironment {
+  return { ...environment, policies: agents.map((agent) => ({ sample: (prompts, k) => agent.sample(prompts, k) })) };
+}
+
+export interface PairStageHost {
+  readonly progress: TrainProgress;
+  readonly random: SeededRandom;
+  readonly logger: MetricsLogger | null;
+  readonly console: (message: string) => void;
+}
+
+/**
+ * One epoch, one step per train item: sample the item's joint candidates, score them with the task reward, keep its
+ * pairs. The candidates count as env steps. At the end, items without a pair are reported, and a run where every
+ * item tied is an error.
+ */
+export function pairStage(host: PairStageHost, items: Item[], environment: RolloutEnvironment, settings: PairSettings, pairs: PreferencePairs): TrainingStage {
+  return {
+    name: "pairs",
+    epochs: 1,
+    steps: items.length,
+    runStep: async (i) => {
+      const collected = await collectItemPairs(items[i], i, environment, settings, host.random, host.progress.envStep);
+      host.progress.envStep += collected.envSteps;
+      pairs.add(i, collected);
+      host.logger?.logTrain(PreferencePairs.itemMetrics(collected), host.progress.envStep);
+      return { pairs: pairs.pairs.length };
+    },
+    endEpoch: async () => {
+      pairs.assertUsable(items.length);
+      const tied = pairs.itemsWithoutPairs.length;
+      if (tied > 0) host.console(`${tied} of ${items.length} train items gave no preference pair (all candidates tied): items ${pairs.itemsWithoutPairs.join(", ")}`);
+      host.logger?.logTrain({ "pairs/total": pairs.pairs.length, "pairs/items_without_pairs": tied }, host.progress.envStep);
+    },
+  };
+}
