@@ -71,17 +71,23 @@ export class ValueHead {
     return this.native.stateDict();
   }
 
-  /** From a state dict or a value_head.pt file (torch.save of the head's state_dict); names and shapes must match. */
+  /**
+   * From a state dict or a value_head.pt file (torch.save of the head's state_dict). Names and shapes must match this
+   * head's (set by valueHeadHiddenDim / criticValueHeadHiddenDim); otherwise the error names the file and both shapes.
+   */
   loadStateDict(dictOrPath: Record<string, StateTensor> | string): void {
-    if (typeof dictOrPath !== "string") {
-      this.native.loadStateDict(dictOrPath);
-      return;
+    const dict = typeof dictOrPath === "string" ? loadTorchStateDict(dictOrPath) : dictOrPath;
+    const where = typeof dictOrPath === "string" ? `${dictOrPath}: ` : "";
+    const describe = (entries: Array<[string, number[]]>) => entries.map(([name, shape]) => `${name} [${shape.join(", ")}]`).join(", ");
+    const theirs = describe(Object.entries(dict).map(([name, t]) => [name, t.shape]));
+    const ours = describe(this.native.parameterNames().map(({ name, shape }) => [name, shape]));
+    if (theirs !== ours) {
+      throw new Error(`${where}the saved head has ${theirs}; this value head has ${ours} (its hidden size and hidden dim must match the saved head's)`);
     }
-    const dict = loadTorchStateDict(dictOrPath);
     try {
       this.native.loadStateDict(dict);
     } catch (error) {
-      (error as Error).message = `${dictOrPath}: ${(error as Error).message}`;
+      (error as Error).message = `${where}${(error as Error).message}`;
       throw error;
     }
   }

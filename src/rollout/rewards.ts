@@ -10,7 +10,13 @@ function where(context: RewardContext, jointActions: number[]): string {
   return `item ${context.itemIndex}, turn ${context.turn + 1}, ${actions}`;
 }
 
-async function callOnce(rewardFunc: RewardFunction, completions: string[][], context: RewardContext, jointActions: number[]): Promise<number[]> {
+async function callOnce(
+  rewardFunc: RewardFunction,
+  completions: string[][],
+  context: RewardContext,
+  jointActions: number[],
+  acceptedLengths: readonly number[] = [jointActions.length],
+): Promise<number[]> {
   let value: number[] | number;
   try {
     value = await rewardFunc(completions, context);
@@ -22,8 +28,9 @@ async function callOnce(rewardFunc: RewardFunction, completions: string[][], con
   if (!Array.isArray(values) && !ArrayBuffer.isView(values)) {
     throw new RewardError(`reward function returned ${typeof value} at ${where(context, jointActions)}; expected an array of numbers`);
   }
-  if (values.length !== jointActions.length) {
-    throw new RewardError(`reward function returned ${values.length} values for ${jointActions.length} joint actions at ${where(context, jointActions)}`);
+  if (!acceptedLengths.includes(values.length)) {
+    const expected = acceptedLengths.length === 1 ? `${acceptedLengths[0]}` : `${acceptedLengths.slice(0, -1).join(", ")} or ${acceptedLengths.at(-1)}`;
+    throw new RewardError(`reward function returned ${values.length} values for ${jointActions.length} joint actions at ${where(context, jointActions)} (expected ${expected})`);
   }
   Array.from(values).forEach((r, k) => {
     if (typeof r !== "number" || !Number.isFinite(r)) {
@@ -50,11 +57,31 @@ export async function computeRewards(
     batching === "node"
       ? await callOnce(rewardFunc, completions, context, indices)
       : (await Promise.all(indices.map((j) => callOnce(rewardFunc, completions.map((c) => [c[j]]), context, [j])))).flat();
+  return processAll(raw, processor, context);
+}
+
+function processAll(raw: number[], processor: RewardProcessor, context: RewardContext): number[] {
   return raw.map((r, j) => {
     const processed = processor(r);
     if (!Number.isFinite(processed)) throw new RewardError(`reward processor turned ${r} into ${processed} at ${where(context, [j])}`);
     return processed;
   });
+}
+
+/**
+ * Actor-critic rewards (COMLRL-SPEC §3.5): one call with every agent's G completions (joint action g = every agent's
+ * g-th sample). The reward function may return one shared value (broadcast), one per joint action (shared by the
+ * agents), or one per agent; when G equals the agent count the values are read per joint action, as CoMLRL does.
+ * Returns rewards[agent][g].
+ */
+export async function computeAgentRewards(rewardFunc: RewardFunction, completions: string[][], context: RewardContext, processor: RewardProcessor): Promise<number[][]> {
+  const numAgents = completions.length;
+  const g = completions[0].length;
+  const raw = await callOnce(rewardFunc, completions, context, Array.from({ length: g }, (_, j) => j), [...new Set([g, 1, numAgents])]);
+  const values = processAll(raw, processor, context);
+  if (values.length === g) return completions.map(() => [...values]);
+  if (values.length === 1) return completions.map(() => Array(g).fill(values[0]));
+  return values.map((v) => Array(g).fill(v));
 }
 
 /** COMLRL-SPEC §4.3's reward processors. */

@@ -3,7 +3,7 @@
 // passes the early-termination threshold — every joint action spawns a child through the external transition.
 // Nodes are expanded level by level so that all of a level's prompts go to each agent in one generation call.
 import { formatPrompt } from "./formatters.js";
-import { computeRewards } from "./rewards.js";
+import { computeAgentRewards, computeRewards } from "./rewards.js";
 import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "./types.js";
 
 /** What the tree needs from an agent: K samples for each of several prompts, and optionally KL to a reference. */
@@ -26,6 +26,11 @@ export interface RolloutSettings {
   earlyTerminationThreshold: number | null;
   externalPromptPassthrough: boolean;
   rewardBatching: "node" | "jointAction";
+  /**
+   * Actor-critic rewards (aligned joint actions only): the reward function may give one value per agent too, kept
+   * per agent in node.agentRewards; node.rewards is then their mean per joint action.
+   */
+  perAgentRewards?: boolean;
 }
 
 /** Seconds spent in each phase of rollouts, accumulated (for throughput reports). */
@@ -69,6 +74,8 @@ export interface RolloutNode {
   /** [jointAction][agent] = index of that agent's completion. */
   jointActions: number[][];
   rewards: number[];
+  /** [agent][jointAction] with perAgentRewards; null otherwise. */
+  agentRewards: number[][] | null;
   returns: number[];
   /** children[j]: the node spawned by joint action j, or null (last turn or early termination). */
   children: (RolloutNode | null)[];
@@ -150,6 +157,7 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
         referenceKl: kls.map((kl) => kl[n]),
         jointActions: jointActionsFor(settings.jointMode, numAgents, k),
         rewards: [],
+        agentRewards: null,
         returns: [],
         children: [],
         envStep: 0,
@@ -157,15 +165,15 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
         responseHistory: pending.responseHistory,
       };
       const jointTexts = Array.from({ length: numAgents }, (_, agent) => node.jointActions.map((ja) => node.texts[agent][ja[agent]]));
-      node.rewards = await timed(env.timings, "reward", () =>
-        computeRewards(
-          env.rewardFunc,
-          jointTexts,
-          { itemIndex, item, turn: node.turn, prompts: node.prompts, promptHistory: node.promptHistory, responseHistory: node.responseHistory },
-          settings.rewardBatching,
-          env.rewardProcessor,
-        ),
-      );
+      const context = { itemIndex, item, turn: node.turn, prompts: node.prompts, promptHistory: node.promptHistory, responseHistory: node.responseHistory };
+      if (settings.perAgentRewards) {
+        if (settings.jointMode !== "aligned") throw new Error("per-agent rewards need aligned joint actions");
+        const perAgent = await timed(env.timings, "reward", () => computeAgentRewards(env.rewardFunc, jointTexts, context, env.rewardProcessor));
+        node.agentRewards = perAgent;
+        node.rewards = node.jointActions.map((_, j) => mean(perAgent.map((r) => r[j])));
+      } else {
+        node.rewards = await timed(env.timings, "reward", () => computeRewards(env.rewardFunc, jointTexts, context, settings.rewardBatching, env.rewardProcessor));
+      }
       envStep += node.jointActions.length;
       node.envStep = envStep;
       node.children = node.jointActions.map(() => null);

@@ -7,7 +7,7 @@ import { runtimeInfo } from "../runtime.js";
 import { buildFormatters } from "../rollout/formatters.js";
 import { RewardProcessors } from "../rollout/rewards.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
-import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type ModelSource } from "./agents.js";
+import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** The config fields actor setup reads. */
@@ -31,7 +31,11 @@ export function checkTask(options: TaskOptions<unknown>, config: { numTurns: num
   if (!Array.isArray(options.trainDataset) || options.trainDataset.length === 0) throw new TypeError("trainDataset must be a non-empty array of items");
 }
 
-export async function setUpActors(options: TaskOptions<unknown>, config: ActorConfig): Promise<Actors> {
+export async function setUpActors(
+  options: TaskOptions<unknown>,
+  config: ActorConfig,
+  extra: Pick<BuildAgentsOptions, "referencesAsCopies" | "valueHeads"> = {},
+): Promise<Actors> {
   const n = config.numAgents;
   const sources = resolveModelSources(options.agentModel, options.agents, n);
   const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
@@ -46,6 +50,7 @@ export async function setUpActors(options: TaskOptions<unknown>, config: ActorCo
     seed: config.seed,
     optimizer: { lr: config.agentLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
     sampling: { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK },
+    ...extra,
   });
   const environment: RolloutEnvironment = {
     policies: agents,

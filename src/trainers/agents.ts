@@ -4,10 +4,11 @@
 import type { AdamWOptions } from "../native/binding.js";
 import { CausalLM, type Dtype } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
+import { ValueHead } from "../models/value-head.js";
 import { resolveModelSource } from "../models/hub.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
-import { causalLMModule, type ComponentRegistry } from "./components.js";
+import { causalLMModule, ComponentRegistry, valueHeadModule } from "./components.js";
 
 export type ModelSource = string | CausalLM;
 
@@ -15,30 +16,44 @@ export class AgentResolutionError extends Error {
   override name = "AgentResolutionError";
 }
 
-/** COMLRL-SPEC §5.1 for actors: one source per agent. */
-export function resolveModelSources(agentModel: ModelSource | null | undefined, agents: readonly ModelSource[] | null | undefined, numAgents: number): ModelSource[] {
+/** How resolution errors name the two options and the count (actors by default; critics pass their own). */
+export interface SourceLabels {
+  model: string;
+  models: string;
+  count: string;
+}
+
+const ACTOR_LABELS: SourceLabels = { model: "agentModel", models: "agents", count: "numAgents" };
+
+/** COMLRL-SPEC §5.1: one source per model from a single id (copied `count` times) or a list. */
+export function resolveModelSources(
+  model: ModelSource | null | undefined,
+  models: readonly ModelSource[] | null | undefined,
+  count: number,
+  labels: SourceLabels = ACTOR_LABELS,
+): ModelSource[] {
   const fail = (message: string): never => {
     throw new AgentResolutionError(message);
   };
-  if (agents === null || agents === undefined) {
-    if (agentModel === null || agentModel === undefined) return fail("Either agentModel or agents must be provided.");
-    if (typeof agentModel !== "string") {
-      return fail("agentModel should be a string to create homogeneous agents (pass loaded models through agents: [...])");
+  if (models === null || models === undefined) {
+    if (model === null || model === undefined) return fail(`Either ${labels.model} or ${labels.models} must be provided.`);
+    if (typeof model !== "string") {
+      return fail(`${labels.model} should be a string to create homogeneous ${labels.models} (pass loaded models through ${labels.models}: [...])`);
     }
-    return Array(numAgents).fill(agentModel);
+    return Array(count).fill(model);
   }
-  if (!Array.isArray(agents) || agents.length === 0) return fail("agents must be a non-empty list");
-  if (agents.length !== numAgents) fail(`agents length (${agents.length}) must match numAgents (${numAgents})`);
-  agents.forEach((a, i) => {
-    if (a === null || a === undefined) fail(`agents[${i}] is ${a}`);
+  if (!Array.isArray(models) || models.length === 0) return fail(`${labels.models} must be a non-empty list`);
+  if (models.length !== count) fail(`${labels.models} length (${models.length}) must match ${labels.count} (${count})`);
+  models.forEach((a, i) => {
+    if (a === null || a === undefined) fail(`${labels.models}[${i}] is ${a}`);
   });
-  if (agentModel !== null && agentModel !== undefined) {
-    const conflicting = agents.findIndex((a) => a !== agentModel);
+  if (model !== null && model !== undefined) {
+    const conflicting = models.findIndex((a) => a !== model);
     if (conflicting >= 0) {
-      fail(`agentModel "${String(agentModel)}" conflicts with agents[${conflicting}] "${String(agents[conflicting])}": give one of them, or the same name in both`);
+      fail(`${labels.model} "${String(model)}" conflicts with ${labels.models}[${conflicting}] "${String(models[conflicting])}": give one of them, or the same name in both`);
     }
   }
-  return [...agents];
+  return [...models];
 }
 
 async function loadTokenizer(source: string): Promise<ComlrlTokenizer> {
@@ -93,6 +108,8 @@ export class Agent implements RolloutPolicy {
     readonly reference: CausalLM | null,
     /** Where the reference was loaded from, or null when it is a copy of a given model object. */
     readonly referenceSource: string | null = null,
+    /** A value head on the actor's own backbone (IAC without separate critics), trained by the same optimizer. */
+    readonly valueHead: ValueHead | null = null,
   ) {}
 
   /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
@@ -137,6 +154,10 @@ export interface BuildAgentsOptions {
   seed: number;
   optimizer: AdamWOptions;
   sampling: SamplingSettings;
+  /** References as deep copies of the agents even when they came from ids (IAC); otherwise ids are reloaded. */
+  referencesAsCopies?: boolean;
+  /** Puts a value head on every actor (its optimizer then covers backbone and head). */
+  valueHeads?: { hiddenDim: number | null } | null;
 }
 
 /** Awaits every promise; if any rejects, frees what the others produced and rethrows the first failure. */
@@ -168,23 +189,31 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
   );
   const freeModels = () => models.forEach((m, i) => loaded(options.sources[i]) && m.dispose());
   let references: (CausalLM | null)[] = models.map(() => null);
+  let heads: (ValueHead | null)[] = [];
   try {
     models.forEach((m, i) => m.native.setSeed(options.seed + i));
     if (options.referenceDevices) {
       const devices = options.referenceDevices;
       references = await allOrFree(
         options.sources.map(async (source, i) =>
-          (typeof source === "string" ? await CausalLM.load(source, { dtype: options.dtype, device: devices[i] }) : await models[i].clone({ device: devices[i] })).freeze(),
+          (typeof source === "string" && !options.referencesAsCopies
+            ? await CausalLM.load(source, { dtype: options.dtype, device: devices[i] })
+            : await models[i].clone({ device: devices[i] })
+          ).freeze(),
         ),
         (reference) => reference.dispose(),
       );
     }
+    heads = models.map((model, i) => (options.valueHeads ? ValueHead.create(model, { hiddenDim: options.valueHeads.hiddenDim, seed: options.seed + 1000 + i }) : null));
     return models.map((model, i) => {
       const source = options.sources[i];
-      const referenceSource = references[i] && typeof source === "string" ? source : null;
-      return new Agent(i, model, options.tokenizers[i], new Optimizer(model, options.optimizer), options.sampling, references[i], referenceSource);
+      const referenceSource = references[i] && typeof source === "string" && !options.referencesAsCopies ? source : null;
+      const head = heads[i];
+      const optimizer = new Optimizer(head ? [{ module: model }, { module: head }] : model, options.optimizer);
+      return new Agent(i, model, options.tokenizers[i], optimizer, options.sampling, references[i], referenceSource, head);
     });
   } catch (error) {
+    heads.forEach((h) => h?.dispose());
     references.forEach((r) => r?.dispose());
     freeModels();
     throw error;
@@ -192,19 +221,29 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
 }
 
 /**
- * Registers each agent as component agent_i (exported as agent_i/) and its reference as reference_i; modules the
- * caller passed in are not the trainer's to free.
+ * Registers each agent as component agent_i (exported as agent_i/, or where exportDirOf says), its value head as
+ * agent_i/value_head (exported beside it as value_head.pt) and its reference as reference_i; modules the caller passed
+ * in are not the trainer's to free.
  */
-export function registerAgents(registry: ComponentRegistry, agents: readonly Agent[], sources: readonly ModelSource[]): void {
+export function registerAgents(
+  registry: ComponentRegistry,
+  agents: readonly Agent[],
+  sources: readonly ModelSource[],
+  exportDirOf: (agent: number) => string = (i) => `agent_${i}`,
+): void {
   for (const agent of agents) {
+    const name = `agent_${agent.index}`;
     registry.register({
-      name: `agent_${agent.index}`,
+      name,
       module: causalLMModule(agent.model, agent.tokenizer),
       trains: true,
       optimizer: agent.optimizer,
       ownsModule: typeof sources[agent.index] === "string",
-      exportDir: `agent_${agent.index}`,
+      exportDir: exportDirOf(agent.index),
     });
+    if (agent.valueHead) {
+      registry.register({ name: `${name}/value_head`, module: valueHeadModule(agent.valueHead), trains: true, ownsModule: true, exportDir: exportDirOf(agent.index) });
+    }
   }
   for (const agent of agents) {
     if (!agent.reference) continue;
@@ -234,4 +273,11 @@ export function resolveAgentCount<C extends object>(config: C | undefined, numAg
   }
   const count = numAgents ?? (Array.isArray(agents) ? agents.length : undefined);
   return (count === undefined ? input : { ...input, numAgents: count }) as C;
+}
+
+/** Frees agents built by buildAgents (their optimizers, heads, references, and the models the trainer loaded). */
+export function disposeAgents(agents: readonly Agent[], sources: readonly ModelSource[]): void {
+  const registry = new ComponentRegistry();
+  registerAgents(registry, agents, sources);
+  registry.dispose();
 }

@@ -3,7 +3,7 @@
 // saveModel and close() iterate over the registry, so an algorithm file never saves, restores or frees by hand.
 // A component's name is also its directory in checkpoints (and, through exportDir, in saveModel output).
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../models/config.js";
 import { weightFiles, type CausalLM } from "../models/causal-lm.js";
@@ -94,8 +94,9 @@ export class ComponentRegistry {
    * Components in write order: a component nested under another's directory ("agent_0/critic" under "agent_0")
    * comes after it, because a model directory is written whole and would replace what was already inside it.
    */
-  private inWriteOrder(): Component[] {
-    return [...this.list].sort((a, b) => a.name.split("/").length - b.name.split("/").length);
+  private inWriteOrder(dirOf: (c: Component) => string = (c) => c.name): Component[] {
+    const depth = (dir: string) => (dir === "" ? 0 : dir.split("/").length);
+    return [...this.list].sort((a, b) => depth(dirOf(a)) - depth(dirOf(b)));
   }
 
   get(name: string): Component {
@@ -143,12 +144,27 @@ export class ComponentRegistry {
     }
   }
 
-  /** saveModel: every exported component into dir/<exportDir>, a shared module once per export directory. */
+  /**
+   * saveModel: every exported component into dir/<exportDir>. A component exported into dir itself ("") is written
+   * beside whatever dir already holds, never over the whole directory.
+   */
   async exportTo(dir: string): Promise<void> {
-    for (const c of this.inWriteOrder()) {
+    for (const c of this.inWriteOrder((c) => c.exportDir ?? "")) {
       if (c.exportDir === null) continue;
-      const target = path.join(dir, c.exportDir);
-      await (c.module.export ? c.module.export(target) : c.module.saveState(target));
+      const write = (target: string) => (c.module.export ? c.module.export(target) : c.module.saveState(target));
+      if (c.exportDir !== "") {
+        await write(path.join(dir, c.exportDir));
+        continue;
+      }
+      await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
+      const staging = await mkdtemp(path.join(path.dirname(path.resolve(dir)), `.${path.basename(dir)}.export-`));
+      try {
+        await write(path.join(staging, "out"));
+        await mkdir(dir, { recursive: true });
+        for (const entry of await readdir(path.join(staging, "out"))) await rename(path.join(staging, "out", entry), path.join(dir, entry));
+      } finally {
+        await rm(staging, { recursive: true, force: true });
+      }
     }
   }
 

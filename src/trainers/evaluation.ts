@@ -1,8 +1,10 @@
 // Held-out evaluation of the MAGRPO family, MADPO and MARLHF (COMLRL-SPEC §3.4): one sample per agent per turn along
 // a single path, scored by the task reward. It runs on its own environment — the agents' evaluation sampling
 // streams, no reference KL, no training timings — so how often it runs never changes the training trajectory.
+import type { MetricsLogger } from "../logging/metrics-logger.js";
 import { rolloutItem, type RolloutEnvironment, type RolloutNode, type RolloutSettings } from "../rollout/tree.js";
 import type { Item } from "../rollout/types.js";
+import { EVAL_STREAM, type Agent } from "./agents.js";
 
 export interface EvalLoggerInput {
   /** [agent][sample][turn] */
@@ -54,4 +56,22 @@ export async function evaluateItems(
     Object.assign(metrics, hooks.evalAggregator(result, settings.numTurns));
   }
   return metrics;
+}
+
+/**
+ * A trainer's evaluate(): the first numSamples eval items on the agents' evaluation streams, re-seeded from `seed` so
+ * that the same weights always evaluate alike, logged as eval/… and returned with that prefix.
+ */
+export async function evaluateAgents(
+  agents: readonly Agent[],
+  environment: RolloutEnvironment,
+  settings: RolloutSettings,
+  run: { items: Item[]; seed: number; envStep: number; logger: MetricsLogger | null; hooks: EvaluationHooks },
+): Promise<Record<string, number>> {
+  if (run.items.length === 0) return {};
+  agents.forEach((agent) => agent.model.native.setSeed(run.seed + agent.index, EVAL_STREAM));
+  const evalEnvironment: RolloutEnvironment = { ...environment, policies: agents.map((a) => a.evalPolicy()), timings: undefined };
+  const metrics = await evaluateItems(run.items, evalEnvironment, settings, run.hooks);
+  run.logger?.logEval(metrics, run.envStep);
+  return Object.fromEntries(Object.entries(metrics).map(([key, value]) => [`eval/${key}`, value]));
 }

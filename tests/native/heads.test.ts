@@ -265,6 +265,6 @@ describe("ValueHead wrapper", () => {
     expect(await other.readout(prompts, completions, "q")).toEqual(await head.readout(prompts, completions, "q"));
     const linear = ValueHead.create(model);
     disposables.push(linear);
-    expect(() => linear.loadStateDict(file)).toThrow(`${file}: state dict has "0.weight", which the value head does not`);
+    expect(() => linear.loadStateDict(file)).toThrow(`${file}: the saved head has 0.weight [4, 16], 0.bias [4], 2.weight [1, 4], 2.bias [1]; this value head has weight [1, 16], bias [1]`);
   });
 });

@@ -402,6 +402,7 @@ describe("computeReturns / creditReturns on a hand-built node", () => {
     referenceKl: [],
     jointActions: rewards.map((_, j) => [j]),
     rewards,
+    agentRewards: null,
     returns: [],
     children: rewards.map(() => null),
     envStep: 0,

@@ -1,0 +1,135 @@
+// Actor-critic configs (COMLRL-SPEC §2.2, §2.3): IAC (independent critics, or a value head on each actor) and MAAC
+// (one centralized critic). Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
+import { deviceSpec, type DeviceSpec } from "./devices.js";
+import { bool, buildConfig, float, int, nullable, oneOf, type Fail, type ValuesOf } from "./fields.js";
+import {
+  EVAL_FIELDS,
+  PLACEMENT_FIELDS,
+  REFERENCE_KL_FIELDS,
+  RUNTIME_FIELDS,
+  SAMPLING_FIELDS,
+  type EvalConfig,
+  type PlacementFields,
+  type ReferenceKlConfig,
+  type RuntimeConfig,
+  type SamplingConfig,
+} from "./groups.js";
+import type { ConfigSource } from "./magrpo.js";
+
+export type CriticType = "v" | "q";
+
+export interface ActorCriticConfig extends SamplingConfig, PlacementFields, EvalConfig, ReferenceKlConfig, RuntimeConfig {
+  readonly numTrainEpochs: number;
+  readonly agentLearningRate: number;
+  /** AdamW learning rate of the critics (IAC: null = agentLearningRate). */
+  readonly criticLearningRate: number;
+  readonly loggingSteps: number;
+  readonly numAgents: number;
+  /** >1 needs an external transition, and numGenerations 1. */
+  readonly numTurns: number;
+  /** γ of the TD(0) targets and of the Monte-Carlo returns logged as metrics. */
+  readonly discount: number;
+  /** An episode ends after a turn whose mean reward is above this; null never ends early. */
+  readonly earlyTerminationThreshold: number | null;
+  readonly externalPromptPassthrough: boolean;
+  /** Samples an agent collects before it updates. */
+  readonly rolloutBufferSize: number;
+  /** Samples per optimizer step; defaults to rolloutBufferSize. */
+  readonly trainBatchSize: number;
+  /** Weight of the value loss (in the shared-head sum; as the critic loss's factor otherwise). */
+  readonly valueLossCoef: number;
+  /** z-score advantages over the samples of an update. */
+  readonly advantageNormalization: boolean;
+  /** "v": V(h) on the prompt alone; "q": Q(h, a) on prompt and completion (its last token). */
+  readonly criticType: CriticType;
+  /** Devices of the critics; null = their agents' devices (MAAC: agent 0's). */
+  readonly criticDevices: DeviceSpec | null;
+}
+
+export interface IACConfig extends ActorCriticConfig {
+  /** true: one critic LM per agent; false: a value head on each actor (one backward of actor + coef · value loss). */
+  readonly useSeparateCritic: boolean;
+  /** PPO-style value clipping around the old values; used only with shared heads (null: no clipping). */
+  readonly valueClipRange: number | null;
+  /** Hidden size of the separate critics' heads (null: Linear(H, 1)). */
+  readonly criticValueHeadHiddenDim: number | null;
+  /** Hidden size of the heads on the actors (null: Linear(H, 1)). */
+  readonly valueHeadHiddenDim: number | null;
+}
+
+export type MAACConfig = ActorCriticConfig;
+
+type Settable<C> = { readonly [K in keyof C]: K extends "trainBatchSize" | "criticLearningRate" ? number | null : C[K] };
+export type IACConfigInput = Partial<Settable<IACConfig>>;
+export type MAACConfigInput = Partial<Settable<MAACConfig>>;
+
+const COMMON_FIELDS = {
+  // CoMLRL's actor-critic trainers pass top_k=None to transformers' generate(), which then falls back to the model's
+  // generation config: top-k 50 unless the model says otherwise. 50 is what CoMLRL samples with, so it is the
+  // default here as in every trainer (SAMPLING_FIELDS); topK: null really turns the filter off.
+  ...SAMPLING_FIELDS,
+  numGenerations: int({ default: 1, min: 1 }),
+  ...PLACEMENT_FIELDS,
+  ...EVAL_FIELDS,
+  ...REFERENCE_KL_FIELDS,
+  ...RUNTIME_FIELDS,
+  numTrainEpochs: int({ default: 40, min: 1 }),
+  agentLearningRate: float({ default: 5e-6, min: 0 }),
+  criticLearningRate: nullable(float({ default: 5e-6, min: 0 })),
+  loggingSteps: int({ default: 1, min: 1 }),
+  numAgents: int({ default: 2, min: 1 }),
+  numTurns: int({ default: 2, min: 1 }),
+  discount: float({ default: 0.9, min: 0, max: 1 }),
+  earlyTerminationThreshold: nullable(float({ default: -0.2 })),
+  externalPromptPassthrough: bool({ default: false }),
+  rolloutBufferSize: int({ default: 8, min: 1 }),
+  trainBatchSize: nullable(int({ min: 1 })),
+  valueLossCoef: float({ default: 0.6, above: 0 }),
+  advantageNormalization: bool({ default: true }),
+  criticType: oneOf(["v", "q"], { default: "v" }),
+  criticDevices: deviceSpec(),
+};
+
+const IAC_FIELDS = {
+  ...COMMON_FIELDS,
+  useSeparateCritic: bool({ default: true }),
+  valueClipRange: nullable(float({ default: 0.2, above: 0 })),
+  criticValueHeadHiddenDim: nullable(int({ min: 1 })),
+  valueHeadHiddenDim: nullable(int({ min: 1 })),
+};
+
+const MAAC_FIELDS = { ...COMMON_FIELDS, criticLearningRate: float({ default: 5e-6, min: 0 }) };
+
+function resolveCommon<V extends ValuesOf<typeof COMMON_FIELDS>>(values: V, fail: Fail<typeof COMMON_FIELDS>, criticsNeedDevices: boolean) {
+  if (values.numTurns > 1 && values.numGenerations !== 1) fail("numGenerations", `must be 1 when numTurns > 1 (multi-turn actor-critic follows one trajectory), got ${values.numGenerations}`);
+  if (values.parallelTraining === "mp") {
+    if (values.agentDevices === null) fail("agentDevices", 'must be set when parallelTraining is "mp"');
+    if (criticsNeedDevices && values.criticDevices === null) fail("criticDevices", 'must be set when parallelTraining is "mp" and critics are separate models');
+  }
+  return {
+    ...values,
+    trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize,
+    criticLearningRate: values.criticLearningRate ?? values.agentLearningRate,
+  };
+}
+
+export function iacConfig(input?: IACConfigInput, options: ConfigSource = {}): IACConfig {
+  return buildConfig(IAC_FIELDS, input, {
+    configName: "IACConfig",
+    source: options.source,
+    finish: (values, fail) => resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, values.useSeparateCritic),
+  });
+}
+
+export function maacConfig(input?: MAACConfigInput, options: ConfigSource = {}): MAACConfig {
+  return buildConfig(MAAC_FIELDS, input, {
+    configName: "MAACConfig",
+    source: options.source,
+    finish: (values, fail) => {
+      if (Array.isArray(values.criticDevices) && values.criticDevices.length > 1) {
+        fail("criticDevices", `must name one device: MAAC has one centralized critic, got ${values.criticDevices.length}`);
+      }
+      return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, true);
+    },
+  });
+}

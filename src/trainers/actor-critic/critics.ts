@@ -1,0 +1,122 @@
+// Critics for the actor-critic trainers (REQUIREMENTS "LLM critics", COMLRL-SPEC §5.1): causal LMs from ids, dirs or
+// loaded objects, each given a fresh value head and an optimizer over backbone and head. IAC has one per agent
+// (fed its actor's token ids) or none (the head sits on the actor); MAAC has one (fed agent 0's tokenization of the
+// joint text). A critic must read the token ids it is given, so its vocabulary must cover its tokenizer's.
+import { CausalLM, type Dtype } from "../../models/causal-lm.js";
+import { Optimizer } from "../../models/optimizer.js";
+import type { ComlrlTokenizer } from "../../models/tokenizer.js";
+import { ValueHead } from "../../models/value-head.js";
+import { resolveDevices, type DeviceSpec } from "../../config/index.js";
+import type { AdamWOptions } from "../../native/binding.js";
+import { runtimeInfo } from "../../runtime.js";
+import { AgentResolutionError, resolveModelSources, type ModelSource } from "../agents.js";
+import { causalLMModule, valueHeadModule, type ComponentRegistry } from "../components.js";
+
+/** A critic LM with its value head and optimizer. */
+export interface Critic {
+  model: CausalLM;
+  /** Restore a saved head with critic.valueHead.loadStateDict("…/value_head.pt"). */
+  valueHead: ValueHead;
+  optimizer: Optimizer;
+  /** Where it came from: an id/dir the trainer loaded (and owns), or the caller's object. */
+  source: ModelSource;
+}
+
+export interface CriticSourceOptions {
+  criticModel?: ModelSource | null;
+  critics?: ModelSource[] | null;
+}
+
+/** IAC with separate critics: one source per agent. */
+export function resolveSeparateCriticSources(options: CriticSourceOptions, numAgents: number): ModelSource[] {
+  if ((options.criticModel ?? null) === null && (options.critics ?? null) === null) {
+    throw new AgentResolutionError("Either criticModel or critics must be provided when useSeparateCritic is true.");
+  }
+  return resolveModelSources(options.criticModel, options.critics, numAgents, { model: "criticModel", models: "critics", count: "numAgents" });
+}
+
+/** IAC with value heads on the actors: critic sources must be unset. */
+export function refuseCriticSources(options: CriticSourceOptions): void {
+  if ((options.criticModel ?? null) !== null || (options.critics ?? null) !== null) {
+    throw new AgentResolutionError("critics can only be provided when useSeparateCritic is true (with useSeparateCritic false the value head sits on each actor).");
+  }
+}
+
+/** MAAC: exactly one centralized critic. */
+export function resolveCentralCriticSource(options: CriticSourceOptions): ModelSource {
+  if ((options.criticModel ?? null) === null && (options.critics ?? null) === null) throw new AgentResolutionError("Either criticModel or critics must be provided for MAAC.");
+  return resolveModelSources(options.criticModel, options.critics, 1, { model: "criticModel", models: "critics", count: "1 critic (MAAC has one centralized critic)" })[0];
+}
+
+/**
+ * The critics' devices (COMLRL-SPEC §5.4): with "mp", criticDevices (default: the agents' devices) one per critic;
+ * otherwise everything shares the agents' one device.
+ */
+export function criticDevices(config: { parallelTraining: "none" | "mp" | "ddp"; criticDevices: DeviceSpec | null }, agentDevices: readonly string[], count: number): string[] {
+  if (config.parallelTraining !== "mp") return Array(count).fill(agentDevices[0]);
+  const info = runtimeInfo();
+  return resolveDevices(config.criticDevices ?? [...agentDevices].slice(0, count), count, "criticDevices", { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount });
+}
+
+export interface LoadCriticsOptions {
+  sources: ModelSource[];
+  devices: string[];
+  dtype: Dtype;
+  seed: number;
+  headHiddenDim: number | null;
+  optimizer: AdamWOptions;
+  /** The tokenizer whose ids each critic reads. */
+  tokenizers: ComlrlTokenizer[];
+}
+
+function checkVocabulary(model: CausalLM, tokenizer: ComlrlTokenizer, index: number): void {
+  if (model.config.vocabSize < tokenizer.vocabSize) {
+    throw new AgentResolutionError(
+      `critics[${index}] has a vocabulary of ${model.config.vocabSize} tokens but reads ids of a tokenizer with ${tokenizer.vocabSize}: a critic must be able to embed every id its tokenizer produces`,
+    );
+  }
+}
+
+/** Loads (or takes) each critic, checks its vocabulary, and gives it a fresh head and optimizer; frees all on failure. */
+export async function loadCritics(options: LoadCriticsOptions): Promise<Critic[]> {
+  const critics: Critic[] = [];
+  try {
+    for (const [i, source] of options.sources.entries()) {
+      const earlier = typeof source === "string" ? -1 : options.sources.indexOf(source);
+      if (earlier >= 0 && earlier < i && options.tokenizers[i].vocabSize !== options.tokenizers[earlier].vocabSize) {
+        throw new AgentResolutionError(`critics[${earlier}] and critics[${i}] are one model shared by agents whose tokenizers differ in vocabulary`);
+      }
+      let model: CausalLM;
+      if (typeof source === "string") {
+        try {
+          model = await CausalLM.load(source, { dtype: options.dtype, device: options.devices[i], seed: options.seed + 500 + i });
+        } catch (error) {
+          throw new AgentResolutionError(`Failed to load critic model from identifier '${source}': ${(error as Error).message}`, { cause: error });
+        }
+      } else {
+        model = source;
+      }
+      const valueHead = ValueHead.create(model, { hiddenDim: options.headHiddenDim, seed: options.seed + 2000 + i });
+      const critic: Critic = { model, valueHead, optimizer: new Optimizer([{ module: model }, { module: valueHead }], options.optimizer), source };
+      critics.push(critic);
+      checkVocabulary(model, options.tokenizers[i], i);
+    }
+    return critics;
+  } catch (error) {
+    for (const c of critics) {
+      c.optimizer.dispose();
+      c.valueHead.dispose();
+      if (typeof c.source === "string") c.model.dispose();
+    }
+    throw error;
+  }
+}
+
+/** Registers critics as <name>/ (LM + optimizer) and <name>/value_head, exported into the same directory. */
+export function registerCritics(registry: ComponentRegistry, critics: readonly Critic[], nameOf: (i: number) => string, exportDirOf: (i: number) => string): void {
+  critics.forEach((critic, i) => {
+    const name = nameOf(i);
+    registry.register({ name, module: causalLMModule(critic.model, null), trains: true, optimizer: critic.optimizer, ownsModule: typeof critic.source === "string", exportDir: exportDirOf(i) });
+    registry.register({ name: `${name}/value_head`, module: valueHeadModule(critic.valueHead), trains: true, ownsModule: true, exportDir: exportDirOf(i) });
+  });
+}

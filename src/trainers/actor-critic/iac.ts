@@ -1,0 +1,111 @@
+// IAC — independent actor-critic (COMLRL-SPEC §2.2, §3.5; "CoLLM-DC"): every agent has its own critic, either a
+// separate LM with a value head fed the agent's own token ids, or a value head on the agent's backbone trained by
+// one backward of actor loss + valueLossCoef · (clipped) value loss. The shared machinery is ActorCriticTrainer's.
+import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
+import { completionBatch } from "../../models/causal-lm.js";
+import type { RolloutEnvironment } from "../../rollout/tree.js";
+import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
+import { AgentResolutionError, disposeAgents, registerAgents, resolveAgentCount, type Agent } from "../agents.js";
+import { checkOptionKeys } from "../options.js";
+import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
+import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticOptions } from "./trainer.js";
+
+export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
+
+const NO_TOKENS = new Int32Array(0);
+
+/** IAC and MAAC load tokenizers for agentModel only; with `agents`, even ids, the tokenizer is given (REQUIREMENTS). */
+export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>): void {
+  if (options.agents !== null && options.agents !== undefined && !options.tokenizer) throw new AgentResolutionError("Tokenizer must be provided when using agents.");
+}
+
+export class IACTrainer extends ActorCriticTrainer<IACConfig> {
+  readonly algorithm = "IAC";
+
+  private constructor(
+    config: IACConfig,
+    agents: Agent[],
+    /** One per agent with separate critics (critics[i].valueHead.loadStateDict(…) restores a saved head); else empty. */
+    readonly critics: Critic[],
+    options: IACTrainerOptions,
+    environment: RolloutEnvironment,
+    outputDir: string,
+  ) {
+    super(config, agents, options, environment, outputDir);
+  }
+
+  static async create(options: IACTrainerOptions): Promise<IACTrainer> {
+    checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");
+    const config = iacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as IACConfigInput);
+    checkTask(options, config, "IAC");
+    requireTokenizerWithAgents(options);
+    const n = config.numAgents;
+    const criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
+    // References are always deep copies of the agents in IAC (spec §3.6).
+    const actors = await setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } });
+    let critics: Critic[];
+    try {
+      critics = await loadCritics({
+        sources: criticSources,
+        devices: criticDevices(config, actors.placement.agentDevices, criticSources.length),
+        dtype: config.dtype,
+        seed: config.seed,
+        headHiddenDim: config.criticValueHeadHiddenDim,
+        optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+        tokenizers: actors.agents.map((a) => a.tokenizer),
+      });
+    } catch (error) {
+      disposeAgents(actors.agents, actors.sources);
+      throw error;
+    }
+    const trainer = new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir));
+    // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
+    const agentDir = (i: number) => (n === 1 ? "" : `agent_${i}`);
+    registerAgents(trainer.components, actors.agents, actors.sources, agentDir);
+    registerCritics(trainer.components, critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
+    return trainer;
+  }
+
+  protected readonly criticView: CriticView = {
+    shared: false,
+    row: (node, agent, g) => ({ prompt: node.promptIds[agent], completion: this.config.criticType === "q" ? node.completionIds[agent][g] : NO_TOKENS }),
+    values: (agent, rows) => headValues(this.critics[agent]?.valueHead ?? this.agents[agent].valueHead!, rows, this.config.criticType),
+  };
+
+  protected async step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void> {
+    const c = this.config;
+    const prompts = minibatch.map((s) => s.promptIds);
+    const completions = minibatch.map((s) => s.completionIds);
+    const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
+    const targets = Float32Array.from(minibatch, (s) => s.target);
+    const name = `agent_${agent.index}`;
+    agent.model.zeroGrad();
+    if (agent.valueHead) {
+      agent.valueHead.native.zeroGrad();
+      const result = await agent.model.native.actorCriticBackward(agent.valueHead.native, {
+        ...completionBatch(prompts, completions),
+        advantages: weights,
+        targets,
+        valueLossCoef: c.valueLossCoef,
+        readout: c.criticType,
+        ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
+      });
+      this.checkFinite(result.loss, "actor + value loss", agent, minibatch);
+      const { gradNorm } = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
+      this.recordUpdate(name, { loss: result.loss, gradNorm, learningRate: agent.optimizer.learningRates()[0], samples: minibatch.length });
+      return;
+    }
+    const actor = await agent.model.policyGradientBackward(prompts, completions, weights);
+    this.checkFinite(actor.loss, "actor loss", agent, minibatch);
+    const actorStep = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
+    this.recordUpdate(name, { loss: actor.loss, gradNorm: actorStep.gradNorm, learningRate: agent.optimizer.learningRates()[0], samples: minibatch.length });
+    const critic = this.critics[agent.index];
+    critic.model.zeroGrad();
+    critic.valueHead.native.zeroGrad();
+    const value = await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef });
+    this.checkFinite(value.loss, "value loss", agent, minibatch);
+    const criticStep = await critic.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
+    this.recordUpdate(`${name}/critic`, { loss: c.valueLossCoef * value.loss, gradNorm: criticStep.gradNorm, learningRate: critic.optimizer.learningRates()[0], samples: minibatch.length });
+  }
+}

@@ -1,0 +1,125 @@
+// MAAC — multi-agent actor-critic with one centralized critic (COMLRL-SPEC §2.3, §3.5; "CoLLM-CC"). The critic reads
+// the joint history as text, "[Agent i] <prompt_i>" blocks (and for a Q critic the joint action), tokenized with
+// agent 0's tokenizer, and is stepped inside every agent's update — N critic steps per batch, as CoMLRL does (§10.10),
+// which is why agent updates never run concurrently.
+import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/index.js";
+import type { RolloutEnvironment, RolloutNode } from "../../rollout/tree.js";
+import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
+import { disposeAgents, registerAgents, resolveAgentCount, type Agent } from "../agents.js";
+import { checkOptionKeys, TrainerOptionError } from "../options.js";
+import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
+import { requireTokenizerWithAgents } from "./iac.js";
+import { headValues, type ActorCriticSample, type CriticRow, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticOptions } from "./trainer.js";
+
+export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
+  /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
+  modelConfig?: { criticValueHeadHiddenDim?: number | null } | null;
+}
+
+const MAAC_OPTION_KEYS = { ...ACTOR_CRITIC_OPTION_KEYS, modelConfig: true } as const satisfies Record<keyof MAACTrainerOptions, true>;
+
+const NO_TOKENS = new Int32Array(0);
+
+/** The critic's text for a joint history (spec §3.5): prompts, and with `actions` the joint action, agents from 0. */
+export function jointCriticText(prompts: readonly string[], actions: readonly string[] | null): string {
+  const base = prompts.map((p, i) => `[Agent ${i}] ${p}`).join("\n\n");
+  if (actions === null) return base;
+  return `${base}\n\n${["[Joint Action]", ...actions.map((a, i) => `[Agent ${i} action]\n${a}`)].join("\n\n")}`;
+}
+
+function headHiddenDim(options: MAACTrainerOptions): number | null {
+  const dim = options.modelConfig?.criticValueHeadHiddenDim ?? null;
+  if (dim !== null && !(Number.isInteger(dim) && dim >= 1)) throw new TrainerOptionError(`modelConfig.criticValueHeadHiddenDim must be a positive integer or null, got ${dim}`);
+  return dim;
+}
+
+export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
+  readonly algorithm = "MAAC";
+  private readonly jointRows = new WeakMap<RolloutNode, CriticRow[]>();
+
+  private constructor(
+    config: MAACConfig,
+    agents: Agent[],
+    /** The one centralized critic (critics[0].valueHead.loadStateDict(…) restores a saved head). */
+    readonly critics: [Critic],
+    options: MAACTrainerOptions,
+    environment: RolloutEnvironment,
+    outputDir: string,
+  ) {
+    super(config, agents, options, environment, outputDir);
+  }
+
+  static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
+    checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");
+    const config = maacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as MAACConfigInput);
+    checkTask(options, config, "MAAC");
+    requireTokenizerWithAgents(options);
+    const source = resolveCentralCriticSource(options);
+    const dim = headHiddenDim(options);
+    const actors = await setUpActors(options, config);
+    let critic: Critic;
+    try {
+      // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
+      [critic] = await loadCritics({
+        sources: [source],
+        devices: criticDevices({ ...config, criticDevices: config.criticDevices ?? actors.placement.agentDevices[0] }, actors.placement.agentDevices, 1),
+        dtype: config.dtype,
+        seed: config.seed,
+        headHiddenDim: dim,
+        optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+        tokenizers: [actors.agents[0].tokenizer],
+      });
+    } catch (error) {
+      disposeAgents(actors.agents, actors.sources);
+      throw error;
+    }
+    const trainer = new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir));
+    registerAgents(trainer.components, actors.agents, actors.sources);
+    registerCritics(trainer.components, [critic], () => "critic", () => "critic");
+    return trainer;
+  }
+
+  protected override get concurrentUpdates(): boolean {
+    return false;
+  }
+
+  protected readonly criticView: CriticView = {
+    shared: true,
+    row: (node, _agent, g) => this.jointRowsOf(node)[g],
+    // The value at the joint text's last token (its "prompt" alone: the row has no completion).
+    values: (_agent, rows) => headValues(this.critics[0].valueHead, rows, "v"),
+  };
+
+  private jointRowsOf(node: RolloutNode): CriticRow[] {
+    let rows = this.jointRows.get(node);
+    if (!rows) {
+      const tokenizer = this.agents[0].tokenizer;
+      const width = node.completionIds[0].length;
+      rows = Array.from({ length: width }, (_, g) => ({
+        prompt: tokenizer.encode(jointCriticText(node.prompts, this.config.criticType === "q" ? node.texts.map((t) => t[g]) : null)),
+        completion: NO_TOKENS,
+      }));
+      this.jointRows.set(node, rows);
+    }
+    return rows;
+  }
+
+  protected async step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void> {
+    const c = this.config;
+    const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
+    agent.model.zeroGrad();
+    const actor = await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights);
+    this.checkFinite(actor.loss, "actor loss", agent, minibatch);
+    const actorStep = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
+    this.recordUpdate(`agent_${agent.index}`, { loss: actor.loss, gradNorm: actorStep.gradNorm, learningRate: agent.optimizer.learningRates()[0], samples: minibatch.length });
+    const critic = this.critics[0];
+    critic.model.zeroGrad();
+    critic.valueHead.native.zeroGrad();
+    const targets = minibatch.map((s) => s.target);
+    const value = await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef });
+    this.checkFinite(value.loss, "critic loss", agent, minibatch);
+    const criticStep = await critic.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
+    this.recordUpdate("critic", { loss: c.valueLossCoef * value.loss, gradNorm: criticStep.gradNorm, learningRate: critic.optimizer.learningRates()[0], samples: minibatch.length });
+  }
+}

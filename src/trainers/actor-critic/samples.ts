@@ -1,0 +1,124 @@
+// From a rolled-out episode to actor-critic samples (COMLRL-SPEC §3.5): one sample per agent per completion, with the
+// reward less the reference-KL penalty, the critic's old value, the TD(0) target y_t = r_t + γ·V_old(h_{t+1}) (the last
+// turn's target is its reward) and the discounted Monte-Carlo return, logged as a metric. Single-turn episodes have
+// numGenerations completions at one node; multi-turn ones follow one completion per turn.
+import type { ValueHead } from "../../models/value-head.js";
+import type { Readout } from "../../native/binding.js";
+import type { RolloutNode } from "../../rollout/tree.js";
+
+/** The token ids a critic reads for one completion. */
+export interface CriticRow {
+  prompt: number[];
+  completion: Int32Array;
+}
+
+export interface ActorCriticSample {
+  agent: number;
+  turn: number;
+  itemIndex: number;
+  envStep: number;
+  promptIds: number[];
+  completionIds: Int32Array;
+  completion: string;
+  critic: CriticRow;
+  environmentReward: number;
+  referenceKl: number;
+  /** environmentReward − coef · referenceKl: what the critic learns to predict. */
+  reward: number;
+  oldValue: number;
+  target: number;
+  return: number;
+}
+
+/** How a trainer's critics see an episode. */
+export interface CriticView {
+  /** The row the critic of `agent` reads for completion g at node. */
+  row(node: RolloutNode, agent: number, g: number): CriticRow;
+  /** Old values of agent's critic for rows, without gradients. */
+  values(agent: number, rows: CriticRow[]): Promise<ArrayLike<number>>;
+  /** One critic for every agent (MAAC): its values are asked once, for agent 0. */
+  readonly shared: boolean;
+}
+
+export class NonFiniteError extends Error {
+  override name = "NonFiniteError";
+}
+
+/** The episode's nodes in turn order: the root, then (multi-turn) the single path of first children. */
+export function episodeNodes(root: RolloutNode): RolloutNode[] {
+  const nodes: RolloutNode[] = [];
+  for (let node: RolloutNode | null = root; node; node = node.children[0] ?? null) nodes.push(node);
+  return nodes;
+}
+
+export async function actorCriticSamples(
+  root: RolloutNode,
+  itemIndex: number,
+  critics: CriticView,
+  settings: { numAgents: number; discount: number; referenceKlCoef: number },
+): Promise<ActorCriticSample[]> {
+  const nodes = episodeNodes(root);
+  const width = root.completionIds[0].length;
+  const agents = Array.from({ length: settings.numAgents }, (_, i) => i);
+  const rows = agents.map((agent) => nodes.flatMap((node) => Array.from({ length: width }, (_, g) => critics.row(node, agent, g))));
+  const shared = critics.shared ? await critics.values(0, rows[0]) : null;
+  const values = await Promise.all(agents.map(async (agent) => Array.from(shared ?? (await critics.values(agent, rows[agent])))));
+  const samples: ActorCriticSample[] = [];
+  for (const agent of agents) {
+    const valueAt = (t: number, g: number) => {
+      const v = values[agent][t * width + g];
+      if (!Number.isFinite(v)) throw new NonFiniteError(`the critic of agent ${agent} gave a non-finite value (${v}) at item ${itemIndex}, turn ${t + 1}`);
+      return v;
+    };
+    for (let g = 0; g < width; g++) {
+      let futureReturn = 0;
+      const episode: ActorCriticSample[] = [];
+      for (let t = nodes.length - 1; t >= 0; t--) {
+        const node = nodes[t];
+        const environmentReward = node.agentRewards ? node.agentRewards[agent][g] : node.rewards[g];
+        const referenceKl = node.referenceKl[agent][g] ?? 0;
+        const reward = environmentReward - settings.referenceKlCoef * referenceKl;
+        futureReturn = reward + settings.discount * futureReturn;
+        const target = t === nodes.length - 1 ? reward : reward + settings.discount * valueAt(t + 1, g);
+        episode.unshift({
+          agent,
+          turn: node.turn,
+          itemIndex,
+          envStep: node.envStep,
+          promptIds: node.promptIds[agent],
+          completionIds: node.completionIds[agent][g],
+          completion: node.texts[agent][g],
+          critic: rows[agent][t * width + g],
+          environmentReward,
+          referenceKl,
+          reward,
+          oldValue: valueAt(t, g),
+          target,
+          return: futureReturn,
+        });
+      }
+      samples.push(...episode);
+    }
+  }
+  return samples;
+}
+
+/**
+ * Old values of rows from one head, batched: V readouts of rows that share a prompt are computed once (the V critic
+ * reads the prompt alone), Q readouts in one pass over all rows.
+ */
+export async function headValues(head: ValueHead, rows: CriticRow[], readout: Readout): Promise<number[]> {
+  if (readout !== "v") return Array.from(await head.readout(rows.map((r) => r.prompt), rows.map((r) => r.completion), readout));
+  const unique = new Map<string, number>();
+  const prompts: number[][] = [];
+  const index = rows.map((r) => {
+    const key = r.prompt.join(",");
+    if (!unique.has(key)) {
+      unique.set(key, prompts.length);
+      prompts.push(r.prompt);
+    }
+    return unique.get(key)!;
+  });
+  const values = await head.readout(prompts, prompts.map(() => new Int32Array(0)), "v");
+  return index.map((i) => values[i]);
+}

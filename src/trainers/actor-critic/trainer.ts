@@ -1,0 +1,192 @@
+// What IAC and MAAC share (COMLRL-SPEC §3.5): episodes through the rollout tree (numGenerations completions at one
+// node, or one trajectory of numTurns), actor-critic samples with TD(0) targets, per-agent buffers drained by turn,
+// advantages A = y − V_old (z-scored over an update), shuffled minibatches. A2C-style: no ratio, no clipping of the
+// policy, no entropy bonus, one pass. Subclasses say how their critics read an episode and take one minibatch step.
+import type { ActorCriticConfig } from "../../config/index.js";
+import { forEachAgent, rolloutItem, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
+import type { Item } from "../../rollout/types.js";
+import type { Agent, ModelSource } from "../agents.js";
+import { evaluateAgents } from "../evaluation.js";
+import type { TaskOptions } from "../task-options.js";
+import { TASK_OPTION_KEYS } from "../task-options.js";
+import { Trainer, type TrainingStage } from "../trainer.js";
+import { actorCriticSamples, NonFiniteError, type ActorCriticSample, type CriticView } from "./samples.js";
+
+export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
+  criticModel?: ModelSource | null;
+  critics?: ModelSource[] | null;
+  /** Domain metrics from each item's samples, logged with the train metrics. */
+  metricsCallback?: ((samples: ActorCriticSample[]) => Record<string, number>) | null;
+}
+
+export const ACTOR_CRITIC_OPTION_KEYS = { ...TASK_OPTION_KEYS, criticModel: true, critics: true, metricsCallback: true } as const;
+
+/** Seconds per phase since the trainer was made (evaluation is not counted); `critic` is the old-value readouts. */
+export interface ActorCriticTimings extends RolloutTimings {
+  critic: number;
+  update: number;
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends Trainer<C> {
+  readonly timings: ActorCriticTimings = { generation: 0, referenceKl: 0, reward: 0, critic: 0, update: 0 };
+  protected readonly buffers: ActorCriticSample[][];
+
+  protected constructor(
+    config: C,
+    readonly agents: Agent[],
+    protected readonly options: ActorCriticOptions<unknown>,
+    protected readonly environment: RolloutEnvironment,
+    outputDir: string,
+  ) {
+    super(config, options, outputDir);
+    this.buffers = agents.map(() => []);
+    environment.timings = this.timings;
+  }
+
+  /** How the critics read episodes. */
+  protected abstract readonly criticView: CriticView;
+
+  /** One optimizer step (or two, with a separate critic) on agent's minibatch with its normalised advantages. */
+  protected abstract step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void>;
+
+  /** Whether agents may update at the same time (only on distinct devices, and never around a shared critic). */
+  protected get concurrentUpdates(): boolean {
+    return this.environment.concurrent;
+  }
+
+  protected get rolloutSettings(): RolloutSettings {
+    const c = this.config;
+    return {
+      numGenerations: c.numGenerations,
+      numTurns: c.numTurns,
+      jointMode: "aligned",
+      earlyTerminationThreshold: c.earlyTerminationThreshold,
+      externalPromptPassthrough: c.externalPromptPassthrough,
+      rewardBatching: "node",
+      perAgentRewards: true,
+    };
+  }
+
+  /** Rolls out each item and returns its actor-critic samples, advancing the env-step counter. */
+  async collect(items: Item[], firstItemIndex = 0): Promise<ActorCriticSample[]> {
+    const samples: ActorCriticSample[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.environment, this.rolloutSettings, this.progress.envStep);
+      this.progress.envStep += rollout.envSteps;
+      const started = performance.now();
+      const itemSamples = await actorCriticSamples(rollout.root, firstItemIndex + i, this.criticView, {
+        numAgents: this.agents.length,
+        discount: this.config.discount,
+        referenceKlCoef: this.config.referenceKlEnabled ? this.config.referenceKlCoef : 0,
+      });
+      this.timings.critic += (performance.now() - started) / 1000;
+      const domain = this.options.metricsCallback?.(itemSamples);
+      if (domain && this.logger) this.logger.logTrain(domain, this.progress.envStep);
+      samples.push(...itemSamples);
+    }
+    return samples;
+  }
+
+  protected stages(): TrainingStage[] {
+    const c = this.config;
+    const items = this.options.trainDataset;
+    const recent: number[] = [];
+    return [
+      {
+        name: "train",
+        epochs: c.numTrainEpochs,
+        steps: items.length,
+        evaluateBefore: (b) => c.evalInterval > 0 && b % c.evalInterval === 0 && Boolean(this.options.evalDataset?.length),
+        runStep: async (b) => {
+          const samples = await this.collect([items[b]], b);
+          recent.push(...samples.filter((s) => s.agent === 0).map((s) => s.environmentReward));
+          recent.splice(0, Math.max(0, recent.length - 50));
+          for (const sample of samples) this.buffers[sample.agent].push(sample);
+          if (this.buffers.some((buffer) => buffer.length >= c.rolloutBufferSize)) await this.drainBuffers(c.rolloutBufferSize);
+          return { "reward (last 50)": mean(recent) };
+        },
+        endEpoch: () => this.drainBuffers(1),
+      },
+    ];
+  }
+
+  /**
+   * Per agent, per turn (ascending): advantages A = y − V_old over the turn's samples (z-scored when enabled), then
+   * shuffled minibatches of trainBatchSize, one step each. Shuffles are drawn in agent order before any agent runs.
+   */
+  async update(samples: ActorCriticSample[]): Promise<void> {
+    const started = performance.now();
+    const c = this.config;
+    const plans = this.agents.map((agent) => {
+      const mine = samples.filter((s) => s.agent === agent.index);
+      return [...new Set(mine.map((s) => s.turn))]
+        .sort((a, b) => a - b)
+        .flatMap((turn) => {
+          const group = mine.filter((s) => s.turn === turn);
+          const normalized = normalizedAdvantages(group, c.advantageNormalization);
+          const order = this.random.shuffle(group.map((_, i) => i));
+          return Array.from({ length: Math.ceil(order.length / c.trainBatchSize) }, (_, m) => order.slice(m * c.trainBatchSize, (m + 1) * c.trainBatchSize)).map((indices) => ({
+            minibatch: indices.map((i) => group[i]),
+            advantages: indices.map((i) => normalized[i]),
+          }));
+        });
+    });
+    await forEachAgent(this.agents.length, this.concurrentUpdates, async (i) => {
+      for (const { minibatch, advantages } of plans[i]) await this.step(this.agents[i], minibatch, advantages);
+    });
+    this.timings.update += (performance.now() - started) / 1000;
+    this.logTrainMetrics(samples);
+  }
+
+  async evaluate(): Promise<Record<string, number>> {
+    const items = (this.options.evalDataset ?? []).slice(0, this.config.evalNumSamples);
+    const settings = { ...this.rolloutSettings, numGenerations: 1 };
+    return evaluateAgents(this.agents, this.environment, settings, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.logger, hooks: this.options });
+  }
+
+  protected override assertCheckpointable(): void {
+    if (this.buffers.some((b) => b.length > 0)) throw new Error("saveCheckpoint: rollout buffers must be drained first (checkpoints are taken at epoch ends)");
+  }
+
+  protected async drainBuffers(minimum: number): Promise<void> {
+    const ready = this.buffers.flatMap((buffer, agent) => (buffer.length >= minimum ? [agent] : []));
+    if (ready.length === 0) return;
+    await this.update(ready.flatMap((agent) => this.buffers[agent].splice(0)));
+  }
+
+  /** Throws naming the agent, items and turns of a minibatch whose loss is not finite. */
+  protected checkFinite(value: number, what: string, agent: Agent, minibatch: ActorCriticSample[]): void {
+    if (Number.isFinite(value)) return;
+    const where = [...new Set(minibatch.map((s) => `item ${s.itemIndex} turn ${s.turn + 1}`))].join(", ");
+    throw new NonFiniteError(`agent ${agent.index}: non-finite ${what} (${value}) on the minibatch of ${where}; lower the learning rates or check the rewards`);
+  }
+
+  protected logTrainMetrics(samples: ActorCriticSample[]): void {
+    if (!this.logger || samples.length === 0) return;
+    const metrics: Record<string, number> = {};
+    for (const turn of [...new Set(samples.map((s) => s.turn))]) {
+      const group = samples.filter((s) => s.turn === turn);
+      const key = (name: string) => `turn_${turn + 1}/${name}`;
+      metrics[key("reward_mean")] = mean(group.map((s) => s.environmentReward));
+      metrics[key("expected_return")] = mean(group.map((s) => s.return));
+      metrics[key("value_mean")] = mean(group.map((s) => s.oldValue));
+      metrics[key("target_mean")] = mean(group.map((s) => s.target));
+      if (this.config.referenceKlEnabled) {
+        metrics[key("reference_kl_mean")] = mean(group.map((s) => s.referenceKl));
+        metrics[key("reference_kl_penalty_mean")] = mean(group.map((s) => s.referenceKl * this.config.referenceKlCoef));
+      }
+    }
+    this.logger.logTrain(metrics, Math.max(...samples.map((s) => s.envStep)));
+  }
+}
+
+/** A = y − V_old; z-scored (population std, floored at 1e-6) over the samples when enabled and more than one. */
+export function normalizedAdvantages(samples: readonly ActorCriticSample[], normalize: boolean): number[] {
+  const a = samples.map((s) => s.target - s.oldValue);
+  if (!normalize || a.length < 2) return a;
+  const m = mean(a);
+  const std = Math.max(Math.sqrt(mean(a.map((x) => (x - m) ** 2))), 1e-6);
+  return a.map((x) => (x - m) / std);
+}
