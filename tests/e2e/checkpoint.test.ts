@@ -49,8 +49,9 @@ describe.each(Object.keys(TRAINER_KINDS))("exact resume: %s", (kind) => {
     await first.close();
     expect(readCheckpointMetadata(path.join(checkpoints, "checkpoint-1"))).toMatchObject({ kind: first.algorithm, progress: { epoch: 1, envStep: 6 * 4 }, wandb: null });
 
+    // The first run's last checkpoint: checkpoint-1 for one-stage trainers, later for staged ones (pairs, reward model).
     const second = await makeTrainer(base, tokenizer, out, 3, {}, kind);
-    await second.train({ checkpointDir: checkpoints, resumeFromCheckpoint: path.join(checkpoints, "checkpoint-1") });
+    await second.train({ checkpointDir: checkpoints, resumeFromCheckpoint: "latest" });
     expect(second.progress.epoch).toBe(3);
     sameBits(second.weights(), reference.weights);
     await second.close();

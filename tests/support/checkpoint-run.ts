@@ -8,7 +8,11 @@ import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from
 import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "../../src/trainers/reinforce/baselines.js";
 import { CentralizedMAGRPOTrainer, type CentralizedAdapter } from "../../src/trainers/reinforce/centralized.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
+import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import type { Trainer } from "../../src/trainers/trainer.js";
+import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
+import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 
 export async function makeBase(dir: string): Promise<ComlrlTokenizer> {
   return createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
@@ -31,12 +35,42 @@ const magrpoFamily = (create: (o: MAGRPOTrainerOptions) => Promise<MAGRPOTrainer
   return Object.assign(trainer, { weights: () => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => a.model.native.getParameter(name))) });
 };
 
+// Preference trainers: 4 candidates per item (24 env steps of collection, as the suite expects of checkpoint-1), 2
+// pairs each; evaluation every 2 steps, whose task-reward calls the killed child slows, so it cannot outrun the kill.
+const preference = <T extends Trainer & { agents: { model: MAGRPOTrainer["agents"][number]["model"] }[] }>(kind: "MADPO" | "MARLHF", create: (o: never) => Promise<T>) => async (o: MAGRPOTrainerOptions) => {
+  const { numGenerations, ...config } = o.config as Record<string, unknown>;
+  const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
+  const trainer = await create({
+    ...task,
+    evalDataset: coverVowelsDataset(2),
+    config: { ...config, ...(kind === "MARLHF" ? { numGenerations, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0 } : {}), preferenceNumCandidates: 4, preferencePairsPerSample: 2, evalInterval: 2, evalNumSamples: 2 },
+  } as never);
+  return Object.assign(trainer, { weights: () => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => a.model.native.getParameter(name))) });
+};
+
+// Actor-critic trainers take the suite's tokenizer explicitly (agents are given) and every weight includes the critics'.
+const actorCritic = (create: (o: IACTrainerOptions) => Promise<IACTrainer | MAACTrainer>) => async (o: MAGRPOTrainerOptions) => {
+  const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
+  const { ComlrlTokenizer } = await import("../../src/models/tokenizer.js");
+  const trainer = await create({ ...task, tokenizer: await ComlrlTokenizer.fromDirectory(o.agents![0] as string), config: { ...(o.config as object), criticLearningRate: 2e-3 } } as never);
+  const lms = [...trainer.agents.map((a) => a.model), ...trainer.critics.map((c) => c.model)];
+  const heads = [...trainer.agents.flatMap((a) => (a.valueHead ? [a.valueHead] : [])), ...trainer.critics.map((c) => c.valueHead)];
+  return Object.assign(trainer, {
+    weights: () => [...lms, ...heads].flatMap((m) => m.native.parameterNames().map(({ name }) => m.native.getParameter(name))),
+  });
+};
+
 export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Promise<ResumableTrainer>> = {
   MAGRPO: magrpoFamily((o) => MAGRPOTrainer.create(o)),
   MAREINFORCE: magrpoFamily((o) => MAREINFORCETrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
   MAReMax: magrpoFamily((o) => MAReMaxTrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
   MARLOO: magrpoFamily((o) => MARLOOTrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
   CentralizedMAGRPO: magrpoFamily((o) => CentralizedMAGRPOTrainer.create({ ...o, agents: [o.agents![0]], numAgents: undefined, adapter: halves, externalTransition: undefined } as never)),
+  MADPO: preference("MADPO", (o) => MADPOTrainer.create(o)),
+  MARLHF: preference("MARLHF", (o) => MARLHFTrainer.create(o)),
+  "IAC (separate critics)": actorCritic((o) => IACTrainer.create({ ...o, criticModel: o.agents![0], config: { ...o.config, criticType: "q" } })),
+  "IAC (shared heads)": actorCritic((o) => IACTrainer.create({ ...o, config: { ...o.config, useSeparateCritic: false, valueHeadHiddenDim: 4 } })),
+  MAAC: actorCritic((o) => MAACTrainer.create({ ...o, criticModel: o.agents![0] })),
 };
 
 export async function makeTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, epochs: number, extra: Extra = {}, kind = "MAGRPO"): Promise<ResumableTrainer> {

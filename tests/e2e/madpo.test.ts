@@ -1,0 +1,181 @@
+// MADPO end to end on tiny models: pairs keep the exact sampled ids, the joint DPO loss and its gradient match a hand
+// computation on two agents, a run whose items all tie is an error, centralized collaboration trains one actor on
+// the joint prompt, and DPO raises the demo task's reward.
+import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { dpoBackward } from "../../src/trainers/preference/dpo.js";
+import { MADPOTrainer, type MADPOTrainerOptions } from "../../src/trainers/preference/madpo.js";
+import type { PreferencePair } from "../../src/trainers/preference/pairs.js";
+import { makeBase } from "../support/checkpoint-run.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-madpo-"));
+const base = path.join(scratch, "base");
+let tokenizer: ComlrlTokenizer;
+let run = 0;
+
+beforeAll(async () => {
+  tokenizer = await makeBase(base);
+}, 60_000);
+
+const options = (overrides: Partial<MADPOTrainerOptions> = {}): MADPOTrainerOptions => ({
+  agents: [base, base],
+  rewardFunc: coverVowelsRewardFunc,
+  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+  trainDataset: coverVowelsDataset(4),
+  outputDir: path.join(scratch, `run-${run++}`),
+  quiet: true,
+  ...overrides,
+  config: { numTrainEpochs: 1, preferenceNumCandidates: 4, preferencePairsPerSample: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, agentLearningRate: 1e-3, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3, ...(overrides.config ?? {}) },
+});
+
+const parameters = (trainer: MADPOTrainer, agent: number) => {
+  const native = trainer.agents[agent].model.native;
+  return native.parameterNames().map(({ name }) => native.getParameter(name));
+};
+const gradients = (trainer: MADPOTrainer, agent: number) => {
+  const native = trainer.agents[agent].model.native;
+  return native.parameterNames().map(({ name }) => native.getGradient(name) ?? new Float32Array(0));
+};
+
+describe("MADPO", () => {
+  it("collects pairs with the exact sampled token ids and texts, winners above losers, counting candidates as env steps", async () => {
+    const trainer = await MADPOTrainer.create(options());
+    await trainer.train();
+    const { pairs } = trainer.preferences;
+    expect(pairs.length).toBeGreaterThan(0);
+    expect(pairs.length).toBeLessThanOrEqual(4 * 3);
+    for (const p of pairs) {
+      expect(p.winnerReward).toBeGreaterThan(p.loserReward);
+      expect(p.winnerIds).toHaveLength(2);
+      p.winnerIds.forEach((ids, agent) => expect(tokenizer.decode(ids)).toBe(p.winnerTexts[agent]));
+      p.loserIds.forEach((ids, agent) => expect(tokenizer.decode(ids)).toBe(p.loserTexts[agent]));
+      p.promptIds.forEach((ids, agent) => expect(ids).toEqual(tokenizer.encode(p.prompts[agent])));
+    }
+    // 4 items × 4 candidates, then 2 env steps per pair trained on.
+    expect(trainer.progress.envStep).toBe(16 + 2 * pairs.length);
+    const metrics = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
+    expect(metrics.filter((r) => typeof r["pairs/count"] === "number")).toHaveLength(4);
+    const dpo = metrics.filter((r) => typeof r["dpo/loss"] === "number");
+    expect(dpo).toHaveLength(Math.ceil(pairs.length / 2));
+    expect(Object.keys(dpo[0])).toEqual(expect.arrayContaining(["dpo/reward_margin", "dpo/accuracy", "dpo/agent_0/delta_mean", "dpo/agent_1/delta_mean"]));
+    expect(metrics.filter((r) => r.kind === "update")).toHaveLength(2 * dpo.length);
+    await trainer.close();
+  });
+
+  it("the joint loss and each agent's gradient match a hand computation on two agents", async () => {
+    const trainer = await MADPOTrainer.create(options({ config: { dpoBeta: 0.7, agentLearningRate: 0 } }));
+    await trainer.train();
+    const batch = trainer.preferences.pairs.slice(0, 2);
+    // Δ_k per pair from one-row scores of each completion.
+    const logp = async (agent: number, prompt: number[], ids: Int32Array) => (await trainer.agents[agent].model.score([prompt], [ids])).sum[0];
+    const deltas = await Promise.all(
+      [0, 1].map((k) => Promise.all(batch.map(async (p) => (await logp(k, p.promptIds[k], p.winnerIds[k])) - (await logp(k, p.promptIds[k], p.loserIds[k]))))),
+    );
+    const joint = batch.map((_, p) => deltas[0][p] + deltas[1][p]);
+    const beta = 0.7;
+    const expectedLoss = joint.reduce((s, d) => s + Math.log(1 + Math.exp(-beta * d)), 0) / batch.length;
+    const metrics = await trainer.update(batch);
+    expect(metrics.loss).toBeCloseTo(expectedLoss, 4);
+    expect(metrics.agentDeltas[0]).toBeCloseTo((deltas[0][0] + deltas[0][1]) / 2, 4);
+
+    // ∇θ_0 loss = Σ_p −β σ(−β Δ_p)/n (∇ log π(w_p) − ∇ log π(l_p)); each ∇ log π(row) from its own backward.
+    const agent = trainer.agents[0];
+    const gradOfLogp = async (prompt: number[], ids: Int32Array) => {
+      agent.model.zeroGrad();
+      await agent.model.policyGradientBackward([prompt], [ids], [-1]);
+      return gradients(trainer, 0).map((g) => Float32Array.from(g));
+    };
+    const expected = gradients(trainer, 0).map((g) => new Float32Array(g.length));
+    for (let p = 0; p < batch.length; p++) {
+      const c = (-beta * (1 / (1 + Math.exp(beta * joint[p])))) / batch.length;
+      const gw = await gradOfLogp(batch[p].promptIds[0], batch[p].winnerIds[0]);
+      const gl = await gradOfLogp(batch[p].promptIds[0], batch[p].loserIds[0]);
+      expected.forEach((e, t) => e.forEach((_, j) => (e[j] += c * (gw[t][j] - gl[t][j]))));
+    }
+    const sigma = (d: number) => (beta * (1 / (1 + Math.exp(beta * d)))) / batch.length;
+    agent.model.zeroGrad();
+    await dpoBackward(agent, batch, joint.map(sigma));
+    const actual = gradients(trainer, 0);
+    let worst = 0;
+    let scale = 0;
+    expected.forEach((e, t) => e.forEach((v, j) => ((worst = Math.max(worst, Math.abs(v - actual[t][j]))), (scale = Math.max(scale, Math.abs(v))))));
+    expect(scale).toBeGreaterThan(0);
+    expect(worst / scale).toBeLessThan(1e-4);
+    await trainer.close();
+  });
+
+  it("a run whose every item ties is an error, not a silent no-op", async () => {
+    const trainer = await MADPOTrainer.create(options({ rewardFunc: (c) => c[0].map(() => 0.5) }));
+    await expect(trainer.train()).rejects.toThrow(/all 4 train items gave no pair/);
+    await trainer.close();
+  });
+
+  it("counts and reports items without a usable pair", async () => {
+    const trainer = await MADPOTrainer.create(options({ rewardFunc: (c, ctx) => (ctx.itemIndex === 1 ? c[0].map(() => 1) : (coverVowelsRewardFunc(c, ctx) as number[])) }));
+    await trainer.train();
+    expect(trainer.preferences.itemsWithoutPairs).toContain(1);
+    const summary = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).find((r) => typeof r["pairs/items_without_pairs"] === "number");
+    expect(summary?.["pairs/items_without_pairs"]).toBe(trainer.preferences.itemsWithoutPairs.length);
+    await trainer.close();
+  });
+
+  it("centralized collaboration: one actor on the adapter's joint prompt, full joint log-probs, weights move, only agent_0 is saved", async () => {
+    const seen: string[][] = [];
+    const trainer = await MADPOTrainer.create(
+      options({
+        agents: [base],
+        numAgents: 2,
+        config: { collaborationMode: "centralized" },
+        centralizedAdapter: {
+          buildPrompt: (_item, roles) => `JOINT\n${roles.join("\n")}`,
+          parseCompletion: (text) => [text.slice(0, 2), text.slice(2)],
+        },
+        rewardFunc: (completions, ctx) => {
+          seen.push(completions.map((c) => c[0]));
+          return coverVowelsRewardFunc(completions, ctx);
+        },
+      }),
+    );
+    expect(trainer.agents).toHaveLength(1);
+    expect(trainer.numRoles).toBe(2);
+    const before = parameters(trainer, 0);
+    await trainer.train({ checkpointDir: path.join(trainer.outputDir, "ckpt") });
+    const pair: PreferencePair = trainer.preferences.pairs[0];
+    expect(pair.prompts[0].startsWith("JOINT\n")).toBe(true);
+    expect(seen[0]).toHaveLength(2);
+    // The joint response is scored whole: Δ is the full sequence's log-prob difference, last token included.
+    const full = await trainer.agents[0].model.score([pair.promptIds[0]], [pair.winnerIds[0]]);
+    const cut = await trainer.agents[0].model.score([pair.promptIds[0]], [pair.winnerIds[0].slice(0, -1)]);
+    expect(full.sum[0]).not.toBeCloseTo(cut.sum[0], 6);
+    expect(parameters(trainer, 0).some((w, i) => w.some((v, j) => v !== before[i][j]))).toBe(true);
+    await trainer.saveModel(path.join(trainer.outputDir, "saved"));
+    expect(readdirSync(path.join(trainer.outputDir, "saved"))).toEqual(["agent_0"]);
+    expect(existsSync(path.join(trainer.outputDir, "ckpt", "checkpoint-2", "preference_pairs.json"))).toBe(true);
+    await trainer.close();
+  });
+
+  it("rejects a centralized run with two actors and an adapter without centralized collaboration", async () => {
+    await expect(MADPOTrainer.create(options({ config: { collaborationMode: "centralized" }, numAgents: 2 }))).rejects.toThrow(/exactly one actor model, got 2/);
+    await expect(MADPOTrainer.create(options({ centralizedAdapter: { buildPrompt: () => "x", parseCompletion: () => ["", ""] } }))).rejects.toThrow(/only used with collaborationMode "centralized"/);
+  });
+
+  it("raises the demo task's reward", async () => {
+    const trainer = await MADPOTrainer.create(
+      options({
+        trainDataset: coverVowelsDataset(8),
+        evalDataset: coverVowelsDataset(64),
+        config: { numTrainEpochs: 10, preferenceNumCandidates: 16, preferencePairsPerSample: 16, trainBatchSize: 8, agentLearningRate: 5e-3, dpoBeta: 0.5, evalNumSamples: 64 },
+      }),
+    );
+    const before = (await trainer.evaluate())["eval/turn_1/reward_mean"];
+    await trainer.train();
+    const after = (await trainer.evaluate())["eval/turn_1/reward_mean"];
+    expect(after).toBeGreaterThan(before + 0.04);
+    await trainer.close();
+  }, 180_000);
+});

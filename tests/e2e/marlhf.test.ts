@@ -1,0 +1,177 @@
+// MARLHF end to end on tiny models: the joint reward model on its own (Bradley–Terry loss by hand, learning a
+// preference it can generalise, truncation keeping the last tokens, save and load), and the trainer's three stages:
+// pairs, reward model (held-out accuracy reported, then frozen), RL against its scores with task-reward evaluation.
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import { CausalLM } from "../../src/models/causal-lm.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import { Optimizer } from "../../src/models/optimizer.js";
+import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { MARLHFTrainer, type MARLHFTrainerOptions } from "../../src/trainers/preference/marlhf.js";
+import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
+import { makeBase } from "../support/checkpoint-run.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-"));
+const base = path.join(scratch, "base");
+let tokenizer: ComlrlTokenizer;
+let run = 0;
+
+beforeAll(async () => {
+  tokenizer = await makeBase(base);
+}, 60_000);
+
+const TOPICS = ["rain", "stone", "river", "lamp", "bread", "field", "cloud", "door", "salt", "wind", "glass", "tree"];
+/** Pairs whose winner answers with vowels and loser with consonants, under varied prompts. */
+const vowelPairs = (topics: string[]) => ({
+  winners: topics.map((t, i) => jointText([`Write about ${t}.`, `Reply to ${t}.`], ["aeiou".slice(i % 3), "oia"])),
+  losers: topics.map((t, i) => jointText([`Write about ${t}.`, `Reply to ${t}.`], ["xkrt".slice(i % 3), "zvb"])),
+});
+
+describe("JointRewardModel", () => {
+  it("Bradley–Terry loss by hand, learns a preference that holds on unseen prompts, saves and loads", async () => {
+    const rm = await JointRewardModel.load(base, { seed: 1 });
+    const optimizer = new Optimizer([{ module: rm.model }, { module: rm.head }], { lr: 3e-3 });
+    const train = vowelPairs(TOPICS.slice(0, 8));
+    const heldOut = vowelPairs(TOPICS.slice(8));
+    const sw = await rm.score(train.winners);
+    const sl = await rm.score(train.losers);
+    const byHand = Array.from(sw, (s, i) => Math.log(1 + Math.exp(-(s - sl[i])))).reduce((a, b) => a + b, 0) / sw.length;
+    rm.zeroGrad();
+    const first = await rm.bradleyTerryBackward(train.winners, train.losers);
+    expect(first.loss).toBeCloseTo(byHand, 4);
+    expect(Array.from(first.winnerScores)).toEqual(Array.from(sw).map((s) => expect.closeTo(s, 4)));
+    await optimizer.step();
+    let loss = first.loss;
+    for (let step = 0; step < 40; step++) {
+      rm.zeroGrad();
+      loss = (await rm.bradleyTerryBackward(train.winners, train.losers)).loss;
+      await optimizer.step();
+    }
+    expect(loss).toBeLessThan(first.loss / 4);
+    expect(await rm.pairwiseAccuracy(heldOut.winners, heldOut.losers)).toBeGreaterThanOrEqual(0.75);
+
+    rm.freeze();
+    await expect(rm.bradleyTerryBackward(train.winners, train.losers)).rejects.toThrow(/frozen/);
+    const dir = path.join(scratch, "saved-rm");
+    await rm.save(dir);
+    expect(existsSync(path.join(dir, "value_head.pt")) && existsSync(path.join(dir, "config.json")) && existsSync(path.join(dir, "tokenizer.json"))).toBe(true);
+    const loaded = await JointRewardModel.load(dir);
+    expect(Array.from(await loaded.score(heldOut.winners))).toEqual(Array.from(await rm.score(heldOut.winners)).map((s) => expect.closeTo(s, 5)));
+    optimizer.dispose();
+    loaded.dispose();
+    rm.dispose();
+  });
+
+  it("rewardMaxLength keeps a long text's last tokens, the one the head reads among them", async () => {
+    const limited = await JointRewardModel.load(base, { seed: 1, maxLength: 12 });
+    const text = jointText(["a long prompt about the weather and the sea"], ["a reply"]);
+    const ids = tokenizer.encode(text).slice(-12);
+    const model = limited.model;
+    const direct = await model.native.rewardScores(limited.head.native, { ids: Int32Array.from(ids), batch: 1, length: ids.length });
+    expect((await limited.score([text]))[0]).toBeCloseTo(direct[0], 6);
+    limited.dispose();
+  });
+});
+
+const options = (overrides: Partial<MARLHFTrainerOptions> = {}): MARLHFTrainerOptions => ({
+  agents: [base, base],
+  rewardFunc: coverVowelsRewardFunc,
+  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+  trainDataset: coverVowelsDataset(8),
+  evalDataset: coverVowelsDataset(4),
+  outputDir: path.join(scratch, `run-${run++}`),
+  quiet: true,
+  ...overrides,
+  config: {
+    numTrainEpochs: 1,
+    rewardNumTrainEpochs: 2,
+    rewardTrainBatchSize: 4,
+    rewardLearningRate: 1e-3,
+    rewardHeldOutFraction: 0.25,
+    preferenceNumCandidates: 4,
+    preferencePairsPerSample: 3,
+    numGenerations: 4,
+    maxNewTokens: 4,
+    temperature: 1,
+    topP: 1,
+    topK: null,
+    agentLearningRate: 1e-3,
+    rolloutBufferSize: 2,
+    trainBatchSize: 2,
+    loggingSteps: 1,
+    evalInterval: 4,
+    evalNumSamples: 4,
+    seed: 3,
+    ...(overrides.config ?? {}),
+  },
+});
+
+describe("MARLHF", () => {
+  it("pairs, then the reward model (held-out accuracy reported, frozen after), then RL against its scores; eval uses the task reward", async () => {
+    const taskCalls: number[] = [];
+    const trainer = await MARLHFTrainer.create(
+      options({
+        rewardFunc: (c, ctx) => {
+          taskCalls.push(c[0].length);
+          return coverVowelsRewardFunc(c, ctx);
+        },
+      }),
+    );
+    expect(trainer.components.all.map((c) => c.name)).toEqual(["agent_0", "agent_1", "reward_model", "reward_model/head"]);
+    await trainer.train();
+    expect(trainer.rewardModel.isFrozen).toBe(true);
+    // Task reward: one call per item for collection (4 candidates) and one per eval item (1 sample); none in RL.
+    expect(taskCalls.filter((n) => n === 4)).toHaveLength(8);
+    const metrics = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
+    const held = metrics.filter((r) => typeof r["reward_model/heldout_accuracy"] === "number");
+    expect(held).toHaveLength(2);
+    expect(held[0]["reward_model/heldout_pairs"]).toBe(trainer.rewardHeldOutPairs.length);
+    expect(trainer.rewardTrainingPairs.length + trainer.rewardHeldOutPairs.length).toBe(trainer.preferences.pairs.length);
+    expect(metrics.filter((r) => r.kind === "update" && typeof r["reward_model/loss"] === "number")).toHaveLength(2 * Math.ceil(trainer.rewardTrainingPairs.length / 4));
+    expect(metrics.some((r) => r.kind === "eval")).toBe(true);
+    // RL rewards are reward-model scores (not fractions of five vowels).
+    const rlRewards = metrics.filter((r) => typeof r["turn_1/reward_mean"] === "number" && r.kind === "train").map((r) => r["turn_1/reward_mean"] as number);
+    expect(rlRewards.length).toBeGreaterThan(0);
+    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    // env steps: 8 items × 4 candidates, then 8 items × 4 joint actions.
+    expect(trainer.progress.envStep).toBe(32 + 32);
+    await trainer.saveModel(path.join(trainer.outputDir, "saved"));
+    expect(existsSync(path.join(trainer.outputDir, "saved", "reward_model", "value_head.pt"))).toBe(true);
+    await trainer.close();
+  }, 120_000);
+
+  it("rewardFreezeBackbone trains only the head", async () => {
+    const trainer = await MARLHFTrainer.create(options({ config: { rewardFreezeBackbone: true, numTrainEpochs: 1 } }));
+    const native = trainer.rewardModel.model.native;
+    const before = native.parameterNames().map(({ name }) => native.getParameter(name));
+    const head = trainer.rewardModel.head.native;
+    const headBefore = head.parameterNames().map(({ name }) => head.getParameter(name));
+    await trainer.train();
+    native.parameterNames().forEach(({ name }, i) => expect(Array.from(native.getParameter(name))).toEqual(Array.from(before[i])));
+    expect(head.parameterNames().some(({ name }, i) => head.getParameter(name).some((v, j) => v !== headBefore[i][j]))).toBe(true);
+    await trainer.close();
+  }, 120_000);
+
+  it("refuses the actor-critic back-ends for now, critics without them, and loaded actors without rewardModelName", async () => {
+    await expect(MARLHFTrainer.create(options({ config: { rlAlgorithm: "maac", numGenerations: 1 } }))).rejects.toThrow(/rlAlgorithm "maac" is not available yet/);
+    await expect(MARLHFTrainer.create(options({ criticModel: base }))).rejects.toThrow(/criticModel and critics are only used with rlAlgorithm/);
+    const model = await CausalLM.fromDirectory(base);
+    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer }))).rejects.toThrow(/rewardModelName must be set when the actors are loaded model objects/);
+    model.dispose();
+  });
+
+  it("centralized collaboration: one actor, reward model on the joint text", async () => {
+    const halves = { buildPrompt: (_item: unknown, roles: string[]) => `JOINT\n${roles.join("\n")}`, parseCompletion: (text: string) => [text.slice(0, 2), text.slice(2)] };
+    const trainer = await MARLHFTrainer.create(options({ agents: [base], numAgents: 2, centralizedAdapter: halves, config: { collaborationMode: "centralized" } }));
+    expect(trainer.agents).toHaveLength(1);
+    await trainer.train();
+    const pair = trainer.preferences.pairs[0];
+    expect(pair.prompts[0].startsWith("JOINT\n")).toBe(true);
+    // The reward model reads the joint prompt and the joint response verbatim, as one agent's.
+    expect(jointText(pair.prompts, pair.winnerTexts)).toContain(`Agent 1 response:\n${pair.winnerTexts[0]}`);
+    await trainer.close();
+  }, 120_000);
+});
