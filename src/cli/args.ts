@@ -15,11 +15,26 @@ export interface Command {
   /** The usage text: the first line is the synopsis, the rest describes the options. */
   usage: string;
   options: OptionSpecs;
+  /** Everything from the first argument that is not an option on is another program's command line (launch). */
+  passthrough?: boolean;
   /**
    * Validates the parsed option values and runs the command (validation first: a UsageError must precede any work).
-   * Resolves to the exit status when it is not 0.
+   * Resolves to the exit status when it is not 0. `rest` is the passthrough command line.
    */
-  run(values: OptionValues): Promise<number | void>;
+  run(values: OptionValues, rest: string[]): Promise<number | void>;
+}
+
+/** The command's own arguments and, for a passthrough command, the command line after them. */
+export function splitPassthrough(command: Command, argv: string[]): [string[], string[]] {
+  if (!command.passthrough) return [argv, []];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--") return [argv.slice(0, i), argv.slice(i + 1)];
+    if (!arg.startsWith("-")) return [argv.slice(0, i), argv.slice(i)];
+    const spec = command.options[arg.replace(/^--?/, "")];
+    if (spec?.type === "string" && !arg.includes("=")) i++;
+  }
+  return [argv, []];
 }
 
 /** The command's option values, or null when --help / -h was given. Unknown options and missing values are UsageErrors. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `comlrl` command: info, demo, train, bench. Every command validates its whole command line before it does any
 // work; a bad command line prints the usage and exits with 2, a failed run prints its error (no stack) and exits with 1.
-import { describeError, integerOption, parseCommandArgs, stringOption, UsageError, type Command } from "./args.js";
+import { describeError, integerOption, parseCommandArgs, splitPassthrough, stringOption, UsageError, type Command } from "./args.js";
 
 const info: Command = {
   name: "info",
@@ -79,13 +79,41 @@ const bench: Command = {
   },
 };
 
-const COMMANDS = new Map([info, demo, train, bench].map((command) => [command.name, command]));
+const launch: Command = {
+  name: "launch",
+  usage: `usage: comlrl launch --nproc N [--nnodes M --node-rank R --master ADDR:PORT] SCRIPT [ARGS...]
+  run SCRIPT (.ts through tsx, .js with node) as N data-parallel ranks on this node, with the torchrun environment
+  --nproc N          ranks on this node, N ≥ 1; the cores are split among them (COMLRL_NUM_THREADS overrides)
+  --nnodes M         nodes in the job, M ≥ 1 (default 1)
+  --node-rank R      this node's index, 0 ≤ R < M (default 0; rank = R·N + local rank)
+  --master ADDR:PORT rank 0's rendezvous (required with M > 1; default 127.0.0.1 and a free port)
+  A rank that fails stops the others; SIGINT and SIGTERM are passed to every rank.`,
+  options: { nproc: { type: "string" }, nnodes: { type: "string" }, "node-rank": { type: "string" }, master: { type: "string" } },
+  passthrough: true,
+  async run(values, rest) {
+    const nproc = integerOption(values, "nproc", 1);
+    if (nproc === undefined) throw new UsageError("--nproc N is required");
+    const options = {
+      nproc,
+      nnodes: integerOption(values, "nnodes", 1) ?? 1,
+      nodeRank: integerOption(values, "node-rank", 0) ?? 0,
+      master: stringOption(values, "master") ?? null,
+      command: rest,
+    };
+    const { checkLaunchOptions, runLaunch } = await import("./launch.js");
+    checkLaunchOptions(options);
+    return runLaunch(options);
+  },
+};
+
+const COMMANDS = new Map([info, demo, train, bench, launch].map((command) => [command.name, command]));
 
 const USAGE = `usage: comlrl <command> [options]   (comlrl <command> --help for its options)
   info     libtorch, devices, threads and BLAS in use
   demo     train two tiny agents with MAGRPO on a cooperative task (CPU, about 20 s)
   train    train from a CoMLRL-style config file: comlrl train --config FILE [--resume latest] [--output DIR]
-  bench    measure ceilings, generation, training and a whole trainer epoch`;
+  bench    measure ceilings, generation, training and a whole trainer epoch
+  launch   run a script as data-parallel ranks: comlrl launch --nproc N script.ts [args...]`;
 
 async function main(argv: string[]): Promise<number> {
   const [name = "info", ...rest] = argv;
@@ -99,12 +127,13 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    const values = parseCommandArgs(command, rest);
+    const [own, passthrough] = splitPassthrough(command, rest);
+    const values = parseCommandArgs(command, own);
     if (values === null) {
       console.log(command.usage);
       return 0;
     }
-    return (await command.run(values)) ?? 0;
+    return (await command.run(values, passthrough)) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       console.error(`comlrl ${name}: ${error.message}\n${command.usage.split("\n")[0]}\n(comlrl ${name} --help describes the options)`);

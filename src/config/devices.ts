@@ -79,7 +79,7 @@ export function resolveSingleDevice(
 
 /** The parts of a MAGRPO-family config that decide placement. */
 export interface PlacementConfig {
-  readonly parallelTraining: "none" | "mp";
+  readonly parallelTraining: "none" | "mp" | "ddp";
   readonly numAgents: number;
   readonly agentDevices: DeviceSpec | null;
   readonly referenceDevices: DeviceSpec | null;

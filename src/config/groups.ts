@@ -4,7 +4,7 @@
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, field, float, int, nullable, oneOf, reject } from "./fields.js";
 
-export type ParallelTraining = "none" | "mp";
+export type ParallelTraining = "none" | "mp" | "ddp";
 export type DType = "float32" | "bfloat16";
 
 export interface SamplingConfig {
@@ -28,15 +28,18 @@ export const SAMPLING_FIELDS = {
 };
 
 export interface PlacementFields {
-  /** "none": models share one device, agents run in turn; "mp": one device per agent, concurrently. */
+  /**
+   * "none": models share one device, agents run in turn; "mp": one device per agent, concurrently; "ddp" (ours):
+   * "none" in each process of a data-parallel job (comlrl launch), gradients reduced across them.
+   */
   readonly parallelTraining: ParallelTraining;
   /** null/"auto" = auto placement; see planPlacement. Required for "mp". */
   readonly agentDevices: DeviceSpec | null;
 }
 
 export const PLACEMENT_FIELDS = {
-  // "auto" and "ddp" were removed upstream; CoMLRL reads null and "null" as "none".
-  parallelTraining: oneOf(["none", "mp"], { default: "none", aliases: { null: "none" } }),
+  // "auto" and "ddp" were removed upstream; CoMLRL reads null and "null" as "none". Our "ddp" is data parallel on c10d.
+  parallelTraining: oneOf(["none", "mp", "ddp"], { default: "none", aliases: { null: "none" } }),
   agentDevices: deviceSpec(),
 };
 

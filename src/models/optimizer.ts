@@ -18,20 +18,38 @@ function nativeOf(module: Trainable): NativeModel | NativeValueHead {
   return "native" in module ? module.native : module;
 }
 
+/** What one step was taken over: its samples and mean loss, as given, or over every rank in data-parallel training. */
+export interface StepSamples {
+  samples: number;
+  loss?: number;
+}
+
+/** Runs before every step over the optimizer's modules; data-parallel training reduces the gradients here (src/dist). */
+export type GradientSync = (modules: Array<NativeModel | NativeValueHead>, local: StepSamples) => Promise<StepSamples>;
+
 export class Optimizer {
   readonly native: NativeOptimizer;
+  /** The modules of the parameter groups, in group order. */
+  readonly modules: Array<NativeModel | NativeValueHead>;
+  gradientSync: GradientSync | null = null;
 
   /** AdamW with PyTorch's defaults (betas 0.9/0.999, eps 1e-8, weight decay 0.01); frozen parameters are skipped. */
   constructor(groups: Trainable | readonly ParameterGroup[], options: AdamWOptions) {
     const Native = addon().NativeOptimizer;
+    this.modules = Array.isArray(groups) ? groups.map((g: ParameterGroup) => nativeOf(g.module)) : [nativeOf(groups as Trainable)];
     this.native = Array.isArray(groups)
       ? new Native(groups.map((g: ParameterGroup) => ({ module: nativeOf(g.module), lr: g.lr, weightDecay: g.weightDecay })), options)
       : new Native(nativeOf(groups as Trainable), options);
   }
 
-  /** One AdamW step; gradNorm is the total norm over every group before clipping to maxGradNorm. */
-  async step(options: { maxGradNorm?: number } = {}): Promise<{ gradNorm: number }> {
-    return this.native.step(options);
+  /**
+   * One AdamW step; gradNorm is the total norm over every group before clipping to maxGradNorm. `samples` (default
+   * 1) weighs this process's gradient against other ranks'; the result's samples and loss are the step's totals.
+   */
+  async step(options: { maxGradNorm?: number; samples?: number; loss?: number } = {}): Promise<{ gradNorm: number } & StepSamples> {
+    const local: StepSamples = { samples: options.samples ?? 1, ...(options.loss === undefined ? {} : { loss: options.loss }) };
+    const reduced = this.gradientSync ? await this.gradientSync(this.modules, local) : local;
+    return { ...(await this.native.step({ maxGradNorm: options.maxGradNorm })), ...reduced };
   }
 
   /** Sets one group's learning rate, or every group's when group is omitted. */

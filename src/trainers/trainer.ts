@@ -9,6 +9,8 @@ import { writeResumeMarker } from "../logging/jsonl.js";
 import { MetricsLogger, type MetricsLoggerState } from "../logging/metrics-logger.js";
 import { ProgressBar, type ProgressFields } from "../logging/progress.js";
 import type { WandbConfig } from "../logging/wandb.js";
+import type { DistributedContext } from "../dist/context.js";
+import { pendingJob, Replicas, type PendingJob, type RankState } from "../dist/replicas.js";
 import { SeededRandom } from "../util/random.js";
 import { ComponentRegistry } from "./components.js";
 import { checkOptionKeys } from "./options.js";
@@ -29,9 +31,11 @@ export interface LifecycleOptions {
   quiet?: boolean;
   /** Objects whose stateDict() checkpoints save and loadStateDict() resume restores, in this order. */
   stateful?: Stateful[];
+  /** Data-parallel training in this job (see src/dist); parallelTraining "ddp" joins the torchrun environment's. */
+  distributed?: DistributedContext | null;
 }
 
-export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true } as const satisfies Record<
+export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true } as const satisfies Record<
   keyof LifecycleOptions,
   true
 >;
@@ -40,6 +44,8 @@ export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandb
 export interface LifecycleConfig {
   readonly seed: number;
   readonly loggingSteps: number;
+  /** "ddp": data-parallel across the processes of a torchrun-style job. */
+  readonly parallelTraining?: string;
 }
 
 export interface TrainOptions {
@@ -108,6 +114,8 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   protected logDir: string;
   private resumedLoggerState: MetricsLoggerState | null = null;
   private running = false;
+  private readonly job: PendingJob | null;
+  private replicas: Replicas | null = null;
 
   protected constructor(
     readonly config: C,
@@ -116,6 +124,36 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   ) {
     this.random = new SeededRandom(config.seed);
     this.logDir = outputDir;
+    this.job = pendingJob(lifecycle.distributed, config.parallelTraining);
+  }
+
+  /** Rank 0 of a data-parallel job, or the only process: the one that logs, saves models and writes checkpoints. */
+  get isMain(): boolean {
+    return (this.job?.rank ?? 0) === 0;
+  }
+
+  private async connectReplicas(): Promise<void> {
+    if (this.job) this.replicas ??= new Replicas(await this.job.context, this.components, this.config.seed);
+  }
+
+  /**
+   * Data-parallel training: rank 0's weights on every rank and gradient reduction at every optimizer step from
+   * now on. train() calls it; a loop of its own (collect/update) calls it once before its first update.
+   */
+  async synchronizeReplicas(): Promise<void> {
+    await this.connectReplicas();
+    await this.replicas?.join();
+  }
+
+  /** The element-wise maximum over the ranks (the values themselves in one process): how decisions that depend on local data — whether to update, how many minibatches — are taken alike on every rank. */
+  protected async agreeMax(values: readonly number[]): Promise<number[]> {
+    if (this.job && !this.replicas) throw new Error(`${this.algorithm}: data-parallel training: call synchronizeReplicas() before updating outside train()`);
+    return this.replicas ? this.replicas.agreeMax(values) : [...values];
+  }
+
+  /** Every rank's items in rank order (this process's in one process): metrics rank 0 logs for the whole job. */
+  protected async gatherFromRanks<T>(local: readonly T[]): Promise<T[]> {
+    return this.replicas ? this.replicas.gather(local) : [...local];
   }
 
   /** The stages of one iteration, in order. */
@@ -140,9 +178,13 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
     this.running = true;
     try {
+      await this.connectReplicas();
       if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
-      mkdirSync(this.logDir, { recursive: true });
-      this.logger ??= await this.openLogger();
+      await this.replicas?.join();
+      if (this.isMain) {
+        mkdirSync(this.logDir, { recursive: true });
+        this.logger ??= await this.openLogger();
+      }
       await this.runSchedule(options, interval);
     } finally {
       this.running = false;
@@ -151,11 +193,11 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
 
   private async runSchedule(options: TrainOptions, interval: number): Promise<void> {
     const p = this.progress;
-    const stages = this.stages();
+    const stages = this.stages().map((stage) => this.replicas?.shard(stage) ?? stage);
     const iterations = this.iterations();
     const perIteration = stages.reduce((sum, s) => sum + s.epochs * s.steps, 0);
     const done = () => p.iteration * perIteration + stages.slice(0, p.stage).reduce((sum, s) => sum + s.epochs * s.steps, 0) + p.epoch * stages[p.stage].steps + p.itemIndex;
-    const bar = new ProgressBar({ total: iterations * perIteration, label: this.algorithm, quiet: this.lifecycle.quiet ?? false, start: done() });
+    const bar = new ProgressBar({ total: iterations * perIteration, label: this.algorithm, quiet: (this.lifecycle.quiet ?? false) || !this.isMain, start: done() });
     try {
       for (;;) {
         const stage = stages[p.stage];
@@ -196,25 +238,31 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   private async checkpointDuringTraining(root: string, keepLast: number | undefined, bar: ProgressBar): Promise<void> {
     const started = performance.now();
     const dir = await this.saveCheckpoint(root);
-    if (keepLast) await pruneCheckpoints(root, keepLast);
+    if (keepLast && this.isMain) await pruneCheckpoints(root, keepLast);
     bar.log(`checkpoint ${dir} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
   }
 
   /** Saves checkpoint-<completed epochs> under root. */
   async saveCheckpoint(root: string): Promise<string> {
     this.assertCheckpointable();
-    return saveCheckpoint(
-      root,
-      this.progress.unitsDone,
-      this.components,
-      {
-        kind: this.algorithm,
-        progress: { ...this.progress },
-        wandb: this.logger?.wandbRunIdentity() ?? null,
-        state: this.checkpointState(),
-      },
-      (dir) => this.saveCheckpointFiles(dir),
-    );
+    // Data parallel: rank 0 writes the checkpoint, with every rank's own state; the others wait until it is written.
+    const ranks = this.replicas ? await this.replicas.gatherStates(this.replicas.localState(this.random.getState(), this.progress)) : null;
+    const dir = !this.isMain
+      ? path.join(root, `checkpoint-${this.progress.unitsDone}`)
+      : await saveCheckpoint(
+          root,
+          this.progress.unitsDone,
+          this.components,
+          {
+            kind: this.algorithm,
+            progress: { ...this.progress },
+            wandb: this.logger?.wandbRunIdentity() ?? null,
+            state: { ...this.checkpointState(), ...(ranks ? { worldSize: ranks.length, ranks } : {}) },
+          },
+          (dir) => this.saveCheckpointFiles(dir),
+        );
+    await this.replicas?.context.barrier();
+    return dir;
   }
 
   /** Throws when work is in flight that a checkpoint would lose (e.g. unconsumed rollout buffers). */
@@ -247,9 +295,16 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     const restored = await loadCheckpoint(dir, this.algorithm, this.components);
     Object.assign(this.progress, restored.progress);
     this.restoreCheckpointState(restored.state, dir);
+    const saved = restored.state as { worldSize?: number; ranks?: RankState[] };
+    if (this.replicas) {
+      const random = this.replicas.restoreState(saved, this.progress);
+      if (random !== null) this.random.setState(random);
+    } else if ((saved.worldSize ?? 1) !== 1) {
+      throw new CheckpointError(`${dir} was written by a data-parallel run of ${saved.worldSize} ranks: resume it with comlrl launch --nproc ${saved.worldSize} and parallelTraining "ddp"`);
+    }
     // Metrics after the checkpoint go beside the first run's, not over them; the marker lets readRunMetrics put the
     // stream back together with the records the interrupted run wrote after its checkpoint left out.
-    if (existsSync(path.join(this.outputDir, "metrics.jsonl"))) {
+    if (this.isMain && existsSync(path.join(this.outputDir, "metrics.jsonl"))) {
       this.logDir = path.join(this.outputDir, `resume-${this.progress.unitsDone}-${Date.now()}`);
       const metrics = restored.state.metrics as { dir: string; bytes: number } | null;
       writeResumeMarker(this.logDir, { checkpoint: path.resolve(dir), parent: metrics ? path.join("..", metrics.dir) : null, parentBytes: metrics?.bytes ?? 0 });
@@ -293,13 +348,16 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   protected console(message: string): void {
-    if (!this.lifecycle.quiet) console.error(`[${this.algorithm}] ${message}`);
+    if (!this.lifecycle.quiet && this.isMain) console.error(`[${this.algorithm}] ${message}`);
   }
 
   /** Writes every exported component in its user-facing layout (agent_i/ in Hugging Face layout, value heads, …). */
   async saveModel(dir: string): Promise<void> {
-    await this.components.exportTo(dir);
-    this.logger?.logTrain({ final_model_saved: 1 }, this.progress.envStep);
+    if (this.isMain) {
+      await this.components.exportTo(dir);
+      this.logger?.logTrain({ final_model_saved: 1 }, this.progress.envStep);
+    }
+    await this.replicas?.context.barrier();
   }
 
   /** Closes the logs and frees what the trainer created (models passed in by the caller stay usable). */

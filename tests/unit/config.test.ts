@@ -166,12 +166,13 @@ describe("MAGRPOConfig enums", () => {
     expect(magrpoConfig({ parallelTraining: " MP " as never, agentDevices: "cpu" }).parallelTraining).toBe("mp");
   });
 
-  it('parallelTraining rejects "invalid" and the removed "auto"', () => {
-    for (const value of ["invalid", "auto", "ddp"]) {
+  it('parallelTraining rejects "invalid" and the removed "auto", and takes our data-parallel "ddp"', () => {
+    for (const value of ["invalid", "auto"]) {
       expect(() => magrpoConfig({ parallelTraining: value as never })).toThrow(
-        `MAGRPOConfig.parallelTraining must be one of "none", "mp", got "${value}"`,
+        `MAGRPOConfig.parallelTraining must be one of "none", "mp", "ddp", got "${value}"`,
       );
     }
+    expect(magrpoConfig({ parallelTraining: "ddp" }).parallelTraining).toBe("ddp");
   });
 
   it("mp requires agentDevices", () => {

@@ -138,7 +138,7 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
           this.rewardWindow.push(...samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward));
           this.rewardWindow.splice(0, Math.max(0, this.rewardWindow.length - 50));
           for (const sample of samples) this.buffers[sample.agent].push(sample);
-          if (this.buffers.some((buffer) => buffer.length >= c.rolloutBufferSize)) await this.drainBuffers(c.rolloutBufferSize);
+          await this.drainBuffers(c.rolloutBufferSize);
           return { "reward (last 50)": mean(this.rewardWindow) };
         },
         endEpoch: () => this.drainBuffers(1),
@@ -163,6 +163,9 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
         return Array.from({ length: Math.ceil(group.length / c.trainBatchSize) }, (_, m) => group.slice(m * c.trainBatchSize, (m + 1) * c.trainBatchSize));
       });
     });
+    // Data parallel: every rank takes as many steps per agent as the rank with the most minibatches; the extra ones add nothing.
+    const counts = await this.agreeMax(plans.map((plan) => plan.length));
+    plans.forEach((plan, i) => plan.push(...Array.from({ length: counts[i] - plan.length }, (): NodeSample[] => [])));
     const run = async (agent: Agent) => {
       const results: UpdateMetrics[] = [];
       for (const minibatch of plans[agent.index]) results.push(await this.step(agent, minibatch));
@@ -174,7 +177,7 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     for (const r of results) {
       this.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: this.agents[r.agent].optimizer.learningRates()[0], samples: r.samples });
     }
-    this.logTrainMetrics(samples);
+    this.logTrainMetrics(await this.gatherFromRanks(samples.map(({ turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep }) => ({ turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep }))));
     return results;
   }
 
@@ -197,17 +200,18 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     let loss = 0;
     if (this.options.scoring === "perCompletion") {
       for (let i = 0; i < completions.length; i++) loss += (await agent.model.policyGradientBackward([prompts[i]], [completions[i]], [weights[i]], 1)).loss;
-    } else {
+    } else if (completions.length > 0) {
       loss = (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss;
     }
     if (!Number.isFinite(loss)) {
       // A non-finite loss would poison the weights: drop this minibatch's gradient and say so.
       agent.model.zeroGrad();
       this.console(`agent ${agent.index}: non-finite loss (${loss}); minibatch of ${minibatch.length} skipped`);
+      await agent.optimizer.step({ samples: 0, loss: 0 }); // no gradient here: a no-op, but data-parallel peers step together
       return { agent: agent.index, loss, gradNorm: NaN, samples: minibatch.length };
     }
-    const { gradNorm } = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
-    return { agent: agent.index, loss, gradNorm, samples: minibatch.length };
+    const step = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined, samples: minibatch.length, loss });
+    return { agent: agent.index, loss: step.loss ?? loss, gradNorm: step.gradNorm, samples: step.samples };
   }
 
   /** Held-out evaluation (COMLRL-SPEC §3.4) on the agents' evaluation streams, re-seeded so every eval draws alike. */
@@ -222,13 +226,14 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
 
   /** Updates every agent whose buffer holds at least `minimum` samples, and empties those buffers. */
   protected async drainBuffers(minimum: number): Promise<void> {
-    const ready = this.buffers.flatMap((buffer, agent) => (buffer.length >= minimum ? [agent] : []));
+    const sizes = await this.agreeMax(this.buffers.map((buffer) => buffer.length));
+    const ready = this.buffers.flatMap((_, agent) => (sizes[agent] >= minimum ? [agent] : []));
     if (ready.length === 0) return;
     const samples = ready.flatMap((agent) => this.buffers[agent].splice(0).sort((a, b) => a.envStep - b.envStep));
     await this.update(samples);
   }
 
-  protected logTrainMetrics(samples: NodeSample[]): void {
+  protected logTrainMetrics(samples: readonly Pick<NodeSample, "turn" | "nodeMeanReward" | "nodeMeanReturn" | "referenceKl" | "envStep">[]): void {
     if (!this.logger || samples.length === 0) return;
     const metrics: Record<string, number> = {};
     const c = this.config;

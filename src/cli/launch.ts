@@ -1,0 +1,124 @@
+// `comlrl launch`: starts the ranks of a data-parallel job on this node with the torchrun environment (RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), splits the cores among them, forwards
+// SIGINT/SIGTERM, and stops every rank when one fails, so that a dead rank never leaves the others waiting.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { availableParallelism } from "node:os";
+import { UsageError } from "./args.js";
+
+export interface LaunchOptions {
+  nproc: number;
+  nnodes: number;
+  nodeRank: number;
+  /** ADDR:PORT of rank 0's rendezvous; null on one node picks a free port on 127.0.0.1. */
+  master: string | null;
+  /** The script (.ts through tsx, .js/.mjs with node) and its arguments. */
+  command: string[];
+}
+
+/** How long a rank asked to stop may take before it is killed. */
+const GRACE_MS = 5000;
+
+export function parseMaster(master: string): { addr: string; port: number } {
+  const match = /^(.+):(\d+)$/.exec(master);
+  const port = match ? Number(match[2]) : Number.NaN;
+  if (!match || !(port >= 1 && port <= 65535)) throw new UsageError(`--master must be ADDR:PORT with a port in [1, 65535], got ${JSON.stringify(master)}`);
+  return { addr: match[1].replace(/^\[(.*)\]$/, "$1"), port };
+}
+
+export function checkLaunchOptions(options: LaunchOptions): void {
+  if (options.nodeRank >= options.nnodes) throw new UsageError(`--node-rank must be below --nnodes (${options.nnodes}), got ${options.nodeRank}`);
+  if (options.nnodes > 1 && options.master === null) throw new UsageError("--master ADDR:PORT is required with --nnodes > 1 (rank 0's node and a free port)");
+  if (options.master !== null) parseMaster(options.master);
+  if (options.command.length === 0) throw new UsageError("a script to run is required: comlrl launch --nproc N script.ts [args...]");
+}
+
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The program and arguments that run the script: TypeScript through tsx, anything else with node. */
+function scriptCommand(command: string[]): string[] {
+  const [script, ...args] = command;
+  return /\.(c|m)?tsx?$/.test(script) ? ["--import", "tsx", script, ...args] : [script, ...args];
+}
+
+/** Each rank's intra-op threads: COMLRL_NUM_THREADS when set, else the cores shared equally (at least one). */
+export function threadsPerRank(nproc: number, env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): string {
+  return env.COMLRL_NUM_THREADS ?? `${Math.max(1, Math.floor(cores / nproc))}`;
+}
+
+/** Runs the ranks to their end; resolves to the exit status: 0 when all succeed, else the first failure's. */
+export async function runLaunch(options: LaunchOptions): Promise<number> {
+  checkLaunchOptions(options);
+  const { addr, port } = options.master ? parseMaster(options.master) : { addr: "127.0.0.1", port: await freeLoopbackPort() };
+  const worldSize = options.nnodes * options.nproc;
+  const args = scriptCommand(options.command);
+  const threads = threadsPerRank(options.nproc);
+  const ranks: ChildProcess[] = [];
+  let status: number | null = null;
+  let killTimer: NodeJS.Timeout | null = null;
+
+  const stopAll = (signal: NodeJS.Signals) => {
+    for (const child of ranks) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    killTimer ??= setTimeout(() => ranks.forEach((child) => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL")), GRACE_MS);
+  };
+  const forward = (signal: NodeJS.Signals) => () => {
+    status ??= 128 + (signal === "SIGINT" ? 2 : 15);
+    stopAll(signal);
+  };
+  const onInt = forward("SIGINT");
+  const onTerm = forward("SIGTERM");
+  process.on("SIGINT", onInt);
+  process.on("SIGTERM", onTerm);
+
+  const exits = Array.from({ length: options.nproc }, (_, localRank) => {
+    const rank = options.nodeRank * options.nproc + localRank;
+    const child = spawn(process.execPath, args, {
+      stdio: "inherit",
+      env: {
+        ...process.env,
+        RANK: `${rank}`,
+        WORLD_SIZE: `${worldSize}`,
+        LOCAL_RANK: `${localRank}`,
+        LOCAL_WORLD_SIZE: `${options.nproc}`,
+        GROUP_RANK: `${options.nodeRank}`,
+        MASTER_ADDR: addr,
+        MASTER_PORT: `${port}`,
+        COMLRL_NUM_THREADS: threads,
+      },
+    });
+    ranks.push(child);
+    return new Promise<void>((resolve) => {
+      child.on("error", (error) => {
+        console.error(`comlrl launch: rank ${rank} could not start: ${error.message}`);
+        status ??= 1;
+        stopAll("SIGTERM");
+        resolve();
+      });
+      child.on("exit", (code, signal) => {
+        if (code !== 0 && status === null) {
+          status = code ?? 1;
+          console.error(`comlrl launch: rank ${rank} ${signal ? `was killed by ${signal}` : `exited with status ${code}`}; stopping the other ranks`);
+          stopAll("SIGTERM");
+        }
+        resolve();
+      });
+    });
+  });
+  try {
+    await Promise.all(exits);
+  } finally {
+    if (killTimer) clearTimeout(killTimer);
+    process.off("SIGINT", onInt);
+    process.off("SIGTERM", onTerm);
+  }
+  return status ?? 0;
+}

@@ -1,0 +1,172 @@
+// What the shared trainer lifecycle does in data-parallel training, in one place: every rank holds a replica of
+// every component; rank 0's weights are broadcast at the start and after a resume; each stage's steps are sharded
+// across the ranks; every optimizer step first replaces the gradients by their samples-weighted mean over the ranks
+// (so replicas stay bit-identical); decisions that depend on local data (when to update, how many minibatches) are
+// taken on the ranks' maximum; and each rank's own state (sampling streams, shuffle RNG, counters) travels to rank
+// 0's checkpoint, so that a resume with the same world size continues exactly.
+import { CausalLM } from "../models/causal-lm.js";
+import { Optimizer } from "../models/optimizer.js";
+import { ValueHead } from "../models/value-head.js";
+import type { NativeModel, NativeValueHead } from "../native/binding.js";
+import type { ComponentRegistry } from "../trainers/components.js";
+import type { TrainingStage } from "../trainers/trainer.js";
+import { DistributedContext } from "./context.js";
+import { readDistributedEnvironment } from "./environment.js";
+
+/** What differs between the ranks of one run and so is checkpointed per rank. */
+export interface RankState {
+  random: number;
+  envStep: number;
+  update: number;
+  /** Default sampling stream of each generating component, base64. */
+  generators: Record<string, string>;
+}
+
+export class ReplicaError extends Error {
+  override name = "ReplicaError";
+}
+
+/** Seeds of rank r > 0 sit this far apart from rank 0's (the same stride per component index as the agents' seed + i). */
+const RANK_SEED_STRIDE = 1_000_003;
+
+function nativeOf(key: object): NativeModel | NativeValueHead | null {
+  return key instanceof CausalLM || key instanceof ValueHead ? key.native : null;
+}
+
+export class Replicas {
+  private joined = false;
+  private streamsRestored = false;
+
+  constructor(
+    readonly context: DistributedContext,
+    private readonly components: ComponentRegistry,
+    private readonly seed: number,
+  ) {}
+
+  get isMain(): boolean {
+    return this.context.isMain;
+  }
+
+  get rank(): number {
+    return this.context.rank;
+  }
+
+  get worldSize(): number {
+    return this.context.worldSize;
+  }
+
+  /** Each module once, in registration order. */
+  private modules(): Array<NativeModel | NativeValueHead> {
+    const out: Array<NativeModel | NativeValueHead> = [];
+    for (const c of this.components.all) {
+      const native = c.sharesModuleWith === null ? nativeOf(c.module.key) : null;
+      if (native) out.push(native);
+    }
+    return out;
+  }
+
+  /** Components that sample (causal LMs, each module once), whose default streams are per rank. */
+  private generators(): Array<{ name: string; model: CausalLM }> {
+    return this.components.all.flatMap((c) => (c.sharesModuleWith === null && c.module.key instanceof CausalLM ? [{ name: c.name, model: c.module.key }] : []));
+  }
+
+  /**
+   * Rank 0's weights on every rank; on a fresh start, rank r's sampling streams re-seeded apart from rank 0's (which
+   * keep the one-process seeds); every optimizer's steps reduce gradients across the ranks from now on.
+   */
+  async join(): Promise<void> {
+    const modules = this.modules();
+    if (modules.length > 0) await this.context.broadcastParameters(modules);
+    if (!this.joined && !this.streamsRestored && this.rank > 0) {
+      this.generators().forEach(({ model }, i) => model.native.setSeed(this.seed + RANK_SEED_STRIDE * this.rank + i));
+    }
+    for (const c of this.components.all) {
+      if (c.optimizer instanceof Optimizer) c.optimizer.gradientSync = (modules, local) => this.reduceGradients(modules, local);
+    }
+    this.joined = true;
+  }
+
+  private async reduceGradients(modules: Array<NativeModel | NativeValueHead>, local: { samples: number; loss?: number }) {
+    if (!this.joined) throw new ReplicaError("data-parallel training: call trainer.synchronizeReplicas() before updating outside train()");
+    const given = local.loss !== undefined;
+    const { totalWeight, values } = await this.context.allReduceGradients(modules, local.samples, [given ? local.samples * local.loss! : 0, given ? 1 : 0]);
+    return { samples: totalWeight, ...(values[1] === this.worldSize ? { loss: totalWeight > 0 ? values[0] / totalWeight : 0 } : {}) };
+  }
+
+  /**
+   * The stage as this rank runs it: step k of ⌈steps / worldSize⌉ is the stage's step (rank + k·worldSize) mod
+   * steps — item b on rank b mod worldSize, the last round padded with the epoch's first items so that every rank
+   * runs the same number of steps. Evaluation follows rank 0's steps, on every rank at once.
+   */
+  shard(stage: TrainingStage): TrainingStage {
+    const { rank, worldSize } = this;
+    return {
+      name: stage.name,
+      get epochs() {
+        return stage.epochs;
+      },
+      get steps() {
+        return Math.ceil(stage.steps / worldSize);
+      },
+      runStep: (k) => stage.runStep((rank + k * worldSize) % stage.steps),
+      ...(stage.endEpoch ? { endEpoch: () => stage.endEpoch!() } : {}),
+      ...(stage.evaluateBefore ? { evaluateBefore: (k: number) => stage.evaluateBefore!(k * worldSize) } : {}),
+    };
+  }
+
+  /** The element-wise maximum over the ranks. */
+  agreeMax(values: readonly number[]): Promise<number[]> {
+    return this.context.allReduce(values, "max");
+  }
+
+  /** Every rank's items, concatenated in rank order. */
+  async gather<T>(local: readonly T[]): Promise<T[]> {
+    return (await this.context.allGather(local)).flat() as T[];
+  }
+
+  localState(random: number, progress: { envStep: number; update: number }): RankState {
+    const generators = Object.fromEntries(this.generators().map(({ name, model }) => [name, Buffer.from(model.native.getGeneratorState()).toString("base64")]));
+    return { random, envStep: progress.envStep, update: progress.update, generators };
+  }
+
+  gatherStates(state: RankState): Promise<RankState[]> {
+    return this.context.allGather(state);
+  }
+
+  /** This rank's part of a checkpoint written by a run of the same world size; returns the RNG state to restore. */
+  restoreState(saved: { worldSize?: number; ranks?: RankState[] }, progress: { envStep: number; update: number }): number | null {
+    const savedWorld = saved.worldSize ?? 1;
+    if (savedWorld !== this.worldSize) {
+      throw new ReplicaError(`the checkpoint was written by a run of ${savedWorld} rank(s), this run has ${this.worldSize}: resume with the same world size`);
+    }
+    const mine = saved.ranks?.[this.rank];
+    if (!mine) return null;
+    for (const { name, model } of this.generators()) {
+      const state = mine.generators[name];
+      if (state === undefined) throw new ReplicaError(`the checkpoint has no sampling stream of ${name} for rank ${this.rank}`);
+      model.native.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")));
+    }
+    progress.envStep = mine.envStep;
+    progress.update = mine.update;
+    this.streamsRestored = true;
+    return mine.random;
+  }
+}
+
+/** A trainer's data-parallel job before it has joined: its rank (known at once) and the context being connected. */
+export interface PendingJob {
+  rank: number;
+  context: Promise<DistributedContext>;
+}
+
+/**
+ * The job a trainer belongs to: the context it was given, or with parallelTraining "ddp" the process's job from
+ * the torchrun environment (joining starts now; a failure surfaces where the trainer first awaits it).
+ */
+export function pendingJob(given: DistributedContext | null | undefined, parallelTraining: string | undefined): PendingJob | null {
+  if (given) return { rank: given.rank, context: Promise.resolve(given) };
+  if (parallelTraining !== "ddp") return null;
+  const context = DistributedContext.fromEnvironment();
+  context.catch(() => {});
+  return { rank: readDistributedEnvironment()!.rank, context };
+}

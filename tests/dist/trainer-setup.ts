@@ -1,0 +1,86 @@
+// The data-parallel tests' trainer: MAGRPO with two agents on cover-the-vowels over a tiny base model, and fixed
+// node samples for update() (no rollout, so "the same samples" on one process and on two ranks).
+import { createTinyModel } from "../../src/models/tiny-model.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
+import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
+
+export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
+  return createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
+}
+
+export interface DdpTrainerOptions {
+  ddp: boolean;
+  epochs: number;
+  trainBatchSize?: number;
+  items?: number;
+  rewardFunc?: RewardFunction;
+}
+
+export function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
+  return MAGRPOTrainer.create({
+    agents: [base, base],
+    rewardFunc: o.rewardFunc ?? coverVowelsRewardFunc,
+    formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+    trainDataset: coverVowelsDataset(o.items ?? 6),
+    outputDir,
+    quiet: true,
+    config: {
+      ...(o.ddp ? { parallelTraining: "ddp" } : {}),
+      numTurns: 1,
+      numTrainEpochs: o.epochs,
+      numGenerations: 4,
+      maxNewTokens: 4,
+      temperature: 1,
+      topP: 1,
+      topK: null,
+      agentLearningRate: 2e-3,
+      rolloutBufferSize: 2,
+      trainBatchSize: o.trainBatchSize ?? 2,
+      loggingSteps: 1,
+      evalInterval: 0,
+      seed: 3,
+    },
+  });
+}
+
+/** Every agent's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
+export function weightsOf(trainer: MAGRPOTrainer): string[] {
+  return trainer.agents.flatMap((a) =>
+    a.model.native.parameterNames().map(({ name }) => {
+      const w = a.model.native.getParameter(name);
+      return Buffer.from(w.buffer, w.byteOffset, w.byteLength).toString("base64");
+    }),
+  );
+}
+
+export function decodeWeights(weights: string[]): Float32Array[] {
+  return weights.map((b64) => {
+    const bytes = Buffer.from(b64, "base64");
+    return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  });
+}
+
+/** Fixed node samples for both agents: hand-made prompts, completions and returns. */
+export function fixedSamples(): NodeSample[] {
+  const samples: NodeSample[] = [];
+  for (let agent = 0; agent < 2; agent++) {
+    for (let n = 0; n < 4; n++) {
+      const returns = [0.1 * n, 1 - 0.2 * agent, 0.5, 0.05 * n * n];
+      const mean = returns.reduce((a, b) => a + b, 0) / returns.length;
+      samples.push({
+        agent,
+        turn: 0,
+        promptIds: [5 + n, 17, 42 + agent],
+        completionIds: returns.map((_, k) => Int32Array.from([30 + k, 60 + n, 90 + agent + k].slice(0, 1 + ((n + k) % 3)))),
+        returns,
+        referenceKl: returns.map(() => 0),
+        nodeMeanReward: mean,
+        nodeMeanReturn: mean,
+        envStep: 4 * n + agent,
+      });
+    }
+  }
+  return samples;
+}
