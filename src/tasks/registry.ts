@@ -12,6 +12,7 @@ import {
   tldrDualLengthFormatters,
   tldrDualLengthRewardFunc,
 } from "./length-ratio.js";
+import { closestField } from "../config/fields.js";
 import type { Formatter, Item, RewardFunction } from "../rollout/types.js";
 import type { SandboxMode } from "../sandbox/sandbox.js";
 import {
@@ -25,6 +26,7 @@ import {
   type TaskDefinition,
   type TaskEntry,
 } from "./task.js";
+import { vowelRelayDataset, vowelRelayFormatters, vowelRelayReward, vowelRelayTransition } from "./vowel-relay.js";
 import { ARXIV_REWARD, arxivFormatters, TLDR_REWARD, tldrFormatters, writingRewardFunc, type WritingRewardSpec } from "./writing.js";
 
 export type { ChatTemplate, DatasetOptions, TaskDefinition, TaskEntry } from "./task.js";
@@ -93,6 +95,24 @@ const codingTask = (name: string, description: string, items: Item[]): TaskEntry
   },
 });
 
+const vowelRelayTask: TaskEntry = {
+  description: "Multi-turn, sparse: two writers add one letter per round, rewarded only after the last round by the vowels covered.",
+  options: { turns: "rounds per episode (default 3; the reward comes after the last)" },
+  create: (options) => {
+    const turns = positiveNumberOption("vowel-relay", options, "turns", 3);
+    if (!Number.isInteger(turns) || turns < 2) throw new Error(`task "vowel-relay": option turns must be an integer ≥ 2, got ${turns}`);
+    const all = vowelRelayDataset(16);
+    return {
+      numAgents: 2,
+      dataset: bundledDataset("vowel-relay", { train: all, eval: all.slice(0, 8) }),
+      rewardFunc: vowelRelayReward(turns),
+      formatters: vowelRelayFormatters,
+      externalTransition: vowelRelayTransition,
+      rewardRange: [0, 1],
+    };
+  },
+};
+
 const registry = new Map<string, TaskEntry>();
 
 /** Adds a task under a name; a second task under the same name is a programming error. */
@@ -105,28 +125,11 @@ export function listTasks(): string[] {
   return [...registry.keys()].sort();
 }
 
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length];
-}
-
-function nearest(name: string, candidates: string[]): string | undefined {
-  const ranked = candidates.map((c) => ({ c, d: editDistance(name.toLowerCase(), c.toLowerCase()) })).sort((x, y) => x.d - y.d);
-  return ranked.length > 0 && ranked[0].d <= Math.max(2, Math.floor(name.length / 2)) ? ranked[0].c : undefined;
-}
-
 /** The task called `name`, built with `options`; an unknown name or option is an error listing the known ones. */
 export function getTask(name: string, options: Record<string, unknown> = {}): TaskDefinition {
   const entry = registry.get(name);
   if (!entry) {
-    const suggestion = nearest(name, listTasks());
+    const suggestion = closestField(name, listTasks());
     throw new Error(`unknown task "${name}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}; known tasks: ${listTasks().join(", ")}`);
   }
   for (const key of Object.keys(options)) {
@@ -140,6 +143,7 @@ export function getTask(name: string, options: Record<string, unknown> = {}): Ta
 
 
 registerTask("cover-vowels", coverVowelsTask);
+registerTask("vowel-relay", vowelRelayTask);
 registerTask(
   "tldr",
   writingTask("tldr", "Writing/TLDR: a concise summary and a detailed expansion of a post; level-gated reward, max 3.", tldrPosts, TLDR_REWARD, tldrFormatters),
