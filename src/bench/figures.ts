@@ -84,13 +84,20 @@ export function trainerResult(spec: TrainerCase, m: Measured): TrainerResult {
     epochSeconds: phase("seconds"),
     envStepsPerSecond: summarize(m.samples.seconds.map((s) => envSteps / s)),
     phases: { generation: phase("generation"), reward: phase("reward"), scoring: phase("scoring"), update: phase("update"), other: phase("other") },
+    communication: m.samples.allReduceSeconds?.length
+      ? {
+          allReducesPerEpoch: m.details.allReducesPerEpoch,
+          bytesPerStep: m.details.allReduceBytesPerStep,
+          secondsPerStep: summarize(m.samples.allReduceSeconds.map((s) => s / Math.max(1, m.details.allReducesPerEpoch))),
+        }
+      : null,
     ...processFigures(m),
   };
 }
 
 /** How many times longer a per-completion epoch takes than a batched one (medians), when both ran. */
 export function trainerSpeedup(results: TrainerResult[]): number | null {
-  const epoch = (scoring: TrainerCase["scoring"]) => results.find((r) => r.case.scoring === scoring)?.epochSeconds.median;
+  const epoch = (scoring: TrainerCase["scoring"]) => results.find((r) => r.case.scoring === scoring && !r.case.layout)?.epochSeconds.median;
   const batched = epoch("batched");
   const perCompletion = epoch("perCompletion");
   return batched && perCompletion ? perCompletion / batched : null;

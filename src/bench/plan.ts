@@ -35,6 +35,11 @@ function trainerCases(items: number, repeats: number): BenchCase[] {
   return (["batched", "perCompletion"] as const).map((scoring) => ({ kind: "trainer", id: `trainer/demo/${scoring}`, scoring, items, repeats }));
 }
 
+/** The demo epoch as 1 process × 2 threads, 2 data-parallel ranks × 1 thread, and 1 × 1 (the layouts of two cores). */
+function layoutCases(items: number, repeats: number, layouts: Array<[number, number]>): BenchCase[] {
+  return layouts.map(([ranks, threads]) => ({ kind: "trainer", id: `trainer/demo/layout/${ranks}x${threads}`, scoring: "batched", items, repeats, layout: { ranks, threads } }));
+}
+
 export function planCases(mode: Mode): Plan {
   if (mode === "quick") {
     // A smoke run: every kind of benchmark once, on the tiny model, in well under a minute. It checks the suite runs.
@@ -51,6 +56,7 @@ export function planCases(mode: Mode): Plan {
         trainingCase("tiny", "fp32", 1, { rows: 8, tokensPerRow: 32, promptLength: 1 }),
         trainingCase("tiny", "bf16", 1, { rows: 8, tokensPerRow: 32, promptLength: 1 }),
         ...trainerCases(2, 1),
+        ...layoutCases(2, 1, [[2, 1]]),
       ],
     };
   }
@@ -71,6 +77,7 @@ export function planCases(mode: Mode): Plan {
       ...(["12m", "0.5b"] as const).flatMap((model) => [1, 8].map((batch) => generationCase(model, "fp32", batch, "peer", repeats(model, batch)))),
       ...trainingModels.flatMap((model) => DTYPES.map((dtype) => trainingCase(model, dtype, repeats(model, 1, dtype)))),
       ...trainerCases(16, 3),
+      ...layoutCases(16, 3, [[1, 2], [2, 1], [1, 1]]),
     ],
   };
 }

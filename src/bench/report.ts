@@ -100,7 +100,7 @@ function training(r: BenchResult): string[] {
 
 function trainer(r: BenchResult): string[] {
   const rows = r.trainer.map((t) => [
-    t.case.scoring,
+    t.case.layout ? `${t.case.scoring}, ${t.case.layout.ranks} proc × ${t.case.layout.threads} thr` : t.case.scoring,
     `${t.case.items} items, ${t.envSteps} env steps`,
     spread(t.epochSeconds),
     spread(t.envStepsPerSecond),
@@ -109,6 +109,10 @@ function trainer(r: BenchResult): string[] {
   ]);
   const lines = table(["scoring", "epoch", "epoch s", "env steps/s", "generation s", "reward s", "scoring s", "update s", "other s", "peak RSS MiB"], rows);
   if (r.trainerSpeedup !== null) lines.push("", `A batched epoch is ${r.trainerSpeedup.toFixed(2)}× faster than a per-completion one (median epoch times).`);
+  for (const t of r.trainer.filter((x) => x.communication)) {
+    const c = t.communication!;
+    lines.push("", `${t.case.layout!.ranks} ranks: ${c.allReducesPerEpoch} gradient all-reduces per epoch (one per optimizer step), ${(c.bytesPerStep / 2 ** 20).toFixed(2)} MiB and ${spread(c.secondsPerStep)} s each.`);
+  }
   return lines;
 }
 

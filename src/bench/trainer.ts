@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createDemoBaseModel, demoTrainerOptions } from "../cli/demo.js";
 import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
+import { measureLayoutEpoch } from "./ddp.js";
 import { secondsSince } from "./stats.js";
 import type { TrainerCase, WorkerOutput } from "./types.js";
 
@@ -13,6 +14,7 @@ const SEED = 7;
 
 /** The trainer places its agents by its config's defaults (as the demo does), so the suite's device is not used. */
 export async function measureTrainerEpoch(spec: TrainerCase): Promise<WorkerOutput> {
+  if (spec.layout) return measureLayoutEpoch({ ...spec, layout: spec.layout });
   const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-bench-trainer-"));
   try {
     const baseDir = path.join(scratch, "base-model");

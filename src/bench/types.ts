@@ -71,6 +71,8 @@ export interface TrainerCase {
   /** Items of the demo dataset in the epoch. */
   items: number;
   repeats: number;
+  /** Processes × intra-op threads each, in processes of their own (ranks > 1: data parallel); absent: this worker. */
+  layout?: { ranks: number; threads: number };
 }
 
 export type CeilingCase = MatmulCeilingCase | CopyCeilingCase;
@@ -184,6 +186,8 @@ export interface TrainerResult extends ProcessFigures {
   envStepsPerSecond: Summary;
   /** Seconds per phase of the epoch: generation, reward, scoring (reference KL), update, other. */
   phases: Record<"generation" | "reward" | "scoring" | "update" | "other", Summary>;
+  /** Data-parallel layouts: the gradient all-reduces of an epoch (one per optimizer step), rank 0's view. */
+  communication: { allReducesPerEpoch: number; bytesPerStep: number; secondsPerStep: Summary } | null;
 }
 
 export interface Target {
