@@ -64,3 +64,18 @@ export {
   type MAACConfigInput,
 } from "./actor-critic.js";
 export { loadConfigFile, parseConfigText, type LoadConfigOptions } from "./file.js";
+export {
+  madpoIterConfig,
+  marlhfIterConfig,
+  type ComparatorApiFormat,
+  type ComparatorGenerationMode,
+  type ComparatorPolicy,
+  type IterativeFields,
+  type IterativePairSelection,
+  type MADPOIterConfig,
+  type MADPOIterConfigInput,
+  type MARLHFIterConfig,
+  type MARLHFIterConfigInput,
+  type PreferenceScoringReward,
+  type ReplayMode,
+} from "./iterative.js";

@@ -111,7 +111,7 @@ export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "a
 
 const { numGenerations: _generationsAreMarlhfs, ...CANDIDATE_SAMPLING_FIELDS } = SAMPLING_FIELDS;
 
-const MADPO_FIELDS = {
+export const MADPO_FIELDS = {
   ...CANDIDATE_SAMPLING_FIELDS,
   ...PLACEMENT_FIELDS,
   ...EVAL_FIELDS,
@@ -144,7 +144,7 @@ const MADPO_FIELDS = {
 };
 
 /** The rules that tie MADPO's fields together (MARLHF's too). */
-function resolveMadpo<V extends ValuesOf<typeof MADPO_FIELDS>>(values: V, fail: (field: "agentDevices" | "preferencePairsPerSample", reason: string) => never) {
+export function resolveMadpo<V extends ValuesOf<typeof MADPO_FIELDS>>(values: V, fail: (field: "agentDevices" | "preferencePairsPerSample", reason: string) => never) {
   if (values.parallelTraining === "mp" && values.agentDevices === null) {
     fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
   }
@@ -175,7 +175,7 @@ function singleDevice() {
   });
 }
 
-const MARLHF_FIELDS = {
+export const MARLHF_FIELDS = {
   ...MADPO_FIELDS,
   rlAlgorithm: oneOf(["magrpo", "mareinforce", "maremax", "marloo", "maac", "iac"], { default: "magrpo", aliases: { mareforce: "mareinforce" } }),
   // ≥ 2 for the MAGRPO family is checked together with rlAlgorithm.
@@ -214,20 +214,32 @@ export function rewardModelDeviceGiven(config: MARLHFConfig): boolean {
 
 /** MARLHF (spec §2.5): MADPO's pair collection, a joint Bradley–Terry reward model, then RL against its scores. */
 export function marlhfConfig(input?: MARLHFConfigInput, options: ConfigSource = {}): MARLHFConfig {
-  const raw = (input ?? {}) as Record<string | symbol, unknown>;
-  const given = typeof raw[REWARD_DEVICE_GIVEN] === "boolean" ? (raw[REWARD_DEVICE_GIVEN] as boolean) : raw.rewardModelDevice !== undefined || raw.reward_model_device !== undefined;
+  const given = rewardModelDeviceGivenIn(input);
   return buildConfig(MARLHF_FIELDS, input, {
     configName: "MARLHFConfig",
     source: options.source,
-    finish: (values, fail) => {
-      const algorithm = values.rlAlgorithm;
-      if (isMagrpoFamily(algorithm) && values.numGenerations < 2) fail("numGenerations", `must be ≥ 2 for rlAlgorithm "${algorithm}" (the group baseline)`);
-      const expected = MAGRPO_FAMILY_MODES[algorithm];
-      if (expected !== undefined && values.advantageMode !== null && values.advantageMode !== expected) {
-        fail("advantageMode", `must be "${expected}" for rlAlgorithm "${algorithm}" (or left unset)`);
-      }
-      const resolved = { ...resolveMadpo({ ...values, advantageMode: values.advantageMode ?? expected ?? "mean" }, fail), rlAlgorithm: algorithm };
-      return Object.defineProperty(resolved, REWARD_DEVICE_GIVEN, { value: given, enumerable: false });
-    },
+    finish: (values, fail) => resolveMarlhf(values, fail, given),
   });
+}
+
+/** Whether a config input sets rewardModelDevice (or is a built config that recorded so). */
+export function rewardModelDeviceGivenIn(input: unknown): boolean {
+  const raw = (input ?? {}) as Record<string | symbol, unknown>;
+  return typeof raw[REWARD_DEVICE_GIVEN] === "boolean" ? (raw[REWARD_DEVICE_GIVEN] as boolean) : raw.rewardModelDevice !== undefined || raw.reward_model_device !== undefined;
+}
+
+/** The rules that tie MARLHF's fields together (MARLHFIter's too); `given`: whether rewardModelDevice was set. */
+export function resolveMarlhf<V extends ValuesOf<typeof MARLHF_FIELDS>>(
+  values: V,
+  fail: (field: "numGenerations" | "advantageMode" | "agentDevices" | "preferencePairsPerSample", reason: string) => never,
+  given: boolean,
+) {
+  const algorithm = values.rlAlgorithm;
+  if (isMagrpoFamily(algorithm) && values.numGenerations < 2) fail("numGenerations", `must be ≥ 2 for rlAlgorithm "${algorithm}" (the group baseline)`);
+  const expected = MAGRPO_FAMILY_MODES[algorithm];
+  if (expected !== undefined && values.advantageMode !== null && values.advantageMode !== expected) {
+    fail("advantageMode", `must be "${expected}" for rlAlgorithm "${algorithm}" (or left unset)`);
+  }
+  const resolved = { ...resolveMadpo({ ...values, advantageMode: values.advantageMode ?? expected ?? "mean" }, fail), rlAlgorithm: algorithm };
+  return Object.defineProperty(resolved, REWARD_DEVICE_GIVEN, { value: given, enumerable: false });
 }
