@@ -1,0 +1,21 @@
+// CoMLRL's TLDR dual-length task with IAC: an independent LLM critic per agent (CoMLRL ships it for MAGRPO, IAC and MAAC).
+//   npx tsx examples/tldr-len-ratio-iac.ts [--model Qwen/Qwen2.5-0.5B] [--epochs 3]
+import { IACTrainer } from "../src/index.js";
+import { getTask } from "../src/tasks/registry.js";
+import { exampleArgs } from "./common.js";
+
+const task = getTask("tldr-len-ratio");
+const args = await exampleArgs("tldr-len-ratio-iac", { epochs: 3 });
+const trainer = await IACTrainer.create({
+  agentModel: args.model,
+  criticModel: args.model, // one separate critic per agent (useSeparateCritic: true), fed its actor's token ids
+  numAgents: 2,
+  rewardFunc: task.rewardFunc,
+  formatters: task.formatters,
+  trainDataset: task.dataset(),
+  outputDir: args.out,
+  config: { numAgents: 2, numTurns: 1, numTrainEpochs: args.epochs, agentLearningRate: 5e-5, criticLearningRate: 5e-5, numGenerations: 4, maxNewTokens: 96, evalInterval: 0 },
+});
+await trainer.train();
+await trainer.saveModel(`${args.out}/agents`);
+await trainer.close();
