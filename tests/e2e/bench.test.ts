@@ -40,7 +40,9 @@ describe("bench suite, quick mode", () => {
     expect(result.ceilings.copy.gbps.median).toBeGreaterThan(0);
     expect(result.generation.length).toBeGreaterThan(0);
     expect(result.training.map((t) => t.case.dtype).sort()).toEqual(["bf16", "fp32"]);
-    expect(result.trainer.map((t) => t.case.scoring).sort()).toEqual(["batched", "perCompletion"]);
+    expect(result.trainer.map((t) => t.case.id).sort()).toEqual(["trainer/demo/batched", "trainer/demo/layout/2x1", "trainer/demo/perCompletion"]);
+    // The data-parallel layout: one gradient all-reduce per optimizer step, carrying both agents' gradients.
+    expect(result.trainer.find((t) => t.case.layout)?.communication?.bytesPerStep).toBeGreaterThan(0);
     expect(result.trainer.every((t) => t.envSteps > 0)).toBe(true);
     expect(result.trainerSpeedup).toBeGreaterThan(0);
     expect(result.targets.length).toBeGreaterThan(0);
@@ -100,7 +102,7 @@ describe("bench suite pieces", () => {
       for (const dtype of ["fp32", "bf16"]) for (const batch of [1, 8, 32]) expect(ids).toContain(`generate/${model}/${dtype}/b${batch}/64+128`);
     for (const model of ["12m", "0.5b"]) for (const batch of [1, 8]) expect(ids).toContain(`generate/${model}/fp32/b${batch}/32+64`);
     for (const model of ["tiny", "12m", "20m", "0.5b"]) for (const dtype of ["fp32", "bf16"]) expect(ids).toContain(`train/${model}/${dtype}/8x128`);
-    expect(ids).toEqual(expect.arrayContaining(["trainer/demo/batched", "trainer/demo/perCompletion"]));
+    expect(ids).toEqual(expect.arrayContaining(["trainer/demo/batched", "trainer/demo/perCompletion", "trainer/demo/layout/1x2", "trainer/demo/layout/2x1", "trainer/demo/layout/1x1"]));
     expect(new Set(ids).size).toBe(ids.length);
   });
 });
