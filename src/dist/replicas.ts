@@ -100,6 +100,16 @@ export class Replicas {
    */
   shard(stage: TrainingStage): TrainingStage {
     const { rank, worldSize } = this;
+    // The shard rule needs one list of steps on every rank; a stage over data a rank collected itself (preference
+    // pairs) may differ in length, which would leave ranks waiting for each other: say so instead.
+    const checkSameSteps = async () => {
+      const [most, negatedLeast] = await this.context.allReduce([stage.steps, -stage.steps], "max");
+      if (most !== -negatedLeast) {
+        throw new ReplicaError(
+          `stage "${stage.name}" has ${stage.steps} steps on rank ${rank} but between ${-negatedLeast} and ${most} over the ranks: data-parallel training shards one list of steps (the dataset's items) across the ranks, and this stage's steps come from each rank's own data`,
+        );
+      }
+    };
     return {
       name: stage.name,
       get epochs() {
@@ -108,7 +118,10 @@ export class Replicas {
       get steps() {
         return Math.ceil(stage.steps / worldSize);
       },
-      runStep: (k) => stage.runStep((rank + k * worldSize) % stage.steps),
+      runStep: async (k) => {
+        if (k === 0) await checkSameSteps();
+        return stage.runStep((rank + k * worldSize) % stage.steps);
+      },
       ...(stage.endEpoch ? { endEpoch: () => stage.endEpoch!() } : {}),
       ...(stage.evaluateBefore ? { evaluateBefore: (k: number) => stage.evaluateBefore!(k * worldSize) } : {}),
     };

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setNumThreads } from "../../src/runtime.js";
+import type { UpdateMetrics } from "../../src/trainers/reinforce/magrpo.js";
 import { alive, freePort, killAll, rankEnv, start } from "./spawn.js";
 import { decodeWeights, fixedSamples, makeDdpBase, makeDdpTrainer, weightsOf } from "./trainer-setup.js";
 
@@ -50,7 +51,7 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
 
     const { ComlrlTokenizer } = await import("../../src/models/tokenizer.js");
     const single = await makeDdpTrainer(base, await ComlrlTokenizer.fromDirectory(base), path.join(root, "update-single"), { ddp: false, epochs: 1, trainBatchSize: 8 });
-    const updates = [];
+    const updates: UpdateMetrics[][] = [];
     for (let round = 0; round < 2; round++) updates.push(await single.update(fixedSamples()));
     const expected = decodeWeights(weightsOf(single));
     const initial = decodeWeights(weightsOf(await makeDdpTrainer(base, await ComlrlTokenizer.fromDirectory(base), path.join(root, "update-initial"), { ddp: false, epochs: 1 })));
@@ -91,6 +92,17 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
     const alone = await makeDdpTrainer(base, await ComlrlTokenizer.fromDirectory(base), path.join(root, "alone"), { ddp: false, epochs: 2 });
     await expect(alone.train({ resumeFromCheckpoint: path.join(first.out, "checkpoints", "checkpoint-1") })).rejects.toThrow(/written by a data-parallel run of 2 ranks/);
     await alone.close();
+  });
+
+  it("ranks whose datasets differ in length fail at once, naming the stage and the step counts", async () => {
+    const out = path.join(root, "mismatch");
+    mkdirSync(out, { recursive: true });
+    const port = await freePort();
+    const exits = await Promise.all([0, 1].map((r) => start([worker, "train", base, out, "1", path.join(out, "checkpoints"), "", "0", "6,4"], rankEnv(r, 2, port, 10)).exit));
+    exits.forEach((e) => {
+      expect(e.code).not.toBe(0);
+      expect(e.stderr).toMatch(/stage "train" has [64] steps on rank [01] but between 4 and 6 over the ranks/);
+    });
   });
 
   it("a rank killed mid-run makes the other fail with a clear error within the timeout", async () => {
