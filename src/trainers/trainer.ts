@@ -145,7 +145,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     await this.replicas?.join();
   }
 
-  /** The element-wise maximum over the ranks (the values themselves in one process): how decisions that depend on local data — whether to update, how many minibatches — are taken alike on every rank. */
+  /**
+   * The element-wise maximum over the ranks (the values themselves in one process): how decisions that depend on
+   * local data — whether to update, how many minibatches — are taken alike on every rank.
+   */
   protected async agreeMax(values: readonly number[]): Promise<number[]> {
     if (this.job && !this.replicas) throw new Error(`${this.algorithm}: data-parallel training: call synchronizeReplicas() before updating outside train()`);
     return this.replicas ? this.replicas.agreeMax(values) : [...values];
