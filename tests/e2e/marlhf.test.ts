@@ -12,6 +12,8 @@ import { Optimizer } from "../../src/models/optimizer.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFTrainer, type MARLHFTrainerOptions } from "../../src/trainers/preference/marlhf.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
+import type { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import type { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import { makeBase } from "../support/checkpoint-run.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-"));
@@ -155,12 +157,17 @@ describe("MARLHF", () => {
     await trainer.close();
   }, 120_000);
 
-  it("refuses the actor-critic back-ends for now, critics without them, and loaded actors without rewardModelName", async () => {
-    await expect(MARLHFTrainer.create(options({ config: { rlAlgorithm: "maac", numGenerations: 1 } }))).rejects.toThrow(/rlAlgorithm "maac" is not available yet/);
+  it("refuses critics without an actor-critic back-end, loaded actors without rewardModelName or a critic source, and MAAC critics on several devices", async () => {
     await expect(MARLHFTrainer.create(options({ criticModel: base }))).rejects.toThrow(/criticModel and critics are only used with rlAlgorithm/);
     const model = await CausalLM.fromDirectory(base);
     await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer }))).rejects.toThrow(/rewardModelName must be set when the actors are loaded model objects/);
+    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer, config: { rlAlgorithm: "iac", rewardModelName: base } }))).rejects.toThrow(
+      /rlAlgorithm "iac" needs its critics' source: set criticModelName, criticModel or critics/,
+    );
     model.dispose();
+    await expect(MARLHFTrainer.create(options({ config: { rlAlgorithm: "maac", parallelTraining: "mp", agentDevices: ["cpu", "cpu"], criticDevices: ["cpu", "cpu"] } }))).rejects.toThrow(
+      /criticDevices must name one device with rlAlgorithm "maac"/,
+    );
   });
 
   it("centralized collaboration: one actor, reward model on the joint text", async () => {
@@ -172,6 +179,81 @@ describe("MARLHF", () => {
     expect(pair.prompts[0].startsWith("JOINT\n")).toBe(true);
     // The reward model reads the joint prompt and the joint response verbatim, as one agent's.
     expect(jointText(pair.prompts, pair.winnerTexts)).toContain(`Agent 1 response:\n${pair.winnerTexts[0]}`);
+    await trainer.close();
+  }, 120_000);
+
+  const parameters = (m: { native: { parameterNames(): { name: string }[]; getParameter(name: string): Float32Array } }) => m.native.parameterNames().map(({ name }) => m.native.getParameter(name));
+  const acConfig = { rewardHeldOutFraction: 0, numGenerations: 2, criticLearningRate: 2e-3, evalInterval: 0 };
+
+  it("IAC back-end: a critic per agent (from the agents' ids) trained against reward-model scores, saved and restored by checkpoints", async () => {
+    const out = path.join(scratch, "marlhf-iac");
+    const checkpoints = path.join(out, "checkpoints");
+    const make = () => MARLHFTrainer.create(options({ outputDir: out, trainDataset: coverVowelsDataset(4), config: { ...acConfig, rlAlgorithm: "iac" } }));
+    const trainer = await make();
+    expect(trainer.components.all.map((c) => c.name)).toEqual([
+      "agent_0",
+      "agent_1",
+      "reward_model",
+      "reward_model/head",
+      "agent_0/critic",
+      "agent_0/critic/value_head",
+      "agent_1/critic",
+      "agent_1/critic/value_head",
+    ]);
+    const ac = trainer.actorCritic as IACTrainer;
+    expect(ac.agents).toBe(trainer.agents);
+    expect(ac.config).toMatchObject({ criticLearningRate: 2e-3, agentLearningRate: 1e-3, numGenerations: 2, rolloutBufferSize: 2, valueLossCoef: 0.6, useSeparateCritic: true });
+    const headBefore = parameters(ac.critics[0].valueHead);
+    await trainer.train({ checkpointDir: checkpoints });
+    expect(trainer.rewardModel.isFrozen).toBe(true);
+    // env steps: 4 items × 4 candidates, then 4 items × 2 joint actions.
+    expect(trainer.progress.envStep).toBe(16 + 8);
+    const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
+    const updates = metrics.filter((r) => r.kind === "update");
+    for (const name of ["agent_0", "agent_1", "agent_0/critic", "agent_1/critic"]) expect(updates.some((r) => typeof r[`${name}/loss`] === "number")).toBe(true);
+    const rlRewards = metrics.filter((r) => r.kind === "train" && typeof r["turn_1/reward_mean"] === "number").map((r) => r["turn_1/reward_mean"] as number);
+    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    const trained = parameters(ac.critics[0].valueHead);
+    const trainedCritic = parameters(ac.critics[1].model);
+    expect(trained.some((t, i) => t.some((v, j) => v !== headBefore[i][j]))).toBe(true);
+    const last = path.join(checkpoints, `checkpoint-${trainer.progress.unitsDone}`);
+    expect(existsSync(path.join(last, "agent_0", "critic", "value_head", "value_head.pt")) && existsSync(path.join(last, "agent_1", "critic", "optimizer.pt"))).toBe(true);
+    await trainer.saveModel(path.join(out, "saved"));
+    expect(existsSync(path.join(out, "saved", "agent_1", "critic", "value_head.pt"))).toBe(true);
+    await trainer.close();
+
+    const resumed = await make();
+    await resumed.train({ checkpointDir: checkpoints, resumeFromCheckpoint: last });
+    const restored = resumed.actorCritic as IACTrainer;
+    parameters(restored.critics[0].valueHead).forEach((t, i) => expect(Array.from(t)).toEqual(Array.from(trained[i])));
+    parameters(restored.critics[1].model).forEach((t, i) => expect(Array.from(t)).toEqual(Array.from(trainedCritic[i])));
+    await resumed.close();
+  }, 180_000);
+
+  it("IAC back-end with value heads on the actors: heads registered with the agents and trained by their optimizers", async () => {
+    const trainer = await MARLHFTrainer.create(options({ trainDataset: coverVowelsDataset(2), config: { ...acConfig, rlAlgorithm: "iac", useSeparateCritic: false, valueHeadHiddenDim: 4 } }));
+    expect(trainer.components.all.map((c) => c.name)).toEqual(["agent_0", "agent_0/value_head", "agent_1", "agent_1/value_head", "reward_model", "reward_model/head"]);
+    const head = trainer.agents[0].valueHead!;
+    const before = parameters(head);
+    await trainer.train();
+    expect(parameters(head).some((t, i) => t.some((v, j) => v !== before[i][j]))).toBe(true);
+    await trainer.close();
+    await expect(MARLHFTrainer.create(options({ criticModel: base, config: { ...acConfig, rlAlgorithm: "iac", useSeparateCritic: false } }))).rejects.toThrow(/critics can only be provided when useSeparateCritic is true/);
+  }, 120_000);
+
+  it("MAAC back-end: one centralized critic from criticModelName, stepped in every agent's update", async () => {
+    const trainer = await MARLHFTrainer.create(options({ trainDataset: coverVowelsDataset(4), config: { ...acConfig, rlAlgorithm: "maac", criticModelName: base, criticValueHeadHiddenDim: 8 } }));
+    expect(trainer.components.all.map((c) => c.name).slice(4)).toEqual(["critic", "critic/value_head"]);
+    const ac = trainer.actorCritic as MAACTrainer;
+    expect(ac.critics[0].valueHead.info().hiddenDim).toBe(8);
+    expect(ac.config.criticDevices).toBeNull();
+    await trainer.train();
+    const updates = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
+    const agentSteps = updates.filter((r) => typeof r["agent_0/loss"] === "number" || typeof r["agent_1/loss"] === "number").length;
+    expect(agentSteps).toBeGreaterThan(0);
+    expect(updates.filter((r) => typeof r["critic/loss"] === "number")).toHaveLength(agentSteps);
+    await trainer.saveModel(path.join(trainer.outputDir, "saved"));
+    expect(existsSync(path.join(trainer.outputDir, "saved", "critic", "value_head.pt"))).toBe(true);
     await trainer.close();
   }, 120_000);
 });

@@ -10,6 +10,7 @@ import { CentralizedMAGRPOTrainer, type CentralizedAdapter } from "../../src/tra
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
+import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import type { Trainer } from "../../src/trainers/trainer.js";
 import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
@@ -68,6 +69,14 @@ export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Pr
   CentralizedMAGRPO: magrpoFamily((o) => CentralizedMAGRPOTrainer.create({ ...o, agents: [o.agents![0]], numAgents: undefined, adapter: halves, externalTransition: undefined } as never)),
   MADPO: preference("MADPO", (o) => MADPOTrainer.create(o)),
   MARLHF: preference("MARLHF", (o) => MARLHFTrainer.create(o)),
+  // Iterative: the suite's epochs are iterations (three DPO epochs each), so resuming raises numIterations.
+  MADPOIter: preference("MADPO", (o: { config: Record<string, unknown> }) => MADPOIterTrainer.create({ ...(o as object), config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3 } } as never)),
+  "MARLHF (MAAC)": async (o) => {
+    const trainer = await preference("MARLHF", (p: MAGRPOTrainerOptions) => MARLHFTrainer.create({ ...p, config: { ...p.config, rlAlgorithm: "maac", criticLearningRate: 2e-3 } }))(o);
+    const agents = trainer.weights;
+    const { model, valueHead } = trainer.actorCritic!.critics[0];
+    return Object.assign(trainer, { weights: () => [...agents(), ...[model, valueHead].flatMap((m) => m.native.parameterNames().map(({ name }) => m.native.getParameter(name)))] });
+  },
   "IAC (separate critics)": actorCritic((o) => IACTrainer.create({ ...o, criticModel: o.agents![0], config: { ...o.config, criticType: "q" } })),
   "IAC (shared heads)": actorCritic((o) => IACTrainer.create({ ...o, config: { ...o.config, useSeparateCritic: false, valueHeadHiddenDim: 4 } })),
   MAAC: actorCritic((o) => MAACTrainer.create({ ...o, criticModel: o.agents![0] })),

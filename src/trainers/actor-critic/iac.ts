@@ -4,8 +4,8 @@
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
 import { completionBatch } from "../../models/causal-lm.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
-import { AgentResolutionError, disposeAgents, registerAgents, resolveAgentCount, type Agent } from "../agents.js";
+import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
+import { AgentResolutionError, disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import { checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
 import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
@@ -44,27 +44,36 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     const criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
     // References are always deep copies of the agents in IAC (spec §3.6).
     const actors = await setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } });
-    let critics: Critic[];
+    let trainer: IACTrainer;
     try {
-      critics = await loadCritics({
-        sources: criticSources,
-        devices: criticDevices(config, actors.placement.agentDevices, criticSources.length),
-        dtype: config.dtype,
-        seed: config.seed,
-        headHiddenDim: config.criticValueHeadHiddenDim,
-        optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
-        tokenizers: actors.agents.map((a) => a.tokenizer),
-      });
+      trainer = await IACTrainer.around(config, actors, criticSources, options);
     } catch (error) {
       disposeAgents(actors.agents, actors.sources);
       throw error;
     }
-    const trainer = new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir));
     // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
     const agentDir = (i: number) => (n === 1 ? "" : `agent_${i}`);
     registerAgents(trainer.components, actors.agents, actors.sources, agentDir);
-    registerCritics(trainer.components, critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
+    registerCritics(trainer.components, trainer.critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
     return trainer;
+  }
+
+  /**
+   * An IAC trainer around actors set up elsewhere (MARLHF's rl stage): loads the critics and registers nothing, so
+   * the caller registers agents and critics where its checkpoints see them.
+   */
+  static async around(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "environment">, criticSources: ModelSource[], options: IACTrainerOptions): Promise<IACTrainer> {
+    if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
+    const critics = await loadCritics({
+      sources: criticSources,
+      devices: criticDevices(config, actors.placement.agentDevices, criticSources.length),
+      dtype: config.dtype,
+      seed: config.seed,
+      headHiddenDim: config.criticValueHeadHiddenDim,
+      optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+      tokenizers: actors.agents.map((a) => a.tokenizer),
+    });
+    return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir));
   }
 
   protected readonly criticView: CriticView = {

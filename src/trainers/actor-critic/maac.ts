@@ -4,8 +4,8 @@
 // which is why agent updates never run concurrently.
 import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/index.js";
 import type { RolloutEnvironment, RolloutNode } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
-import { disposeAgents, registerAgents, resolveAgentCount, type Agent } from "../agents.js";
+import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
+import { disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import { checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
@@ -58,26 +58,34 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     const source = resolveCentralCriticSource(options);
     const dim = headHiddenDim(options);
     const actors = await setUpActors(options, config);
-    let critic: Critic;
+    let trainer: MAACTrainer;
     try {
-      // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
-      [critic] = await loadCritics({
-        sources: [source],
-        devices: criticDevices({ ...config, criticDevices: config.criticDevices ?? actors.placement.agentDevices[0] }, actors.placement.agentDevices, 1),
-        dtype: config.dtype,
-        seed: config.seed,
-        headHiddenDim: dim,
-        optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
-        tokenizers: [actors.agents[0].tokenizer],
-      });
+      trainer = await MAACTrainer.around(config, actors, source, dim, options);
     } catch (error) {
       disposeAgents(actors.agents, actors.sources);
       throw error;
     }
-    const trainer = new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir));
     registerAgents(trainer.components, actors.agents, actors.sources);
-    registerCritics(trainer.components, [critic], () => "critic", () => "critic");
+    registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
     return trainer;
+  }
+
+  /**
+   * A MAAC trainer around actors set up elsewhere (MARLHF's rl stage): loads the critic (with a head of
+   * headHiddenDim) and registers nothing, so the caller registers agents and critic where its checkpoints see them.
+   */
+  static async around(config: MAACConfig, actors: Pick<Actors, "agents" | "placement" | "environment">, source: ModelSource, headHiddenDim: number | null, options: MAACTrainerOptions): Promise<MAACTrainer> {
+    // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
+    const [critic] = await loadCritics({
+      sources: [source],
+      devices: criticDevices({ ...config, criticDevices: config.criticDevices ?? actors.placement.agentDevices[0] }, actors.placement.agentDevices, 1),
+      dtype: config.dtype,
+      seed: config.seed,
+      headHiddenDim,
+      optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+      tokenizers: [actors.agents[0].tokenizer],
+    });
+    return new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir));
   }
 
   protected override get concurrentUpdates(): boolean {

@@ -9,7 +9,9 @@ import type { Agent, ModelSource } from "../agents.js";
 import { evaluateAgents } from "../evaluation.js";
 import type { TaskOptions } from "../task-options.js";
 import { TASK_OPTION_KEYS } from "../task-options.js";
-import { Trainer, type TrainingStage } from "../trainer.js";
+import type { MetricsLogger } from "../../logging/metrics-logger.js";
+import type { SeededRandom } from "../../util/random.js";
+import { Trainer, type TrainingStage, type TrainProgress } from "../trainer.js";
 import { actorCriticSamples, NonFiniteError, type ActorCriticSample, type CriticView } from "./samples.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
@@ -25,6 +27,13 @@ export const ACTOR_CRITIC_OPTION_KEYS = { ...TASK_OPTION_KEYS, criticModel: true
 export interface ActorCriticTimings extends RolloutTimings {
   critic: number;
   update: number;
+}
+
+/** What a hosted actor-critic stage shares with the trainer it runs in (see stageWithin). */
+export interface ActorCriticHost {
+  readonly progress: TrainProgress;
+  readonly random: SeededRandom;
+  readonly logger: MetricsLogger | null;
 }
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
@@ -87,6 +96,21 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
       samples.push(...itemSamples);
     }
     return samples;
+  }
+
+  /**
+   * This trainer's training stage, run inside another trainer's lifecycle (MARLHF's rl stage): from now on its env
+   * steps, update counts, shuffles and metrics are the host's, so the host's schedule, logs and checkpoints cover
+   * them. The host registers the agents and critics; checkpointable() guards its checkpoints.
+   */
+  stageWithin(host: ActorCriticHost): TrainingStage {
+    Object.defineProperties(this, { progress: { value: host.progress }, random: { value: host.random }, logger: { get: () => host.logger } });
+    return this.stages()[0];
+  }
+
+  /** Throws when samples are buffered that a checkpoint would lose (see assertCheckpointable). */
+  checkpointable(): void {
+    this.assertCheckpointable();
   }
 
   protected stages(): TrainingStage[] {

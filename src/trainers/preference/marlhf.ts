@@ -2,8 +2,9 @@
 // pair collection, Bradley–Terry training of a joint reward model on those pairs (rewardNumTrainEpochs), then the
 // MAGRPO family's training loop (numTrainEpochs over the train items) with the frozen reward model scoring every
 // node's joint actions in one pass. Evaluation always uses the task reward. The RL phase is MAGRPOTrainer's own
-// stage and update, run in an environment whose reward is the reward model.
-import { isMagrpoFamily, marlhfConfig, type CudaFacts, type MAGRPOConfig, type MAGRPOConfigInput, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
+// stage and update, run in an environment whose reward is the reward model — or, with rlAlgorithm "iac" / "maac",
+// the stage of an actor-critic trainer built around the same agents in that environment (marlhf-actor-critic.ts).
+import { marlhfConfig, type CudaFacts, type MAGRPOConfig, type MAGRPOConfigInput, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
 import { Optimizer } from "../../models/optimizer.js";
 import { RewardProcessors } from "../../rollout/rewards.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
@@ -15,6 +16,7 @@ import { causalLMModule, valueHeadModule } from "../components.js";
 import { checkOptionKeys } from "../options.js";
 import { MAGRPO_OPTION_KEYS, MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "../reinforce/magrpo.js";
 import type { TrainingStage } from "../trainer.js";
+import { actorExtras, buildActorCriticBackend, isActorCriticBackend, type ActorCriticBackend } from "./marlhf-actor-critic.js";
 import { PreferencePairs, type PreferencePair } from "./pairs.js";
 import { jointText, JointRewardModel, resolveRewardModelDevice } from "./reward-model.js";
 import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PairStageHost, type PreferenceOptions } from "./setup.js";
@@ -45,6 +47,8 @@ export class MARLHFTrainer extends MAGRPOTrainer {
   /** Set by create(). */
   rewardModel!: JointRewardModel;
   numRoles = 0;
+  /** The IAC / MAAC trainer of the RL phase (rlAlgorithm "iac" / "maac"), hosted by this one; null for the MAGRPO family. */
+  actorCritic: ActorCriticBackend | null = null;
   private rewardOptimizer!: Optimizer;
   private rewardEnvironment!: RolloutEnvironment;
   /** The current reward-model epoch's order of the training pairs. */
@@ -59,17 +63,28 @@ export class MARLHFTrainer extends MAGRPOTrainer {
     const input = options.config as MARLHFConfigInput | undefined;
     const centralized = marlhfConfig(input).collaborationMode === "centralized";
     const config = marlhfConfig(resolveAgentCount(input, options.numAgents, centralized ? undefined : options.agents)) as MAGRPOConfig & MARLHFConfig;
-    if (!isMagrpoFamily(config.rlAlgorithm)) {
-      throw new Error(`MARLHF: rlAlgorithm "${config.rlAlgorithm}" is not available yet (the IAC / MAAC back-ends await the actor-critic trainers); use magrpo, mareinforce, maremax or marloo`);
-    }
-    if (options.criticModel != null || options.critics != null) throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm "maac" or "iac"`);
+    const actorCritic = isActorCriticBackend(config);
+    if (!actorCritic && (options.criticModel != null || options.critics != null)) throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm "maac" or "iac"`);
     checkTask(options, config, "MARLHF");
-    const actors = await setUpPreferenceActors(options, config, "MARLHF");
+    const actors = await setUpPreferenceActors(options, config, "MARLHF", actorExtras(config));
     const trainer = new this(config, actors.agents, options as MAGRPOTrainerOptions, actors.environment, defaultOutputDir(this.name, options.outputDir)) as T & MARLHFTrainer;
     registerAgents(trainer.components, actors.agents, actors.sources);
     trainer.numRoles = actors.numRoles;
     try {
       await trainer.attachRewardModel(actors.sources[0], actors.placement.agentDevices[0], runtimeInfo());
+      if (actorCritic) {
+        const setUp = {
+          config,
+          actors,
+          environment: trainer.rewardEnvironment,
+          critics: { criticModel: options.criticModel, critics: options.critics },
+          trainDataset: options.trainDataset,
+          evalDataset: options.evalDataset ?? null,
+          outputDir: trainer.outputDir,
+          quiet: options.quiet ?? false,
+        };
+        trainer.actorCritic = await buildActorCriticBackend(setUp, trainer.components);
+      }
     } catch (error) {
       await trainer.close();
       throw error;
@@ -90,7 +105,7 @@ export class MARLHFTrainer extends MAGRPOTrainer {
     this.rewardModel = rm;
     this.components.register({ name: "reward_model", module: causalLMModule(rm.model, rm.tokenizer), trains: true, optimizer: this.rewardOptimizer, ownsModule: true, exportDir: "reward_model" });
     this.components.register({ name: "reward_model/head", module: valueHeadModule(rm.head), trains: true, ownsModule: true, exportDir: "reward_model" });
-    const rewardFunc: RewardFunction = (completions, context) => rm.scoreJoint(context.prompts, completions) as unknown as number[];
+    const rewardFunc: RewardFunction = async (completions, context) => Array.from(await rm.scoreJoint(context.prompts, completions));
     // Reward-model scores are used as they are: the task's reward processor shaped the pairs' labels already.
     this.rewardEnvironment = { ...this.environment, rewardFunc, rewardProcessor: RewardProcessors.identity() };
   }
@@ -158,16 +173,23 @@ export class MARLHFTrainer extends MAGRPOTrainer {
         this.logger?.logTrain({ "reward_model/heldout_accuracy": accuracy, "reward_model/heldout_pairs": heldOut.length }, this.progress.envStep);
       },
     };
-    const [magrpo] = super.stages();
+    // The RL phase: MAGRPO's own stage, or the hosted actor-critic trainer's, whose env steps, updates, shuffles and
+    // metrics are this trainer's.
+    const [online] = this.actorCritic ? [this.actorCritic.stageWithin(host)] : super.stages();
     const rl: TrainingStage = {
-      ...magrpo,
+      ...online,
       name: "rl",
       runStep: (b) => {
         this.rewardModel.freeze();
-        return magrpo.runStep(b);
+        return online.runStep(b);
       },
     };
     return [pairs, rewardModel, rl];
+  }
+
+  protected override assertCheckpointable(): void {
+    super.assertCheckpointable();
+    this.actorCritic?.checkpointable();
   }
 
   /** One Bradley–Terry step of the reward model on a batch of pairs. */

@@ -33,11 +33,13 @@ export async function setUpPreferenceActors(
   options: TaskOptions<unknown> & PreferenceOptions,
   config: MADPOConfig & { numGenerations?: number },
   algorithm: string,
+  /** What an actor-critic RL phase needs of the actors (MARLHF with rlAlgorithm "iac": value heads, copied references). */
+  extra: Parameters<typeof setUpActors>[2] = {},
 ): Promise<PreferenceActors> {
   const actorConfig = { ...config, collaborationMode: undefined, numGenerations: config.numGenerations ?? 2 };
   if (config.collaborationMode !== "centralized") {
     if (options.centralizedAdapter) throw new TypeError(`${algorithm}: centralizedAdapter is only used with collaborationMode "centralized"`);
-    return { ...(await setUpActors(options, actorConfig)), numRoles: config.numAgents };
+    return { ...(await setUpActors(options, actorConfig, extra)), numRoles: config.numAgents };
   }
   const actors = options.agents ?? (options.agentModel ? [options.agentModel] : []);
   if (actors.length !== 1) throw new AgentResolutionError(`Centralized ${algorithm} trains exactly one actor model, got ${actors.length}`);
@@ -48,6 +50,7 @@ export async function setUpPreferenceActors(
   const set = await setUpActors(
     { ...options, agentModel: null, agents: actors, tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer, formatters: [joint.formatter], rewardFunc: joint.rewardFunc },
     { ...actorConfig, numAgents: 1 },
+    extra,
   );
   return { ...set, numRoles: config.numAgents };
 }
