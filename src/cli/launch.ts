@@ -2,8 +2,11 @@
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), splits the cores among them, forwards
 // SIGINT/SIGTERM, and stops every rank when one fails, so that a dead rank never leaves the others waiting.
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { availableParallelism } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { UsageError } from "./args.js";
 
 export interface LaunchOptions {
@@ -12,7 +15,7 @@ export interface LaunchOptions {
   nodeRank: number;
   /** ADDR:PORT of rank 0's rendezvous; null on one node picks a free port on 127.0.0.1. */
   master: string | null;
-  /** The script (.ts through tsx, .js/.mjs with node) and its arguments. */
+  /** The script (.ts through tsx, .js/.mjs with node) or a comlrl command (train, demo), and its arguments. */
   command: string[];
 }
 
@@ -44,9 +47,17 @@ function freeLoopbackPort(): Promise<number> {
   });
 }
 
-/** The program and arguments that run the script: TypeScript through tsx, anything else with node. */
+/** comlrl's own commands a job can run (`comlrl launch --nproc 2 train --config cfg.yaml`). */
+const COMLRL_COMMANDS = new Set(["train", "demo"]);
+
+/** The node arguments that run the script: TypeScript through tsx, anything else with node, comlrl's own commands with this CLI. */
 function scriptCommand(command: string[]): string[] {
   const [script, ...args] = command;
+  if (COMLRL_COMMANDS.has(script) && !existsSync(script)) {
+    const here = fileURLToPath(import.meta.url);
+    const cli = path.join(path.dirname(here), `main${path.extname(here)}`);
+    return [...(here.endsWith(".ts") ? ["--import", "tsx"] : []), cli, ...command];
+  }
   return /\.(c|m)?tsx?$/.test(script) ? ["--import", "tsx", script, ...args] : [script, ...args];
 }
 

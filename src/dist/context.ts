@@ -28,7 +28,9 @@ export class DistributedContext {
 
   /** Joins the job described by `environment` (waits for every rank, up to its timeout). */
   static async connect(environment: DistributedEnvironment): Promise<DistributedContext> {
-    const group = await addon().NativeProcessGroup.create({
+    const native = addon();
+    if (!native.NativeProcessGroup) throw new DistributedEnvironmentError("this comlrl addon was built without process groups: rebuild it (npm run build:native)");
+    const group = await native.NativeProcessGroup.create({
       rank: environment.rank,
       worldSize: environment.worldSize,
       masterAddr: environment.masterAddr,

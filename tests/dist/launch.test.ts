@@ -32,6 +32,12 @@ writeFileSync(process.argv[2] + "-" + e.RANK + ".json", JSON.stringify({ args: p
     );
   });
 
+  it("runs comlrl's own train command as the ranks' program", () => {
+    const run = launch(["--nproc", "2", "train", "--help"]);
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout.match(/usage: comlrl train --config FILE/g)).toHaveLength(2);
+  });
+
   it("exits with a failing rank's status and says which rank failed", () => {
     const script = path.join(dir, "fail.mjs");
     writeFileSync(script, `if (process.env.RANK === "1") process.exit(3); await new Promise((r) => setTimeout(r, 30000));`);
