@@ -5,11 +5,31 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { isModulePath, loadTrainConfig, type TrainFileConfig, type TrainerSection } from "../config/file-sections.js";
 import { ConfigError } from "../config/fields.js";
-import { centralizedMagrpoConfig, magrpoConfig, mareinforceConfig, maremaxConfig, marlooConfig, type MAGRPOConfig } from "../config/index.js";
+import {
+  centralizedMagrpoConfig,
+  iacConfig,
+  maacConfig,
+  madpoConfig,
+  magrpoConfig,
+  mareinforceConfig,
+  maremaxConfig,
+  marlhfConfig,
+  marlooConfig,
+  type IACConfig,
+  type MAACConfig,
+  type MADPOConfig,
+  type MAGRPOConfig,
+  type MARLHFConfig,
+} from "../config/index.js";
 import { loadDataset } from "../data/index.js";
 import {
   CentralizedMAGRPOTrainer,
+  ComlrlTokenizer,
+  IACTrainer,
+  MAACTrainer,
+  MADPOTrainer,
   MAGRPOTrainer,
+  MARLHFTrainer,
   MAREINFORCETrainer,
   MAReMaxTrainer,
   MARLOOTrainer,
@@ -43,12 +63,70 @@ interface RunTask {
   externalTransition: ExternalTransition | null;
 }
 
-const TRAINERS: Record<TrainerSection, { trainer: typeof MAGRPOTrainer; config: (input: Record<string, unknown>, options: { source: string }) => MAGRPOConfig }> = {
-  magrpo: { trainer: MAGRPOTrainer, config: magrpoConfig },
-  mareinforce: { trainer: MAREINFORCETrainer, config: mareinforceConfig },
-  maremax: { trainer: MAReMaxTrainer, config: maremaxConfig },
-  marloo: { trainer: MARLOOTrainer, config: marlooConfig },
-  centralized_magrpo: { trainer: CentralizedMAGRPOTrainer, config: centralizedMagrpoConfig },
+/** What every trainer of a config file is built from. */
+interface RunOptions {
+  agents: string[];
+  rewardFunc: RewardFunction;
+  rewardProcessor: RewardProcessor | undefined;
+  formatters: Formatter[];
+  externalTransition: ExternalTransition | null;
+  trainDataset: Item[];
+  evalDataset: Item[] | null;
+  outputDir: string;
+  quiet: boolean;
+  wandbConfig: TrainFileConfig["wandb"];
+}
+
+interface Critics {
+  criticModel: string | null;
+  critics: string[] | null;
+}
+
+interface TrainerEntry {
+  /** The class, named on the run's first line. */
+  name: string;
+  config: (input: Record<string, unknown>, options: { source: string }) => object;
+  /** Whether the trainer trains one actor for every role (centralized collaboration). */
+  centralized: (config: object) => boolean;
+  /** With the trainer's config: whether it must have a critic source (critic_model or critics) from the file. */
+  needsCritics: (config: object) => boolean;
+  create: (options: RunOptions, config: object, critics: Critics) => Promise<Trainer>;
+}
+
+type Trainer = Awaited<ReturnType<typeof MAGRPOTrainer.create>> | IACTrainer | MAACTrainer | MADPOTrainer;
+
+const tokenizers = (dirs: readonly string[]) => Promise.all(dirs.map((dir) => ComlrlTokenizer.fromDirectory(dir)));
+const never = () => false;
+const collaboration = (config: object) => (config as { collaborationMode?: string }).collaborationMode === "centralized";
+
+function magrpoFamily(trainer: typeof MAGRPOTrainer, config: (input: Record<string, unknown>, options: { source: string }) => MAGRPOConfig, centralized = false): TrainerEntry {
+  return { name: trainer.name, config, centralized: () => centralized, needsCritics: never, create: (options, built) => trainer.create({ ...options, config: built as MAGRPOConfig }) };
+}
+
+const TRAINERS: Record<TrainerSection, TrainerEntry> = {
+  magrpo: magrpoFamily(MAGRPOTrainer, magrpoConfig),
+  mareinforce: magrpoFamily(MAREINFORCETrainer, mareinforceConfig),
+  maremax: magrpoFamily(MAReMaxTrainer, maremaxConfig),
+  marloo: magrpoFamily(MARLOOTrainer, marlooConfig),
+  centralized_magrpo: magrpoFamily(CentralizedMAGRPOTrainer, centralizedMagrpoConfig, true),
+  // The actor-critic trainers take loaded tokenizers with `agents` (COMLRL-SPEC §5.2).
+  iac: {
+    name: IACTrainer.name,
+    config: iacConfig,
+    centralized: never,
+    needsCritics: (config) => (config as IACConfig).useSeparateCritic,
+    create: async (options, config, critics) => IACTrainer.create({ ...options, tokenizer: await tokenizers(options.agents), config: config as IACConfig, ...critics }),
+  },
+  maac: {
+    name: MAACTrainer.name,
+    config: maacConfig,
+    centralized: never,
+    needsCritics: () => true,
+    create: async (options, config, critics) => MAACTrainer.create({ ...options, tokenizer: await tokenizers(options.agents), config: config as MAACConfig, ...critics }),
+  },
+  madpo: { name: MADPOTrainer.name, config: madpoConfig, centralized: collaboration, needsCritics: never, create: (options, config) => MADPOTrainer.create({ ...options, config: config as MADPOConfig }) },
+  // Critics are optional: without critic_model / critics the back-end loads them from critic_model_name or the agents' models.
+  marlhf: { name: MARLHFTrainer.name, config: marlhfConfig, centralized: collaboration, needsCritics: never, create: (options, config, critics) => MARLHFTrainer.create({ ...options, config: config as MARLHFConfig, ...critics }) },
 };
 
 /** A user's task module: named exports (or a default export object) dataset, rewardFunc, formatters, … */
@@ -105,7 +183,7 @@ function rewardProcessor(config: TrainFileConfig): RewardProcessor | undefined {
 }
 
 /** The trainer config, validated against the file (errors name it), with the task's agent count. */
-function trainerConfig(config: TrainFileConfig, task: RunTask): MAGRPOConfig {
+function trainerConfig(config: TrainFileConfig, task: RunTask): object {
   const given = config.trainerConfig.num_agents ?? config.trainerConfig.numAgents;
   if (given !== undefined && given !== task.numAgents) {
     throw new ConfigError(`${config.source}: ${config.trainer}.num_agents is ${JSON.stringify(given)}, but task "${config.task}" has ${task.numAgents} agents`, "numAgents");
@@ -132,12 +210,20 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
         ? null
         : await loadDataset(datasetName, { split: config.dataset.evalSplit, revision: config.dataset.revision, config: config.dataset.config });
 
-  const models = config.agents ?? (config.trainer === "centralized_magrpo" ? [config.model!] : Array.from({ length: task.numAgents }, () => config.model!));
-  const dirs = await Promise.all(models.map((model) => resolveModelSource(model, { revision: config.modelRevision })));
-  say(`comlrl train: ${TRAINERS[config.trainer].trainer.name} on task "${path.basename(config.task)}", ${task.numAgents} agents, ${trainDataset.length} train items`);
+  const entry = TRAINERS[config.trainer];
+  if (entry.needsCritics(trainConfig) && config.criticModel === null && config.critics === null) {
+    throw new ConfigError(`${config.source}: ${config.trainer} needs critics; set critic_model.name (a hub id or a local model directory) or list critics`, "criticModel");
+  }
+  const models = config.agents ?? (entry.centralized(trainConfig) ? [config.model!] : Array.from({ length: task.numAgents }, () => config.model!));
+  const resolve = (model: string) => resolveModelSource(model, { revision: config.modelRevision });
+  const dirs = await Promise.all(models.map(resolve));
+  const critics: Critics = {
+    criticModel: config.criticModel === null ? null : await resolve(config.criticModel),
+    critics: config.critics === null ? null : await Promise.all(config.critics.map(resolve)),
+  };
+  say(`comlrl train: ${entry.name} on task "${path.basename(config.task)}", ${task.numAgents} agents, ${trainDataset.length} train items`);
 
-  const { trainer: Trainer } = TRAINERS[config.trainer];
-  const trainer = await Trainer.create({
+  const run: RunOptions = {
     agents: dirs,
     rewardFunc: task.rewardFunc,
     rewardProcessor: rewardProcessor(config),
@@ -145,11 +231,11 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
     externalTransition: task.externalTransition,
     trainDataset,
     evalDataset,
-    config: trainConfig,
     outputDir: config.output.baseDir,
     quiet: options.quiet || !config.output.verbose,
     wandbConfig: options.wandb ? config.wandb : null,
-  });
+  };
+  const trainer = await entry.create(run, trainConfig, critics);
   try {
     const started = Date.now();
     await trainer.train({

@@ -3,7 +3,8 @@
 //   dataset: name, type, train_split, eval_split            tokenizer: padding_side     external: mode, …
 //   output: base_dir, verbose, save_final_model, save_path  seed                        reward_processor, wandb
 //   one trainer section: magrpo (centralized with collaboration_mode: centralized), mareinforce, maremax, marloo,
-//   centralized_magrpo — iac, maac, madpo, marlhf and their iterative variants are not available yet.
+//   centralized_magrpo, iac, maac, madpo, marlhf — the iterative variants are not available yet. The critics of
+//   iac / maac / marlhf (rl_algorithm iac or maac) come from critic_model.name or a critics list, as agents do.
 // Additions of comlrl: top-level `task` (a built-in task name or a task module path; default dataset.type),
 // `task_options`, model.revision, dataset.revision / dataset.config, and output.checkpoint_dir /
 // checkpoint_interval / keep_last. The trainer section stays raw here: the trainer's own config builder validates
@@ -14,10 +15,12 @@ import { loadConfigFile } from "./file.js";
 import { bool, buildConfig, ConfigError, field, float, int, nullable, oneOf, reject, text, type FieldSpec } from "./fields.js";
 
 /** The trainers a config file can name today, by section. */
-export const TRAINER_SECTIONS = ["magrpo", "mareinforce", "maremax", "marloo", "centralized_magrpo"] as const;
+export const TRAINER_SECTIONS = ["magrpo", "mareinforce", "maremax", "marloo", "centralized_magrpo", "iac", "maac", "madpo", "marlhf"] as const;
 export type TrainerSection = (typeof TRAINER_SECTIONS)[number];
 /** CoMLRL trainers whose sections are recognised but which comlrl does not have yet. */
-export const UNAVAILABLE_TRAINER_SECTIONS = ["iac", "maac", "madpo", "marlhf", "madpo_iter", "marlhf_iter"] as const;
+export const UNAVAILABLE_TRAINER_SECTIONS = ["madpo_iter", "marlhf_iter"] as const;
+/** The sections whose trainers can have critics (marlhf with rl_algorithm iac or maac). */
+export const CRITIC_SECTIONS: readonly TrainerSection[] = ["iac", "maac", "marlhf"];
 
 export interface TrainFileConfig {
   /** The file it came from; messages name it. */
@@ -33,6 +36,10 @@ export interface TrainFileConfig {
   readonly model: string | null;
   /** One model per agent, when the file lists them. */
   readonly agents: readonly string[] | null;
+  /** The critics' base model (critic_model.name), for the trainers in CRITIC_SECTIONS. */
+  readonly criticModel: string | null;
+  /** One critic model per agent (MAAC: one), when the file lists them. */
+  readonly critics: readonly string[] | null;
   readonly modelRevision: string | undefined;
   readonly dataset: {
     /** A hub dataset id or local path; null: the task's own dataset. */
@@ -70,20 +77,22 @@ const stringList = field((raw) => {
   return raw as string[];
 });
 
+/** A list of model names, or of model sections with a name (agents, critics). */
+const modelList = field((raw): string[] | null => {
+  if (raw === null) return null;
+  if (!Array.isArray(raw) || raw.length === 0) reject("must be null or a non-empty list of models");
+  return raw.map((entry) => {
+    const name = typeof entry === "string" ? entry : (entry as { name?: unknown } | null)?.name;
+    return typeof name === "string" && name.length > 0 ? name : reject("entries must be model names or sections with a name");
+  });
+}, null);
+
 const TOP_LEVEL = {
   agentModel: field(section, null),
   model: field(section, null),
-  agents: field((raw): string[] | null => {
-    if (raw === null) return null;
-    // A list of model names, or of model sections with a name.
-    if (!Array.isArray(raw) || raw.length === 0) reject("must be null or a non-empty list of models");
-    return raw.map((entry) => {
-      const name = typeof entry === "string" ? entry : (entry as { name?: unknown } | null)?.name;
-      return typeof name === "string" && name.length > 0 ? name : reject("entries must be model names or sections with a name");
-    });
-  }, null),
+  agents: modelList,
   criticModel: field(section, null),
-  critics: anything,
+  critics: modelList,
   dataset: field(section, null),
   tokenizer: field(section, null),
   external: field(section, null),
@@ -221,16 +230,17 @@ export function trainConfigFromObject(raw: Record<string, unknown>, source: stri
   const external = read(EXTERNAL, top.external as Record<string, unknown> | null, "external", source);
   const agents = top.agents as string[] | null;
 
-  for (const critic of ["criticModel", "critics"] as const) {
-    if (top[critic] !== null && top[critic] !== undefined) {
-      throw new ConfigError(`${source}: ${critic === "criticModel" ? "critic_model" : "critics"} is for actor-critic trainers; the MAGRPO family has no critic (set it to null)`, critic);
-    }
-  }
   if (model.name === null && agents === null) {
     throw new ConfigError(`${source}: no model; set ${modelName}.name (a hub id or a local model directory) or list agents`, "name");
   }
 
   const { trainer, body } = trainerSection(top, source);
+  for (const critic of ["criticModel", "critics"] as const) {
+    if (top[critic] !== null && top[critic] !== undefined && !CRITIC_SECTIONS.includes(trainer)) {
+      throw new ConfigError(`${source}: ${critic === "criticModel" ? "critic_model" : "critics"} is for actor-critic trainers (${CRITIC_SECTIONS.join(", ")}); ${trainer} has no critic (set it to null)`, critic);
+    }
+  }
+  const criticModel = read(MODEL, top.criticModel as Record<string, unknown> | null, "critic_model", source);
   // As LLM_Collab's scripts do: the model section's sampling settings and the top-level seed apply unless the trainer section sets its own.
   const fill = (snake: string, value: unknown) => {
     if (!(snake in body) && !(snakeToCamel(snake) in body)) body[snake] = value;
@@ -262,6 +272,8 @@ export function trainConfigFromObject(raw: Record<string, unknown>, source: stri
     taskOptions: Object.freeze(taskOptions),
     model: model.name,
     agents: agents === null ? null : Object.freeze([...agents]),
+    criticModel: criticModel.name,
+    critics: top.critics === null ? null : Object.freeze([...(top.critics as string[])]),
     modelRevision: model.revision ?? undefined,
     dataset: {
       name: dataset.name,
@@ -293,6 +305,7 @@ export function trainConfigFromObject(raw: Record<string, unknown>, source: stri
           },
     ignored: [
       ...setFields(modelRaw, ["type", "max_length", "special_tokens", "tokenizer_kwargs", "model_kwargs"], modelName),
+      ...setFields(top.criticModel as Record<string, unknown> | null, ["type", "temperature", "top_p", "top_k", "torch_dtype", "max_length", "special_tokens", "tokenizer_kwargs", "model_kwargs"], "critic_model"),
       ...setFields(top.external as Record<string, unknown> | null, ["original_prompt", "previous_response", "sandbox_slice"], "external"),
     ],
   });

@@ -123,9 +123,60 @@ marloo:
   expect(readFileSync(path.join(out, "metrics.jsonl"), "utf8").length).toBeGreaterThan(0);
 }, 120_000);
 
+/** A cover-vowels run of `section` with the fields given, the model section shared by its actors (and critics). */
+function sectionConfig(out: string, section: string, fields: string, extra = ""): string {
+  return `agent_model:
+  name: ${modelDir}
+  temperature: 1.0
+  top_p: 1.0
+  top_k: null
+${extra}dataset:
+  type: cover-vowels
+seed: 5
+output:
+  base_dir: ${out}
+  verbose: false
+${section}:
+  num_turns: 1
+  num_train_epochs: 1
+  max_new_tokens: 3
+  agent_learning_rate: 1.0e-3
+  logging_steps: 1
+  eval_interval: 0
+${fields}`;
+}
+
+it("trains IAC with a critic per agent from critic_model, and saves agents with their critics", async () => {
+  const out = path.join(scratch, "iac-run");
+  const config = write("iac.yaml", sectionConfig(out, "iac", "  num_generations: 2\n  rollout_buffer_size: 4\n  critic_learning_rate: 2.0e-3\n", `critic_model:\n  name: ${modelDir}\n`));
+  const { lines } = await quietly(() => runTrain({ config, wandb: false, quiet: false }));
+  expect(lines.join("\n")).toMatch(/IACTrainer on task "cover-vowels", 2 agents, 16 train items/);
+  const updates = readJsonlMetrics(path.join(out, "metrics.jsonl")).filter((r) => r.kind === "update");
+  expect(updates.some((r) => typeof r["agent_1/critic/loss"] === "number")).toBe(true);
+  expect(readdirSync(path.join(out, "checkpoints"))).toEqual(["checkpoint-1"]);
+  for (const agent of ["agent_0", "agent_1"]) expect(existsSync(path.join(out, "final_model", agent, "critic", "value_head.pt"))).toBe(true);
+  const noCritic = write("iac-no-critic.yaml", sectionConfig(path.join(scratch, "iac-none"), "iac", ""));
+  await expect(runTrain({ config: noCritic, wandb: false, quiet: true })).rejects.toThrow(/iac-no-critic\.yaml: iac needs critics; set critic_model\.name/);
+  const critic = write("magrpo-critic.yaml", sectionConfig(path.join(scratch, "magrpo-critic"), "magrpo", "", `critic_model:\n  name: ${modelDir}\n`));
+  await expect(runTrain({ config: critic, wandb: false, quiet: true })).rejects.toThrow(/critic_model is for actor-critic trainers \(iac, maac, marlhf\); magrpo has no critic/);
+}, 120_000);
+
+it("trains MADPO from pairs it collects, with snake_case fields validated against the file", async () => {
+  const out = path.join(scratch, "madpo-run");
+  const fields = "  preference_num_candidates: 4\n  preference_pairs_per_sample: 2\n  train_batch_size: 4\n  dpo_beta: 0.5\n";
+  const { lines } = await quietly(() => runTrain({ config: write("madpo.yaml", sectionConfig(out, "madpo", fields)), wandb: false, quiet: false }));
+  expect(lines.join("\n")).toMatch(/MADPOTrainer on task "cover-vowels", 2 agents, 16 train items/);
+  const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
+  expect(metrics.some((r) => r["pairs/total"] !== undefined)).toBe(true);
+  expect(metrics.filter((r) => r.kind === "update" && typeof r["agent_0/loss"] === "number").length).toBeGreaterThan(0);
+  for (const agent of ["agent_0", "agent_1"]) expect(existsSync(path.join(out, "final_model", agent, "model.safetensors"))).toBe(true);
+  const bad = write("madpo-bad.yaml", sectionConfig(path.join(scratch, "madpo-bad"), "madpo", "  dpo_beta: 0\n"));
+  await expect(runTrain({ config: bad, wandb: false, quiet: true })).rejects.toThrow(/madpo-bad\.yaml.*dpoBeta|madpo-bad\.yaml.*dpo_beta/);
+}, 120_000);
+
 it("refuses trainers that are not available yet before loading anything", async () => {
-  const config = write("iac.yaml", `model:\n  name: ${modelDir}\ndataset:\n  type: cover-vowels\niac:\n  num_turns: 1\n`);
-  await expect(runTrain({ config, wandb: false, quiet: true })).rejects.toThrow(/section "iac" names a trainer comlrl does not have yet/);
+  const config = write("iter.yaml", `model:\n  name: ${modelDir}\ndataset:\n  type: cover-vowels\nmadpo_iter:\n  num_turns: 1\n`);
+  await expect(runTrain({ config, wandb: false, quiet: true })).rejects.toThrow(/section "madpo_iter" names a trainer comlrl does not have yet/);
   const wrongCount = write("count.yaml", `model:\n  name: ${modelDir}\ndataset:\n  type: cover-vowels\nmagrpo:\n  num_agents: 3\n`);
   await expect(runTrain({ config: wrongCount, wandb: false, quiet: true })).rejects.toThrow(/magrpo\.num_agents is 3, but task "cover-vowels" has 2 agents/);
 });
