@@ -70,7 +70,7 @@ export interface IterativeFields {
   /** generic: dotted path of the completions in the response. */
   readonly comparatorApiResponseField: string;
   readonly comparatorApiExtraBody: Readonly<Record<string, unknown>> | null;
-  /** (ours) Retries of a failed request (timeouts, 429, 5xx), with exponential backoff from 0.5 s. */
+  /** (ours) Retries of a failed request (timeouts, 429, 5xx), with exponential backoff from 0.25 s. */
   readonly comparatorApiMaxRetries: number;
   /** (ours) Requests in flight at once. */
   readonly comparatorApiConcurrency: number;
