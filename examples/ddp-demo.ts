@@ -6,10 +6,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { createDemoBaseModel, demoTrainerOptions } from "../src/cli/demo.js";
-import { DistributedContext } from "../src/dist/context.js";
-import { readJsonlMetrics } from "../src/logging/jsonl.js";
-import { ComlrlTokenizer } from "../src/models/tokenizer.js";
-import { MAGRPOTrainer } from "../src/trainers/reinforce/magrpo.js";
+import { ComlrlTokenizer, DistributedContext, MAGRPOTrainer, readJsonlMetrics } from "../src/index.js";
 
 const { values } = parseArgs({ options: { epochs: { type: "string", default: "40" }, out: { type: "string", default: path.join("runs", "ddp-demo") } } });
 const out = values.out!;

@@ -4,8 +4,8 @@ export { AddonLoadError } from "./native/loader.js";
 
 export { CausalLM, ModelLoadError, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type SaveOptions, type Scores } from "./models/causal-lm.js";
 export { ValueHead, type ValueHeadOptions, type ValueLossOptions } from "./models/value-head.js";
-export { Optimizer, type ParameterGroup, type Trainable } from "./models/optimizer.js";
-export type { NativeValueHead, NativeValueHeadInfo, OptimizerGroup, Readout, TokenBatchInput, ValueLossInput } from "./native/binding.js";
+export { Optimizer, type GradientSync, type ParameterGroup, type StepSamples, type Trainable } from "./models/optimizer.js";
+export type { CollectiveTraffic, NativeProcessGroup, NativeValueHead, NativeValueHeadInfo, OptimizerGroup, Readout, TokenBatchInput, ValueLossInput } from "./native/binding.js";
 export { encodeTorchStateDict, decodeTorchStateDict, saveTorchStateDict, loadTorchStateDict, type StateTensor, type StateDtype } from "./io/torch-pickle.js";
 export { ComlrlTokenizer, type ChatMessage } from "./models/tokenizer.js";
 export { createTinyModel, type TinyModelOptions } from "./models/tiny-model.js";
@@ -37,6 +37,13 @@ export { MADPOTrainer, type MADPOTrainerOptions, type DPOStepMetrics } from "./t
 export { MARLHFTrainer, type MARLHFTrainerOptions } from "./trainers/preference/marlhf.js";
 export { JointRewardModel, jointText } from "./trainers/preference/reward-model.js";
 export type { PreferencePair } from "./trainers/preference/pairs.js";
+export { MADPOIterTrainer, type MADPOIterTrainerOptions } from "./trainers/preference/iterative/madpo-iter.js";
+export { readReplayDir, readShard, type IterativePair } from "./trainers/preference/iterative/replay.js";
+export { ComparatorApiError } from "./trainers/preference/iterative/api-comparator.js";
+
+export { DistributedContext, type CommunicationStats, type ReduceOp } from "./dist/context.js";
+export { readDistributedEnvironment, DistributedEnvironmentError, DEFAULT_TIMEOUT_SECONDS, type DistributedEnvironment } from "./dist/environment.js";
+export { ReplicaError, type RankState } from "./dist/replicas.js";
 
 export { MetricsLogger, type SampleRow } from "./logging/metrics-logger.js";
 export { readJsonlMetrics, readRunMetrics } from "./logging/jsonl.js";
