@@ -4,6 +4,8 @@ import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
 
 export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
@@ -12,13 +14,16 @@ export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
 
 export interface DdpTrainerOptions {
   ddp: boolean;
+  /** MAGRPO (default); IAC runs two turns that end early on some items, so ranks hold different sample counts. */
+  kind?: "MAGRPO" | "IAC" | "MAAC";
   epochs: number;
   trainBatchSize?: number;
   items?: number;
   rewardFunc?: RewardFunction;
 }
 
-export function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
+export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
+  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
   return MAGRPOTrainer.create({
     agents: [base, base],
     rewardFunc: o.rewardFunc ?? coverVowelsRewardFunc,
@@ -45,11 +50,32 @@ export function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputD
   });
 }
 
-/** Every agent's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
-export function weightsOf(trainer: MAGRPOTrainer): string[] {
-  return trainer.agents.flatMap((a) =>
-    a.model.native.parameterNames().map(({ name }) => {
-      const w = a.model.native.getParameter(name);
+function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<IACTrainer | MAACTrainer> {
+  const options = {
+    agents: [base, base],
+    tokenizer,
+    criticModel: base,
+    rewardFunc: o.rewardFunc ?? coverVowelsRewardFunc,
+    formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+    trainDataset: coverVowelsDataset(o.items ?? 6),
+    outputDir,
+    quiet: true,
+  };
+  const config = { ...(o.ddp ? { parallelTraining: "ddp" as const } : {}), numTrainEpochs: o.epochs, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, agentLearningRate: 2e-3, criticLearningRate: 2e-3, rolloutBufferSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3 };
+  if (o.kind === "MAAC") return MAACTrainer.create({ ...options, config: { ...config, numTurns: 1, numGenerations: 2 } });
+  return IACTrainer.create({
+    ...options,
+    externalTransition: ({ agentCompletions }) => agentCompletions.map((c) => `again: ${c}`),
+    config: { ...config, numTurns: 2, numGenerations: 1, earlyTerminationThreshold: 0.3 },
+  });
+}
+
+/** Every agent's and critic's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
+export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer): string[] {
+  const modules = [...trainer.agents.map((a) => a.model.native), ...("critics" in trainer ? trainer.critics.flatMap((c) => [c.model.native, c.valueHead.native]) : [])];
+  return modules.flatMap((m) =>
+    m.parameterNames().map(({ name }) => {
+      const w = m.getParameter(name);
       return Buffer.from(w.buffer, w.byteOffset, w.byteLength).toString("base64");
     }),
   );

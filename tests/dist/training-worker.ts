@@ -25,10 +25,11 @@ if (scenario === "update") {
   result = { weights: weightsOf(trainer), updates };
   await trainer.close();
 } else if (scenario === "train") {
-  const [epochs, checkpointDir, resume = "", slowMs = "0", items = "6"] = args;
+  const [epochs, checkpointDir, resume = "", slowMs = "0", items = "6", kind = "MAGRPO"] = args;
   const delay = Number(slowMs);
   const trainer = await makeDdpTrainer(base, tokenizer, path.join(outDir, "run"), {
     ddp,
+    kind: kind as "MAGRPO" | "IAC" | "MAAC",
     epochs: Number(epochs),
     // "a,b": rank 0 gets a items, rank 1 b (a dataset that differs between ranks).
     items: Number(items.split(",")[rank] ?? items),

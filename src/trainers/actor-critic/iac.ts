@@ -89,32 +89,36 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
     const targets = Float32Array.from(minibatch, (s) => s.target);
     const name = `agent_${agent.index}`;
+    const some = minibatch.length > 0;
     agent.model.zeroGrad();
     if (agent.valueHead) {
       agent.valueHead.native.zeroGrad();
-      const result = await agent.model.native.actorCriticBackward(agent.valueHead.native, {
-        ...completionBatch(prompts, completions),
-        advantages: weights,
-        targets,
-        valueLossCoef: c.valueLossCoef,
-        readout: c.criticType,
-        ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
-      });
-      this.checkFinite(result.loss, "actor + value loss", agent, minibatch);
-      const { gradNorm } = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
-      this.recordUpdate(name, { loss: result.loss, gradNorm, learningRate: agent.optimizer.learningRates()[0], samples: minibatch.length });
+      let loss = 0;
+      if (some) {
+        const result = await agent.model.native.actorCriticBackward(agent.valueHead.native, {
+          ...completionBatch(prompts, completions),
+          advantages: weights,
+          targets,
+          valueLossCoef: c.valueLossCoef,
+          readout: c.criticType,
+          ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
+        });
+        this.checkFinite(result.loss, "actor + value loss", agent, minibatch);
+        loss = result.loss;
+      }
+      await this.stepOptimizer(name, agent.optimizer, loss, minibatch.length);
       return;
     }
-    const actor = await agent.model.policyGradientBackward(prompts, completions, weights);
-    this.checkFinite(actor.loss, "actor loss", agent, minibatch);
-    const actorStep = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
-    this.recordUpdate(name, { loss: actor.loss, gradNorm: actorStep.gradNorm, learningRate: agent.optimizer.learningRates()[0], samples: minibatch.length });
+    const actorLoss = some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0;
+    this.checkFinite(actorLoss, "actor loss", agent, minibatch);
+    await this.stepOptimizer(name, agent.optimizer, actorLoss, minibatch.length);
     const critic = this.critics[agent.index];
     critic.model.zeroGrad();
     critic.valueHead.native.zeroGrad();
-    const value = await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef });
-    this.checkFinite(value.loss, "value loss", agent, minibatch);
-    const criticStep = await critic.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
-    this.recordUpdate(`${name}/critic`, { loss: c.valueLossCoef * value.loss, gradNorm: criticStep.gradNorm, learningRate: critic.optimizer.learningRates()[0], samples: minibatch.length });
+    const valueLoss = some
+      ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
+      : 0;
+    this.checkFinite(valueLoss, "value loss", agent, minibatch);
+    await this.stepOptimizer(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, minibatch.length);
   }
 }

@@ -116,18 +116,19 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
   protected async step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void> {
     const c = this.config;
     const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
+    const some = minibatch.length > 0;
     agent.model.zeroGrad();
-    const actor = await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights);
-    this.checkFinite(actor.loss, "actor loss", agent, minibatch);
-    const actorStep = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
-    this.recordUpdate(`agent_${agent.index}`, { loss: actor.loss, gradNorm: actorStep.gradNorm, learningRate: agent.optimizer.learningRates()[0], samples: minibatch.length });
+    const actorLoss = some ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
+    this.checkFinite(actorLoss, "actor loss", agent, minibatch);
+    await this.stepOptimizer(`agent_${agent.index}`, agent.optimizer, actorLoss, minibatch.length);
     const critic = this.critics[0];
     critic.model.zeroGrad();
     critic.valueHead.native.zeroGrad();
     const targets = minibatch.map((s) => s.target);
-    const value = await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef });
-    this.checkFinite(value.loss, "critic loss", agent, minibatch);
-    const criticStep = await critic.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined });
-    this.recordUpdate("critic", { loss: c.valueLossCoef * value.loss, gradNorm: criticStep.gradNorm, learningRate: critic.optimizer.learningRates()[0], samples: minibatch.length });
+    const valueLoss = some
+      ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss
+      : 0;
+    this.checkFinite(valueLoss, "critic loss", agent, minibatch);
+    await this.stepOptimizer("critic", critic.optimizer, c.valueLossCoef * valueLoss, minibatch.length);
   }
 }

@@ -3,6 +3,7 @@
 // advantages A = y − V_old (z-scored over an update), shuffled minibatches. A2C-style: no ratio, no clipping of the
 // policy, no entropy bonus, one pass. Subclasses say how their critics read an episode and take one minibatch step.
 import type { ActorCriticConfig } from "../../config/index.js";
+import type { Optimizer } from "../../models/optimizer.js";
 import { forEachAgent, rolloutItem, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
 import type { Agent, ModelSource } from "../agents.js";
@@ -128,7 +129,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
           recent.push(...samples.filter((s) => s.agent === 0).map((s) => s.environmentReward));
           recent.splice(0, Math.max(0, recent.length - 50));
           for (const sample of samples) this.buffers[sample.agent].push(sample);
-          if (this.buffers.some((buffer) => buffer.length >= c.rolloutBufferSize)) await this.drainBuffers(c.rolloutBufferSize);
+          await this.drainBuffers(c.rolloutBufferSize);
           return { "reward (last 50)": mean(recent) };
         },
         endEpoch: () => this.drainBuffers(1),
@@ -157,11 +158,14 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
           }));
         });
     });
+    // Data parallel: every rank takes as many steps per agent as the rank with the most minibatches; the extra ones add nothing.
+    const counts = await this.agreeMax(plans.map((plan) => plan.length));
+    plans.forEach((plan, i) => plan.push(...Array.from({ length: counts[i] - plan.length }, () => ({ minibatch: [] as ActorCriticSample[], advantages: [] as number[] }))));
     await forEachAgent(this.agents.length, this.concurrentUpdates, async (i) => {
       for (const { minibatch, advantages } of plans[i]) await this.step(this.agents[i], minibatch, advantages);
     });
     this.timings.update += (performance.now() - started) / 1000;
-    this.logTrainMetrics(samples);
+    this.logTrainMetrics(await this.gatherFromRanks(samples.map(({ turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }) => ({ turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }))));
   }
 
   async evaluate(): Promise<Record<string, number>> {
@@ -175,9 +179,19 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
   }
 
   protected async drainBuffers(minimum: number): Promise<void> {
-    const ready = this.buffers.flatMap((buffer, agent) => (buffer.length >= minimum ? [agent] : []));
+    const sizes = await this.agreeMax(this.buffers.map((buffer) => buffer.length));
+    const ready = this.buffers.flatMap((_, agent) => (sizes[agent] >= minimum ? [agent] : []));
     if (ready.length === 0) return;
     await this.update(ready.flatMap((agent) => this.buffers[agent].splice(0)));
+  }
+
+  /**
+   * One optimizer step over a minibatch's gradients, recorded as `component`; `samples` weights this rank's gradients
+   * under data parallelism (an empty minibatch contributes nothing but still steps with its peers).
+   */
+  protected async stepOptimizer(component: string, optimizer: Optimizer, loss: number, samples: number): Promise<void> {
+    const step = await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined, samples, loss });
+    this.recordUpdate(component, { loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples });
   }
 
   /** Throws naming the agent, items and turns of a minibatch whose loss is not finite. */
@@ -187,7 +201,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
     throw new NonFiniteError(`agent ${agent.index}: non-finite ${what} (${value}) on the minibatch of ${where}; lower the learning rates or check the rewards`);
   }
 
-  protected logTrainMetrics(samples: ActorCriticSample[]): void {
+  protected logTrainMetrics(samples: readonly Pick<ActorCriticSample, "turn" | "environmentReward" | "return" | "oldValue" | "target" | "referenceKl" | "envStep">[]): void {
     if (!this.logger || samples.length === 0) return;
     const metrics: Record<string, number> = {};
     for (const turn of [...new Set(samples.map((s) => s.turn))]) {
