@@ -37,7 +37,7 @@ function figures(result: BenchResult): Map<string, Figure> {
     add(`${t.case.id} tok/s`, t.tokensPerSecond.median);
     add(`${t.case.id} peak RSS MiB`, t.peakRssMiB, "lower");
   }
-  for (const t of result.trainer) add(`${t.case.id} env steps/s`, t.envStepsPerSecond.median);
+  for (const t of [...result.trainer, ...(result.algorithms ?? [])]) add(`${t.case.id} env steps/s`, t.envStepsPerSecond.median);
   if (result.trainerSpeedup !== null) add("trainer/demo batched speedup ×", result.trainerSpeedup);
   return map;
 }

@@ -3,7 +3,10 @@
 import { BENCH_MODELS, kvCacheBytes } from "./models.js";
 import { summarize } from "./stats.js";
 import {
+  ALGORITHM_PHASES,
   DTYPE_BYTES,
+  type AlgorithmCase,
+  type AlgorithmResult,
   type CopyCeilingCase,
   type CopyCeilingResult,
   type GenerationCase,
@@ -71,6 +74,18 @@ export function trainingResult(spec: TrainingCase, m: Measured, matmulGflops: nu
     tokensPerSecond: summarize(m.samples.seconds.map((s) => tokens / s)),
     gflops: summarize(gflops),
     ceilingFraction: summarize(gflops.map((g) => g / matmulGflops)),
+    ...processFigures(m),
+  };
+}
+
+export function algorithmResult(spec: AlgorithmCase, m: Measured): AlgorithmResult {
+  const { envSteps } = m.details;
+  return {
+    case: spec,
+    envSteps,
+    epochSeconds: summarize(m.samples.seconds),
+    envStepsPerSecond: summarize(m.samples.seconds.map((s) => envSteps / s)),
+    phases: Object.fromEntries(ALGORITHM_PHASES[spec.algorithm].map((phase) => [phase, summarize(m.samples[phase])])),
     ...processFigures(m),
   };
 }

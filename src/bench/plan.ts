@@ -1,5 +1,5 @@
 // What the suite runs: the case list of the default and the quick run.
-import type { BenchCase, BenchDtype, BenchModelName, CeilingCase, GenerationCase, TrainingCase } from "./types.js";
+import type { AlgorithmCase, BenchCase, BenchDtype, BenchModelName, CeilingCase, GenerationCase, TrainingCase } from "./types.js";
 
 export type Mode = "default" | "quick";
 
@@ -35,6 +35,11 @@ function trainerCases(items: number, repeats: number): BenchCase[] {
   return (["batched", "perCompletion"] as const).map((scoring) => ({ kind: "trainer", id: `trainer/demo/${scoring}`, scoring, items, repeats }));
 }
 
+/** One demo epoch of each of the other trainers. */
+function algorithmCases(items: number, repeats: number, warmUp: boolean): AlgorithmCase[] {
+  return (["iac", "maac", "madpo", "marlhf"] as const).map((algorithm) => ({ kind: "algorithm", id: `trainer/demo/${algorithm}`, algorithm, items, repeats, warmUp }));
+}
+
 /** The demo epoch as 1 process × 2 threads, 2 data-parallel ranks × 1 thread, and 1 × 1 (the layouts of two cores). */
 function layoutCases(items: number, repeats: number, layouts: Array<[number, number]>): BenchCase[] {
   return layouts.map(([ranks, threads]) => ({ kind: "trainer", id: `trainer/demo/layout/${ranks}x${threads}`, scoring: "batched", items, repeats, layout: { ranks, threads } }));
@@ -57,6 +62,8 @@ export function planCases(mode: Mode): Plan {
         trainingCase("tiny", "bf16", 1, { rows: 8, tokensPerRow: 32, promptLength: 1 }),
         ...trainerCases(2, 1),
         ...layoutCases(2, 1, [[2, 1]]),
+        // One item and no warm-up: these check that each trainer's epoch runs and splits into its phases.
+        ...algorithmCases(1, 1, false),
       ],
     };
   }
@@ -78,6 +85,7 @@ export function planCases(mode: Mode): Plan {
       ...trainingModels.flatMap((model) => DTYPES.map((dtype) => trainingCase(model, dtype, repeats(model, 1, dtype)))),
       ...trainerCases(16, 3),
       ...layoutCases(16, 3, [[1, 2], [2, 1], [1, 1]]),
+      ...algorithmCases(16, 3, true),
     ],
   };
 }

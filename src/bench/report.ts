@@ -2,7 +2,7 @@
 // the whole trainer, targets, and whatever failed. Figures are min / median / max over the runs.
 import { BENCH_MODELS } from "./models.js";
 import { PEER, peerGeneration, peerTrainingStep } from "./targets.js";
-import type { BenchResult, ComparisonRow, Summary, Target } from "./types.js";
+import { ALGORITHM_PHASES, type BenchResult, type ComparisonRow, type Summary, type Target } from "./types.js";
 
 /** Three significant figures or so, without exponent noise for the magnitudes the suite produces. */
 export function num(x: number): string {
@@ -116,11 +116,20 @@ function trainer(r: BenchResult): string[] {
   return lines;
 }
 
+function algorithms(r: BenchResult): string[] {
+  const results = r.algorithms ?? [];
+  if (results.length === 0) return ["(not run)"];
+  return results.map((a) => {
+    const phases = ALGORITHM_PHASES[a.case.algorithm].map((phase) => `${phase} ${num(a.phases[phase].median)} s`).join(", ");
+    return `- **${a.case.algorithm}**: ${a.case.items} items, ${a.envSteps} env steps; ${spread(a.epochSeconds)} s/epoch, ${spread(a.envStepsPerSecond)} env steps/s; ${phases}; peak RSS ${memory(a)} MiB`;
+  });
+}
+
 /** A benchmark whose machine others used more than this share of is flagged. */
 export const CONTENTION_FLAG = 0.1;
 
 function contention(r: BenchResult): string[] {
-  const all = [...Object.values(r.ceilings.matmul), r.ceilings.copy, ...r.generation, ...r.training, ...r.trainer].map((x) => ({
+  const all = [...Object.values(r.ceilings.matmul), r.ceilings.copy, ...r.generation, ...r.training, ...r.trainer, ...(r.algorithms ?? [])].map((x) => ({
     id: "case" in x ? x.case.id : x.id,
     share: x.otherCpuShare,
   }));
@@ -203,6 +212,14 @@ export function renderMarkdown(r: BenchResult): string {
     "generation, reward, scoring (reference-model KL; the demo has none), update (fwd + bwd + AdamW); other = the rest.",
     "",
     ...trainer(r),
+    "",
+    "## Other trainers: one epoch of the demo each",
+    "",
+    "IAC and MAAC (critics from the base model, 4 completions per node) by their own timings: generation, reward, critic",
+    "(the critics' old-value readouts), update (actors and critics), other. MADPO: pair collection (8 candidates per item)",
+    "and DPO; MARLHF: pair collection, one reward-model epoch and one RL epoch against it (medians).",
+    "",
+    ...algorithms(r),
     "",
     "## Targets",
     "",

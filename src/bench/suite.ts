@@ -7,13 +7,13 @@ import { runtimeInfo } from "../runtime.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { compareResults, readBenchResult } from "./compare.js";
 import { describeEnvironment } from "./environment.js";
-import { copyCeilingResult, generationResult, matmulCeilingResult, trainerResult, trainerSpeedup, trainingResult } from "./figures.js";
+import { algorithmResult, copyCeilingResult, generationResult, matmulCeilingResult, trainerResult, trainerSpeedup, trainingResult } from "./figures.js";
 import { planCases, type Mode } from "./plan.js";
 import { CONTENTION_FLAG, num, renderMarkdown } from "./report.js";
 import { machineBusySeconds, runInWorker } from "./runner.js";
 import { secondsSince } from "./stats.js";
 import { evaluateTargets } from "./targets.js";
-import type { BenchCase, BenchDtype, BenchResult, CeilingCase, Ceilings, CopyCeilingResult, GenerationResult, Measured, TrainerResult, TrainingResult } from "./types.js";
+import type { AlgorithmResult, BenchCase, BenchDtype, BenchResult, CeilingCase, Ceilings, CopyCeilingResult, GenerationResult, Measured, TrainerResult, TrainingResult } from "./types.js";
 
 export interface SuiteOptions {
   /** The smoke run CI executes: tiny model, one repeat, short generations (checks the suite runs, not speed). */
@@ -127,6 +127,7 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteRun> {
   const generation: GenerationResult[] = [];
   const training: TrainingResult[] = [];
   const trainer: TrainerResult[] = [];
+  const algorithms: AlgorithmResult[] = [];
   const failed: BenchResult["failed"] = [];
   const measure = async (spec: BenchCase): Promise<string> => {
     const measured = await runInWorker(spec, device, timeout);
@@ -148,6 +149,11 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteRun> {
         const t = trainerResult(spec, measured);
         trainer.push(t);
         return `${num(t.epochSeconds.median)} s/epoch, ${num(t.envStepsPerSecond.median)} env steps/s, ${rss}`;
+      }
+      case "algorithm": {
+        const a = algorithmResult(spec, measured);
+        algorithms.push(a);
+        return `${num(a.epochSeconds.median)} s/epoch, ${num(a.envStepsPerSecond.median)} env steps/s, ${rss}`;
       }
     }
   };
@@ -177,6 +183,7 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteRun> {
     generation,
     training,
     trainer,
+    algorithms,
     trainerSpeedup: speedup,
     targets: evaluateTargets({ generation, training, trainerSpeedup: speedup }),
     failed,

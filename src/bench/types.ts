@@ -75,8 +75,28 @@ export interface TrainerCase {
   layout?: { ranks: number; threads: number };
 }
 
+/** One epoch of the demo task by another trainer, split into that trainer's phases (see algorithms.ts). */
+export interface AlgorithmCase {
+  kind: "algorithm";
+  id: string;
+  /** "marlhf": pair collection, one reward-model epoch and one RL epoch. */
+  algorithm: "iac" | "maac" | "madpo" | "marlhf";
+  items: number;
+  repeats: number;
+  /** A first one-item epoch before the timed ones, so that they do not pay for the process's first calls. */
+  warmUp: boolean;
+}
+
+/** The phases each algorithm's epoch is split into, in order. */
+export const ALGORITHM_PHASES: Record<AlgorithmCase["algorithm"], readonly string[]> = {
+  iac: ["generation", "reward", "critic", "update", "other"],
+  maac: ["generation", "reward", "critic", "update", "other"],
+  madpo: ["pairs", "dpo"],
+  marlhf: ["pairs", "reward_model", "rl"],
+};
+
 export type CeilingCase = MatmulCeilingCase | CopyCeilingCase;
-export type BenchCase = GenerationCase | TrainingCase | TrainerCase;
+export type BenchCase = GenerationCase | TrainingCase | TrainerCase | AlgorithmCase;
 export type AnyCase = CeilingCase | BenchCase;
 
 /** What a benchmark returns: raw per-repeat samples and single facts about the run. */
@@ -190,6 +210,15 @@ export interface TrainerResult extends ProcessFigures {
   communication: { allReducesPerEpoch: number; bytesPerStep: number; secondsPerStep: Summary } | null;
 }
 
+export interface AlgorithmResult extends ProcessFigures {
+  case: AlgorithmCase;
+  envSteps: number;
+  epochSeconds: Summary;
+  envStepsPerSecond: Summary;
+  /** Seconds per phase, in the algorithm's order (ALGORITHM_PHASES). */
+  phases: Record<string, Summary>;
+}
+
 export interface Target {
   name: string;
   /** Higher is better for both; null when the case was not run. */
@@ -221,6 +250,8 @@ export interface BenchResult {
   generation: GenerationResult[];
   training: TrainingResult[];
   trainer: TrainerResult[];
+  /** Epochs of the other trainers (absent from results written before they were measured). */
+  algorithms?: AlgorithmResult[];
   /** perCompletion epoch time over batched epoch time (medians), when both ran. */
   trainerSpeedup: number | null;
   targets: Target[];

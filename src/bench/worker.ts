@@ -1,6 +1,7 @@
 // One benchmark case in a process of its own, so that the process's peak resident set is that benchmark's:
 //   node dist/bench/worker.js <device> <case as JSON>
 // Prints one line on stdout, WORKER_RESULT_PREFIX + JSON: the result, or { error } with exit code 1.
+import { measureAlgorithmEpoch } from "./algorithms.js";
 import { measureCopyCeiling, measureMatmulCeiling } from "./ceilings.js";
 import { measureGeneration } from "./generation.js";
 import { measureTrainerEpoch } from "./trainer.js";
@@ -19,6 +20,8 @@ function run(spec: AnyCase, device: string): Promise<WorkerOutput> {
       return measureTraining(spec, device);
     case "trainer":
       return measureTrainerEpoch(spec);
+    case "algorithm":
+      return measureAlgorithmEpoch(spec);
   }
 }
 

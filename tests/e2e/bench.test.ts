@@ -10,14 +10,14 @@ import { BENCH_MODELS, buildBenchModel, parameterCount } from "../../src/bench/m
 import { planCases } from "../../src/bench/plan.js";
 import { runInWorker } from "../../src/bench/runner.js";
 import { runSuite, type SuiteRun } from "../../src/bench/suite.js";
-import type { GenerationCase, Summary } from "../../src/bench/types.js";
+import { ALGORITHM_PHASES, type GenerationCase, type Summary } from "../../src/bench/types.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-bench-"));
 let run: SuiteRun;
 
 beforeAll(async () => {
   run = await runSuite({ quick: true, outDir: scratch, log: () => {} });
-}, 180_000);
+}, 300_000);
 
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -45,9 +45,17 @@ describe("bench suite, quick mode", () => {
     expect(result.trainer.find((t) => t.case.layout)?.communication?.bytesPerStep).toBeGreaterThan(0);
     expect(result.trainer.every((t) => t.envSteps > 0)).toBe(true);
     expect(result.trainerSpeedup).toBeGreaterThan(0);
+    // The other trainers' demo epochs, each split into its own phases, which add up to the epoch.
+    expect(result.algorithms!.map((a) => a.case.algorithm)).toEqual(["iac", "maac", "madpo", "marlhf"]);
+    for (const a of result.algorithms!) {
+      expect(Object.keys(a.phases)).toEqual(ALGORITHM_PHASES[a.case.algorithm]);
+      expect(a.envSteps).toBeGreaterThan(0);
+      const total = Object.values(a.phases).reduce((sum, p) => sum + p.median, 0);
+      expect(total).toBeCloseTo(a.epochSeconds.median, 2);
+    }
     expect(result.targets.length).toBeGreaterThan(0);
     const markdown = readFileSync(run.markdownFile, "utf8");
-    for (const heading of ["## Ceilings", "## Generation", "## Training", "## Whole trainer", "## Targets"]) expect(markdown).toContain(heading);
+    for (const heading of ["## Ceilings", "## Generation", "## Training", "## Whole trainer", "## Other trainers", "## Targets"]) expect(markdown).toContain(heading);
   });
 
   it("every figure is finite with min ≤ median ≤ max; rates, times and memory are positive", async () => {
@@ -60,7 +68,7 @@ describe("bench suite, quick mode", () => {
     }
     // Phase timings may be zero (the demo has no reference model to score against); everything else is measured.
     for (const [where, s] of all.filter(([where]) => !where.includes(".phases."))) expect([where, s.min > 0]).toEqual([where, true]);
-    for (const r of [...result.generation, ...result.training, ...result.trainer]) {
+    for (const r of [...result.generation, ...result.training, ...result.trainer, ...result.algorithms!]) {
       expect(r.peakRssMiB).toBeGreaterThan(50);
       // Others' share of the CPU while it ran: measured from /proc/stat on Linux.
       if (process.platform === "linux") expect(r.otherCpuShare).toBeGreaterThanOrEqual(0);
@@ -102,7 +110,7 @@ describe("bench suite pieces", () => {
       for (const dtype of ["fp32", "bf16"]) for (const batch of [1, 8, 32]) expect(ids).toContain(`generate/${model}/${dtype}/b${batch}/64+128`);
     for (const model of ["12m", "0.5b"]) for (const batch of [1, 8]) expect(ids).toContain(`generate/${model}/fp32/b${batch}/32+64`);
     for (const model of ["tiny", "12m", "20m", "0.5b"]) for (const dtype of ["fp32", "bf16"]) expect(ids).toContain(`train/${model}/${dtype}/8x128`);
-    expect(ids).toEqual(expect.arrayContaining(["trainer/demo/batched", "trainer/demo/perCompletion", "trainer/demo/layout/1x2", "trainer/demo/layout/2x1", "trainer/demo/layout/1x1"]));
+    expect(ids).toEqual(expect.arrayContaining(["trainer/demo/batched", "trainer/demo/perCompletion", "trainer/demo/layout/1x2", "trainer/demo/layout/2x1", "trainer/demo/layout/1x1", "trainer/demo/iac", "trainer/demo/maac", "trainer/demo/madpo", "trainer/demo/marlhf"]));
     expect(new Set(ids).size).toBe(ids.length);
   });
 });

@@ -1,0 +1,109 @@
+// The other trainers, one epoch of the demo task each (the demo's two tiny agents on cover-the-vowels): IAC and MAAC
+// (critics from the base model) split by their own timings into generation, reward, critic (old-value readouts) and
+// update; MADPO into pair collection and DPO; MARLHF into pair collection, its reward model's epoch and the RL
+// epoch against it. The preference trainers' phases end where their metrics say a stage ended (pairs/total, the
+// reward model's last step).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createDemoBaseModel, demoTrainerOptions } from "../cli/demo.js";
+import { readJsonlMetrics } from "../logging/jsonl.js";
+import type { ComlrlTokenizer } from "../models/tokenizer.js";
+import { IACTrainer, type IACTrainerOptions } from "../trainers/actor-critic/iac.js";
+import { MAACTrainer, type MAACTrainerOptions } from "../trainers/actor-critic/maac.js";
+import { MADPOTrainer } from "../trainers/preference/madpo.js";
+import { MARLHFTrainer } from "../trainers/preference/marlhf.js";
+import type { Trainer } from "../trainers/trainer.js";
+import { secondsSince } from "./stats.js";
+import { ALGORITHM_PHASES, type AlgorithmCase, type WorkerOutput } from "./types.js";
+
+const SEED = 7;
+
+interface Epoch {
+  seconds: number;
+  phases: Record<string, number>;
+  envSteps: number;
+}
+
+type Build = (base: string, tokenizer: ComlrlTokenizer, outputDir: string, items: number) => Promise<Trainer & { progress: { envStep: number } }>;
+
+function demoTask(base: string, tokenizer: ComlrlTokenizer, outputDir: string, items: number) {
+  const { config, sampleLogInterval: _samples, ...task } = demoTrainerOptions(base, tokenizer, { outputDir, epochs: 1, seed: SEED, quiet: true, items });
+  return { task, config: config as Record<string, unknown> };
+}
+
+const actorCritic =
+  (create: (options: IACTrainerOptions & MAACTrainerOptions) => Promise<IACTrainer | MAACTrainer>): Build =>
+  (base, tokenizer, outputDir, items) => {
+    const { task, config } = demoTask(base, tokenizer, outputDir, items);
+    return create({ ...task, tokenizer, criticModel: base, config: { ...config, numGenerations: 4, rolloutBufferSize: 4, trainBatchSize: 4 } });
+  };
+
+const PREFERENCE = { preferenceNumCandidates: 8, preferencePairsPerSample: 4, trainBatchSize: 4 };
+
+const BUILDS: Record<AlgorithmCase["algorithm"], Build> = {
+  iac: actorCritic((o) => IACTrainer.create(o)),
+  maac: actorCritic((o) => MAACTrainer.create(o)),
+  madpo: (base, tokenizer, outputDir, items) => {
+    const { task, config } = demoTask(base, tokenizer, outputDir, items);
+    const { numGenerations: _k, rolloutBufferSize: _buffer, ...rest } = config;
+    return MADPOTrainer.create({ ...task, config: { ...rest, ...PREFERENCE } });
+  },
+  marlhf: (base, tokenizer, outputDir, items) => {
+    const { task, config } = demoTask(base, tokenizer, outputDir, items);
+    return MARLHFTrainer.create({ ...task, config: { ...config, ...PREFERENCE, rewardNumTrainEpochs: 1, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0, rewardLearningRate: 1e-3 } });
+  },
+};
+
+/** Seconds from `started` (ms since the epoch) to the last metrics record with `key`. */
+function secondsToLast(records: ReturnType<typeof readJsonlMetrics>, key: string, started: number): number {
+  const last = records.filter((r) => r[key] !== undefined).at(-1);
+  if (!last) throw new Error(`the run logged no ${key}`);
+  return (Date.parse(last.time as string) - started) / 1000;
+}
+
+function phasesOf(algorithm: AlgorithmCase["algorithm"], trainer: Trainer, seconds: number, started: number): Record<string, number> {
+  if (trainer instanceof IACTrainer || trainer instanceof MAACTrainer) {
+    const { generation, reward, critic, update } = trainer.timings;
+    return { generation, reward, critic, update, other: seconds - generation - reward - critic - update };
+  }
+  const records = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
+  const pairs = secondsToLast(records, "pairs/total", started);
+  if (algorithm === "madpo") return { pairs, dpo: seconds - pairs };
+  const rewardModel = secondsToLast(records, "reward_model/loss", started);
+  return { pairs, reward_model: rewardModel - pairs, rl: seconds - rewardModel };
+}
+
+export async function measureAlgorithmEpoch(spec: AlgorithmCase): Promise<WorkerOutput> {
+  const scratch = mkdtempSync(path.join(tmpdir(), `comlrl-bench-${spec.algorithm}-`));
+  try {
+    const baseDir = path.join(scratch, "base-model");
+    const tokenizer = await createDemoBaseModel(baseDir, SEED);
+    const epoch = async (run: string, items: number): Promise<Epoch> => {
+      const trainer = await BUILDS[spec.algorithm](baseDir, tokenizer, path.join(scratch, run), items);
+      try {
+        const started = Date.now();
+        const clock = performance.now();
+        await trainer.train();
+        const seconds = secondsSince(clock);
+        await trainer.close();
+        return { seconds, phases: phasesOf(spec.algorithm, trainer, seconds, started), envSteps: trainer.progress.envStep };
+      } catch (error) {
+        await trainer.close();
+        throw error;
+      }
+    };
+    if (spec.warmUp) await epoch("warm-up", 1);
+    const samples: Record<string, number[]> = { seconds: [], ...Object.fromEntries(ALGORITHM_PHASES[spec.algorithm].map((phase) => [phase, []])) };
+    let envSteps = 0;
+    for (let r = 0; r < spec.repeats; r++) {
+      const run = await epoch(`run-${r}`, spec.items);
+      samples.seconds.push(run.seconds);
+      for (const phase of ALGORITHM_PHASES[spec.algorithm]) samples[phase].push(run.phases[phase]);
+      envSteps = run.envSteps;
+    }
+    return { samples, details: { envSteps } };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
