@@ -86,6 +86,24 @@ export class ComponentRegistry {
     return component;
   }
 
+  /**
+   * Puts a new module (and optimizer) in place of the component of that name, at its position, freeing the old
+   * optimizer and, when the trainer owns it, the old module (MARLHFIter's fresh reward model every iteration).
+   */
+  replace(spec: ComponentSpec): Component {
+    const index = this.list.findIndex((c) => c.name === spec.name);
+    if (index < 0) throw new ComponentError(`no component named "${spec.name}" to replace (known: ${this.list.map((c) => c.name).join(", ")})`);
+    const old = this.list[index];
+    const sharers = this.list.filter((c) => c !== old && c.module.key === old.module.key).map((c) => c.name);
+    if (sharers.length > 0) throw new ComponentError(`"${spec.name}" shares its module with ${sharers.join(", ")}; it cannot be replaced alone`);
+    old.optimizer?.dispose();
+    if (old.ownsModule) old.module.dispose();
+    const owner = this.list.slice(0, index).find((c) => c.module.key === spec.module.key);
+    const component: Component = { optimizer: null, reloadSource: null, exportDir: null, ...spec, sharesModuleWith: owner?.name ?? null };
+    this.list[index] = component;
+    return component;
+  }
+
   get all(): readonly Component[] {
     return this.list;
   }

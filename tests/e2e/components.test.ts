@@ -136,4 +136,36 @@ print(json.dumps({f: {k: v.flatten().tolist() for k, v in torch.load(f, weights_
     expect(theirs.info().parameterCount).toBeGreaterThan(0);
     theirs.dispose();
   });
+
+  it("replace: the new module and optimizer take the old one's name and place; the old owned module and its optimizer are freed", async () => {
+    const parts = await build(4);
+    const { registry } = parts;
+    const fresh = await CausalLM.fromDirectory(base, { seed: 9 });
+    const freshOptimizer = new Optimizer([{ module: fresh }, { module: parts.criticHead }], { lr: 1e-3 });
+    const names = registry.all.map((c) => c.name);
+    const replaced = registry.replace({ name: "agent_0/critic", module: causalLMModule(fresh, tokenizer), trains: true, optimizer: freshOptimizer, ownsModule: true, exportDir: "agent_0/critic" });
+    expect(registry.all.map((c) => c.name)).toEqual(names);
+    expect(registry.get("agent_0/critic")).toBe(replaced);
+    expect(replaced.module.key).toBe(fresh);
+    expect(replaced.sharesModuleWith).toBeNull();
+    expect(() => parts.critic.info()).toThrow(/disposed/);
+    expect(() => parts.criticOptimizer.learningRates()).toThrow(/disposed/);
+    expect(parts.actor.info().parameterCount).toBeGreaterThan(0);
+    // The checkpoint now carries the new module: restoring it into a registry built around other weights gives them back.
+    const dir = await saveCheckpoint(path.join(scratch, "replaced"), 1, registry, { kind: "test", progress: { epoch: 1, itemIndex: 0, envStep: 0 }, wandb: null, state: {} });
+    const other = await build(5);
+    await loadCheckpoint(dir, "test", other.registry);
+    const weights = (m: CausalLM) => m.native.parameterNames().map(({ name }) => Array.from(m.native.getParameter(name)));
+    expect(weights(other.critic)).toEqual(weights(fresh));
+    other.registry.dispose();
+
+    expect(() => registry.replace({ name: "agent_9", module: causalLMModule(fresh, tokenizer), trains: true, ownsModule: false })).toThrow(/no component named "agent_9" to replace/);
+    const shared = new ComponentRegistry();
+    const model = await CausalLM.fromDirectory(base);
+    shared.register({ name: "agent_0", module: causalLMModule(model, tokenizer), trains: true, ownsModule: true });
+    shared.register({ name: "reference_0", module: causalLMModule(model, tokenizer), trains: false, ownsModule: true });
+    expect(() => shared.replace({ name: "agent_0", module: causalLMModule(fresh, tokenizer), trains: true, ownsModule: false })).toThrow(/"agent_0" shares its module with reference_0/);
+    shared.dispose();
+    registry.dispose();
+  });
 });
