@@ -12,7 +12,7 @@ import type { RewardFunction } from "../../rollout/types.js";
 import { runtimeInfo } from "../../runtime.js";
 import { checkTask, defaultOutputDir } from "../actors.js";
 import { registerAgents, resolveAgentCount, type ModelSource } from "../agents.js";
-import { causalLMModule, valueHeadModule } from "../components.js";
+import { causalLMModule, valueHeadModule, type ComponentSpec } from "../components.js";
 import { checkOptionKeys } from "../options.js";
 import { MAGRPO_OPTION_KEYS, MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "../reinforce/magrpo.js";
 import type { TrainingStage } from "../trainer.js";
@@ -28,7 +28,7 @@ export interface MARLHFTrainerOptions extends Omit<MAGRPOTrainerOptions, "config
   critics?: ModelSource[] | null;
 }
 
-const MARLHF_OPTION_KEYS = { ...MAGRPO_OPTION_KEYS, ...PREFERENCE_OPTION_KEYS, criticModel: true, critics: true } as const satisfies Record<keyof MARLHFTrainerOptions, true>;
+export const MARLHF_OPTION_KEYS = { ...MAGRPO_OPTION_KEYS, ...PREFERENCE_OPTION_KEYS, criticModel: true, critics: true } as const satisfies Record<keyof MARLHFTrainerOptions, true>;
 
 export interface RewardModelStepMetrics {
   loss: number;
@@ -47,12 +47,16 @@ export class MARLHFTrainer extends MAGRPOTrainer {
   /** Set by create(). */
   rewardModel!: JointRewardModel;
   numRoles = 0;
+  /** Where the actors are placed, one device each. */
+  agentDevices: readonly string[] = [];
   /** The IAC / MAAC trainer of the RL phase (rlAlgorithm "iac" / "maac"), hosted by this one; null for the MAGRPO family. */
   actorCritic: ActorCriticBackend | null = null;
-  private rewardOptimizer!: Optimizer;
-  private rewardEnvironment!: RolloutEnvironment;
+  protected rewardOptimizer!: Optimizer;
+  protected rewardEnvironment!: RolloutEnvironment;
   /** The current reward-model epoch's order of the training pairs. */
   private rewardOrder: number[] = [];
+  /** Where reward models are loaded from and placed: the backbone from rewardModelName, else the first actor's id. */
+  private rewardModelSource!: { source: string; device: string };
 
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
     return marlhfConfig(input as MARLHFConfigInput) as MAGRPOConfig & MARLHFConfig;
@@ -61,8 +65,8 @@ export class MARLHFTrainer extends MAGRPOTrainer {
   static override async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: MARLHFTrainerOptions): Promise<T> {
     checkOptionKeys(options, MARLHF_OPTION_KEYS, `${this.name}.create()`);
     const input = options.config as MARLHFConfigInput | undefined;
-    const centralized = marlhfConfig(input).collaborationMode === "centralized";
-    const config = marlhfConfig(resolveAgentCount(input, options.numAgents, centralized ? undefined : options.agents)) as MAGRPOConfig & MARLHFConfig;
+    const centralized = (this.buildConfig(input as MAGRPOConfigInput) as MAGRPOConfig & MARLHFConfig).collaborationMode === "centralized";
+    const config = this.buildConfig(resolveAgentCount(input, options.numAgents, centralized ? undefined : options.agents) as MAGRPOConfigInput) as MAGRPOConfig & MARLHFConfig;
     const actorCritic = isActorCriticBackend(config);
     if (!actorCritic && (options.criticModel != null || options.critics != null)) throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm "maac" or "iac"`);
     checkTask(options, config, "MARLHF");
@@ -70,6 +74,7 @@ export class MARLHFTrainer extends MAGRPOTrainer {
     const trainer = new this(config, actors.agents, options as MAGRPOTrainerOptions, actors.environment, defaultOutputDir(this.name, options.outputDir)) as T & MARLHFTrainer;
     registerAgents(trainer.components, actors.agents, actors.sources);
     trainer.numRoles = actors.numRoles;
+    trainer.agentDevices = actors.placement.agentDevices;
     try {
       await trainer.attachRewardModel(actors.sources[0], actors.placement.agentDevices[0], runtimeInfo());
       if (actorCritic) {
@@ -92,22 +97,30 @@ export class MARLHFTrainer extends MAGRPOTrainer {
     return trainer;
   }
 
-  /** Loads the reward model (backbone from rewardModelName, else the first actor's id) and registers it. */
+  /** Loads the reward model and registers it. */
   private async attachRewardModel(firstActor: ModelSource, trainerDevice: string, info: { cudaAvailable: boolean; cudaDeviceCount: number }): Promise<void> {
     const c = this.config;
     const source = c.rewardModelName ?? (typeof firstActor === "string" ? firstActor : null);
     if (source === null) throw new TypeError("MARLHF: rewardModelName must be set when the actors are loaded model objects (there is no model id to load the reward model's backbone from)");
     const facts: CudaFacts = { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount };
-    const device = resolveRewardModelDevice(c, trainerDevice, facts, (message) => this.console(message));
+    this.rewardModelSource = { source, device: resolveRewardModelDevice(c, trainerDevice, facts, (message) => this.console(message)) };
+    await this.loadRewardModel((spec) => this.components.register(spec));
+    // Reads this.rewardModel when called, so that a reward model built later (MARLHFIter's, per iteration) scores.
+    const rewardFunc: RewardFunction = async (completions, context) => Array.from(await this.rewardModel.scoreJoint(context.prompts, completions));
+    // Reward-model scores are used as they are: the task's reward processor shaped the pairs' labels already.
+    this.rewardEnvironment = { ...this.environment, rewardFunc, rewardProcessor: RewardProcessors.identity() };
+  }
+
+  /** A fresh (untrained) reward model and its optimizer, put into the registry by `place` (register or replace). */
+  protected async loadRewardModel(place: (spec: ComponentSpec) => void): Promise<void> {
+    const c = this.config;
+    const { source, device } = this.rewardModelSource;
     const rm = await JointRewardModel.load(source, { device, dtype: c.dtype, seed: c.seed, maxLength: c.rewardMaxLength, freezeBackbone: c.rewardFreezeBackbone });
     const adam = { lr: c.rewardLearningRate, betas: [c.adamBetas[0], c.adamBetas[1]] as [number, number], eps: c.adamEps, weightDecay: c.weightDecay };
     this.rewardOptimizer = new Optimizer(c.rewardFreezeBackbone ? rm.head : [{ module: rm.model }, { module: rm.head }], adam);
     this.rewardModel = rm;
-    this.components.register({ name: "reward_model", module: causalLMModule(rm.model, rm.tokenizer), trains: true, optimizer: this.rewardOptimizer, ownsModule: true, exportDir: "reward_model" });
-    this.components.register({ name: "reward_model/head", module: valueHeadModule(rm.head), trains: true, ownsModule: true, exportDir: "reward_model" });
-    const rewardFunc: RewardFunction = async (completions, context) => Array.from(await rm.scoreJoint(context.prompts, completions));
-    // Reward-model scores are used as they are: the task's reward processor shaped the pairs' labels already.
-    this.rewardEnvironment = { ...this.environment, rewardFunc, rewardProcessor: RewardProcessors.identity() };
+    place({ name: "reward_model", module: causalLMModule(rm.model, rm.tokenizer), trains: true, optimizer: this.rewardOptimizer, ownsModule: true, exportDir: "reward_model" });
+    place({ name: "reward_model/head", module: valueHeadModule(rm.head), trains: true, ownsModule: true, exportDir: "reward_model" });
   }
 
   protected override get trainingEnvironment(): RolloutEnvironment {

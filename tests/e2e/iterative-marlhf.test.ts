@@ -1,0 +1,145 @@
+// MARLHFIter end to end on tiny models: every iteration collects against the comparator (a replay shard each),
+// trains a fresh reward model on the iteration's pairs — two iterations, two reward models, the second starting from
+// the same initial weights as the first, not from the first's trained ones — and runs RL against it; evaluation
+// uses the task reward. With preferenceScoringReward "reward_model" the second iteration's pairs carry the first
+// reward model's scores, checked against that model read back from the checkpoint taken at the end of iteration 1.
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import type { RewardFunction } from "../../src/rollout/types.js";
+import { coverVowelsDataset, coverVowelsFormatters, coverVowelsReward, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "../../src/trainers/preference/iterative/marlhf-iter.js";
+import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
+import { makeBase } from "../support/checkpoint-run.js";
+
+const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-iter-"));
+const base = path.join(scratch, "base");
+let tokenizer: ComlrlTokenizer;
+let run = 0;
+
+beforeAll(async () => {
+  tokenizer = await makeBase(base);
+}, 60_000);
+
+/** The task reward, recording the size of every call. */
+const counted = (calls: number[]): RewardFunction => (completions, context) => {
+  calls.push(completions[0].length);
+  return coverVowelsRewardFunc(completions, context);
+};
+
+const options = (overrides: Partial<MARLHFIterTrainerOptions> = {}): MARLHFIterTrainerOptions => ({
+  agents: [base, base],
+  rewardFunc: coverVowelsRewardFunc,
+  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+  trainDataset: coverVowelsDataset(3),
+  evalDataset: coverVowelsDataset(2),
+  outputDir: path.join(scratch, `run-${run++}`),
+  quiet: true,
+  ...overrides,
+  config: {
+    numIterations: 2,
+    numTrainEpochs: 1,
+    rewardNumTrainEpochs: 2,
+    rewardTrainBatchSize: 2,
+    rewardLearningRate: 1e-2,
+    rewardHeldOutFraction: 0,
+    preferenceNumCandidates: 4,
+    preferencePairsPerSample: 2,
+    numGenerations: 2,
+    maxNewTokens: 4,
+    temperature: 1,
+    topP: 1,
+    topK: null,
+    agentLearningRate: 1e-3,
+    rolloutBufferSize: 2,
+    trainBatchSize: 2,
+    loggingSteps: 1,
+    evalInterval: 0,
+    evalNumSamples: 2,
+    seed: 3,
+    ...(overrides.config ?? {}),
+  },
+});
+
+const headWeights = (rm: JointRewardModel) => rm.head.native.parameterNames().flatMap(({ name }) => Array.from(rm.head.native.getParameter(name)));
+
+describe("MARLHFIter", () => {
+  it("2 iterations ⇒ 2 reward models trained, the second fresh; a replay shard per iteration; RL against the reward model, eval on the task reward", async () => {
+    const taskCalls: number[] = [];
+    const trainer = await MARLHFIterTrainer.create(options({ rewardFunc: counted(taskCalls) }));
+    const names = trainer.components.all.map((c) => c.name);
+    expect(names).toEqual(["agent_0", "agent_1", "reward_model", "reward_model/head"]);
+    // Every reward-model step: which model took it, and its head before and after.
+    const steps: Array<{ rm: JointRewardModel; before: number[]; after: number[] }> = [];
+    const step = trainer.rewardModelStep.bind(trainer);
+    trainer.rewardModelStep = async (batch) => {
+      const before = headWeights(trainer.rewardModel);
+      const metrics = await step(batch);
+      steps.push({ rm: trainer.rewardModel, before, after: headWeights(trainer.rewardModel) });
+      return metrics;
+    };
+    await trainer.train();
+
+    const models = [...new Set(steps.map((s) => s.rm))];
+    expect(models).toHaveLength(2);
+    const [first, second] = models.map((rm) => steps.filter((s) => s.rm === rm));
+    // Fresh: the second model starts where the first started, not where the first ended.
+    expect(second[0].before).toEqual(first[0].before);
+    expect(first.at(-1)!.after).not.toEqual(first[0].before);
+    expect(trainer.rewardModel).toBe(models[1]);
+    expect(trainer.rewardModel.isFrozen).toBe(true);
+    expect(() => models[0].model.info()).toThrow(/disposed/);
+    expect(trainer.components.all.map((c) => c.name)).toEqual(names);
+    expect(trainer.components.get("reward_model").module.key).toBe(models[1].model);
+
+    const out = trainer.outputDir;
+    expect(readdirSync(path.join(out, "preference_replay")).sort()).toEqual(["iteration_0001.json", "iteration_0002.json"]);
+    const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
+    const training = metrics.filter((m) => m["iter/training_pairs"] !== undefined).map((m) => m["iter/training_pairs"] as number);
+    expect(training).toHaveLength(2);
+    // rewardNumTrainEpochs 2 over ⌈pairs / 2⌉ batches, per iteration.
+    expect(first).toHaveLength(2 * Math.ceil(training[0] / 2));
+    expect(second).toHaveLength(2 * Math.ceil(training[1] / 2));
+    expect(metrics.filter((m) => m.kind === "update" && typeof m["reward_model/loss"] === "number")).toHaveLength(first.length + second.length);
+    // The task reward labels the pairs only (current and comparator, 4 candidates each, per item and iteration) …
+    expect(taskCalls).toEqual(Array(2 * 3 * 2).fill(4));
+    // … RL sees reward-model scores, not fractions of five vowels …
+    const rlRewards = metrics.filter((m) => m.kind === "train" && typeof m["turn_1/reward_mean"] === "number").map((m) => m["turn_1/reward_mean"] as number);
+    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    // … and evaluation is scored by the task.
+    await trainer.evaluate();
+    expect(taskCalls.length).toBeGreaterThan(12);
+    // env steps: per iteration 3 items × 4 current candidates, then 3 items × 2 joint actions.
+    expect(trainer.progress.envStep).toBe(2 * (12 + 6));
+    await trainer.close();
+  }, 180_000);
+
+  it('preferenceScoringReward "reward_model": iteration 1 pairs by the task reward, iteration 2 by the first reward model', async () => {
+    const taskCalls: number[] = [];
+    const checkpointDir = path.join(scratch, `checkpoints-${run}`);
+    const trainer = await MARLHFIterTrainer.create(options({ rewardFunc: counted(taskCalls), config: { preferenceScoringReward: "learned" as never, rewardNumTrainEpochs: 1 } }));
+    await trainer.train({ checkpointDir });
+    // Only iteration 1 asks the task: 3 items × (current + comparator).
+    expect(taskCalls).toEqual(Array(3 * 2).fill(4));
+    const shard = (k: number) => JSON.parse(readFileSync(path.join(trainer.outputDir, "preference_replay", `iteration_000${k}.json`), "utf8"));
+    for (const p of shard(1).pairs) expect(p.raw_rewards[0]).toBe(coverVowelsReward(p.winner_completions[0], p.winner_completions[1]));
+    // Iteration 1 is collect, reward_model and rl, one epoch each: checkpoint-3 holds its reward model.
+    const saved = path.join(checkpointDir, "checkpoint-3", "reward_model");
+    expect(existsSync(path.join(saved, "head", "value_head.pt"))).toBe(true);
+    const rm = await JointRewardModel.load(saved, { maxLength: trainer.config.rewardMaxLength });
+    rm.head.loadStateDict(path.join(saved, "head", "value_head.pt"));
+    const pairs = shard(2).pairs;
+    expect(pairs.length).toBeGreaterThan(0);
+    const winners = await rm.score(pairs.map((p: { prompts: string[]; winner_completions: string[] }) => jointText(p.prompts, p.winner_completions)));
+    const losers = await rm.score(pairs.map((p: { prompts: string[]; loser_completions: string[] }) => jointText(p.prompts, p.loser_completions)));
+    pairs.forEach((p: { raw_rewards: [number, number] }, i: number) => {
+      expect(p.raw_rewards[0]).toBeCloseTo(winners[i], 4);
+      expect(p.raw_rewards[1]).toBeCloseTo(losers[i], 4);
+    });
+    rm.dispose();
+    await trainer.close();
+  }, 180_000);
+});
