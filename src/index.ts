@@ -38,6 +38,7 @@ export { MARLHFTrainer, type MARLHFTrainerOptions } from "./trainers/preference/
 export { JointRewardModel, jointText } from "./trainers/preference/reward-model.js";
 export type { PreferencePair } from "./trainers/preference/pairs.js";
 export { MADPOIterTrainer, type MADPOIterTrainerOptions } from "./trainers/preference/iterative/madpo-iter.js";
+export { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "./trainers/preference/iterative/marlhf-iter.js";
 export { readReplayDir, readShard, type IterativePair } from "./trainers/preference/iterative/replay.js";
 export { ComparatorApiError } from "./trainers/preference/iterative/api-comparator.js";
 
