@@ -117,10 +117,11 @@ describe("MARLHFIter", () => {
     await trainer.close();
   }, 180_000);
 
-  it('preferenceScoringReward "reward_model": iteration 1 pairs by the task reward, iteration 2 by the first reward model', async () => {
+  it('preferenceScoringReward "reward_model": iteration 1 pairs by the task reward, iteration 2 by the first reward model; resume after the swap is exact', async () => {
     const taskCalls: number[] = [];
     const checkpointDir = path.join(scratch, `checkpoints-${run}`);
-    const trainer = await MARLHFIterTrainer.create(options({ rewardFunc: counted(taskCalls), config: { preferenceScoringReward: "learned" as never, rewardNumTrainEpochs: 1 } }));
+    const scoring = (outputDir: string, rewardFunc: RewardFunction) => options({ outputDir, rewardFunc, config: { preferenceScoringReward: "learned" as never, rewardNumTrainEpochs: 1 } });
+    const trainer = await MARLHFIterTrainer.create(scoring(path.join(scratch, `run-${run++}`), counted(taskCalls)));
     await trainer.train({ checkpointDir });
     // Only iteration 1 asks the task: 3 items × (current + comparator).
     expect(taskCalls).toEqual(Array(3 * 2).fill(4));
@@ -140,6 +141,14 @@ describe("MARLHFIter", () => {
       expect(p.raw_rewards[1]).toBeCloseTo(losers[i], 4);
     });
     rm.dispose();
+
+    // checkpoint-5: iteration 2's reward model trained, its RL to come. Resuming restores that (swapped-in) model.
+    const weights = (t: MARLHFIterTrainer) => [...t.agents.map((a) => a.model), t.rewardModel.model, t.rewardModel.head].flatMap((m) => m.native.parameterNames().map(({ name }) => Array.from(m.native.getParameter(name))));
+    const uninterrupted = weights(trainer);
     await trainer.close();
+    const resumed = await MARLHFIterTrainer.create(scoring(trainer.outputDir, coverVowelsRewardFunc));
+    await resumed.train({ checkpointDir: path.join(scratch, `resumed-${run}`), resumeFromCheckpoint: path.join(checkpointDir, "checkpoint-5") });
+    expect(weights(resumed)).toEqual(uninterrupted);
+    await resumed.close();
   }, 180_000);
 });

@@ -11,6 +11,7 @@ import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/rei
 import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
+import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
 import type { Trainer } from "../../src/trainers/trainer.js";
 import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
@@ -71,6 +72,9 @@ export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Pr
   MARLHF: preference("MARLHF", (o) => MARLHFTrainer.create(o)),
   // Iterative: the suite's epochs are iterations (three DPO epochs each), so resuming raises numIterations.
   MADPOIter: preference("MADPO", (o: { config: Record<string, unknown> }) => MADPOIterTrainer.create({ ...(o as object), config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3 } } as never)),
+  MARLHFIter: preference("MARLHF", (o: { config: Record<string, unknown> }) =>
+    MARLHFIterTrainer.create({ ...(o as object), config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 } } as never),
+  ),
   "MARLHF (MAAC)": async (o) => {
     const trainer = await preference("MARLHF", (p: MAGRPOTrainerOptions) => MARLHFTrainer.create({ ...p, config: { ...p.config, rlAlgorithm: "maac", criticLearningRate: 2e-3 } }))(o);
     const agents = trainer.weights;
