@@ -117,6 +117,20 @@ describe("MARLHFIter", () => {
     await trainer.close();
   }, 180_000);
 
+  it("MAAC RL phase: a fresh reward model per iteration, the hosted centralized critic trained", async () => {
+    const trainer = await MARLHFIterTrainer.create(options({ config: { rlAlgorithm: "maac", rewardNumTrainEpochs: 1, criticLearningRate: 1e-3 } }));
+    expect(trainer.components.all.map((c) => c.name)).toEqual(["agent_0", "agent_1", "reward_model", "reward_model/head", "critic", "critic/value_head"]);
+    const models = new Set<JointRewardModel>();
+    const step = trainer.rewardModelStep.bind(trainer);
+    trainer.rewardModelStep = (batch) => (models.add(trainer.rewardModel), step(batch));
+    await trainer.train();
+    expect(models.size).toBe(2);
+    const metrics = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
+    expect(metrics.filter((m) => m.kind === "update" && typeof m["critic/loss"] === "number").length).toBeGreaterThan(0);
+    expect(readdirSync(path.join(trainer.outputDir, "preference_replay"))).toHaveLength(2);
+    await trainer.close();
+  }, 120_000);
+
   it('preferenceScoringReward "reward_model": iteration 1 pairs by the task reward, iteration 2 by the first reward model; resume after the swap is exact', async () => {
     const taskCalls: number[] = [];
     const checkpointDir = path.join(scratch, `checkpoints-${run}`);
