@@ -8,10 +8,10 @@ import { forEachAgent, rolloutItem, type RolloutEnvironment, type RolloutSetting
 import type { Item } from "../../rollout/types.js";
 import type { Agent, ModelSource } from "../agents.js";
 import { evaluateAgents } from "../evaluation.js";
-import type { TaskOptions } from "../task-options.js";
-import { TASK_OPTION_KEYS } from "../task-options.js";
 import type { MetricsLogger } from "../../logging/metrics-logger.js";
 import type { SeededRandom } from "../../util/random.js";
+import { bufferedItemStage } from "../item-stage.js";
+import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import { Trainer, type TrainingStage, type TrainProgress } from "../trainer.js";
 import { actorCriticSamples, NonFiniteError, type ActorCriticSample, type CriticView } from "./samples.js";
 
@@ -116,26 +116,21 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
 
   protected stages(): TrainingStage[] {
     const c = this.config;
-    const items = this.options.trainDataset;
-    const recent: number[] = [];
     return [
-      {
-        name: "train",
+      bufferedItemStage({
+        items: this.options.trainDataset,
         epochs: c.numTrainEpochs,
-        steps: items.length,
-        evaluateBefore: (b) => c.evalInterval > 0 && b % c.evalInterval === 0 && Boolean(this.options.evalDataset?.length),
-        runStep: async (b) => {
-          const samples = await this.collect([items[b]], b);
-          recent.push(...samples.filter((s) => s.agent === 0).map((s) => s.environmentReward));
-          recent.splice(0, Math.max(0, recent.length - 50));
-          for (const sample of samples) this.buffers[sample.agent].push(sample);
-          await this.drainBuffers(c.rolloutBufferSize);
-          return { "reward (last 50)": mean(recent) };
-        },
-        endEpoch: () => this.drainBuffers(1),
-      },
+        evalInterval: c.evalInterval,
+        hasEvalData: Boolean(this.options.evalDataset?.length),
+        bufferSize: c.rolloutBufferSize,
+        buffers: this.buffers,
+        collect: (items, first) => this.collect(items, first),
+        drain: (minimum) => this.drainBuffers(minimum),
+        shownRewards: (samples) => samples.filter((s) => s.agent === 0).map((s) => s.environmentReward),
+      }),
     ];
   }
+
 
   /**
    * Per agent, per turn (ascending): advantages A = y − V_old over the turn's samples (z-scored when enabled), then

@@ -11,6 +11,7 @@ import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
 import { evaluateAgents, type EvalLoggerInput } from "../evaluation.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
+import { bufferedItemStage } from "../item-stage.js";
 import { Trainer, type TrainingStage } from "../trainer.js";
 
 export type { EvalLoggerInput };
@@ -51,7 +52,6 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
   readonly algorithm: string = "MAGRPO";
   readonly timings: TrainerTimings = { generation: 0, referenceKl: 0, reward: 0, update: 0 };
   protected readonly buffers: NodeSample[][];
-  private readonly rewardWindow: number[] = [];
 
   /** Use the static create(), which loads the agents. */
   constructor(
@@ -126,25 +126,21 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
   /** Epochs over the train items: roll out each, buffer its samples, update agents whose buffers are full. */
   protected stages(): TrainingStage[] {
     const c = this.config;
-    const items = this.options.trainDataset;
     return [
-      {
-        name: "train",
+      bufferedItemStage({
+        items: this.options.trainDataset,
         epochs: c.numTrainEpochs,
-        steps: items.length,
-        evaluateBefore: (b) => c.evalInterval > 0 && b % c.evalInterval === 0 && Boolean(this.options.evalDataset?.length),
-        runStep: async (b) => {
-          const samples = await this.collect([items[b]], b);
-          this.rewardWindow.push(...samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward));
-          this.rewardWindow.splice(0, Math.max(0, this.rewardWindow.length - 50));
-          for (const sample of samples) this.buffers[sample.agent].push(sample);
-          await this.drainBuffers(c.rolloutBufferSize);
-          return { "reward (last 50)": mean(this.rewardWindow) };
-        },
-        endEpoch: () => this.drainBuffers(1),
-      },
+        evalInterval: c.evalInterval,
+        hasEvalData: Boolean(this.options.evalDataset?.length),
+        bufferSize: c.rolloutBufferSize,
+        buffers: this.buffers,
+        collect: (items, first) => this.collect(items, first),
+        drain: (minimum) => this.drainBuffers(minimum),
+        shownRewards: (samples) => samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward),
+      }),
     ];
   }
+
 
   /**
    * One pass of updates (COMLRL-SPEC §3.3): per agent, per turn (ascending), shuffled minibatches of trainBatchSize
