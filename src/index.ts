@@ -30,7 +30,7 @@ export { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./trainers/re
 export { CentralizedMAGRPOTrainer, CentralizedParseError, TaggedAdapter, type CentralizedAdapter, type CentralizedMAGRPOTrainerOptions } from "./trainers/reinforce/centralized.js";
 export { IACTrainer, type IACTrainerOptions } from "./trainers/actor-critic/iac.js";
 export { MAACTrainer, jointCriticText, type MAACTrainerOptions } from "./trainers/actor-critic/maac.js";
-export type { ActorCriticOptions, ActorCriticTimings } from "./trainers/actor-critic/trainer.js";
+export type { ActorCriticHost, ActorCriticOptions, ActorCriticTimings } from "./trainers/actor-critic/trainer.js";
 export type { ActorCriticSample, CriticRow } from "./trainers/actor-critic/samples.js";
 export type { Critic } from "./trainers/actor-critic/critics.js";
 export { MADPOTrainer, type MADPOTrainerOptions, type DPOStepMetrics } from "./trainers/preference/madpo.js";
