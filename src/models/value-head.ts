@@ -78,11 +78,12 @@ export class ValueHead {
   loadStateDict(dictOrPath: Record<string, StateTensor> | string): void {
     const dict = typeof dictOrPath === "string" ? loadTorchStateDict(dictOrPath) : dictOrPath;
     const where = typeof dictOrPath === "string" ? `${dictOrPath}: ` : "";
-    const describe = (entries: Array<[string, number[]]>) => entries.map(([name, shape]) => `${name} [${shape.join(", ")}]`).join(", ");
-    const theirs = describe(Object.entries(dict).map(([name, t]) => [name, t.shape]));
-    const ours = describe(this.native.parameterNames().map(({ name, shape }) => [name, shape]));
-    if (theirs !== ours) {
-      throw new Error(`${where}the saved head has ${theirs}; this value head has ${ours} (its hidden size and hidden dim must match the saved head's)`);
+    const entries = (list: Array<[string, number[]]>) => list.map(([name, shape]) => `${name} [${shape.join(", ")}]`);
+    const theirs = entries(Object.entries(dict).map(([name, t]) => [name, t.shape]));
+    const ours = entries(this.native.parameterNames().map(({ name, shape }) => [name, shape]));
+    // The same names and shapes in any order: a state dict's key order is not part of the head.
+    if ([...theirs].sort().join() !== [...ours].sort().join()) {
+      throw new Error(`${where}the saved head has ${theirs.join(", ")}; this value head has ${ours.join(", ")} (its hidden size and hidden dim must match the saved head's)`);
     }
     try {
       this.native.loadStateDict(dict);

@@ -60,7 +60,7 @@ describe("comlrl", () => {
     writeFileSync(config, "model:\n  name: ./somewhere\ndataset:\n  type: tldr\niac:\n  num_turns: 1\n");
     const run = comlrl("train", "--config", config);
     expect(run.status).toBe(1);
-    expect(run.stderr).toMatch(/^comlrl train: .*iac\.yaml: section "iac" names a trainer comlrl does not have yet \(IAC is not available yet\)/);
+    expect(run.stderr).toMatch(/^comlrl train: .*iac\.yaml: iac needs critics; set critic_model\.name/);
     expect(run.stderr).not.toMatch(STACK_FRAME);
     const missing = comlrl("train", "--config", path.join(scratch, "nope.yaml"));
     expect(missing.status).toBe(1);

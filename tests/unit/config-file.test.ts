@@ -225,7 +225,7 @@ wandb:
   it("names trainers that are not available yet, and other layout errors, with the file", () => {
     const base = { model: { name: "m" }, dataset: { type: "tldr" } };
     const read = (raw: Record<string, unknown>) => () => trainConfigFromObject(raw, "cfg.yaml");
-    expect(read({ ...base, iac: { num_turns: 1 } })).toThrow(/^cfg\.yaml: section "iac" names a trainer comlrl does not have yet \(IAC is not available yet\); available trainer sections: magrpo, /);
+    expect(read({ ...base, madpo_iter: { num_turns: 1 } })).toThrow(/^cfg\.yaml: section "madpo_iter" names a trainer comlrl does not have yet \(MADPO_ITER is not available yet\); available trainer sections: magrpo, /);
     expect(read({ ...base, marlhf_iter: {} })).toThrow(/section "marlhf_iter" .*MARLHF_ITER is not available yet/);
     expect(read({ ...base })).toThrow("cfg.yaml has no trainer section; add one of magrpo, mareinforce, maremax, marloo, centralized_magrpo");
     expect(read({ ...base, magrpo: {}, marloo: {} })).toThrow("cfg.yaml has several trainer sections (magrpo, marloo)");
