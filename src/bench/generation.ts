@@ -7,6 +7,7 @@ import type { GenerationCase, WorkerOutput } from "./types.js";
 
 const PREFILL_TRIES = 3;
 const SHORT_PREFILL_SECONDS = 1;
+const EXTRA_PREFILL_TRIES = 20;
 
 export async function measureGeneration(spec: GenerationCase, device: string): Promise<WorkerOutput> {
   const setupStarted = performance.now();
@@ -33,6 +34,12 @@ export async function measureGeneration(spec: GenerationCase, device: string): P
       const { lengths } = await generate(prompts, spec.newTokens);
       times.push(secondsSince(started));
       if (lengths.some((length) => length !== spec.newTokens)) throw new Error(`a row stopped before ${spec.newTokens} tokens`);
+    }
+    // Noise only ever adds time, so a prefill that looks as slow as a whole call was hit by it: time it again.
+    for (let extra = 0; extra < EXTRA_PREFILL_TRIES && Math.min(...prefillTimes) >= Math.min(...times); extra++) {
+      const prefillStarted = performance.now();
+      await generate(prompts, 1);
+      prefillTimes.push(secondsSince(prefillStarted));
     }
     const info = model.info();
     return {
