@@ -2,23 +2,12 @@
 // (one centralized critic). Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, float, int, nullable, oneOf, type Fail, type ValuesOf } from "./fields.js";
-import {
-  EVAL_FIELDS,
-  PLACEMENT_FIELDS,
-  REFERENCE_KL_FIELDS,
-  RUNTIME_FIELDS,
-  SAMPLING_FIELDS,
-  type EvalConfig,
-  type PlacementFields,
-  type ReferenceKlConfig,
-  type RuntimeConfig,
-  type SamplingConfig,
-} from "./groups.js";
+import { GROUP_FIELDS, type GroupConfig } from "./groups.js";
 import type { ConfigSource } from "./magrpo.js";
 
 export type CriticType = "v" | "q";
 
-export interface ActorCriticConfig extends SamplingConfig, PlacementFields, EvalConfig, ReferenceKlConfig, RuntimeConfig {
+export interface ActorCriticConfig extends GroupConfig {
   readonly numTrainEpochs: number;
   readonly agentLearningRate: number;
   /** AdamW learning rate of the critics (IAC: null = agentLearningRate). */
@@ -67,12 +56,8 @@ const COMMON_FIELDS = {
   // CoMLRL's actor-critic trainers pass top_k=None to transformers' generate(), which then falls back to the model's
   // generation config: top-k 50 unless the model says otherwise. 50 is what CoMLRL samples with, so it is the
   // default here as in every trainer (SAMPLING_FIELDS); topK: null really turns the filter off.
-  ...SAMPLING_FIELDS,
+  ...GROUP_FIELDS,
   numGenerations: int({ default: 1, min: 1 }),
-  ...PLACEMENT_FIELDS,
-  ...EVAL_FIELDS,
-  ...REFERENCE_KL_FIELDS,
-  ...RUNTIME_FIELDS,
   numTrainEpochs: int({ default: 40, min: 1 }),
   agentLearningRate: float({ default: 5e-6, min: 0 }),
   criticLearningRate: nullable(float({ default: 5e-6, min: 0 })),

@@ -97,3 +97,8 @@ export const RUNTIME_FIELDS = {
   adamBetas: betas,
   adamEps: float({ default: 1e-8, above: 0 }),
 };
+
+/** Every group: what a trainer config that samples, places, evaluates and may use reference KL starts from. */
+export interface GroupConfig extends SamplingConfig, PlacementFields, EvalConfig, ReferenceKlConfig, RuntimeConfig {}
+
+export const GROUP_FIELDS = { ...SAMPLING_FIELDS, ...PLACEMENT_FIELDS, ...EVAL_FIELDS, ...REFERENCE_KL_FIELDS, ...RUNTIME_FIELDS };

@@ -1,24 +1,13 @@
 // MAGRPO-family configs (CoMLRL spec §2.1): MAGRPO, its REINFORCE / ReMax / RLOO baselines, and centralized MAGRPO.
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefault, type FieldSpec, type ValuesOf } from "./fields.js";
-import {
-  EVAL_FIELDS,
-  PLACEMENT_FIELDS,
-  REFERENCE_KL_FIELDS,
-  RUNTIME_FIELDS,
-  SAMPLING_FIELDS,
-  type EvalConfig,
-  type PlacementFields,
-  type ReferenceKlConfig,
-  type RuntimeConfig,
-  type SamplingConfig,
-} from "./groups.js";
+import { GROUP_FIELDS, type GroupConfig } from "./groups.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
 export type JointMode = "aligned" | "cross";
 export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
 
-export interface MAGRPOConfig extends SamplingConfig, PlacementFields, EvalConfig, ReferenceKlConfig, RuntimeConfig {
+export interface MAGRPOConfig extends GroupConfig {
   /** Passes over the train dataset. */
   readonly numTrainEpochs: number;
   /** AdamW learning rate of every agent. */
@@ -69,11 +58,7 @@ export interface ConfigSource {
 }
 
 const FIELDS = {
-  ...SAMPLING_FIELDS,
-  ...PLACEMENT_FIELDS,
-  ...EVAL_FIELDS,
-  ...REFERENCE_KL_FIELDS,
-  ...RUNTIME_FIELDS,
+  ...GROUP_FIELDS,
   numTrainEpochs: int({ default: 20, min: 1 }),
   // (ours) CoMLRL leaves the learning rate unchecked; negative makes no sense, 0 is a valid frozen dry run.
   agentLearningRate: float({ default: 5e-6, min: 0 }),
