@@ -86,7 +86,7 @@ export function formatProgressLine(state: {
 }
 
 export class ProgressBar {
-  private readonly total: number;
+  private total: number;
   private readonly label: string;
   private readonly unit: string;
   private readonly start: number;
@@ -157,9 +157,13 @@ export class ProgressBar {
     return this.total > 0 ? Math.floor((this.done / this.total) * 10) : 10;
   }
 
-  /** Records progress (done counts from 0, not from `start`) and the fields shown after the ETA. */
-  update(done: number, fields?: ProgressFields): void {
+  /**
+   * Records progress (done counts from 0, not from `start`) and the fields shown after the ETA; `total` replaces the
+   * total when the work turned out larger or smaller (a stage whose length is known only once an earlier one ran).
+   */
+  update(done: number, fields?: ProgressFields, total?: number): void {
     this.done = done;
+    if (total !== undefined) this.total = total;
     if (fields) this.fields = { ...fields };
     if (this.quiet || this.finished) return;
     const sinceDraw = this.now() - this.lastDrawAt;

@@ -198,9 +198,11 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     const p = this.progress;
     const stages = this.stages().map((stage) => this.replicas?.shard(stage) ?? stage);
     const iterations = this.iterations();
-    const perIteration = stages.reduce((sum, s) => sum + s.epochs * s.steps, 0);
-    const done = () => p.iteration * perIteration + stages.slice(0, p.stage).reduce((sum, s) => sum + s.epochs * s.steps, 0) + p.epoch * stages[p.stage].steps + p.itemIndex;
-    const bar = new ProgressBar({ total: iterations * perIteration, label: this.algorithm, quiet: (this.lifecycle.quiet ?? false) || !this.isMain, start: done() });
+    // Read again at every step: a stage's length may follow from an earlier one's work (MARLHF's reward-model steps
+    // from the pairs collected).
+    const perIteration = () => stages.reduce((sum, s) => sum + s.epochs * s.steps, 0);
+    const done = () => p.iteration * perIteration() + stages.slice(0, p.stage).reduce((sum, s) => sum + s.epochs * s.steps, 0) + p.epoch * stages[p.stage].steps + p.itemIndex;
+    const bar = new ProgressBar({ total: iterations * perIteration(), label: this.algorithm, quiet: (this.lifecycle.quiet ?? false) || !this.isMain, start: done() });
     try {
       for (;;) {
         const stage = stages[p.stage];
@@ -208,7 +210,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
           for (; p.itemIndex < stage.steps; p.itemIndex++) {
             if (stage.evaluateBefore?.(p.itemIndex)) await this.evaluateDuringTraining(bar);
             const fields = await stage.runStep(p.itemIndex);
-            bar.update(done() + 1, { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}) });
+            bar.update(done() + 1, { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}) }, iterations * perIteration());
           }
           await stage.endEpoch?.();
           p.epoch++;

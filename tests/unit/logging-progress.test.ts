@@ -175,6 +175,15 @@ describe("ProgressBar off a terminal", () => {
     expect(stream.text.endsWith("done\n")).toBe(true);
   });
 
+  it("takes a new total given with an update (work whose size became known on the way)", () => {
+    const stream = new FakeStream(false);
+    const clock = fakeClock();
+    const bar = new ProgressBar({ total: 10, stream, now: clock.now });
+    clock.advance(1);
+    bar.update(5, {}, 20);
+    expect(stream.text).toContain("5/20 25% | 5 steps/s | ETA 3s");
+  });
+
   it("measures the rate from the resumed position", () => {
     const stream = new FakeStream(false);
     const clock = fakeClock();
