@@ -4,11 +4,12 @@
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { Optimizer } from "../../src/models/optimizer.js";
+import { createDemoBaseModel } from "../../src/cli/demo.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFTrainer, type MARLHFTrainerOptions } from "../../src/trainers/preference/marlhf.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
@@ -142,6 +143,74 @@ describe("MARLHF", () => {
     expect(trainer.progress.envStep).toBe(32 + 32);
     await trainer.saveModel(path.join(trainer.outputDir, "saved"));
     expect(existsSync(path.join(trainer.outputDir, "saved", "reward_model", "value_head.pt"))).toBe(true);
+    await trainer.close();
+  }, 120_000);
+
+  // The learning claim on the demo's own task and base model. Measured (2 cores, quiet): 2048 pairs, held-out
+  // accuracy 0.66 0.70 0.72 0.75 over the four epochs (training pairs: 1.00, so more pairs, not more epochs, is what
+  // helps), task reward 0.30 → 0.57 in about 150 s. Without the reference KL the policy drifts to where the reward
+  // model is wrong (0.36, then 0.20 after eight epochs), so the KL term is part of the recipe, as in RLHF.
+  it("on the demo task: the reward model ranks held-out pairs well above chance and RL against it raises the task reward", async () => {
+    const demoBase = path.join(scratch, "demo-base");
+    const demoTokenizer = await createDemoBaseModel(demoBase, 1);
+    const trainer = await MARLHFTrainer.create({
+      agents: [demoBase, demoBase],
+      rewardFunc: coverVowelsRewardFunc,
+      formatters: coverVowelsFormatters((m) => demoTokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+      trainDataset: coverVowelsDataset(64),
+      evalDataset: coverVowelsDataset(64),
+      outputDir: path.join(scratch, "demo-task"),
+      quiet: true,
+      config: {
+        preferenceNumCandidates: 32,
+        preferencePairsPerSample: 32,
+        rewardNumTrainEpochs: 4,
+        rewardTrainBatchSize: 16,
+        rewardLearningRate: 3e-3,
+        rewardHeldOutFraction: 0.25,
+        numTrainEpochs: 5,
+        numGenerations: 8,
+        maxNewTokens: 4,
+        temperature: 1,
+        topP: 1,
+        topK: null,
+        agentLearningRate: 2e-3,
+        referenceKlEnabled: true,
+        referenceKlCoef: 0.1,
+        rolloutBufferSize: 2,
+        trainBatchSize: 2,
+        evalInterval: 0,
+        evalNumSamples: 64,
+        seed: 3,
+      },
+    });
+    const before = (await trainer.evaluate())["eval/turn_1/reward_mean"];
+    await trainer.train();
+    const after = (await trainer.evaluate())["eval/turn_1/reward_mean"];
+    const accuracy = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"))
+      .map((r) => r["reward_model/heldout_accuracy"])
+      .filter((a): a is number => typeof a === "number");
+    expect(trainer.rewardHeldOutPairs.length).toBe(16 * 32);
+    expect(accuracy).toHaveLength(4);
+    expect(accuracy.at(-1)).toBeGreaterThan(0.65);
+    expect(after).toBeGreaterThan(before + 0.1);
+    await trainer.close();
+  }, 600_000);
+
+  it("the progress bar's total grows by the reward-model steps once the pairs are known", async () => {
+    const trainer = await MARLHFTrainer.create(options({ quiet: false, trainDataset: coverVowelsDataset(4) }));
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => (lines.push(String(chunk)), true));
+    try {
+      await trainer.train();
+    } finally {
+      spy.mockRestore();
+    }
+    const counts = lines.flatMap((l) => [...l.matchAll(/MARLHF \[[#.]+\] (\d+)\/(\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]));
+    // 4 pair-collection steps, 2 reward-model epochs over ⌈training pairs / 4⌉ batches, 4 RL steps.
+    const total = 4 + 2 * Math.ceil(trainer.rewardTrainingPairs.length / 4) + 4;
+    expect(counts.at(-1)).toEqual([total, total]);
+    for (const [done, shown] of counts) expect(done).toBeLessThanOrEqual(shown);
     await trainer.close();
   }, 120_000);
 
