@@ -10,6 +10,7 @@ import { CausalLM } from "../../src/models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { Optimizer } from "../../src/models/optimizer.js";
 import { createDemoBaseModel } from "../../src/cli/demo.js";
+import { marlhfDemoOptions, trainMeasuringTaskReward } from "../../src/cli/demo-preference.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFTrainer, type MARLHFTrainerOptions } from "../../src/trainers/preference/marlhf.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
@@ -146,47 +147,15 @@ describe("MARLHF", () => {
     await trainer.close();
   }, 120_000);
 
-  // The learning claim on the demo's own task and base model. Measured (2 cores, quiet): 2048 pairs, held-out
-  // accuracy 0.66 0.70 0.72 0.75 over the four epochs (training pairs: 1.00, so more pairs, not more epochs, is what
-  // helps), task reward 0.30 → 0.57 in about 150 s. Without the reference KL the policy drifts to where the reward
+  // MARLHF learning on the demo's own task and base model (recipe: src/cli/demo-preference.ts). Measured (2 cores,
+  // quiet): 2048 pairs, held-out accuracy 0.66 0.70 0.72 0.75 over the four epochs (training pairs: 1.00, so more
+  // pairs, not more epochs, is what helps), task reward 0.30 → 0.57 in about 150 s. Without the reference KL the policy drifts to where the reward
   // model is wrong (0.36, then 0.20 after eight epochs), so the KL term is part of the recipe, as in RLHF.
   it("on the demo task: the reward model ranks held-out pairs well above chance and RL against it raises the task reward", async () => {
     const demoBase = path.join(scratch, "demo-base");
     const demoTokenizer = await createDemoBaseModel(demoBase, 1);
-    const trainer = await MARLHFTrainer.create({
-      agents: [demoBase, demoBase],
-      rewardFunc: coverVowelsRewardFunc,
-      formatters: coverVowelsFormatters((m) => demoTokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-      trainDataset: coverVowelsDataset(64),
-      evalDataset: coverVowelsDataset(64),
-      outputDir: path.join(scratch, "demo-task"),
-      quiet: true,
-      config: {
-        preferenceNumCandidates: 32,
-        preferencePairsPerSample: 32,
-        rewardNumTrainEpochs: 4,
-        rewardTrainBatchSize: 16,
-        rewardLearningRate: 3e-3,
-        rewardHeldOutFraction: 0.25,
-        numTrainEpochs: 5,
-        numGenerations: 8,
-        maxNewTokens: 4,
-        temperature: 1,
-        topP: 1,
-        topK: null,
-        agentLearningRate: 2e-3,
-        referenceKlEnabled: true,
-        referenceKlCoef: 0.1,
-        rolloutBufferSize: 2,
-        trainBatchSize: 2,
-        evalInterval: 0,
-        evalNumSamples: 64,
-        seed: 3,
-      },
-    });
-    const before = (await trainer.evaluate())["eval/turn_1/reward_mean"];
-    await trainer.train();
-    const after = (await trainer.evaluate())["eval/turn_1/reward_mean"];
+    const trainer = await MARLHFTrainer.create(marlhfDemoOptions(demoBase, demoTokenizer, { outputDir: path.join(scratch, "demo-task"), seed: 3, quiet: true }));
+    const { before, after } = await trainMeasuringTaskReward(trainer);
     const accuracy = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"))
       .map((r) => r["reward_model/heldout_accuracy"])
       .filter((a): a is number => typeof a === "number");
