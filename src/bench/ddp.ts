@@ -3,23 +3,12 @@
 // are the layout's; a data-parallel layout adds its gradient all-reduces (per optimizer step: bytes and seconds).
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDemoBaseModel } from "../cli/demo.js";
+import { freeLoopbackPort } from "../cli/launch.js";
 import type { TrainerCase, WorkerOutput } from "./types.js";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The rank script beside this file: ddp-rank.ts through tsx when running from source, ddp-rank.js when built. */
 function rankCommand(): string[] {
@@ -34,7 +23,7 @@ export async function measureLayoutEpoch(spec: TrainerCase & { layout: { ranks: 
     const baseDir = path.join(scratch, "base-model");
     await createDemoBaseModel(baseDir, 7);
     const { ranks, threads } = spec.layout;
-    const port = ranks > 1 ? await freePort() : 0;
+    const port = ranks > 1 ? await freeLoopbackPort() : 0;
     const children = Array.from({ length: ranks }, (_, rank) => {
       const env: NodeJS.ProcessEnv = { ...process.env, COMLRL_NUM_THREADS: `${threads}` };
       if (ranks > 1) Object.assign(env, { RANK: `${rank}`, WORLD_SIZE: `${ranks}`, LOCAL_RANK: `${rank}`, MASTER_ADDR: "127.0.0.1", MASTER_PORT: `${port}`, COMLRL_DIST_TIMEOUT: "300" });

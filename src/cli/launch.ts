@@ -36,7 +36,8 @@ export function checkLaunchOptions(options: LaunchOptions): void {
   if (options.command.length === 0) throw new UsageError("a script to run is required: comlrl launch --nproc N script.ts [args...]");
 }
 
-function freeLoopbackPort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that nothing listens on now. */
+export function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);

@@ -83,6 +83,15 @@ export interface TrainProgress {
 }
 
 /** One part of an iteration: `epochs` passes over `steps` steps. */
+/** What a stage built by a helper reads of its trainer: the counters, the generator, the logger and the console. */
+export interface StageHost {
+  readonly progress: TrainProgress;
+  readonly random: SeededRandom;
+  /** Read when used: train() opens the logger after the stages may have been built. */
+  readonly logger: MetricsLogger | null;
+  readonly console: (message: string) => void;
+}
+
 export interface TrainingStage {
   readonly name: string;
   /** Read when the stage runs, so that a raised epoch count on resume continues the stage. */
@@ -354,6 +363,18 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
 
   protected console(message: string): void {
     if (!this.lifecycle.quiet && this.isMain) console.error(`[${this.algorithm}] ${message}`);
+  }
+
+  protected get stageHost(): StageHost {
+    const trainer = this;
+    return {
+      progress: this.progress,
+      random: this.random,
+      get logger() {
+        return trainer.logger;
+      },
+      console: (message) => this.console(message),
+    };
   }
 
   /** Writes every exported component in its user-facing layout (agent_i/ in Hugging Face layout, value heads, …). */

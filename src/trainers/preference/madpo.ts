@@ -12,7 +12,7 @@ import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import { Trainer, type TrainingStage } from "../trainer.js";
 import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
 import { PreferencePairs, type PairSettings, type PreferencePair } from "./pairs.js";
-import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PairStageHost, type PreferenceOptions } from "./setup.js";
+import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PreferenceOptions } from "./setup.js";
 
 export interface MADPOTrainerOptions extends TaskOptions<MADPOConfigInput | MADPOConfig>, PreferenceOptions {}
 
@@ -81,23 +81,11 @@ export class MADPOTrainer extends Trainer<MADPOConfig> {
     return { numCandidates: c.preferenceNumCandidates, pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample };
   }
 
-  protected get pairStageHost(): PairStageHost {
-    const trainer = this;
-    return {
-      progress: this.progress,
-      random: this.random,
-      get logger() {
-        return trainer.logger;
-      },
-      console: (message) => this.console(message),
-    };
-  }
-
   /** Pairs once, then DPO epochs over them. */
   protected stages(): TrainingStage[] {
     const c = this.config;
     const trainer = this;
-    const pairs = pairStage(this.pairStageHost, this.options.trainDataset, collectionEnvironment(this.agents, this.environment), this.pairSettings, this.preferences);
+    const pairs = pairStage(this.stageHost, this.options.trainDataset, collectionEnvironment(this.agents, this.environment), this.pairSettings, this.preferences);
     const dpo: TrainingStage = {
       name: "dpo",
       epochs: c.numTrainEpochs,

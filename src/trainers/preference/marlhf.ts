@@ -19,7 +19,7 @@ import type { TrainingStage } from "../trainer.js";
 import { actorExtras, buildActorCriticBackend, isActorCriticBackend, type ActorCriticBackend } from "./marlhf-actor-critic.js";
 import { PreferencePairs, type PreferencePair } from "./pairs.js";
 import { jointText, JointRewardModel, resolveRewardModelDevice } from "./reward-model.js";
-import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PairStageHost, type PreferenceOptions } from "./setup.js";
+import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PreferenceOptions } from "./setup.js";
 
 export interface MARLHFTrainerOptions extends Omit<MAGRPOTrainerOptions, "config">, PreferenceOptions {
   config?: MARLHFConfigInput | MARLHFConfig;
@@ -152,14 +152,7 @@ export class MARLHFTrainer extends MAGRPOTrainer {
   protected override stages(): TrainingStage[] {
     const c = this.config;
     const trainer = this;
-    const host: PairStageHost = {
-      progress: this.progress,
-      random: this.random,
-      get logger() {
-        return trainer.logger;
-      },
-      console: (message) => this.console(message),
-    };
+    const host = this.stageHost;
     const pairSettings = { numCandidates: c.preferenceNumCandidates, pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample };
     const pairs = pairStage(host, this.options.trainDataset, collectionEnvironment(this.agents, this.environment), pairSettings, this.preferences);
     let trainingPairs: PreferencePair[] = [];

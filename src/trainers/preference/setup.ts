@@ -4,13 +4,11 @@
 import type { MADPOConfig } from "../../config/index.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
-import type { MetricsLogger } from "../../logging/metrics-logger.js";
-import type { SeededRandom } from "../../util/random.js";
 import { setUpActors, type Actors } from "../actors.js";
 import { AgentResolutionError, type Agent } from "../agents.js";
 import { centralizedTask, TaggedAdapter, type CentralizedAdapter } from "../reinforce/centralized.js";
 import type { TaskOptions } from "../task-options.js";
-import type { TrainingStage, TrainProgress } from "../trainer.js";
+import type { StageHost, TrainingStage } from "../trainer.js";
 import { collectItemPairs, PreferencePairs, type PairSettings } from "./pairs.js";
 
 export interface PreferenceOptions {
@@ -60,19 +58,12 @@ export function collectionEnvironment(agents: readonly Agent[], environment: Rol
   return { ...environment, policies: agents.map((agent) => ({ sample: (prompts, k) => agent.sample(prompts, k) })) };
 }
 
-export interface PairStageHost {
-  readonly progress: TrainProgress;
-  readonly random: SeededRandom;
-  readonly logger: MetricsLogger | null;
-  readonly console: (message: string) => void;
-}
-
 /**
  * One epoch, one step per train item: sample the item's joint candidates, score them with the task reward, keep its
  * pairs. The candidates count as env steps. At the end, items without a pair are reported, and a run where every
  * item tied is an error.
  */
-export function pairStage(host: PairStageHost, items: Item[], environment: RolloutEnvironment, settings: PairSettings, pairs: PreferencePairs): TrainingStage {
+export function pairStage(host: StageHost, items: Item[], environment: RolloutEnvironment, settings: PairSettings, pairs: PreferencePairs): TrainingStage {
   return {
     name: "pairs",
     epochs: 1,

@@ -12,7 +12,7 @@ import type { TrainingStage } from "../../trainer.js";
 import { MADPOTrainer } from "../madpo.js";
 import { PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PreferenceOptions } from "../setup.js";
 import { scoreCandidates } from "./candidates.js";
-import { ITERATIVE_OPTION_KEYS, IterativeRound, type IterativeOptions } from "./round.js";
+import { ITERATIVE_OPTION_KEYS, IterativeRound, roundHost, type IterativeOptions } from "./round.js";
 
 export interface MADPOIterTrainerOptions extends TaskOptions<MADPOIterConfigInput | MADPOIterConfig>, PreferenceOptions, IterativeOptions {}
 
@@ -53,19 +53,13 @@ export class MADPOIterTrainer extends MADPOTrainer {
     try {
       const info = runtimeInfo();
       trainer.round = new IterativeRound({
-        host: {
+        host: roundHost(trainer.stageHost, {
           config,
           agents: actors.agents,
           environment: actors.environment,
           items: options.trainDataset,
-          progress: trainer.progress,
-          random: trainer.random,
-          get logger() {
-            return trainer.logger;
-          },
-          console: (message) => trainer.console(message),
           score: (candidates, context) => scoreCandidates(candidates, actors.environment.rewardFunc, actors.environment.rewardProcessor, context),
-        },
+        }),
         options,
         agentDevices: actors.placement.agentDevices,
         facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },

@@ -14,7 +14,7 @@ import type { TrainingStage } from "../../trainer.js";
 import { MARLHF_OPTION_KEYS, MARLHFTrainer, type MARLHFTrainerOptions } from "../marlhf.js";
 import { scoreCandidates, type Candidates } from "./candidates.js";
 import { liveStage } from "./madpo-iter.js";
-import { ITERATIVE_OPTION_KEYS, IterativeRound, type IterativeConfig, type IterativeOptions } from "./round.js";
+import { ITERATIVE_OPTION_KEYS, IterativeRound, roundHost, type IterativeConfig, type IterativeOptions } from "./round.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
@@ -41,19 +41,13 @@ export class MARLHFIterTrainer extends MARLHFTrainer {
     try {
       const info = runtimeInfo();
       trainer.round = new IterativeRound({
-        host: {
+        host: roundHost(trainer.stageHost, {
           config: trainer.config as unknown as IterativeConfig,
           agents: trainer.agents,
           environment: trainer.environment,
           items: options.trainDataset,
-          progress: trainer.progress,
-          random: trainer.random,
-          get logger() {
-            return trainer.logger;
-          },
-          console: (message) => trainer.console(message),
           score: (candidates, context) => trainer.scorePairs(candidates, context),
-        },
+        }),
         options: { centralizedComparatorAdapter, comparatorAgents },
         agentDevices: trainer.agentDevices,
         facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },

@@ -8,15 +8,13 @@ import { resolveDevices, type CudaFacts, type IterativeFields, type MADPOConfig 
 import { CausalLM } from "../../../models/causal-lm.js";
 import { resolveModelSource } from "../../../models/hub.js";
 import { ComlrlTokenizer } from "../../../models/tokenizer.js";
-import type { MetricsLogger } from "../../../logging/metrics-logger.js";
 import type { WandbConfig } from "../../../logging/wandb.js";
 import { formatPrompt } from "../../../rollout/formatters.js";
 import { forEachAgent, type RolloutEnvironment } from "../../../rollout/tree.js";
 import type { Item } from "../../../rollout/types.js";
-import type { SeededRandom } from "../../../util/random.js";
 import type { Agent, ModelSource } from "../../agents.js";
 import { TaggedAdapter, type CentralizedAdapter } from "../../reinforce/centralized.js";
-import type { TrainingStage, TrainProgress } from "../../trainer.js";
+import type { StageHost, TrainingStage } from "../../trainer.js";
 import { apiComparator } from "./api-comparator.js";
 import { buildPairs, scoreCandidates, type Candidates, type ScoredCandidates } from "./candidates.js";
 import {
@@ -46,17 +44,18 @@ export interface IterativeOptions {
 
 export const ITERATIVE_OPTION_KEYS = { centralizedComparatorAdapter: true, comparatorAgents: true } as const satisfies Record<keyof IterativeOptions, true>;
 
-export interface RoundHost {
+export interface RoundHost extends StageHost {
   readonly config: IterativeConfig;
   readonly agents: readonly Agent[];
   readonly environment: RolloutEnvironment;
   readonly items: Item[];
-  readonly progress: TrainProgress;
-  readonly random: SeededRandom;
-  readonly logger: MetricsLogger | null;
-  console(message: string): void;
   /** Labels candidates; the task reward unless the trainer scores with a learned model. */
   score(candidates: Candidates, context: { item: Item; itemIndex: number; prompts: string[] }): Promise<ScoredCandidates>;
+}
+
+/** A round's host: the trainer's stage host with what a round adds (Object.assign keeps its logger getter). */
+export function roundHost(stage: StageHost, extras: Omit<RoundHost, keyof StageHost>): RoundHost {
+  return Object.assign(stage, extras);
 }
 
 export interface RoundSetup {
