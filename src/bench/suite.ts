@@ -1,6 +1,5 @@
 // The bench suite: ceilings first, then every planned benchmark in a worker process of its own, then figures,
 // targets, an optional comparison with an earlier result, and the results written as JSON and markdown.
-import { mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { runtimeInfo } from "../runtime.js";
@@ -14,6 +13,7 @@ import { machineBusySeconds, runInWorker } from "./runner.js";
 import { secondsSince } from "./stats.js";
 import { evaluateTargets } from "./targets.js";
 import type { AlgorithmResult, BenchCase, BenchDtype, BenchResult, CeilingCase, Ceilings, CopyCeilingResult, GenerationResult, Measured, TrainerResult, TrainingResult } from "./types.js";
+import { makeDirs } from "../util/make-dirs.js";
 
 export interface SuiteOptions {
   /** The smoke run CI executes: tiny model, one repeat, short generations (checks the suite runs, not speed). */
@@ -191,7 +191,7 @@ export async function runSuite(options: SuiteOptions = {}): Promise<SuiteRun> {
   if (previous) result.comparison = { against: options.compare!, rows: compareResults(result, previous) };
 
   const outDir = options.outDir ?? path.join("bench", "results");
-  await mkdir(outDir, { recursive: true });
+  await makeDirs(outDir);
   const base = path.join(outDir, resultBaseName(createdAt, environment.host, mode));
   const markdown = renderMarkdown(result);
   await writeFileAtomic(`${base}.json`, `${JSON.stringify(result, null, 2)}\n`);

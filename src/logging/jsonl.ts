@@ -4,8 +4,9 @@
 // native abort, SIGKILL) loses at most the line it was writing. JSON has no literal for NaN or ±Infinity; such values
 // are written as the strings "NaN", "Infinity" and "-Infinity" rather than silently becoming null, because a diverged
 // loss is exactly what this file must show.
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
+import { makeDirsSync } from "../util/make-dirs.js";
 
 /** Record kinds the library writes; callers may add their own. */
 export type MetricsKind = "train" | "eval" | "samples" | (string & {});
@@ -46,7 +47,7 @@ export class JsonlMetricsWriter {
 
   /** Opens file for appending (creating it and its directory), first dropping a partial last line left by a crash. */
   constructor(readonly file: string) {
-    mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    makeDirsSync(path.dirname(path.resolve(file)));
     const fd = openSync(file, "a+");
     const size = fstatSync(fd).size;
     const keep = endOfLastCompleteLine(fd, size);
@@ -124,7 +125,7 @@ export interface ResumeMarker {
 }
 
 export function writeResumeMarker(dir: string, marker: ResumeMarker): void {
-  mkdirSync(dir, { recursive: true });
+  makeDirsSync(dir);
   writeFileSync(path.join(dir, RESUME_MARKER), `${JSON.stringify(marker, null, 2)}\n`);
 }
 

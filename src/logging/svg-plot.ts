@@ -1,8 +1,8 @@
 // Line charts as self-contained SVG text: learning curves in reports and run directories, viewable in any browser
 // and embeddable in HTML (W&B's Html panels) without a plotting library or a display.
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { writeFileAtomic } from "../util/atomic.js";
+import { makeDirs } from "../util/make-dirs.js";
 
 export interface LineSeries {
   name: string;
@@ -211,6 +211,6 @@ export function lineChartSvg(series: LineSeries[], options: LineChartOptions): s
 
 /** Writes lineChartSvg(series, options) to file atomically, creating its directory. */
 export async function writeLineChartSvg(file: string, series: LineSeries[], options: LineChartOptions): Promise<void> {
-  await mkdir(path.dirname(path.resolve(file)), { recursive: true });
+  await makeDirs(path.dirname(path.resolve(file)));
   await writeFileAtomic(file, lineChartSvg(series, options));
 }

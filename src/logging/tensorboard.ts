@@ -3,11 +3,12 @@
 // a step and a `Summary` of tagged values: scalars as `simple_value`, text as a DT_STRING tensor tagged for the text
 // plugin (which renders it as markdown). Records are written as they come, one synchronous write each, so a crash
 // leaves at most one torn record at the end, which TensorBoard's reader skips.
-import { closeSync, fsyncSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
 import { maskedCrc32c } from "./crc32c.js";
 import { ProtoMessage } from "./protobuf-writer.js";
+import { makeDirsSync } from "../util/make-dirs.js";
 
 // Field numbers from event.proto, summary.proto, tensor.proto and tensor_shape.proto.
 const EVENT = { wallTime: 1, step: 2, fileVersion: 3, summary: 5 } as const;
@@ -61,7 +62,7 @@ export class TensorBoardWriter {
 
   /** Creates logDir and a new event file in it, named the way TensorBoard expects to find it. */
   constructor(readonly logDir: string) {
-    mkdirSync(logDir, { recursive: true });
+    makeDirsSync(logDir);
     const seconds = Math.floor(Date.now() / 1000);
     this.file = path.join(logDir, `events.out.tfevents.${seconds}.${hostname()}.${process.pid}.${filesOpened++}`);
     this.fd = openSync(this.file, "wx");

@@ -7,8 +7,8 @@
 // history rows that run already has and numbers its uploads from row 0, so how the server merges the resumed rows
 // is up to the server; metrics.jsonl keeps the complete record either way. It has no offline mode — with
 // WANDB_MODE=offline it still contacts the server to create the run — so wandbSkipReason() turns W&B off instead.
-import { mkdirSync } from "node:fs";
 import type wandbSdk from "@wandb/sdk";
+import { makeDirsSync } from "../util/make-dirs.js";
 
 type WandbSdk = typeof wandbSdk;
 type WandbRun = Awaited<ReturnType<WandbSdk["init"]>>;
@@ -168,7 +168,7 @@ export class WandbLogger {
     run: { algorithm: string; runConfig?: Record<string, unknown>; quiet?: boolean },
   ): Promise<WandbLogger> {
     const options = wandbInitOptions(config, run);
-    if (options.dir !== undefined) mkdirSync(options.dir, { recursive: true });
+    if (options.dir !== undefined) makeDirsSync(options.dir);
     const sdk = await loadWandbSdk();
     return new WandbLogger(await sdk.init(options));
   }

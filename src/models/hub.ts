@@ -11,7 +11,7 @@
 // commit rather than the revision's commit, and reports on stdout.
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { copyFile, mkdir, readdir, readFile, rename, rm, stat, symlink } from "node:fs/promises";
+import { copyFile, readdir, readFile, rename, rm, stat, symlink } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
@@ -19,6 +19,7 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { datasetInfo, downloadFile, HubApiError, listFiles, modelInfo, pathsInfo, type PathInfo } from "@huggingface/hub";
 import { writeFileAtomic } from "../util/atomic.js";
+import { makeDirs } from "../util/make-dirs.js";
 
 export interface ResolveModelSourceOptions {
   /** Branch, tag or 40-hex commit sha of a hub model (default "main"); ignored for local directories. */
@@ -407,7 +408,7 @@ class HubDownloader {
       throw new Error(`The hub (${this.connection.hubUrl}) gave no commit sha for ${snapshot.label}`);
     }
     const refFile = path.join(snapshot.repoDir, "refs", snapshot.revision);
-    await mkdir(path.dirname(refFile), { recursive: true });
+    await makeDirs(path.dirname(refFile));
     await writeFileAtomic(refFile, sha);
     await snapshot.cachedCommit();
   }
@@ -445,8 +446,8 @@ class HubDownloader {
     }
     const blobPath = path.join(snapshot.repoDir, "blobs", etag);
     const pointer = path.join(snapshot.dir, file);
-    await mkdir(path.dirname(blobPath), { recursive: true });
-    await mkdir(path.dirname(pointer), { recursive: true });
+    await makeDirs(path.dirname(blobPath));
+    await makeDirs(path.dirname(pointer));
     if (!(await exists(blobPath))) {
       // Agents built from one model id resolve it concurrently: each blob is fetched once, the others wait for it.
       let pending = blobDownloads.get(blobPath);

@@ -1,11 +1,11 @@
 // Small models of our own: a randomly initialised checkpoint of any supported architecture plus a small real
 // byte-level BPE tokenizer, written as an HF directory. Tests, examples and the demo use these; nothing is downloaded.
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { CausalLM } from "./causal-lm.js";
 import { buildConfigJson, type ModelType } from "./config.js";
 import { buildByteLevelBpeTokenizer } from "./tiny-tokenizer.js";
 import { ComlrlTokenizer } from "./tokenizer.js";
+import { makeDirs } from "../util/make-dirs.js";
 
 export interface TinyModelOptions {
   modelType?: ModelType;
@@ -50,7 +50,7 @@ export async function createTinyModel(dir: string, options: TinyModelOptions = {
   );
   const model = CausalLM.create(config, { seed: options.seed ?? 0, initStd: options.initStd });
   try {
-    await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
+    await makeDirs(path.dirname(path.resolve(dir)));
     await model.save(dir, { tokenizer });
   } finally {
     model.dispose();

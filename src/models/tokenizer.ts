@@ -2,11 +2,12 @@
 // with the transformers conventions CoMLRL relies on layered on top: special-token roles from tokenizer_config.json
 // (and special_tokens_map.json), extra eos ids from generation_config.json, pad := eos when a model has no pad token
 // (COMLRL-SPEC §5.2), padded batches for the native side, and chat templates rendered with @huggingface/jinja.
-import { mkdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { writeFileAtomic } from "../util/atomic.js";
+import { makeDirs } from "../util/make-dirs.js";
 
 export interface ChatMessage {
   role: string;
@@ -307,7 +308,7 @@ export class ComlrlTokenizer {
    * written atomically.
    */
   async saveTo(dir: string): Promise<void> {
-    await mkdir(dir, { recursive: true });
+    await makeDirs(dir);
     // A template read from chat_template.jinja goes into the config; one already there is kept as written, and so is
     // the tokenizer class a real checkpoint declared.
     const config = {

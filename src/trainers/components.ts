@@ -3,13 +3,14 @@
 // saveModel and close() iterate over the registry, so an algorithm file never saves, restores or frees by hand.
 // A component's name is also its directory in checkpoints (and, through exportDir, in saveModel output).
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../models/config.js";
 import { weightFiles, type CausalLM } from "../models/causal-lm.js";
 import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { ValueHead } from "../models/value-head.js";
 import { writeFileChecked } from "../util/atomic.js";
+import { makeDirs } from "../util/make-dirs.js";
 
 /** What the registry needs of any module that holds weights. */
 export interface ComponentModule {
@@ -129,7 +130,7 @@ export class ComponentRegistry {
       const componentDir = path.join(dir, c.name);
       if (c.sharesModuleWith === null && c.reloadSource === null) await c.module.saveState(componentDir);
       if (c.optimizer) {
-        await mkdir(componentDir, { recursive: true });
+        await makeDirs(componentDir);
         await c.optimizer.save(path.join(componentDir, OPTIMIZER_FILE));
       }
     }
@@ -174,11 +175,11 @@ export class ComponentRegistry {
         await write(path.join(dir, c.exportDir));
         continue;
       }
-      await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
+      await makeDirs(path.dirname(path.resolve(dir)));
       const staging = await mkdtemp(path.join(path.dirname(path.resolve(dir)), `.${path.basename(dir)}.export-`));
       try {
         await write(path.join(staging, "out"));
-        await mkdir(dir, { recursive: true });
+        await makeDirs(dir);
         for (const entry of await readdir(path.join(staging, "out"))) await rename(path.join(staging, "out", entry), path.join(dir, entry));
       } finally {
         await rm(staging, { recursive: true, force: true });
@@ -238,7 +239,7 @@ export function valueHeadModule(head: ValueHead): ComponentModule {
       return { valueHead: { hiddenSize, hiddenDim } };
     },
     saveState: async (dir) => {
-      await mkdir(dir, { recursive: true });
+      await makeDirs(dir);
       await head.save(file(dir));
     },
     loadState: async (dir) => head.loadStateDict(file(dir)),

@@ -2,7 +2,7 @@
 // iterations, periodic evaluation, per-update metrics, checkpoints with exact resume, saving and disposal. A trainer
 // registers its components (see components.ts) and supplies its stages and evaluate(); everything here iterates
 // over those and never knows what an agent, a critic or a reward model is.
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, CheckpointError } from "../checkpoint/checkpoint.js";
 import { writeResumeMarker } from "../logging/jsonl.js";
@@ -14,6 +14,7 @@ import { pendingJob, Replicas, type PendingJob, type RankState } from "../dist/r
 import { SeededRandom } from "../util/random.js";
 import { ComponentRegistry } from "./components.js";
 import { checkOptionKeys } from "./options.js";
+import { makeDirsSync } from "../util/make-dirs.js";
 
 /** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
 export interface Stateful {
@@ -194,7 +195,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
       await this.replicas?.join();
       if (this.isMain) {
-        mkdirSync(this.logDir, { recursive: true });
+        makeDirsSync(this.logDir);
         this.logger ??= await this.openLogger();
       }
       await this.runSchedule(options, interval);

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { makeDirs } from "./make-dirs.js";
 
 function temporarySibling(target: string, tag: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${tag}-${process.pid}-${randomBytes(4).toString("hex")}`);
@@ -95,7 +96,7 @@ async function syncTree(dir: string): Promise<void> {
 export async function writeDirAtomic(dir: string, fill: (tempDir: string) => Promise<void>): Promise<void> {
   const temporary = temporarySibling(dir, "tmp");
   await naming(dir, async () => {
-    await mkdir(path.dirname(path.resolve(dir)), { recursive: true });
+    await makeDirs(path.dirname(path.resolve(dir)));
     await mkdir(temporary);
   });
   try {

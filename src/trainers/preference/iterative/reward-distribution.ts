@@ -2,11 +2,11 @@
 // task rewards of every candidate and of the selected pairs' two sides, for the current policy ("target") and the
 // comparator, in 16 bins over the reward function's declared rewardRange (values clipped into it). Written as
 // reward_distributions/iteration_KKKK.json (counts, no density) and an SVG chart beside it.
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { writeLineChartSvg } from "../../../logging/svg-plot.js";
 import type { RewardFunction } from "../../../rollout/types.js";
 import { writeFileAtomic } from "../../../util/atomic.js";
+import { makeDirs } from "../../../util/make-dirs.js";
 
 export const NUM_BINS = 16;
 
@@ -62,7 +62,7 @@ export async function writeRewardDistribution(dir: string, iteration: number, ra
   const stem = `iteration_${String(iteration + 1).padStart(4, "0")}`;
   const json = rewardDistribution(iteration, range, samples);
   const file = path.join(dir, `${stem}.json`);
-  await mkdir(dir, { recursive: true });
+  await makeDirs(dir);
   await writeFileAtomic(file, JSON.stringify(json, null, 2));
   const series = (name: string, s: DistributionSeries) => ({ name, points: json.bin_centers.map((x, i): [number, number] => [x, s.counts[i]]) });
   await writeLineChartSvg(

@@ -3,7 +3,6 @@
 // comparator's, both scored, paired index by index — then the iteration's replay shard, the training pairs chosen by
 // the replay mode, iter/* metrics, reward distributions, and the policy checkpoints. All of it is trainer state:
 // state()/restore() carry the shard records, the comparator's stream and the policy checkpoints across a resume.
-import { mkdir } from "node:fs/promises";
 import { resolveDevices, type CudaFacts, type IterativeFields, type MADPOConfig } from "../../../config/index.js";
 import { CausalLM } from "../../../models/causal-lm.js";
 import { resolveModelSource } from "../../../models/hub.js";
@@ -32,6 +31,7 @@ import { resolveArtefactDir, resumedArtefactDir } from "./dirs.js";
 import { INITIAL_CHECKPOINT, iterationCheckpointName, PolicyCheckpoints } from "./policy-checkpoints.js";
 import { PreferenceReplay, readReplayDir, type IterativePair, type ShardRecord } from "./replay.js";
 import { declaredRewardRange, writeRewardDistribution, type RewardSamples } from "./reward-distribution.js";
+import { makeDirs } from "../../../util/make-dirs.js";
 
 export type IterativeConfig = Omit<MADPOConfig, "pairSelection"> & IterativeFields;
 
@@ -198,7 +198,7 @@ export class IterativeRound {
         const iteration = host.progress.iteration;
         this.comparator.end();
         this.sampler = null;
-        await mkdir(this.replay.dir, { recursive: true });
+        await makeDirs(this.replay.dir);
         await this.replay.write(iteration, this.pairs);
         const training = this.replay.select(iteration, { mode: c.preferenceReplayMode, k: c.preferenceReplayK, lambda: c.preferenceReplayLambda, sampleSize: c.preferenceReplaySampleSize }, host.random);
         for (const p of this.pairs) {
