@@ -1,11 +1,12 @@
 // The api comparator against a local HTTP server on 127.0.0.1 that speaks each format: request bodies and headers,
 // answers read per format, openai batching by n, HTTP 402, other HTTP errors, non-JSON, timeouts and retries.
-// The server answers a bounded number of requests and is closed after the tests.
+// The server answers a bounded number of requests and is closed after the tests. A second server on another port is
+// "another origin" for the redirect tests: it must never see a key, a prompt or an item.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { madpoIterConfig } from "../../src/config/index.js";
-import { apiComparator } from "../../src/trainers/preference/iterative/api-comparator.js";
+import { apiComparator, COMPARATOR_MAX_RESPONSE_BYTES } from "../../src/trainers/preference/iterative/api-comparator.js";
 
 interface Seen {
   path: string;
@@ -19,6 +20,13 @@ let root = "";
 let requests = 0;
 const MAX_REQUESTS = 200;
 let flaky = 0;
+let patient = 0;
+let floods = 0;
+let floodBytes = 0;
+let other: Server;
+let otherRoot = "";
+const otherSeen: Seen[] = [];
+const KEY = "sk-planted-5f0c";
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -32,7 +40,7 @@ beforeAll(async () => {
         res.writeHead(status, { "content-type": "application/json" });
         res.end(typeof payload === "string" ? payload : JSON.stringify(payload));
       };
-      switch (req.url) {
+      switch (req.url!.split("?")[0]) {
         case "/generic":
           return send(200, { data: { outs: Array.from({ length: body.num_return_sequences }, (_, i) => (i % 2 ? { text: `g${i}` } : `g${i}`)) } });
         case "/generic-fallback":
@@ -51,6 +59,41 @@ beforeAll(async () => {
           return send(200, "<html>hi</html>");
         case "/flaky":
           return ++flaky % 2 === 1 ? send(503, { error: "busy" }) : send(200, { completions: ["ok"] });
+        case "/redirect-cross":
+          res.writeHead(307, { location: `${otherRoot}/generic` });
+          return void res.end();
+        case "/redirect-cross-302":
+          res.writeHead(302, { location: `${otherRoot}/generic` });
+          return void res.end();
+        case "/redirect-same":
+          res.writeHead(308, { location: "/generic" });
+          return void res.end();
+        case "/patient":
+          if (++patient % 2 === 1) {
+            res.writeHead(429, { "retry-after": "1", "content-type": "application/json" });
+            return void res.end("{}");
+          }
+          return send(200, { completions: ["waited"] });
+        case "/very-patient":
+          res.writeHead(503, { "retry-after": "3600" });
+          return void res.end();
+        case "/declared-huge":
+          // A 1 GiB body announced; a few bytes sent, the rest never comes.
+          res.writeHead(200, { "content-type": "application/json", "content-length": String(2 ** 30) });
+          return void res.write('{"completions": [');
+        case "/flood": {
+          floods++;
+          res.writeHead(200, { "content-type": "application/json" });
+          const chunk = Buffer.alloc(1 << 20, 0x20);
+          const pump = () => {
+            while (!res.destroyed && floodBytes < 2 ** 30) {
+              floodBytes += chunk.length;
+              if (!res.write(chunk)) return void res.once("drain", pump);
+            }
+          };
+          res.on("close", () => res.destroy());
+          return pump();
+        }
         case "/slow":
           return void setTimeout(() => send(200, { completions: ["late"] }), 1500);
         default:
@@ -60,11 +103,24 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  other = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (d) => (raw += d));
+    req.on("end", () => {
+      otherSeen.push({ path: req.url!, headers: req.headers, body: JSON.parse(raw || "{}") });
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ completions: ["elsewhere"] }));
+    });
+  });
+  await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+  otherRoot = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  for (const s of [server, other]) {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
 });
 
 const sampler = async (route: string, extra: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}) => {
@@ -127,5 +183,68 @@ describe("api comparator", () => {
     expect((await (await sampler("/flaky", { comparatorApiMaxRetries: 1 })).sample(0, "q", 1, {})).texts).toEqual(["ok"]);
     const slow = await sampler("/slow", { comparatorApiTimeout: 0.2, comparatorApiMaxRetries: 1 });
     await expect(slow.sample(0, "q", 1, {})).rejects.toThrow(/no answer within comparatorApiTimeout \(0.2 s\) \(after 2 attempts\)/);
+  });
+
+  it("a redirect to another origin is refused: no key (Authorization, x-api-key, custom header), prompt or item leaves", async () => {
+    const cases: Array<[string, Record<string, unknown>]> = [
+      ["/redirect-cross", { comparatorApiKey: KEY }],
+      ["/redirect-cross", { comparatorApiFormat: "anthropic", comparatorApiKey: KEY }],
+      ["/redirect-cross", { comparatorApiKey: KEY, comparatorApiKeyHeader: "x-goog-api-key", comparatorApiKeyPrefix: "" }],
+      ["/redirect-cross", { comparatorApiHeaders: { "x-custom-token": KEY } }],
+      ["/redirect-cross-302", { comparatorApiKey: KEY, comparatorApiFormat: "anthropic" }],
+    ];
+    for (const [route, extra] of cases) {
+      const s = await sampler(route, { comparatorApiMaxRetries: 0, ...extra });
+      await expect(s.sample(0, "secret prompt", 1, { prompt: "secret item" })).rejects.toThrow(/redirected to another origin \(http:\/\/127\.0\.0\.1:\d+\); nothing is sent there/);
+    }
+    expect(otherSeen).toEqual([]);
+  });
+
+  it("a redirect within the origin is followed with the same method, body and headers", async () => {
+    const s = await sampler("/redirect-same", { comparatorApiKey: KEY, comparatorApiResponseField: "data.outs" });
+    expect((await s.sample(0, "q", 2, {})).texts).toEqual(["g0", "g1"]);
+    const last = seen.at(-1)!;
+    expect(last.path).toBe("/generic");
+    expect(last.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(last.body.prompt).toBe("q");
+  });
+
+  it("a key in the URL (query or user info) is not in errors or retry notes", async () => {
+    const notes: string[] = [];
+    for (const url of [`${root}/missing?key=${KEY}&v=1`, `${root.replace("//", `//me:${KEY}@`)}/missing`, `${root}/flaky?api_key=${KEY}`]) {
+      const config = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: url, comparatorApiMaxRetries: 1 } as never);
+      const error = await apiComparator(config, (m) => notes.push(m), {})
+        .begin(0)
+        .then((s) => s.sample(0, "q", 1, {}))
+        .then(
+          () => null,
+          (e: Error) => e.message,
+        );
+      if (error !== null) expect(error).not.toContain(KEY);
+    }
+    expect(notes.length).toBeGreaterThan(0);
+    for (const note of notes) expect(note).not.toContain(KEY);
+    await expect((await sampler(`/missing?key=${KEY}`)).sample(0, "q", 1, {})).rejects.toThrow(/\/missing\?key=\*\*\*: HTTP 404/);
+  });
+
+  it("Retry-After is waited for; one beyond comparatorApiTimeout is an error at once", async () => {
+    const start = Date.now();
+    expect((await (await sampler("/patient", { comparatorApiMaxRetries: 1 })).sample(0, "q", 1, {})).texts).toEqual(["waited"]);
+    expect(Date.now() - start).toBeGreaterThanOrEqual(950);
+    const before = Date.now();
+    await expect((await sampler("/very-patient", { comparatorApiTimeout: 5, comparatorApiMaxRetries: 3 })).sample(0, "q", 1, {})).rejects.toThrow(
+      /HTTP 503.*asks to retry after 3600 s, longer than comparatorApiTimeout \(5 s\)/,
+    );
+    expect(Date.now() - before).toBeLessThan(2000);
+  });
+
+  it("an answer body over the size limit is refused without being read to its end or fetched again", async () => {
+    const limit = `${COMPARATOR_MAX_RESPONSE_BYTES} bytes`;
+    const start = Date.now();
+    await expect((await sampler("/declared-huge", { comparatorApiMaxRetries: 2 })).sample(0, "q", 1, {})).rejects.toThrow(new RegExp(`declares a body of 1073741824 bytes, over the ${limit} an answer may have`));
+    await expect((await sampler("/flood", { comparatorApiMaxRetries: 2 })).sample(0, "q", 1, {})).rejects.toThrow(new RegExp(`answer is over the ${limit}`));
+    expect(Date.now() - start).toBeLessThan(5000);
+    expect(floods).toBe(1);
+    expect(floodBytes).toBeLessThan(COMPARATOR_MAX_RESPONSE_BYTES + 2 ** 25);
   });
 });

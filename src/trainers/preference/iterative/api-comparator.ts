@@ -2,10 +2,12 @@
 // generic (our own JSON contract, completions read from a dotted response field with fallbacks), openai (chat
 // completions, n candidates per request up to comparatorApiMaxNPerRequest; 1 for DeepSeek), anthropic (messages, one
 // request per candidate, x-api-key and anthropic-version headers) and openai_responses (one request per candidate).
-// HTTP 402 is "insufficient balance"; other HTTP errors, non-JSON and empty answers are errors naming the URL and
-// status. Failed requests (network, timeout, 429, 5xx) are retried with exponential backoff; at most
-// comparatorApiConcurrency requests are in flight. The answers are text: the trained agents tokenize them.
+// HTTP 402 is "insufficient balance"; other HTTP errors, non-JSON and empty answers are errors naming the URL (its
+// query values and user info masked) and status. Failed requests (network, timeout, 429, 5xx) are retried with
+// exponential backoff, or after the server's Retry-After; at most comparatorApiConcurrency requests are in flight.
+// Redirects are followed only within the URL's origin, and answers are size-capped. The answers are text: the trained agents tokenize them.
 import type { IterativeFields } from "../../../config/index.js";
+import { isSecretName, redactUrl } from "../../../config/secrets.js";
 import type { Item } from "../../../rollout/types.js";
 import type { AgentSampler, ComparatorSource } from "./comparators.js";
 
@@ -17,6 +19,9 @@ export class ComparatorApiError extends Error {
 export type ApiComparatorConfig = IterativeFields & { maxNewTokens: number; temperature: number; topP: number; topK: number | null };
 
 const BACKOFF_MS = 250;
+const MAX_REDIRECTS = 5;
+/** The most bytes an answer may have: completions are text, far below this; a larger body is refused, not retried. */
+export const COMPARATOR_MAX_RESPONSE_BYTES = 16 * 2 ** 20;
 
 /** A counting semaphore: at most `limit` holders at once, served in arrival order. */
 function limiter(limit: number) {
@@ -80,38 +85,108 @@ export function apiComparator(c: ApiComparatorConfig, note: (message: string) =>
     return h;
   };
 
+  // What a message may show of the request: the URL without user info or query values, and no key or secret header
+  // value anywhere (servers echo keys back in their error bodies).
+  const shown = redactUrl(url);
+  const secretValues = (): string[] => {
+    const key = c.comparatorApiKeyEnv !== null ? env[c.comparatorApiKeyEnv] : c.comparatorApiKey;
+    const headers = Object.entries(c.comparatorApiHeaders ?? {}).flatMap(([name, value]) => (isSecretName(name) ? [value] : []));
+    const inUrl = URL.canParse(url) ? ((u) => [u.username, u.password, ...u.searchParams.values()])(new URL(url)) : [];
+    return [key ?? "", ...headers, ...inUrl].filter((secret) => secret.length >= 4);
+  };
+  const scrub = (text: string): string => secretValues().reduce((t, secret) => t.replaceAll(secret, "***"), text);
+  const error = (what: string) => new ComparatorApiError(scrub(`comparator API ${shown}: ${what}`));
+
+  /**
+   * One POST, following redirects by hand: only 307/308 within the URL's origin, which keep the method and body.
+   * fetch's own following would carry x-api-key, custom key headers and (307/308) the prompt and item to any host.
+   */
+  const send = async (payload: string, signal: AbortSignal): Promise<Response> => {
+    let target = new URL(url);
+    for (let hop = 0; ; hop++) {
+      const response = await fetch(target, { method: "POST", headers: headers(), body: payload, signal, redirect: "manual" });
+      const location = response.headers.get("location");
+      if (response.status < 300 || response.status >= 400 || location === null) return response;
+      await response.body?.cancel();
+      const next = new URL(location, target);
+      if (next.origin !== target.origin) throw error(`HTTP ${response.status} redirected to another origin (${next.origin}); nothing is sent there: set comparatorApiUrl to the endpoint itself`);
+      if (response.status !== 307 && response.status !== 308) throw error(`HTTP ${response.status} redirects to ${redactUrl(next.href)} as a GET: set comparatorApiUrl to the endpoint itself`);
+      if (hop >= MAX_REDIRECTS) throw error(`more than ${MAX_REDIRECTS} redirects`);
+      target = next;
+    }
+  };
+
+  /** The body as text, refused (not retried) past COMPARATOR_MAX_RESPONSE_BYTES, before or while it arrives. */
+  const readBody = async (response: Response): Promise<string> => {
+    const declared = Number(response.headers.get("content-length") ?? 0);
+    if (declared > COMPARATOR_MAX_RESPONSE_BYTES) {
+      await response.body?.cancel();
+      throw error(`HTTP ${response.status} declares a body of ${declared} bytes, over the ${COMPARATOR_MAX_RESPONSE_BYTES} bytes an answer may have`);
+    }
+    if (response.body === null) return "";
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > COMPARATOR_MAX_RESPONSE_BYTES) {
+        await reader.cancel();
+        throw error(`HTTP ${response.status}: the answer is over the ${COMPARATOR_MAX_RESPONSE_BYTES} bytes an answer may have; not read further`);
+      }
+      chunks.push(value);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  };
+
+  /** Seconds a Retry-After header asks for (delta-seconds or an HTTP date), or null without one. */
+  const retryAfter = (response: Response): number | null => {
+    const value = response.headers.get("retry-after")?.trim();
+    if (!value) return null;
+    const seconds = /^\d+$/.test(value) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
+    return Number.isFinite(seconds) ? Math.max(0, seconds) : null;
+  };
+
   /** One POST with retries; the parsed JSON answer. */
   const post = (body: Record<string, unknown>): Promise<unknown> =>
     run(async () => {
+      const payload = JSON.stringify({ ...body, ...(c.comparatorApiExtraBody ?? {}) });
       for (let attempt = 0; ; attempt++) {
         let retryable: string;
+        let waitMs = BACKOFF_MS * 2 ** attempt;
         try {
-          const response = await fetch(url, { method: "POST", headers: headers(), body: JSON.stringify({ ...body, ...(c.comparatorApiExtraBody ?? {}) }), signal: AbortSignal.timeout(c.comparatorApiTimeout * 1000) });
-          const text = await response.text();
-          if (response.status === 402) throw new ComparatorApiError(`comparator API ${url}: HTTP 402, insufficient balance: ${text.slice(0, 200)}`);
+          const response = await send(payload, AbortSignal.timeout(c.comparatorApiTimeout * 1000));
+          const text = await readBody(response);
+          if (response.status === 402) throw error(`HTTP 402, insufficient balance: ${text.slice(0, 200)}`);
           if (response.ok) {
             try {
               return JSON.parse(text);
             } catch {
-              throw new ComparatorApiError(`comparator API ${url}: HTTP ${response.status} answered non-JSON: ${JSON.stringify(text.slice(0, 200))}`);
+              throw error(`HTTP ${response.status} answered non-JSON: ${JSON.stringify(text.slice(0, 200))}`);
             }
           }
-          const message = `comparator API ${url}: HTTP ${response.status} ${response.statusText}: ${text.slice(0, 200)}`;
-          if (response.status !== 429 && response.status < 500) throw new ComparatorApiError(message);
+          const message = `HTTP ${response.status} ${response.statusText}: ${text.slice(0, 200)}`;
+          if (response.status !== 429 && response.status < 500) throw error(message);
+          const asked = retryAfter(response);
+          if (asked !== null && asked > c.comparatorApiTimeout) {
+            throw error(`${message}; the server asks to retry after ${asked} s, longer than comparatorApiTimeout (${c.comparatorApiTimeout} s)`);
+          }
+          if (asked !== null) waitMs = asked * 1000;
           retryable = message;
-        } catch (error) {
-          if (error instanceof ComparatorApiError) throw error;
-          const timedOut = (error as Error).name === "TimeoutError";
-          retryable = timedOut ? `comparator API ${url}: no answer within comparatorApiTimeout (${c.comparatorApiTimeout} s)` : `comparator API ${url}: ${(error as Error).message}`;
+        } catch (caught) {
+          if (caught instanceof ComparatorApiError) throw caught;
+          const timedOut = (caught as Error).name === "TimeoutError";
+          retryable = timedOut ? `no answer within comparatorApiTimeout (${c.comparatorApiTimeout} s)` : (caught as Error).message;
         }
-        if (attempt >= c.comparatorApiMaxRetries) throw new ComparatorApiError(`${retryable} (after ${attempt + 1} attempts)`);
-        note(`${retryable}; retrying`);
-        await new Promise((resolve) => setTimeout(resolve, BACKOFF_MS * 2 ** attempt));
+        if (attempt >= c.comparatorApiMaxRetries) throw error(`${retryable} (after ${attempt + 1} attempts)`);
+        note(scrub(`comparator API ${shown}: ${retryable}; retrying`));
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
       }
     });
 
   const fail = (what: string): never => {
-    throw new ComparatorApiError(`comparator API ${url} (${format}): ${what}`);
+    throw new ComparatorApiError(scrub(`comparator API ${shown} (${format}): ${what}`));
   };
 
   const generic = async (agent: number, prompt: string, k: number, item: Item): Promise<string[]> => {
