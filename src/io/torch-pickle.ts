@@ -541,15 +541,20 @@ function describe(value: PyValue): string {
   return JSON.stringify(value);
 }
 
-/** The tensor's elements, gathered through its offset and strides into a fresh contiguous buffer. */
-function materialize(tensor: TensorRef, storage: Uint8Array, fail: (message: string) => never): Uint8Array {
-  const size = ELEMENT_SIZE[tensor.storage.dtype];
-  const count = elementCount(tensor.shape);
-  if (count === 0) return new Uint8Array(0);
+/** Throws unless every element of the view (offset, size, strides) lies inside its storage. */
+function checkView(tensor: TensorRef, fail: (message: string) => never): void {
+  if (elementCount(tensor.shape) === 0) return;
   const last = tensor.shape.reduce((sum, dim, d) => sum + (dim - 1) * tensor.stride[d]!, tensor.offset);
   if (last >= tensor.storage.numel) {
     fail(`view (offset ${tensor.offset}, size [${tensor.shape}], stride [${tensor.stride}]) reaches past its storage of ${tensor.storage.numel} elements`);
   }
+}
+
+/** The tensor's elements (a view checkView passed), gathered through its offset and strides into a fresh contiguous buffer. */
+function materialize(tensor: TensorRef, storage: Uint8Array): Uint8Array {
+  const size = ELEMENT_SIZE[tensor.storage.dtype];
+  const count = elementCount(tensor.shape);
+  if (count === 0) return new Uint8Array(0);
   const contiguous = contiguousStrides(tensor.shape);
   if (tensor.shape.every((dim, d) => dim === 1 || tensor.stride[d] === contiguous[d])) {
     return storage.slice(tensor.offset * size, (tensor.offset + count) * size);
@@ -572,8 +577,25 @@ function materialize(tensor: TensorRef, storage: Uint8Array, fail: (message: str
   return out;
 }
 
-/** The state dict in torch.save's bytes; `file` names the source in errors. */
-export function decodeTorchStateDict(bytes: Uint8Array, file?: string): Record<string, StateTensor> {
+/** What a file declares of one tensor, for a caller to check before anything is materialised. */
+export interface DeclaredTensor {
+  name: string;
+  dtype: StateDtype;
+  shape: number[];
+}
+
+// A state dict's tensors are its storages, views into them and tied copies (two names, one storage): together they
+// take a small multiple of the file's bytes. Only overlapping (stride-0, expanded) views take more, and a few MiB
+// of those are let through, since torch.save writes expand() that way.
+const MATERIALISE_FACTOR = 4;
+const MATERIALISE_ALLOWANCE = 16 * 2 ** 20;
+
+/**
+ * The state dict in torch.save's bytes; `file` names the source in errors. Every tensor's name, shape, storage and
+ * view bounds are checked first, then `inspect` sees the declared tensors (a caller's names and shapes, e.g. a value
+ * head's), and only then is any storage gathered into tensors.
+ */
+export function decodeTorchStateDict(bytes: Uint8Array, file?: string, inspect?: (tensors: DeclaredTensor[]) => void): Record<string, StateTensor> {
   const where = file ?? "torch state dict";
   if (bytes[0] === OP.PROTO) {
     throw new Error(`${where}: legacy (pre-zip, torch < 1.6 or _use_new_zipfile_serialization=False) torch.save files are not supported`);
@@ -591,7 +613,8 @@ export function decodeTorchStateDict(bytes: Uint8Array, file?: string): Record<s
 
   const root = unpickle(pickle, where);
   if (!(root instanceof PyDict)) throw new Error(`${where}: data.pkl holds ${describe(root)}, not a dict of tensors`);
-  const out: Record<string, StateTensor> = {};
+  const tensors: Array<{ name: string; view: TensorRef; storage: Uint8Array }> = [];
+  let total = 0;
   for (const [key, value] of root.entries) {
     const fail = (message: string): never => {
       throw new Error(`${where}: tensor ${JSON.stringify(key)}: ${message}`);
@@ -603,18 +626,29 @@ export function decodeTorchStateDict(bytes: Uint8Array, file?: string): Record<s
     if (storage.length !== expected) {
       fail(`storage ${value.storage.key} holds ${storage.length} bytes, but ${value.storage.numel} ${value.storage.dtype} elements take ${expected}`);
     }
-    out[key as string] = { dtype: value.storage.dtype, shape: value.shape, data: materialize(value, storage, fail) };
+    checkView(value, fail);
+    total += elementCount(value.shape) * ELEMENT_SIZE[value.storage.dtype];
+    tensors.push({ name: key as string, view: value, storage });
   }
+  inspect?.(tensors.map(({ name, view }) => ({ name, dtype: view.storage.dtype, shape: view.shape })));
+  if (total > MATERIALISE_FACTOR * bytes.length + MATERIALISE_ALLOWANCE) {
+    throw new Error(
+      `${where}: its tensors would take ${total} bytes from a file of ${bytes.length} bytes: overlapping (stride-0, expanded) views ` +
+        `are read up to ${MATERIALISE_ALLOWANCE} bytes beyond ${MATERIALISE_FACTOR}× the file`,
+    );
+  }
+  const out: Record<string, StateTensor> = {};
+  for (const { name, view, storage } of tensors) out[name] = { dtype: view.storage.dtype, shape: view.shape, data: materialize(view, storage) };
   return out;
 }
 
-/** Reads a file written by torch.save (a state dict of float32/bfloat16/float16 tensors). */
-export function loadTorchStateDict(file: string): Record<string, StateTensor> {
+/** Reads a file written by torch.save (a state dict of float32/bfloat16/float16 tensors); see decodeTorchStateDict for inspect. */
+export function loadTorchStateDict(file: string, inspect?: (tensors: DeclaredTensor[]) => void): Record<string, StateTensor> {
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(file);
   } catch (err) {
     throw new Error(`Cannot read ${file}: ${(err as Error).message}`);
   }
-  return decodeTorchStateDict(bytes, file);
+  return decodeTorchStateDict(bytes, file, inspect);
 }

@@ -76,14 +76,22 @@ export class ValueHead {
    * head's (set by valueHeadHiddenDim / criticValueHeadHiddenDim); otherwise the error names the file and both shapes.
    */
   loadStateDict(dictOrPath: Record<string, StateTensor> | string): void {
-    const dict = typeof dictOrPath === "string" ? loadTorchStateDict(dictOrPath) : dictOrPath;
     const where = typeof dictOrPath === "string" ? `${dictOrPath}: ` : "";
-    const entries = (list: Array<[string, number[]]>) => list.map(([name, shape]) => `${name} [${shape.join(", ")}]`);
-    const theirs = entries(Object.entries(dict).map(([name, t]) => [name, t.shape]));
-    const ours = entries(this.native.parameterNames().map(({ name, shape }) => [name, shape]));
-    // The same names and shapes in any order: a state dict's key order is not part of the head.
-    if ([...theirs].sort().join() !== [...ours].sort().join()) {
-      throw new Error(`${where}the saved head has ${theirs.join(", ")}; this value head has ${ours.join(", ")} (its hidden size and hidden dim must match the saved head's)`);
+    const entries = (list: Array<{ name: string; shape: number[] }>) => list.map(({ name, shape }) => `${name} [${shape.join(", ")}]`);
+    const ours = entries(this.native.parameterNames());
+    // The same names and shapes in any order: a state dict's key order is not part of the head. A file is checked
+    // before its storages are read, so a hostile one cannot make us gather gigabytes first.
+    const check = (saved: Array<{ name: string; shape: number[] }>) => {
+      const theirs = entries(saved);
+      if ([...theirs].sort().join() !== [...ours].sort().join()) {
+        throw new Error(`${where}the saved head has ${theirs.join(", ")}; this value head has ${ours.join(", ")} (its hidden size and hidden dim must match the saved head's)`);
+      }
+    };
+    let dict: Record<string, StateTensor>;
+    if (typeof dictOrPath === "string") dict = loadTorchStateDict(dictOrPath, check);
+    else {
+      dict = dictOrPath;
+      check(Object.entries(dict).map(([name, t]) => ({ name, shape: t.shape })));
     }
     try {
       this.native.loadStateDict(dict);

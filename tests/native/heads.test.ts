@@ -1,7 +1,7 @@
 // Value and reward heads against hand computations: the readout positions, the MSE and clipped value losses and their
 // gradients, the Bradley–Terry loss (stable at huge margins) and its gradient, padding on either side, a frozen
 // backbone, the one-forward actor-critic loss, and state-dict names, shapes and errors.
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -9,6 +9,7 @@ import { loadTorchStateDict } from "../../src/io/torch-pickle.js";
 import { ValueHead } from "../../src/models/value-head.js";
 import type { NativeValueHead } from "../../src/native/binding.js";
 import { addon } from "../../src/native/loader.js";
+import { strideZeroHead } from "../support/hostile-files.js";
 import { batchOf, tinyLM } from "./tiny-lm.js";
 
 const model = tinyLM(21);
@@ -266,5 +267,11 @@ describe("ValueHead wrapper", () => {
     const linear = ValueHead.create(model);
     disposables.push(linear);
     expect(() => linear.loadStateDict(file)).toThrow(`${file}: the saved head has 0.weight [4, 16], 0.bias [4], 2.weight [1, 4], 2.bias [1]; this value head has weight [1, 16], bias [1]`);
+    // A < 1 KiB file declaring a 1.6 GB stride-0 weight: refused by its shape before any storage is gathered.
+    const hostile = path.join(path.dirname(file), "hostile_value_head.pt");
+    writeFileSync(hostile, strideZeroHead([20000, 20000]));
+    const start = Date.now();
+    expect(() => linear.loadStateDict(hostile)).toThrow(`${hostile}: the saved head has weight [20000, 20000], bias [1]; this value head has weight [1, 16], bias [1]`);
+    expect(Date.now() - start).toBeLessThan(1000);
   });
 });

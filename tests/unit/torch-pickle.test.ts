@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { decodeTorchStateDict, encodeTorchStateDict, loadTorchStateDict, saveTorchStateDict, type StateDtype, type StateTensor } from "../../src/io/torch-pickle.js";
 import { readStoredZip } from "../../src/io/zip.js";
+import { strideZeroHead } from "../support/hostile-files.js";
 import { readSafetensors } from "../support/safetensors.js";
 import { runPython } from "../support/python.js";
 
@@ -262,3 +263,35 @@ describe("torch state dict: against Python's torch", () => {
     refused("deflated.pt").toThrow(new RegExp(`${dir}/deflated.pt.*compressed`));
   });
 });
+
+// --- hostile files ------------------------------------------------------------------------------------------------
+
+describe("torch state dict: hostile files", () => {
+  it("names and shapes are checked (by the caller's inspect) before any storage is materialised", () => {
+    const file = strideZeroHead([20000, 20000]);
+    expect(file.length).toBeLessThan(1024);
+    const seen: unknown[] = [];
+    const start = Date.now();
+    expect(() =>
+      decodeTorchStateDict(file, "value_head.pt", (tensors) => {
+        seen.push(tensors);
+        throw new Error("weight should be [1, 16]");
+      }),
+    ).toThrow(/^weight should be \[1, 16\]$/);
+    expect(Date.now() - start).toBeLessThan(1000);
+    expect(seen).toEqual([[{ name: "weight", dtype: "float32", shape: [20000, 20000] }, { name: "bias", dtype: "float32", shape: [1] }]]);
+  });
+
+  it("views that would materialise far more than the file holds are refused before allocating", () => {
+    const start = Date.now();
+    expect(() => decodeTorchStateDict(strideZeroHead([20000, 20000]), "value_head.pt")).toThrow(
+      /value_head\.pt: its tensors would take 1600000004 bytes from a file of \d+ bytes/,
+    );
+    expect(Date.now() - start).toBeLessThan(1000);
+    // A small expanded view is still read (torch saves expand() as a stride-0 view).
+    const small = decodeTorchStateDict(strideZeroHead([3, 4]), "small.pt");
+    expect(small.weight!.shape).toEqual([3, 4]);
+    expect(elementsOf(small.weight!)).toEqual(Array(12).fill(0.5));
+  });
+});
+
