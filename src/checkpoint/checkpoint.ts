@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import path from "node:path";
+import { redactSecrets } from "../config/secrets.js";
 import type { WandbRunIdentity } from "../logging/wandb.js";
 import type { ComponentRegistry, SavedComponent } from "../trainers/components.js";
 import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
@@ -76,7 +77,8 @@ export async function saveCheckpoint(
   const dir = path.join(root, `checkpoint-${n}`);
   await removeStaleTemporaries(root);
   await writeDirAtomic(dir, async (tmp) => {
-    const saved: SavedTrainerState = { format: 2, ...trainer, components: await components.saveCheckpoint(tmp) };
+    // Secrets (the comparator's key, key headers, keys in URLs) never reach the disk; resuming does not read them back.
+    const saved: SavedTrainerState = { format: 2, ...trainer, state: redactSecrets(trainer.state), components: await components.saveCheckpoint(tmp) };
     await extra?.(tmp);
     await writeFileChecked(path.join(tmp, TRAINER_STATE), `${JSON.stringify(saved, null, 2)}\n`);
     await writeManifest(tmp);

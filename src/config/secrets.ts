@@ -24,7 +24,7 @@ export function redactSecrets<T>(value: T): T {
     if (typeof v === "string") return URL_NAME.test(name) ? redactUrl(v) : v;
     if (Array.isArray(v)) return v.map((entry) => walk(entry, name));
     if (v !== null && typeof v === "object" && !ArrayBuffer.isView(v)) {
-      return Object.fromEntries(Object.entries(v).map(([key, entry]) => [key, isSecretName(key) && entry !== null ? MASK : walk(entry, key)]));
+      return Object.fromEntries(Object.entries(v).map(([key, entry]) => [key, typeof entry === "string" && isSecretName(key) ? MASK : walk(entry, key)]));
     }
     return v;
   };

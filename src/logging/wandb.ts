@@ -8,6 +8,7 @@
 // is up to the server; metrics.jsonl keeps the complete record either way. It has no offline mode — with
 // WANDB_MODE=offline it still contacts the server to create the run — so wandbSkipReason() turns W&B off instead.
 import type wandbSdk from "@wandb/sdk";
+import { redactSecrets } from "../config/secrets.js";
 import { makeDirsSync } from "../util/make-dirs.js";
 
 type WandbSdk = typeof wandbSdk;
@@ -93,20 +94,21 @@ export function mergeWandbResume(config: WandbConfig, saved: WandbRunIdentity | 
 
 /**
  * The run config W&B shows: the trainer's settings, the config sections, and the fields derived from the sections
- * (`dataset_name`, `dataset_type`, `external_mode`, as the Python library names them so dashboards line up).
+ * (`dataset_name`, `dataset_type`, `external_mode`, as the Python library names them so dashboards line up), with
+ * secrets (API keys, key headers, keys in URLs) masked.
  */
 export function wandbRunConfig(runConfig: Record<string, unknown>, sections: Record<string, unknown> = {}): Record<string, unknown> {
   const field = (section: string, key: string): unknown => {
     const value = sections[section];
     return isPlainObject(value) ? (value[key] ?? null) : null;
   };
-  return {
+  return redactSecrets({
     ...runConfig,
     ...sections,
     dataset_name: field("dataset", "name"),
     dataset_type: field("dataset", "type"),
     external_mode: field("external", "mode"),
-  };
+  });
 }
 
 /** The options for the SDK's init(): defaults applied, config validated. */
