@@ -74,7 +74,13 @@ function parseYaml(text: string, source: string): unknown {
     const why = error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
     throw new ConfigError(`${source}${at ? `:${at.line}:${at.col}` : ""}: invalid YAML: ${why}`);
   }
-  return doc.toJS({ maxAliasCount: 100 });
+  // Aliases are expanded at most 100 times; past that the yaml package throws a bare ReferenceError ("Excessive
+  // alias count …", a "billion laughs" file), which is reported here as the file's error.
+  try {
+    return doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    throw new ConfigError(`${source}: invalid YAML: ${(error as Error).message}`);
+  }
 }
 
 /** ":line:column" of a JSON.parse error, when V8's message gives a character offset (or says the text ended). */

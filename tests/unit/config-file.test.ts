@@ -239,3 +239,18 @@ wandb:
     expect(read({ ...base, magrpo: {}, tokenizer: { padding_side: "right" } })).toThrow(/tokenizer\.paddingSide \(padding_side\) must be one of "left"/);
   });
 });
+
+describe("config files: YAML alias bombs", () => {
+  it("an alias bomb is a ConfigError naming the file, not a bare ReferenceError", () => {
+    const levels = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+    for (let i = 1; i < 9; i++) levels.push(`${"abcdefghi"[i]}: &${"abcdefghi"[i]} [${Array(9).fill(`*${"abcdefghi"[i - 1]}`).join(", ")}]`);
+    const start = Date.now();
+    expect(() => parseConfigText(levels.join("\n"), "bomb.yaml")).toThrow(/^bomb\.yaml: invalid YAML: .*alias/i);
+    try {
+      parseConfigText(levels.join("\n"), "bomb.yaml");
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+    }
+    expect(Date.now() - start).toBeLessThan(2000);
+  });
+});
