@@ -133,7 +133,7 @@ export function getTask(name: string, options: Record<string, unknown> = {}): Ta
     throw new Error(`unknown task "${name}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}; known tasks: ${listTasks().join(", ")}`);
   }
   for (const key of Object.keys(options)) {
-    if (!(key in entry.options)) {
+    if (!Object.hasOwn(entry.options, key)) {
       const known = Object.entries(entry.options).map(([k, meaning]) => `${k} (${meaning})`);
       throw new Error(`task "${name}" has no option "${key}"; its options: ${known.length > 0 ? known.join("; ") : "none"}`);
     }
