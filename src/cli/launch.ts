@@ -1,6 +1,6 @@
 // `comlrl launch`: starts the ranks of a data-parallel job on this node with the torchrun environment (RANK,
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), splits the cores among them, forwards
-// SIGINT/SIGTERM, and stops every rank when one fails, so that a dead rank never leaves the others waiting.
+// SIGINT/SIGTERM, warns when the ranks outnumber the cores, and stops every rank when one fails, so that a dead rank never leaves the others waiting.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
@@ -67,6 +67,12 @@ export function threadsPerRank(nproc: number, env: NodeJS.ProcessEnv = process.e
   return env.COMLRL_NUM_THREADS ?? `${Math.max(1, Math.floor(cores / nproc))}`;
 }
 
+/** What to say when a node runs more ranks than it has cores, or null. */
+function oversubscriptionWarning(nproc: number, cores = availableParallelism()): string | null {
+  if (nproc <= cores) return null;
+  return `comlrl launch: ${nproc} ranks on ${cores} cores: the ranks share cores, one intra-op thread each; expect each step to be slower than with ${cores} ranks`;
+}
+
 /** Runs the ranks to their end; resolves to the exit status: 0 when all succeed, else the first failure's. */
 export async function runLaunch(options: LaunchOptions): Promise<number> {
   checkLaunchOptions(options);
@@ -74,6 +80,8 @@ export async function runLaunch(options: LaunchOptions): Promise<number> {
   const worldSize = options.nnodes * options.nproc;
   const args = scriptCommand(options.command);
   const threads = threadsPerRank(options.nproc);
+  const crowded = oversubscriptionWarning(options.nproc);
+  if (crowded !== null) console.warn(crowded);
   const ranks: ChildProcess[] = [];
   let status: number | null = null;
   let killTimer: NodeJS.Timeout | null = null;
