@@ -162,3 +162,28 @@ print(json.dumps({"iteration": shard["iteration"], "num_pairs": shard["num_pairs
     expect([ours.itemIndex, ours.winnerFromText, ours.loserFromText, Array.from(ours.loserIds[1])]).toEqual([2, false, true, [8]]);
   });
 });
+
+describe("replay shards with malformed ids", () => {
+  const shard = (ids: Record<string, unknown>) => {
+    const file = path.join(scratch, `malformed-${Math.random().toString(36).slice(2)}.json`);
+    const pair = { prompts: ["p"], winner_completions: ["w"], loser_completions: ["l"], winner_reward: 1, loser_reward: 0, prompt_ids: [[1, 2]], winner_ids: [[5]], loser_ids: [[6]], ...ids };
+    writeFileSync(file, JSON.stringify({ iteration: 1, num_pairs: 1, pairs: [pair] }));
+    return file;
+  };
+
+  it("token ids that are not integer ids in the vocabulary, or not one list per agent, are refused by field", () => {
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ winner_ids: [["abc"]] }, /pair 0: winner_ids\[0\]\[0\] is "abc", not a token id in \[0, \d+\)/],
+      [{ loser_ids: [[1.5]] }, /pair 0: loser_ids\[0\]\[0\] is 1\.5, not a token id/],
+      [{ prompt_ids: [[-1]] }, /pair 0: prompt_ids\[0\]\[0\] is -1, not a token id/],
+      [{ winner_ids: [[10 ** 9]] }, /pair 0: winner_ids\[0\]\[0\] is 1000000000, not a token id/],
+      [{ prompt_ids: 5 }, /pair 0: prompt_ids must be a list of one list of token ids per agent \(1\)/],
+      [{ winner_ids: [5] }, /pair 0: winner_ids must be a list of one list of token ids per agent \(1\)/],
+      [{ loser_ids: [[6], [7]] }, /pair 0: loser_ids must be a list of one list of token ids per agent \(1\)/],
+    ];
+    for (const [ids, message] of cases) {
+      const file = shard(ids);
+      expect(() => readShard(file, [tokenizer]), JSON.stringify(ids)).toThrow(new RegExp(`^replay shard ${file}: ${message.source}`));
+    }
+  });
+});

@@ -54,6 +54,7 @@ export function shardJson(iteration: number, pairs: readonly IterativePair[]): s
   });
 }
 
+const ID_FIELDS = ["prompt_ids", "winner_ids", "loser_ids"] as const;
 const isNumber = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
 const isStrings = (x: unknown): x is string[] => Array.isArray(x) && x.every((s) => typeof s === "string");
 
@@ -79,15 +80,28 @@ export function readShard(file: string, tokenizers: readonly ComlrlTokenizer[]):
     if (agents !== tokenizers.length) bad(`pair ${n} has ${agents} agents' texts, this trainer has ${tokenizers.length} agents`);
     if (!isNumber(p.winner_reward) || !isNumber(p.loser_reward)) bad(`pair ${n}: winner_reward and loser_reward must be numbers`);
     const raw = Array.isArray(p.raw_rewards) && p.raw_rewards.length === 2 && p.raw_rewards.every(isNumber) ? (p.raw_rewards as [number, number]) : null;
-    const hasIds = Array.isArray(p.winner_ids) && Array.isArray(p.loser_ids) && Array.isArray(p.prompt_ids);
+    // A CoMLRL shard has none of the id fields; ours has all three, each checked, since a bad id would silently
+    // become token 0 (Int32Array.from("abc")) or fail later as a bare TypeError.
+    const hasIds = ID_FIELDS.some((field) => p[field] !== undefined);
+    const ids = (field: (typeof ID_FIELDS)[number]): number[][] => {
+      const rows = p[field];
+      if (!Array.isArray(rows) || rows.length !== agents || !rows.every(Array.isArray)) bad(`pair ${n}: ${field} must be a list of one list of token ids per agent (${agents})`);
+      (rows as unknown[][]).forEach((row, agent) =>
+        row.forEach((id, i) => {
+          const vocab = tokenizers[agent].vocabSize;
+          if (!Number.isInteger(id) || (id as number) < 0 || (id as number) >= vocab) bad(`pair ${n}: ${field}[${agent}][${i}] is ${JSON.stringify(id)}, not a token id in [0, ${vocab})`);
+        }),
+      );
+      return rows as number[][];
+    };
     const encode = (texts: string[]) => texts.map((text, agent) => Int32Array.from(tokenizers[agent].encode(text, { addSpecialTokens: false })));
-    const ids = (rows: unknown) => (rows as number[][]).map((row) => Int32Array.from(row));
+    const fromIds = (field: "winner_ids" | "loser_ids") => ids(field).map((row) => Int32Array.from(row));
     return {
       itemIndex: Number.isInteger(p.item_index) ? (p.item_index as number) : -1,
       prompts: prompts as string[],
-      promptIds: hasIds ? (p.prompt_ids as number[][]) : (prompts as string[]).map((text, agent) => tokenizers[agent].encode(text)),
-      winnerIds: hasIds ? ids(p.winner_ids) : encode(winners as string[]),
-      loserIds: hasIds ? ids(p.loser_ids) : encode(losers as string[]),
+      promptIds: hasIds ? ids("prompt_ids") : (prompts as string[]).map((text, agent) => tokenizers[agent].encode(text)),
+      winnerIds: hasIds ? fromIds("winner_ids") : encode(winners as string[]),
+      loserIds: hasIds ? fromIds("loser_ids") : encode(losers as string[]),
       winnerTexts: winners as string[],
       loserTexts: losers as string[],
       winnerReward: p.winner_reward as number,
