@@ -1,7 +1,7 @@
 // A checkpoint's manifest: every file with its size and SHA-256, so a partial or corrupted checkpoint is refused with
 // the name of the file at fault instead of resuming from garbage.
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, readFileSync, statSync } from "node:fs";
+import { createReadStream, existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { writeFileAtomic } from "../util/atomic.js";
@@ -55,8 +55,18 @@ export async function verifyManifest(dir: string): Promise<Manifest> {
   } catch (error) {
     throw new CheckpointError(`${manifestFile}: malformed JSON (${(error as Error).message})`);
   }
+  const root = realpathSync(dir);
   for (const [file, expected] of Object.entries(manifest.files ?? {})) {
     const full = path.join(dir, file);
+    // Entries are relative paths inside the checkpoint; one that climbs out, is absolute, or reaches outside
+    // through a symlink would have resume read (and vouch for) a file that is not part of it.
+    const inside = (target: string) => {
+      const relative = path.relative(root, target);
+      return !path.isAbsolute(file) && relative !== "" && relative !== ".." && !relative.startsWith(`..${path.sep}`);
+    };
+    if (!inside(path.resolve(root, file)) || (existsSync(full) && !inside(realpathSync(full)))) {
+      throw new CheckpointError(`${manifestFile}: entry ${JSON.stringify(file)} is not a file inside the checkpoint`);
+    }
     if (!existsSync(full)) throw new CheckpointError(`checkpoint file ${full} is missing`);
     const size = statSync(full).size;
     if (size !== expected.size) throw new CheckpointError(`checkpoint file ${full} has ${size} bytes, the manifest says ${expected.size} (truncated or changed)`);
