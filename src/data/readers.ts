@@ -1,9 +1,10 @@
-// Row readers for the data file formats datasets are published in: Parquet (hyparquet; snappy-compressed or plain,
-// as pyarrow and the hub's converter write them), JSON Lines, and JSON holding an array of rows. Rows come out as
-// plain objects; 64-bit integers become numbers when they are exactly representable.
+// Row readers for the data file formats datasets are published in: Parquet (hyparquet, bounded by parquet.ts;
+// snappy-compressed or plain, as pyarrow and the hub's converter write them), JSON Lines, and JSON holding an array
+// of rows. Rows come out as plain objects; 64-bit integers become numbers when they are exactly representable.
 import { readFile } from "node:fs/promises";
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, type AsyncBuffer, type FileMetaData } from "hyparquet";
+import type { FileMetaData } from "hyparquet";
 import type { Item } from "../rollout/types.js";
+import { readParquetMetadata, readParquetRows } from "./parquet.js";
 
 export class DataFileError extends Error {
   override name = "DataFileError";
@@ -35,18 +36,17 @@ function plain(value: unknown): unknown {
 }
 
 class ParquetFile implements DataFile {
-  private opened: Promise<{ file: AsyncBuffer; metadata: FileMetaData }> | null = null;
+  private opened: Promise<FileMetaData> | null = null;
 
   constructor(
     readonly path: string,
     private readonly label: string,
   ) {}
 
-  private open(): Promise<{ file: AsyncBuffer; metadata: FileMetaData }> {
+  private open(): Promise<FileMetaData> {
     this.opened ??= (async () => {
       try {
-        const file = await asyncBufferFromFile(this.path);
-        return { file, metadata: await parquetMetadataAsync(file) };
+        return await readParquetMetadata(this.path);
       } catch (error) {
         throw new DataFileError(`${this.label} is not a readable Parquet file: ${(error as Error).message}`);
       }
@@ -55,15 +55,15 @@ class ParquetFile implements DataFile {
   }
 
   async numRows(): Promise<number> {
-    return Number((await this.open()).metadata.num_rows);
+    return Number((await this.open()).num_rows);
   }
 
   async rows(start: number, end: number): Promise<Item[]> {
     if (end <= start) return [];
-    const { file, metadata } = await this.open();
+    const metadata = await this.open();
     let rows: Record<string, unknown>[];
     try {
-      rows = await parquetReadObjects({ file, metadata, rowStart: start, rowEnd: end });
+      rows = await readParquetRows(this.path, metadata, start, end);
     } catch (error) {
       throw new DataFileError(`${this.label}: cannot read rows ${start}–${end}: ${(error as Error).message}`);
     }
