@@ -58,4 +58,17 @@ describe("makeDirs", () => {
     expect(status).toBe(0);
     for (const line of out.split("\n")) expect(line).toMatch(new RegExp(`^EROFS cannot create directory ${mount}/out: EROFS`));
   });
+
+  it("a checkpoint or metrics file under /proc is an error naming the directory, not a hang", () => {
+    const script = `import { writeDirAtomic } from ${JSON.stringify(path.resolve("src/util/atomic.ts"))};
+      import { JsonlMetricsWriter } from ${JSON.stringify(path.resolve("src/logging/jsonl.ts"))};
+      try { new JsonlMetricsWriter("/proc/comlrl-out/metrics.jsonl"); } catch (e) { console.log(e.message); }
+      await writeDirAtomic("/proc/comlrl-out/checkpoints/checkpoint-1", async () => {}).catch((e) => console.log(e.message));`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { encoding: "utf8", timeout: 10_000 });
+    expect(run.status).toBe(0);
+    const lines = run.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^cannot create directory \/proc\/comlrl-out: ENOENT: the file system at \/proc does not allow/);
+    expect(lines[1]).toMatch(/^cannot write \/proc\/comlrl-out\/checkpoints\/checkpoint-1: cannot create directory \/proc\/comlrl-out: ENOENT/);
+  });
 });
+
