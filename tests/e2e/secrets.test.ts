@@ -27,6 +27,8 @@ const wandbReceived: unknown[] = [];
 let comparator: Server;
 let wandb: Server;
 let tokenizer: ComlrlTokenizer;
+const ENV_KEYS = ["WANDB_BASE_URL", "WANDB_API_KEY", "WANDB_MODE", "COMLRL_TEST_API"] as const;
+const savedEnv = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
 
 const listen = async (server: Server) => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -71,6 +73,10 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  for (const k of ENV_KEYS) {
+    if (savedEnv[k] === undefined) delete process.env[k];
+    else process.env[k] = savedEnv[k];
+  }
   for (const server of [comparator, wandb]) {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
