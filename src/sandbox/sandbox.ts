@@ -1,14 +1,17 @@
 // Runs model-written Python and its tests in a separate, contained process: under bubblewrap every namespace is
 // unshared (no network, its own pids, no view of the machine's processes), only /usr is visible and read-only, the
 // working dir is a fresh size-capped tmpfs, capabilities are dropped, and the process runs as "nobody" when we are root
-// (so the process limit holds: the kernel does not apply RLIMIT_NPROC to root). The runner applies CPU, memory, process,
-// file-size and open-file limits to itself; a wall clock kills the whole process group, and with it the sandbox's pid
-// namespace. One process per completion runs all of its tests; a shared limit bounds how many run at once.
+// (so the process limit holds: the kernel does not apply RLIMIT_NPROC to root). Inside, the grader (grader.ts) applies
+// CPU, memory, process, file-size and open-file limits to itself and everything it starts, and runs the code in a
+// process of its own (candidate.ts) that sees only argument values and sends back return values, so the verdicts are
+// out of the code's reach. A wall clock kills the whole process group, and with it the sandbox's pid namespace. One
+// sandbox per completion runs all of its tests; a shared limit bounds how many run at once.
 import { spawn } from "node:child_process";
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { Readable } from "node:stream";
-import { RUNNER_SOURCE } from "./runner.js";
+import { CANDIDATE_SOURCE } from "./candidate.js";
+import { GRADER_SOURCE } from "./grader.js";
 
 /** "bwrap": contained (the default); "none": runs the code directly on this machine, limits only, no isolation. */
 export type SandboxMode = "bwrap" | "none";
@@ -43,6 +46,14 @@ export interface SandboxRequest extends SandboxOptions {
   code: string;
   /** Python statements, each run on its own after the code loads (typically one assert each). */
   tests: string[];
+  /**
+   * The function the tests call. An `assert` whose calls of it can be split out runs them in the code's process and
+   * the rest in the grader, out of the code's reach; without it (or for a test that cannot be split) a test runs in
+   * the code's process, where the code could forge its verdict, and is reported as in-process.
+   */
+  entryPoint?: string;
+  /** Python the grader runs in the tests' namespace before splitting them (the problem's imports); never the code. */
+  testSetup?: string;
   /** Each test's timeout, and the code's load timeout. Default 10 s. */
   testTimeoutMs?: number;
   /** After this many timed-out tests the rest are skipped. Default 3. */
@@ -61,6 +72,8 @@ export interface TestResult {
   status: TestStatus;
   errorType?: string;
   message?: string;
+  /** The test ran in the code's own process (it could not be split), so the code could have forged its verdict. */
+  inProcess: boolean;
 }
 
 export interface SandboxResult {
@@ -73,6 +86,8 @@ export interface SandboxResult {
   failed: number;
   /** Tests that ran into their own timeout. */
   timeouts: number;
+  /** Tests run in the code's own process (see TestResult.inProcess). */
+  inProcess: number;
   results: TestResult[];
   /** The wall clock killed the process. */
   timedOut: boolean;
@@ -155,7 +170,7 @@ function bwrapArgs(python: string, readOnlyPaths: string[], tmpfsBytes: number):
 }
 
 /** -I: no user site-packages, no PYTHON* variables, no cwd on sys.path. */
-const pythonArgs = () => ["-I", "-c", RUNNER_SOURCE];
+const pythonArgs = () => ["-I", "-c", GRADER_SOURCE];
 
 function command(mode: SandboxMode, options: SandboxOptions, tmpfsBytes: number) {
   const python = options.python ?? DEFAULT_PYTHON;
@@ -284,18 +299,42 @@ function positiveOption(name: string, value: number | undefined, fallback: numbe
   return value;
 }
 
+interface GraderRequest {
+  code: string;
+  tests: string[];
+  entryPoint?: string;
+  testSetup?: string;
+  testTimeoutMs: number;
+  maxTimeouts: number;
+  limits: SandboxLimits;
+}
+
+/** The grader's request, on its stdin (see grader.ts). */
+function graderInput(r: GraderRequest): string {
+  return JSON.stringify({
+    code: r.code,
+    tests: r.tests,
+    entryPoint: r.entryPoint ?? null,
+    testSetup: r.testSetup ?? "",
+    testTimeout: r.testTimeoutMs / 1000,
+    maxTimeouts: r.maxTimeouts,
+    limits: rlimits(r.limits),
+    candidate: CANDIDATE_SOURCE,
+  });
+}
+
 function assemble(request: SandboxRequest, raw: RawRun): SandboxResult {
   const syntax = raw.events.find((e) => e.kind === "syntax");
   const load = raw.events.find((e) => e.kind === "load");
-  const results: TestResult[] = request.tests.map((test) => ({ test, status: "not run" }));
+  const results: TestResult[] = request.tests.map((test) => ({ test, status: "not run", inProcess: false }));
   for (const event of raw.events) {
     if (event.kind !== "test" || typeof event.index !== "number" || !results[event.index] || results[event.index].status !== "not run") continue;
-    const status = event.status as TestStatus;
     results[event.index] = {
       test: results[event.index].test,
-      status,
+      status: event.status as TestStatus,
       ...(typeof event.errorType === "string" ? { errorType: event.errorType } : {}),
       ...(typeof event.message === "string" ? { message: event.message } : {}),
+      inProcess: event.inProcess === true,
     };
   }
   const syntaxOk = syntax?.ok === true;
@@ -317,6 +356,7 @@ function assemble(request: SandboxRequest, raw: RawRun): SandboxResult {
     passed: results.filter((r) => r.status === "pass").length,
     failed: results.filter((r) => r.status !== "pass").length,
     timeouts: results.filter((r) => r.status === "timeout").length,
+    inProcess: results.filter((r) => r.inProcess).length,
     results,
     timedOut: raw.timedOut,
     stdout: raw.stdout,
@@ -338,13 +378,15 @@ export async function runSandboxed(request: SandboxRequest): Promise<SandboxResu
   if (mode !== "bwrap" && mode !== "none") throw new Error(`sandbox mode must be "bwrap" or "none", got ${JSON.stringify(mode)}`);
   if (typeof request.code !== "string") throw new TypeError("sandbox request: code must be a string");
   if (!Array.isArray(request.tests) || request.tests.some((t) => typeof t !== "string")) throw new TypeError("sandbox request: tests must be a list of strings");
+  if (request.entryPoint !== undefined && !/^[A-Za-z_]\w*$/.test(request.entryPoint)) throw new TypeError(`sandbox request: entryPoint must be a Python name, got ${JSON.stringify(request.entryPoint)}`);
+  if (request.testSetup !== undefined && typeof request.testSetup !== "string") throw new TypeError("sandbox request: testSetup must be a string");
   const testTimeoutMs = positiveOption("testTimeoutMs", request.testTimeoutMs, 10_000);
   const maxTimeouts = positiveOption("maxTimeouts", request.maxTimeouts, 3);
   const wallTimeoutMs = positiveOption("wallTimeoutMs", request.wallTimeoutMs, testTimeoutMs * (request.tests.length + 1) + 2000);
   const outputLimit = positiveOption("outputLimitBytes", request.outputLimitBytes, 16 << 10);
   const limits = defaultLimits(wallTimeoutMs, request.limits);
   if (mode === "bwrap") await requireSandbox(request);
-  const input = JSON.stringify({ code: request.code, tests: request.tests, testTimeout: testTimeoutMs / 1000, maxTimeouts, limits: rlimits(limits) });
+  const input = graderInput({ code: request.code, tests: request.tests, entryPoint: request.entryPoint, testSetup: request.testSetup, testTimeoutMs, maxTimeouts, limits });
   const raw = await withSlot(() => runProcess(mode, request, input, limits, wallTimeoutMs, outputLimit));
   if (raw.spawnError) throw new SandboxUnavailableError(`could not start ${mode === "none" ? request.python ?? DEFAULT_PYTHON : request.bwrap ?? "bwrap"}: ${raw.spawnError.message}`);
   return assemble(request, raw);
@@ -393,9 +435,10 @@ async function probe(mode: SandboxMode, options: SandboxOptions): Promise<Sandbo
       return { ok: false, mode, reason: `the interpreter ${python} (${real}) lies outside /usr, so the sandbox cannot see it`, fix: `use /usr/bin/python3, or add its install directory to readOnlyPaths` };
     }
   }
-  const input = JSON.stringify({ code: "x = 1", tests: ["assert x == 1"], testTimeout: 5, maxTimeouts: 1, limits: rlimits(defaultLimits(10_000)) });
+  const input = graderInput({ code: "def f(x):\n    return x", tests: ["assert f(1) == 1"], entryPoint: "f", testTimeoutMs: 5000, maxTimeouts: 1, limits: defaultLimits(10_000) });
   const raw = await runProcess(mode, options, input, defaultLimits(10_000), 10_000, 4096);
-  const passed = raw.events.some((e) => e.kind === "test" && e.status === "pass");
+  // The probe's assert must be judged by the grader: a sandbox that cannot split it would leave every verdict forgeable.
+  const passed = raw.events.some((e) => e.kind === "test" && e.status === "pass" && e.inProcess === false);
   return passed ? { ok: true, mode, overheadMs: raw.durationMs } : { ok: false, mode, ...explain(mode, python, raw) };
 }
 

@@ -206,7 +206,15 @@ export async function analyzeCode(problem: CodeProblem, auxCompletion: string, m
   const combinedCode = [extractImports(problem.prompt), cleanupCode(auxFunc), cleanupCode(mainFunc)].filter(Boolean).join("\n\n");
   const tests = extractTestCases(problem.test, problem.entryPoint);
   const execution = main.ok
-    ? await runSandboxed({ code: combinedCode, tests, mode: settings.sandbox, testTimeoutMs: settings.testTimeoutMs, maxTimeouts: settings.maxTimeouts })
+    ? await runSandboxed({
+        code: combinedCode,
+        tests,
+        entryPoint: problem.entryPoint,
+        testSetup: extractImports(problem.prompt),
+        mode: settings.sandbox,
+        testTimeoutMs: settings.testTimeoutMs,
+        maxTimeouts: settings.maxTimeouts,
+      })
     : null;
   return {
     auxFunc,
