@@ -6,6 +6,7 @@
 // timeout or skip. Whatever it writes there is data the grader checks, never a verdict it takes on trust.
 // The request: {"code", "entryPoint", "tests": [{"calls": [[args, kwargs], ...]} | {"source"}], "testTimeout" (s), "maxTimeouts"}.
 import { CODEC_SOURCE } from "./codec.js";
+import { TIMER_SOURCE } from "./timer.js";
 
 export const CANDIDATE_SOURCE = String.raw`
 import builtins, json, math, os, signal, sys
@@ -19,23 +20,7 @@ RESULT_LIMIT = 1 << 22
 def send(**event):
     channel.write(json.dumps(event) + "\n")
 
-class TestTimeout(BaseException):
-    pass
-
-def on_alarm(signum, frame):
-    raise TestTimeout()
-
-signal.signal(signal.SIGALRM, on_alarm)
-
-def timed(seconds, run):
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        run()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-def describe(error):
-    return {"errorType": type(error).__name__, "message": str(error)[:500]}
+${TIMER_SOURCE}
 
 namespace = {"__name__": "solution", "__builtins__": builtins, "math": math}
 try:

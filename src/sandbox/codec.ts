@@ -8,11 +8,17 @@ MAX_DEPTH = 100
 class NotPlain(TypeError):
     pass
 
-def encode(value, depth=0):
+# Exact types, never subclasses: a subclass could carry its own __eq__.
+JSON_SCALARS = (bool, int, str)
+
+def guard_depth(depth, error):
     if depth > MAX_DEPTH:
-        raise NotPlain("the value is nested more than %d deep" % MAX_DEPTH)
+        raise error("the value is nested more than %d deep" % MAX_DEPTH)
+
+def encode(value, depth=0):
+    guard_depth(depth, NotPlain)
     kind = type(value)
-    if value is None or kind is bool or kind is int or kind is str:
+    if value is None or kind in JSON_SCALARS:
         return value
     if kind is float:
         return {"float": value.hex()}
@@ -29,10 +35,9 @@ def encode(value, depth=0):
     raise NotPlain("a %s is not a plain value (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)" % kind.__name__)
 
 def decode(data, depth=0):
-    if depth > MAX_DEPTH:
-        raise ValueError("the value is nested more than %d deep" % MAX_DEPTH)
+    guard_depth(depth, ValueError)
     kind = type(data)
-    if data is None or kind is bool or kind is int or kind is str:
+    if data is None or kind in JSON_SCALARS:
         return data
     if kind is list:
         return [decode(item, depth + 1) for item in data]

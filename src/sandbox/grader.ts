@@ -9,6 +9,7 @@
 // The request comes on stdin: {"code", "tests", "entryPoint" (or null), "testSetup", "testTimeout" (s), "maxTimeouts",
 // "limits", "candidate" (the code's program)}.
 import { CODEC_SOURCE } from "./codec.js";
+import { TIMER_SOURCE } from "./timer.js";
 
 export const GRADER_SOURCE = String.raw`
 import ast, builtins, ctypes, json, math, os, resource, signal, subprocess, sys
@@ -28,23 +29,7 @@ ${CODEC_SOURCE}
 # The largest result line read from the code's process: 4 MiB of plain values, with room for the framing.
 LINE_LIMIT = (1 << 22) + 4096
 
-class TestTimeout(BaseException):
-    pass
-
-def on_alarm(signum, frame):
-    raise TestTimeout()
-
-signal.signal(signal.SIGALRM, on_alarm)
-
-def timed(seconds, run):
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return run()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-def describe(error):
-    return {"errorType": type(error).__name__, "message": str(error)[:500]}
+${TIMER_SOURCE}
 
 code = request["code"]
 try:
@@ -89,10 +74,10 @@ class Splitter(ast.NodeTransformer):
     def mentions_entry(self, node):
         return any(isinstance(n, ast.Name) and n.id == entry for n in ast.walk(node))
 
-    def conditionally(self, node):
+    def conditionally(self, node, visit=None):
         self.conditional += 1
         try:
-            return self.visit(node)
+            return (visit or self.visit)(node)
         finally:
             self.conditional -= 1
 
@@ -112,16 +97,9 @@ class Splitter(ast.NodeTransformer):
         return node
 
     def visit_Lambda(self, node):
-        return self.conditionally_whole(node)
+        return self.conditionally(node, self.generic_visit)
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
-
-    def conditionally_whole(self, node):
-        self.conditional += 1
-        try:
-            return self.generic_visit(node)
-        finally:
-            self.conditional -= 1
 
 def resolvable_here(expression):
     """Whether every free name of the expression exists here: a test naming the code's own helpers runs in-process."""
