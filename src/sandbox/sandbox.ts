@@ -1,14 +1,20 @@
 // Runs model-written Python and its tests in a separate, contained process: under bubblewrap every namespace is
 // unshared (no network, its own pids, no view of the machine's processes), only /usr is visible and read-only, the
-// working dir is a fresh size-capped tmpfs, capabilities are dropped, and the process runs as "nobody" when we are root
-// (so the process limit holds: the kernel does not apply RLIMIT_NPROC to root). The runner applies CPU, memory, process,
-// file-size and open-file limits to itself; a wall clock kills the whole process group, and with it the sandbox's pid
-// namespace. One process per completion runs all of its tests; a shared limit bounds how many run at once.
+// root and /dev are read-only, the only writable places are size-capped tmpfs (/tmp, the working dir, and /dev/shm), no
+// user namespace can be made inside, where the machine allows it the whole run sits in a memory cgroup of its own
+// (cgroup.ts), capabilities are dropped, and the process runs as "nobody" when we are root
+// (so the process limit holds: the kernel does not apply RLIMIT_NPROC to root). Inside, the grader (grader.ts) applies
+// CPU, memory, process, file-size and open-file limits to itself and everything it starts, and runs the code in a
+// process of its own (candidate.ts) that sees only argument values and sends back return values, so the verdicts are
+// out of the code's reach. A wall clock kills the whole process group, and with it the sandbox's pid namespace. One
+// sandbox per completion runs all of its tests; a shared limit bounds how many run at once.
 import { spawn } from "node:child_process";
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { Readable } from "node:stream";
-import { RUNNER_SOURCE } from "./runner.js";
+import { CANDIDATE_SOURCE } from "./candidate.js";
+import { cgroupSupport, RunCgroup } from "./cgroup.js";
+import { GRADER_SOURCE } from "./grader.js";
 
 /** "bwrap": contained (the default); "none": runs the code directly on this machine, limits only, no isolation. */
 export type SandboxMode = "bwrap" | "none";
@@ -16,16 +22,21 @@ export type SandboxMode = "bwrap" | "none";
 export interface SandboxLimits {
   /** RLIMIT_CPU. Default: the wall-clock limit, rounded up. */
   cpuSeconds: number;
-  /** RLIMIT_AS, bytes. Default 1 GiB. */
+  /**
+   * Memory, bytes. Default 1 GiB. Under bwrap with a memory cgroup (see cgroup.ts) it bounds the whole run: every
+   * process, file and shared segment together; it is also each process's RLIMIT_AS.
+   */
   memoryBytes: number;
-  /** RLIMIT_NPROC: processes and threads. Default 32. */
+  /** RLIMIT_NPROC: processes and threads. Default 16. */
   processes: number;
   /** RLIMIT_FSIZE: the largest file the code may write, bytes. Default 16 MiB. */
   fileSizeBytes: number;
   /** RLIMIT_NOFILE. Default 64. */
   openFiles: number;
-  /** Size of the tmpfs working dir (bwrap only), bytes. Default 64 MiB. */
+  /** Size of the tmpfs working dir /tmp (bwrap only), bytes. Default 64 MiB. */
   tmpfsBytes: number;
+  /** Size of the tmpfs at /dev/shm (bwrap only), bytes. Default 16 MiB. */
+  shmBytes: number;
 }
 
 export interface SandboxOptions {
@@ -43,6 +54,14 @@ export interface SandboxRequest extends SandboxOptions {
   code: string;
   /** Python statements, each run on its own after the code loads (typically one assert each). */
   tests: string[];
+  /**
+   * The function the tests call. An `assert` whose calls of it can be split out runs them in the code's process and
+   * the rest in the grader, out of the code's reach; without it (or for a test that cannot be split) a test runs in
+   * the code's process, where the code could forge its verdict, and is reported as in-process.
+   */
+  entryPoint?: string;
+  /** Python the grader runs in the tests' namespace before splitting them (the problem's imports); never the code. */
+  testSetup?: string;
   /** Each test's timeout, and the code's load timeout. Default 10 s. */
   testTimeoutMs?: number;
   /** After this many timed-out tests the rest are skipped. Default 3. */
@@ -61,6 +80,8 @@ export interface TestResult {
   status: TestStatus;
   errorType?: string;
   message?: string;
+  /** The test ran in the code's own process (it could not be split), so the code could have forged its verdict. */
+  inProcess: boolean;
 }
 
 export interface SandboxResult {
@@ -73,6 +94,8 @@ export interface SandboxResult {
   failed: number;
   /** Tests that ran into their own timeout. */
   timeouts: number;
+  /** Tests run in the code's own process (see TestResult.inProcess). */
+  inProcess: number;
   results: TestResult[];
   /** The wall clock killed the process. */
   timedOut: boolean;
@@ -81,6 +104,8 @@ export interface SandboxResult {
   exitCode: number | null;
   signal: string | null;
   durationMs: number;
+  /** The most memory the whole run held at once, bytes; null without a memory cgroup. */
+  memoryPeakBytes: number | null;
   /** Why the process ended without reporting on every test (killed, crashed, a limit hit), when it did. */
   error?: string;
 }
@@ -91,6 +116,7 @@ export class SandboxUnavailableError extends Error {
 
 const DEFAULT_PYTHON = "/usr/bin/python3";
 const NOBODY = 65534;
+const DEFAULT_MEMORY = 1 << 30;
 const RUNNER_ENV = { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", HOME: "/tmp", PYTHONDONTWRITEBYTECODE: "1", PYTHONHASHSEED: "0" };
 
 // ---------------------------------------------------------------- bounded parallelism
@@ -136,9 +162,13 @@ function rootLayout(): string[] {
   return args;
 }
 
-function bwrapArgs(python: string, readOnlyPaths: string[], tmpfsBytes: number): string[] {
+function bwrapArgs(python: string, readOnlyPaths: string[], limits: SandboxLimits): string[] {
+  // Every writable place is a size-capped tmpfs (/tmp, /dev/shm); the root and /dev are remounted read-only, and no
+  // user namespace can be made inside (a new one would bring capabilities to mount further tmpfs).
   return [
     "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
     "--die-with-parent",
     "--new-session",
     "--cap-drop", "ALL",
@@ -146,8 +176,12 @@ function bwrapArgs(python: string, readOnlyPaths: string[], tmpfsBytes: number):
     ...readOnlyPaths.flatMap((p) => ["--ro-bind", p, p]),
     "--proc", "/proc",
     "--dev", "/dev",
-    "--size", String(tmpfsBytes),
+    "--size", String(limits.shmBytes),
+    "--tmpfs", "/dev/shm",
+    "--remount-ro", "/dev",
+    "--size", String(limits.tmpfsBytes),
     "--tmpfs", "/tmp",
+    "--remount-ro", "/",
     "--chdir", "/tmp",
     "--",
     python, ...pythonArgs(),
@@ -155,12 +189,21 @@ function bwrapArgs(python: string, readOnlyPaths: string[], tmpfsBytes: number):
 }
 
 /** -I: no user site-packages, no PYTHON* variables, no cwd on sys.path. */
-const pythonArgs = () => ["-I", "-c", RUNNER_SOURCE];
+const pythonArgs = () => ["-I", "-c", GRADER_SOURCE];
 
-function command(mode: SandboxMode, options: SandboxOptions, tmpfsBytes: number) {
+/** Moves itself into the cgroup named by $0, then runs the rest of its arguments. */
+const ENTER_CGROUP = 'echo 0 > "$0" && exec "$@"';
+const SETPRIV = ["/usr/bin/setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--"];
+
+function command(mode: SandboxMode, options: SandboxOptions, limits: SandboxLimits, cgroup: RunCgroup | null) {
   const python = options.python ?? DEFAULT_PYTHON;
   if (mode === "none") return { file: python, args: pythonArgs(), dropToNobody: false };
-  return { file: options.bwrap ?? "bwrap", args: bwrapArgs(python, options.readOnlyPaths ?? [], tmpfsBytes), dropToNobody: process.getuid?.() === 0 };
+  const asRoot = process.getuid?.() === 0;
+  const bwrap = [options.bwrap ?? "bwrap", ...bwrapArgs(python, options.readOnlyPaths ?? [], limits)];
+  if (!cgroup) return { file: bwrap[0], args: bwrap.slice(1), dropToNobody: asRoot };
+  // The shell joins the cgroup before bwrap starts, so nothing of the run is ever outside it; as root it can write
+  // the cgroup's files, and setpriv then drops to nobody as the spawn's uid option would.
+  return { file: "/bin/sh", args: ["-c", ENTER_CGROUP, cgroup.procsFile, ...(asRoot ? SETPRIV : []), ...bwrap], dropToNobody: false };
 }
 
 // ---------------------------------------------------------------- one run
@@ -174,6 +217,8 @@ interface RawRun {
   timedOut: boolean;
   spawnError?: NodeJS.ErrnoException;
   durationMs: number;
+  memoryPeakBytes: number | null;
+  memoryLimitHit: boolean;
 }
 
 /** Keeps the first `limit` bytes of a stream and drains the rest, so a flood of output cannot block or bloat us. */
@@ -201,8 +246,23 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
-function runProcess(mode: SandboxMode, options: SandboxOptions, input: string, limits: SandboxLimits, wallTimeoutMs: number, outputLimit: number): Promise<RawRun> {
-  const { file, args, dropToNobody } = command(mode, options, limits.tmpfsBytes);
+async function runProcess(mode: SandboxMode, options: SandboxOptions, input: string, limits: SandboxLimits, wallTimeoutMs: number, outputLimit: number): Promise<RawRun> {
+  const cgroups = cgroupSupport();
+  const cgroup = mode === "bwrap" && cgroups.ok ? RunCgroup.create(cgroups.hierarchy, limits.memoryBytes) : null;
+  try {
+    const raw = await spawnRun(command(mode, options, limits, cgroup), input, wallTimeoutMs, outputLimit);
+    return { ...raw, memoryPeakBytes: cgroup?.peakBytes() ?? null, memoryLimitHit: cgroup?.hitLimit() ?? false };
+  } finally {
+    await cgroup?.removeWhenEmpty();
+  }
+}
+
+function spawnRun(
+  { file, args, dropToNobody }: ReturnType<typeof command>,
+  input: string,
+  wallTimeoutMs: number,
+  outputLimit: number,
+): Promise<Omit<RawRun, "memoryPeakBytes" | "memoryLimitHit">> {
   const started = performance.now();
   return new Promise((resolve) => {
     const child = spawn(file, args, {
@@ -256,11 +316,12 @@ function runProcess(mode: SandboxMode, options: SandboxOptions, input: string, l
 function defaultLimits(wallTimeoutMs: number, overrides: Partial<SandboxLimits> = {}): SandboxLimits {
   const limits: SandboxLimits = {
     cpuSeconds: Math.ceil(wallTimeoutMs / 1000),
-    memoryBytes: 1 << 30,
-    processes: 32,
+    memoryBytes: DEFAULT_MEMORY,
+    processes: 16,
     fileSizeBytes: 16 << 20,
     openFiles: 64,
     tmpfsBytes: 64 << 20,
+    shmBytes: 16 << 20,
     ...overrides,
   };
   for (const [name, value] of Object.entries(limits)) {
@@ -284,18 +345,42 @@ function positiveOption(name: string, value: number | undefined, fallback: numbe
   return value;
 }
 
+interface GraderRequest {
+  code: string;
+  tests: string[];
+  entryPoint?: string;
+  testSetup?: string;
+  testTimeoutMs: number;
+  maxTimeouts: number;
+  limits: SandboxLimits;
+}
+
+/** The grader's request, on its stdin (see grader.ts). */
+function graderInput(r: GraderRequest): string {
+  return JSON.stringify({
+    code: r.code,
+    tests: r.tests,
+    entryPoint: r.entryPoint ?? null,
+    testSetup: r.testSetup ?? "",
+    testTimeout: r.testTimeoutMs / 1000,
+    maxTimeouts: r.maxTimeouts,
+    limits: rlimits(r.limits),
+    candidate: CANDIDATE_SOURCE,
+  });
+}
+
 function assemble(request: SandboxRequest, raw: RawRun): SandboxResult {
   const syntax = raw.events.find((e) => e.kind === "syntax");
   const load = raw.events.find((e) => e.kind === "load");
-  const results: TestResult[] = request.tests.map((test) => ({ test, status: "not run" }));
+  const results: TestResult[] = request.tests.map((test) => ({ test, status: "not run", inProcess: false }));
   for (const event of raw.events) {
     if (event.kind !== "test" || typeof event.index !== "number" || !results[event.index] || results[event.index].status !== "not run") continue;
-    const status = event.status as TestStatus;
     results[event.index] = {
       test: results[event.index].test,
-      status,
+      status: event.status as TestStatus,
       ...(typeof event.errorType === "string" ? { errorType: event.errorType } : {}),
       ...(typeof event.message === "string" ? { message: event.message } : {}),
+      inProcess: event.inProcess === true,
     };
   }
   const syntaxOk = syntax?.ok === true;
@@ -305,6 +390,8 @@ function assemble(request: SandboxRequest, raw: RawRun): SandboxResult {
   if (!reportedAll) {
     error = raw.timedOut
       ? `killed after the wall-clock limit`
+      : raw.memoryLimitHit
+        ? `killed at the memory limit (${request.limits?.memoryBytes ?? DEFAULT_MEMORY} bytes for the whole run)`
       : `the process ended (exit ${raw.exitCode ?? "none"}, signal ${raw.signal ?? "none"}) before reporting every test${raw.stderr ? `: ${raw.stderr.trim().split("\n").at(-1)}` : ""}`;
     for (const r of results) if (r.status === "not run") Object.assign(r, { errorType: raw.timedOut ? "WallTimeout" : "ProcessEnded", message: error });
   }
@@ -317,6 +404,7 @@ function assemble(request: SandboxRequest, raw: RawRun): SandboxResult {
     passed: results.filter((r) => r.status === "pass").length,
     failed: results.filter((r) => r.status !== "pass").length,
     timeouts: results.filter((r) => r.status === "timeout").length,
+    inProcess: results.filter((r) => r.inProcess).length,
     results,
     timedOut: raw.timedOut,
     stdout: raw.stdout,
@@ -324,6 +412,7 @@ function assemble(request: SandboxRequest, raw: RawRun): SandboxResult {
     exitCode: raw.exitCode,
     signal: raw.signal,
     durationMs: raw.durationMs,
+    memoryPeakBytes: raw.memoryPeakBytes,
     ...(error ? { error } : {}),
   };
 }
@@ -338,13 +427,15 @@ export async function runSandboxed(request: SandboxRequest): Promise<SandboxResu
   if (mode !== "bwrap" && mode !== "none") throw new Error(`sandbox mode must be "bwrap" or "none", got ${JSON.stringify(mode)}`);
   if (typeof request.code !== "string") throw new TypeError("sandbox request: code must be a string");
   if (!Array.isArray(request.tests) || request.tests.some((t) => typeof t !== "string")) throw new TypeError("sandbox request: tests must be a list of strings");
+  if (request.entryPoint !== undefined && !/^[A-Za-z_]\w*$/.test(request.entryPoint)) throw new TypeError(`sandbox request: entryPoint must be a Python name, got ${JSON.stringify(request.entryPoint)}`);
+  if (request.testSetup !== undefined && typeof request.testSetup !== "string") throw new TypeError("sandbox request: testSetup must be a string");
   const testTimeoutMs = positiveOption("testTimeoutMs", request.testTimeoutMs, 10_000);
   const maxTimeouts = positiveOption("maxTimeouts", request.maxTimeouts, 3);
   const wallTimeoutMs = positiveOption("wallTimeoutMs", request.wallTimeoutMs, testTimeoutMs * (request.tests.length + 1) + 2000);
   const outputLimit = positiveOption("outputLimitBytes", request.outputLimitBytes, 16 << 10);
   const limits = defaultLimits(wallTimeoutMs, request.limits);
   if (mode === "bwrap") await requireSandbox(request);
-  const input = JSON.stringify({ code: request.code, tests: request.tests, testTimeout: testTimeoutMs / 1000, maxTimeouts, limits: rlimits(limits) });
+  const input = graderInput({ code: request.code, tests: request.tests, entryPoint: request.entryPoint, testSetup: request.testSetup, testTimeoutMs, maxTimeouts, limits });
   const raw = await withSlot(() => runProcess(mode, request, input, limits, wallTimeoutMs, outputLimit));
   if (raw.spawnError) throw new SandboxUnavailableError(`could not start ${mode === "none" ? request.python ?? DEFAULT_PYTHON : request.bwrap ?? "bwrap"}: ${raw.spawnError.message}`);
   return assemble(request, raw);
@@ -352,13 +443,22 @@ export async function runSandboxed(request: SandboxRequest): Promise<SandboxResu
 
 // ---------------------------------------------------------------- the probe
 
-export type SandboxCheck = { ok: true; mode: SandboxMode; overheadMs: number } | { ok: false; mode: SandboxMode; reason: string; fix: string };
+export type SandboxCheck =
+  | {
+      ok: true;
+      mode: SandboxMode;
+      overheadMs: number;
+      /** How a run's memory is bounded: "cgroup" (memoryBytes for the whole run) or why only per-process limits hold. */
+      memoryBound: { kind: "cgroup" } | { kind: "per-process"; reason: string };
+    }
+  | { ok: false; mode: SandboxMode; reason: string; fix: string };
 
 const probes = new Map<string, Promise<SandboxCheck>>();
 
 function explain(mode: SandboxMode, python: string, raw: RawRun): { reason: string; fix: string } {
   const stderr = raw.stderr.trim();
-  if (raw.spawnError?.code === "ENOENT") {
+  // A missing program: spawn's own error, or (bwrap started through the shell that joins the cgroup) the shell's.
+  if (raw.spawnError?.code === "ENOENT" || (mode === "bwrap" && /exec: .*: not found|setpriv: failed to execute/.test(stderr))) {
     return mode === "bwrap"
       ? { reason: "bubblewrap (bwrap) is not installed or not on PATH", fix: "install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)" }
       : { reason: `the interpreter ${python} does not exist`, fix: "install Python 3 or pass the interpreter's path as the python option" };
@@ -393,10 +493,14 @@ async function probe(mode: SandboxMode, options: SandboxOptions): Promise<Sandbo
       return { ok: false, mode, reason: `the interpreter ${python} (${real}) lies outside /usr, so the sandbox cannot see it`, fix: `use /usr/bin/python3, or add its install directory to readOnlyPaths` };
     }
   }
-  const input = JSON.stringify({ code: "x = 1", tests: ["assert x == 1"], testTimeout: 5, maxTimeouts: 1, limits: rlimits(defaultLimits(10_000)) });
+  const input = graderInput({ code: "def f(x):\n    return x", tests: ["assert f(1) == 1"], entryPoint: "f", testTimeoutMs: 5000, maxTimeouts: 1, limits: defaultLimits(10_000) });
   const raw = await runProcess(mode, options, input, defaultLimits(10_000), 10_000, 4096);
-  const passed = raw.events.some((e) => e.kind === "test" && e.status === "pass");
-  return passed ? { ok: true, mode, overheadMs: raw.durationMs } : { ok: false, mode, ...explain(mode, python, raw) };
+  // The probe's assert must be judged by the grader: a sandbox that cannot split it would leave every verdict forgeable.
+  const passed = raw.events.some((e) => e.kind === "test" && e.status === "pass" && e.inProcess === false);
+  if (!passed) return { ok: false, mode, ...explain(mode, python, raw) };
+  const cgroups = cgroupSupport();
+  const memoryBound = mode === "bwrap" && cgroups.ok ? { kind: "cgroup" as const } : { kind: "per-process" as const, reason: cgroups.ok ? "sandbox none uses no cgroup" : cgroups.reason };
+  return { ok: true, mode, overheadMs: raw.durationMs, memoryBound };
 }
 
 /** Whether code can run in the sandbox here, and if not, why and how to fix it. The answer is cached per setting. */

@@ -2,7 +2,8 @@
 // `aux(...)`, a main agent writes the problem's entry point, which may call it. The shared reward (max 4.0):
 //   L1  +0.4 aux defined with a return; +0.6 main defined with a return (missing main: stop)
 //   L2  +0.5 the combined code (prompt imports + aux + main) parses (else stop)
-//   L3  +passed/total over the problem's asserts, run in the sandbox (10 s each, after 3 timeouts the rest are skipped);
+//   L3  +passed/total over the problem's asserts, run in the sandbox (10 s each, after 3 timeouts the rest are skipped)
+//       and judged by its grader, out of the code's reach (see sandbox/grader.ts);
 //       when a test passed and aux exists: +0.5 if main calls aux, and then +1.0 if main is not a thin wrapper
 //       around aux and −0.5 if main calls aux as a bare statement, ignoring its result
 // Static checks follow the upstream text-level rules; syntax, loading and tests run in one sandboxed Python process
@@ -206,7 +207,15 @@ export async function analyzeCode(problem: CodeProblem, auxCompletion: string, m
   const combinedCode = [extractImports(problem.prompt), cleanupCode(auxFunc), cleanupCode(mainFunc)].filter(Boolean).join("\n\n");
   const tests = extractTestCases(problem.test, problem.entryPoint);
   const execution = main.ok
-    ? await runSandboxed({ code: combinedCode, tests, mode: settings.sandbox, testTimeoutMs: settings.testTimeoutMs, maxTimeouts: settings.maxTimeouts })
+    ? await runSandboxed({
+        code: combinedCode,
+        tests,
+        entryPoint: problem.entryPoint,
+        testSetup: extractImports(problem.prompt),
+        mode: settings.sandbox,
+        testTimeoutMs: settings.testTimeoutMs,
+        maxTimeouts: settings.maxTimeouts,
+      })
     : null;
   return {
     auxFunc,
@@ -230,12 +239,14 @@ export interface CodeRewardBreakdown {
   notWrapper: number;
   ignoredResult: number;
   total: number;
+  /** Tests that ran in the code's own process (the harness could not split them), so their verdicts could be forged. */
+  inProcessTests: number;
   /** The level the pair stopped at, or null when it reached the tests. */
   stoppedAt: 1 | 2 | 3 | null;
 }
 
 export function codeRewardBreakdown(analysis: CodeAnalysis): CodeRewardBreakdown {
-  const r: CodeRewardBreakdown = { definitions: 0, syntax: 0, tests: 0, usesAux: 0, notWrapper: 0, ignoredResult: 0, total: 0, stoppedAt: 1 };
+  const r: CodeRewardBreakdown = { definitions: 0, syntax: 0, tests: 0, usesAux: 0, notWrapper: 0, ignoredResult: 0, total: 0, inProcessTests: analysis.execution?.inProcess ?? 0, stoppedAt: 1 };
   const finish = (stoppedAt: CodeRewardBreakdown["stoppedAt"]) => {
     r.stoppedAt = stoppedAt;
     r.total = r.definitions + r.syntax + r.tests + r.usesAux + r.notWrapper + r.ignoredResult;

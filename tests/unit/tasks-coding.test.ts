@@ -8,7 +8,11 @@ import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { Item, RewardContext } from "../../src/rollout/types.js";
 import {
+  analyzeCode,
   cleanupCode,
+  codeProblem,
+  codeRewardBreakdown,
+  DEFAULT_EXECUTION,
   extractFunction,
   extractImports,
   extractTestCases,
@@ -173,15 +177,17 @@ const REFERENCE: Record<string, [string, string]> = {
 };
 
 describe("bundled problems", () => {
-  it("every problem's reference solution earns 4.0", async () => {
-    const items = [...humanEvalProblems.map((item) => ({ task: "humaneval", item })), ...coopHumanEvalProblems.map((item) => ({ task: "coophumaneval", item }))];
-    const rewards = await Promise.all(
-      items.map(async ({ task, item }) => {
+  it("every problem's reference solution earns 4.0, every test judged by the grader (none in-process)", async () => {
+    const items = [...humanEvalProblems, ...coopHumanEvalProblems];
+    const breakdowns = await Promise.all(
+      items.map(async (item) => {
         const [aux, main] = REFERENCE[String(item.entry_point)];
-        return ((await getTask(task, FAST).rewardFunc([[aux], [main]], context(item))) as number[])[0];
+        return codeRewardBreakdown(await analyzeCode(codeProblem(item), aux, main, { ...DEFAULT_EXECUTION, ...FAST }));
       }),
     );
-    expect(Object.fromEntries(items.map(({ item }, i) => [item.entry_point, rewards[i]]))).toEqual(Object.fromEntries(items.map(({ item }) => [item.entry_point, 4])));
+    const byName = (pick: (b: (typeof breakdowns)[number]) => number) => Object.fromEntries(items.map((item, i) => [item.entry_point, pick(breakdowns[i])]));
+    expect(byName((b) => b.total)).toEqual(Object.fromEntries(items.map((item) => [item.entry_point, 4])));
+    expect(byName((b) => b.inProcessTests)).toEqual(Object.fromEntries(items.map((item) => [item.entry_point, 0])));
   });
 });
 
