@@ -92,6 +92,8 @@ ADVERSARIAL = [
     "The quick brown fox jumps over the lazy dog. " * 3,
     "\u2581already has a metaspace \u2581\u2581 and <0x41> byte-token text",
     "<s partial <|im_start <start_of_turn <|begin_of_text",
+    # The spaces transformers' clean_up_tokenization would remove (it must not, for BPE).
+    "Wait , what ? I do n't know . It 's fine ! They 're here , we 've seen ' em",
 ]
 
 CONVERSATIONS = {
