@@ -96,6 +96,8 @@ ADVERSARIAL = [
     "Wait , what ? I do n't know . It 's fine ! They 're here , we 've seen ' em",
 ]
 
+PREFIX_TEXTS = [ADVERSARIAL[19], ADVERSARIAL[22], ADVERSARIAL[23], ADVERSARIAL[27], ADVERSARIAL[28]]
+
 CONVERSATIONS = {
     "system_user_assistant_user": [
         {"role": "system", "content": "You are a terse assistant."},
@@ -362,6 +364,12 @@ def build_family(name, tok_full, config, variables, outdir, workroot, notes):
             cases.append({"text": text, "add_special_tokens": special_flag, "ids": ids, "tokens": tokens,
                           "decoded": fast.decode(ids, skip_special_tokens=False),
                           "decoded_skip_special": fast.decode(ids, skip_special_tokens=True)})
+    # Generation stops at a token budget, often inside a multi-byte character: every prefix of these decodes as in HF.
+    prefixes = []
+    for text in PREFIX_TEXTS:
+        ids = fast.encode(text, add_special_tokens=False)
+        for k in range(1, len(ids) + 1):
+            prefixes.append({"ids": ids[:k], "decoded": fast.decode(ids[:k], skip_special_tokens=False)})
     for r in renders:
         if "text" in r:
             r["ids"] = fast.encode(r["text"], add_special_tokens=False)
@@ -371,7 +379,7 @@ def build_family(name, tok_full, config, variables, outdir, workroot, notes):
     (family_dir / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2) + "\n")
     expected = {"family": name, "notes": notes, "vocab_size_full": len(full), "vocab_size": len(fast),
                 "variables": variables, "frozen_clock": FIXED_DATE.isoformat(),
-                "encode": cases, "conversations": CONVERSATIONS if renders else {}, "chat": renders}
+                "encode": cases, "decode_prefixes": prefixes, "conversations": CONVERSATIONS if renders else {}, "chat": renders}
     (family_dir / "expected.json").write_text(json.dumps(expected, ensure_ascii=False, indent=1) + "\n")
     print(f"{name}: {len(cases)} encode cases, {len(renders)} chat cases, vocab {len(full)} -> {len(fast)}")
 

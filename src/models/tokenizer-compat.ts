@@ -9,13 +9,13 @@ type JsonObject = Record<string, unknown>;
 
 // The package's .d.ts files re-export the decoder classes through extensionless paths, which NodeNext resolution
 // cannot follow; these are the members used here, as the package defines them.
-interface MetaspaceStep {
+interface DecoderStep {
   config: JsonObject;
-  replacement: string;
   decode_chain(tokens: string[]): string[];
 }
-const { MetaspaceDecoder, SequenceDecoder } = hf as unknown as {
-  MetaspaceDecoder: new (config: JsonObject) => MetaspaceStep;
+const { ByteFallbackDecoder, MetaspaceDecoder, SequenceDecoder } = hf as unknown as {
+  ByteFallbackDecoder: new (config: JsonObject) => DecoderStep;
+  MetaspaceDecoder: new (config: JsonObject) => DecoderStep & { replacement: string };
   SequenceDecoder: new (config: JsonObject) => { decoders: Decoder[] };
 };
 
@@ -31,16 +31,51 @@ class RustMetaspaceDecoder extends MetaspaceDecoder {
   }
 }
 
-/** `decoder` with every Metaspace step (at any depth of Sequences) replaced by {@link RustMetaspaceDecoder}. */
-function withRustMetaspace(decoder: Decoder): Decoder {
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The Rust ByteFallback decoder turns each run of "<0xNN>" tokens into its UTF-8 text, or, when the run is not valid
+ * UTF-8 as a whole, into one "\uFFFD" per byte; the JS one let TextDecoder replace only the invalid parts, so a
+ * completion cut inside a byte-fallback character (a token budget ends generation anywhere) decoded differently.
+ */
+class RustByteFallbackDecoder extends ByteFallbackDecoder {
+  override decode_chain(tokens: string[]): string[] {
+    const out: string[] = [];
+    let run: number[] = [];
+    const flush = () => {
+      if (run.length === 0) return;
+      try {
+        out.push(strictUtf8.decode(Uint8Array.from(run)));
+      } catch {
+        for (let i = 0; i < run.length; i++) out.push("\uFFFD");
+      }
+      run = [];
+    };
+    for (const token of tokens) {
+      const byte = /^<0x[0-9A-Fa-f]{2}>$/.test(token) ? parseInt(token.slice(3, 5), 16) : null;
+      if (byte === null) {
+        flush();
+        out.push(token);
+      } else {
+        run.push(byte);
+      }
+    }
+    flush();
+    return out;
+  }
+}
+
+/** `decoder` with its Metaspace and ByteFallback steps (at any depth of Sequences) replaced by the Rust-exact ones. */
+function withRustSteps(decoder: Decoder): Decoder {
   if (decoder instanceof MetaspaceDecoder) return new RustMetaspaceDecoder(decoder.config) as unknown as Decoder;
-  if (decoder instanceof SequenceDecoder) decoder.decoders = decoder.decoders.map(withRustMetaspace);
+  if (decoder instanceof ByteFallbackDecoder) return new RustByteFallbackDecoder(decoder.config) as unknown as Decoder;
+  if (decoder instanceof SequenceDecoder) decoder.decoders = decoder.decoders.map(withRustSteps);
   return decoder;
 }
 
 /** Applies the decoder corrections to a freshly built tokenizer, in place. */
 export function matchRustDecoding(tokenizer: Tokenizer): void {
-  if (tokenizer.decoder) tokenizer.decoder = withRustMetaspace(tokenizer.decoder);
+  if (tokenizer.decoder) tokenizer.decoder = withRustSteps(tokenizer.decoder);
 }
 
 /**

@@ -33,6 +33,7 @@ interface Expected {
   variables: Record<string, unknown>;
   frozen_clock: string;
   encode: EncodeCase[];
+  decode_prefixes: { ids: number[]; decoded: string }[];
   conversations: Record<string, ChatMessage[]>;
   chat: ChatCase[];
 }
@@ -64,6 +65,14 @@ function encodeMismatches(tokenizer: ComlrlTokenizer, cases: EncodeCase[]): stri
     if (skipped !== c.decoded_skip_special) wrong.push(`decode(skip) ${where}: ${JSON.stringify(skipped)} != ${JSON.stringify(c.decoded_skip_special)}`);
   }
   return wrong;
+}
+
+/** Prefixes of multi-byte texts, cut where a token budget may cut a completion: partial characters decode as in HF. */
+function prefixMismatches(tokenizer: ComlrlTokenizer, prefixes: Expected["decode_prefixes"]): string[] {
+  return prefixes.flatMap(({ ids, decoded }) => {
+    const ours = tokenizer.decode(ids, { skipSpecialTokens: false });
+    return ours === decoded ? [] : [`decode ${JSON.stringify(ids)}: ${JSON.stringify(ours)} != ${JSON.stringify(decoded)}`];
+  });
 }
 
 function chatMismatches(tokenizer: ComlrlTokenizer, expected: Expected): string[] {
@@ -104,6 +113,8 @@ describe("tokenizers of every model family match Hugging Face's", () => {
       const { tokenizer, expected } = load(family);
       expect(expected.encode.length).toBeGreaterThan(50);
       expect(encodeMismatches(tokenizer, expected.encode)).toEqual([]);
+      expect(expected.decode_prefixes.length).toBeGreaterThan(20);
+      expect(prefixMismatches(tokenizer, expected.decode_prefixes)).toEqual([]);
     });
 
     it(`${family}: renders its chat template like transformers`, () => {
