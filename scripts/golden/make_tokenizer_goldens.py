@@ -187,6 +187,17 @@ def metaspace_variant(tok):
     return out
 
 
+def old_metaspace_variant(tok):
+    """The Metaspace layout of files converted before tokenizers 0.15 (many Llama 2 and Mistral fine-tunes): only
+    "add_prefix_space", which the library reads as prepend_scheme "always" with splitting on "▁"."""
+    out = copy.deepcopy(tok)
+    step = {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True}
+    out["normalizer"] = None
+    out["pre_tokenizer"] = step
+    out["decoder"] = {"type": "Sequence", "decoders": [step, {"type": "ByteFallback"}, {"type": "Fuse"}]}
+    return out
+
+
 def add_tokens(tok, tokens):
     """Adds `tokens` (added-token dicts) to a tokenizer.json, and to its vocabulary when their ids fall inside it."""
     out = copy.deepcopy(tok)
@@ -415,6 +426,8 @@ def main():
          {**sp_roles, "legacy": False, "chat_template": templates.MISTRAL_INSTRUCT}, {},
          "Mistral vocabulary in the non-legacy layout (Metaspace prepend_scheme first, as Mistral v0.3), "
          "[INST]/[/INST] as control tokens"),
+        ("mistral_old_metaspace", old_metaspace_variant(mistral), {**sp_roles, "chat_template": templates.MIXTRAL_INSTRUCT},
+         {}, "Mistral vocabulary in the pre-0.15 Metaspace layout (add_prefix_space only: prepend always, split)"),
         ("phi3", phi3_tokenizer(llama2),
          {**sp_roles, "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "chat_template": templates.PHI3}, {},
          "Phi-3-mini: Llama 2's tokenizer plus its rstrip chat tokens; Phi-3-mini-4k-instruct template"),
