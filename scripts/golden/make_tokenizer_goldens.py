@@ -174,16 +174,16 @@ def bpe_model(vocab, merges, unk, byte_fallback):
             "ignore_merges": False, "vocab": vocab, "merges": merges}
 
 
-def metaspace_variant(tok):
+def metaspace_variant(tok, prepend_scheme="first"):
     """The non-legacy SentencePiece layout (transformers' converter with legacy=False, as Mistral v0.3 ships): no
     normalizer; a Metaspace pre-tokenizer that prepends "▁" to the first piece only and does not split; a Metaspace
-    decoder in place of Replace + Strip."""
+    decoder in place of Replace + Strip. The converter writes prepend_scheme "never" for SentencePiece models trained
+    without a dummy prefix."""
     out = copy.deepcopy(tok)
+    step = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": prepend_scheme, "split": False}
     out["normalizer"] = None
-    out["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
-    out["decoder"] = {"type": "Sequence", "decoders": [
-        {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
-        {"type": "ByteFallback"}, {"type": "Fuse"}]}
+    out["pre_tokenizer"] = step
+    out["decoder"] = {"type": "Sequence", "decoders": [step, {"type": "ByteFallback"}, {"type": "Fuse"}]}
     return out
 
 
@@ -426,6 +426,8 @@ def main():
          {**sp_roles, "legacy": False, "chat_template": templates.MISTRAL_INSTRUCT}, {},
          "Mistral vocabulary in the non-legacy layout (Metaspace prepend_scheme first, as Mistral v0.3), "
          "[INST]/[/INST] as control tokens"),
+        ("mistral_metaspace_never", metaspace_variant(mistral, "never"), sp_roles, {},
+         "Mistral vocabulary in the Metaspace layout of a SentencePiece model without a dummy prefix (never)"),
         ("mistral_old_metaspace", old_metaspace_variant(mistral), {**sp_roles, "chat_template": templates.MIXTRAL_INSTRUCT},
          {}, "Mistral vocabulary in the pre-0.15 Metaspace layout (add_prefix_space only: prepend always, split)"),
         ("phi3", phi3_tokenizer(llama2),
