@@ -460,6 +460,11 @@ def main():
         ("qwen3_no_thinking", qwen3, qwen3_cfg, {"enable_thinking": False}, "Qwen3 with enable_thinking=false"),
         ("qwen2", qwen3, {**qwen3_cfg, "chat_template": templates.QWEN2}, {},
          "Qwen2/2.5 (and their MoE) share Qwen3's vocabulary and split pattern; Qwen2-Instruct template"),
+        ("qwen2_5", qwen3, {**qwen3_cfg, "chat_template": (Path(__file__).parent / "tokenizers" / "qwen2_5.jinja").read_text()},
+         {"tools": [{"type": "function", "function": {"name": "add", "description": "Adds two numbers",
+                                                       "parameters": {"type": "object", "properties": {
+                                                           "a": {"type": "number"}, "b": {"type": "number"}}}}}]},
+         "Qwen2.5 shares Qwen3's vocabulary; Qwen2.5-Instruct template, rendered with a tool"),
         ("gpt2", gpt2_tokenizer(args.sources), {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
                                                 "tokenizer_class": "GPT2Tokenizer",
                                                 "unk_token": "<|endoftext|>"}, {},
