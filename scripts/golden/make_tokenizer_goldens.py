@@ -35,6 +35,7 @@ from tokenizers import Tokenizer
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from transformers.utils import chat_template_utils
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the committed templates
 sys.path.insert(0, str(Path(__file__).parent / "tokenizers"))
 import templates  # noqa: E402
 
@@ -247,8 +248,7 @@ def olmo2_tokenizer():
     trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=["<|endoftext|>", "<|pad|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus, trainer)
-    out = json.loads(tok.to_str())
-    return out
+    return json.loads(tok.to_str())
 
 
 # --- trimming -------------------------------------------------------------------------------------------------------
@@ -315,6 +315,9 @@ def remap_post_processor(post, new_id):
 
 # --- references -----------------------------------------------------------------------------------------------------
 
+ROLE_KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]
+
+
 def fast_tokenizer(tok_json, config, workdir):
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "tokenizer.json").write_text(json.dumps(tok_json, ensure_ascii=False))
@@ -322,10 +325,9 @@ def fast_tokenizer(tok_json, config, workdir):
     return PreTrainedTokenizerFast(tokenizer_file=str(workdir / "tokenizer.json"), **kwargs)
 
 
-ROLE_KEYS = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"]
-
-
 def family_texts(tok_json, config, rendered):
+    """The adversarial set, the family's special tokens inside text (the ones with roles or in the template, the first
+    ids, the <|...|> chat tokens; not Gemma's thousands of unused ones), and the rendered chat prompts."""
     specials = [a["content"] for a in tok_json["added_tokens"]
                 if a["special"] and (a["content"] in str(config) or a["id"] < 16 or "|" in a["content"])][:12]
     texts = list(ADVERSARIAL)
