@@ -8,6 +8,7 @@ import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { writeFileAtomic } from "../util/atomic.js";
 import { makeDirs } from "../util/make-dirs.js";
+import { cleansUpTokenizationSpaces, matchRustDecoding } from "./tokenizer-compat.js";
 
 export interface ChatMessage {
   role: string;
@@ -219,7 +220,10 @@ export class ComlrlTokenizer {
         throw new RangeError(`decode: token id ${id} is not in the vocabulary of ${this.source} (size ${size})`);
       }
     }
-    return this.tokenizer.decode(list, { skip_special_tokens: options.skipSpecialTokens ?? true });
+    return this.tokenizer.decode(list, {
+      skip_special_tokens: options.skipSpecialTokens ?? true,
+      clean_up_tokenization_spaces: cleansUpTokenizationSpaces(this.tokenizerJson, this.config),
+    });
   }
 
   /** Encodes `texts` into one padded `[batch, width]` block; `padding` says which side the pad tokens go. */
@@ -330,11 +334,14 @@ export class ComlrlTokenizer {
     if (!isObject(this.tokenizerJson.model)) throw new Error(`Malformed ${where}: no "model" object`);
     // The library insists on these keys being present, though null is allowed and common.
     const json = { normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null, added_tokens: [], ...this.tokenizerJson };
+    let tokenizer: Tokenizer;
     try {
-      return new Tokenizer(json, this.config);
+      tokenizer = new Tokenizer(json, this.config);
     } catch (err) {
       throw new Error(`Cannot build a tokenizer from ${where}: ${(err as Error).message}`);
     }
+    matchRustDecoding(tokenizer);
+    return tokenizer;
   }
 
   private addedTokens(): JsonObject[] {
