@@ -1,0 +1,332 @@
+"""Golden updates from the real CoMLRL 1.4.3 for tests/golden/comlrl*.test.ts (README "Checking against CoMLRL").
+
+Runs CoMLRL's own update code on a tiny Qwen2 model (made here with transformers) from fixed rollouts, and writes
+tests/golden/comlrl/: the model (model/), goldens.json (inputs, losses, gradient norms, CoMLRL's token accounting)
+and goldens.safetensors (parameters after each step, value-head weights). Our tests replay the same rollouts.
+
+    python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
+    /tmp/ref/bin/python scripts/reference/make_comlrl_goldens.py            # writes the goldens
+    /tmp/ref/bin/python scripts/reference/make_comlrl_goldens.py --check    # strict-loads our value_head.pt fixtures
+
+MAGRPO-family rollouts are NodeSamples handed to `_update_from_samples`; actor-critic rollouts come from the
+trainer's own `_collect_rollouts` with the model's `generate` replaced by one that returns given token ids.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+from types import SimpleNamespace
+
+import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from comlrl.models.actor_critic import ValueHead
+from comlrl.trainers.actor_critic.iac import IACConfig, IACTrainer
+from comlrl.trainers.preference.centralized import TaggedCentralizedComparatorAdapter
+from comlrl.trainers.reinforce.centralized_magrpo import CentralizedMAGRPOConfig, CentralizedMAGRPOTrainer
+from comlrl.trainers.reinforce.magrpo import MAGRPOConfig, MAGRPOTrainer, NodeSample
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, "tests", "golden", "comlrl")
+MODEL = os.path.join(OUT, "model")
+EOS = 0  # <|endoftext|>: eos and pad, as in Qwen checkpoints, so CoMLRL's pad == eos accounting shows
+
+torch.set_num_threads(1)
+
+
+def make_model() -> None:
+    """A 300-token byte-level BPE tokenizer and a 1-layer Qwen2 (hidden 16, GQA 2/1, tied embeddings)."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(["the red fox ran over the lazy dog", "once upon a time there was a cat"], trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    fast.save_pretrained(MODEL)
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=tok.get_vocab_size(), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64, tie_word_embeddings=True,
+        eos_token_id=EOS, pad_token_id=EOS, bos_token_id=None,
+    )
+    model = Qwen2ForCausalLM(config)
+    # Weights larger than the 0.02 init so log-probs (and so the gradients) vary across tokens.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.1 * torch.randn_like(p))
+            else:
+                p.normal_(0, 0.3)
+    model.save_pretrained(MODEL)
+
+
+def load_model():
+    return Qwen2ForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
+
+
+def tokenizer():
+    return PreTrainedTokenizerFast.from_pretrained(MODEL)
+
+
+def params(model, prefix: str, tensors: dict) -> None:
+    for name, p in model.state_dict().items():
+        tensors[f"{prefix}.{name}"] = p.detach().float().clone().contiguous()
+
+
+def watch_grad_norms(optimizer, into: list) -> None:
+    """Records the total gradient norm each time optimizer.step() is called (no clipping: CoMLRL has none)."""
+    step = optimizer.step
+
+    def recorded(*args, **kwargs):
+        grads = [p.grad.detach().flatten() for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        into.append(float(torch.cat(grads).norm()))
+        return step(*args, **kwargs)
+
+    optimizer.step = recorded
+
+
+# Two nodes, K = 3 completions each, padded to the node's width with EOS as HF generate returns them. A row ends
+# at its first EOS, or runs to max_new_tokens (width) without one.
+PROMPTS = [[14, 120, 33, 201], [57, 9, 260, 88, 140]]
+ROWS = [
+    [[40, 41, 42, EOS, EOS, EOS], [50, 51, 52, 53, 54, 55], [60, EOS, EOS, EOS, EOS, EOS]],
+    [[70, 71, EOS, EOS], [80, 81, 82, 83], [90, 91, 92, EOS]],
+]
+RETURNS = [[1.0, 0.25, -0.5], [0.0, 2.0, 0.5]]
+
+
+def natural(row):
+    """The tokens a completion consists of: up to and including its first EOS."""
+    return row[: row.index(EOS) + 1] if EOS in row else list(row)
+
+
+def magrpo_case(mode: str, normalize: bool, tensors: dict) -> dict:
+    random.seed(0)
+    torch.manual_seed(0)
+    model = load_model()
+    args = MAGRPOConfig(num_agents=1, num_turns=1, num_generations=3, rollout_buffer_size=2, advantage_mode=mode, advantage_normalization=normalize)
+    trainer = MAGRPOTrainer(agents=[model], num_agents=1, tokenizer=tokenizer(), reward_func=lambda *a, **k: [0.0], args=args)
+    losses, norms = [], []
+    compute = trainer._compute_loss_with_gradients
+
+    def recorded(agent, data, returns):
+        loss = compute(agent, data, returns)
+        losses.append(float(loss))
+        return loss
+
+    trainer._compute_loss_with_gradients = recorded
+    watch_grad_norms(trainer.optimizers[0], norms)
+    samples = [
+        NodeSample(0, 0, {"prompt_input_ids": torch.tensor([p]), "completion_input_ids": [[torch.tensor(r) for r in rows]]}, ret, 0.0, 0.0, 1)
+        for p, rows, ret in zip(PROMPTS, ROWS, RETURNS)
+    ]
+    order = {id(s): i for i, s in enumerate(samples)}
+    trainer._update_from_samples(0, samples)
+    # The shuffle reorders the minibatch; losses are reported in sample order.
+    per_sample = [0.0] * len(samples)
+    for s, loss in zip(samples, losses):
+        per_sample[order[id(s)]] = loss
+    name = f"magrpo_{mode}" if normalize else f"magrpo_{mode}_unnormalized"
+    params(trainer.agents[0], f"{name}.after", tensors)
+    return {
+        "config": {"advantageMode": mode, "numGenerations": 3, "rolloutBufferSize": 2, "advantageNormalization": normalize},
+        "sampleLosses": per_sample,
+        "loss": sum(per_sample) / len(per_sample),
+        "gradNorm": norms[0],
+        # CoMLRL feeds prompt + row[:-1] and scores every position: the whole padded row but its last token.
+        "scoredCompletions": [[row[:-1] for row in rows] for rows in ROWS],
+    }
+
+
+def centralized_case(tensors: dict) -> dict:
+    random.seed(0)
+    torch.manual_seed(0)
+    model = load_model()
+    args = CentralizedMAGRPOConfig(num_agents=2, num_generations=3, rollout_buffer_size=2)
+    trainer = CentralizedMAGRPOTrainer(
+        centralized_adapter=TaggedCentralizedComparatorAdapter(), num_agents=2, agents=[model], tokenizer=tokenizer(),
+        reward_func=lambda *a, **k: [0.0], args=args,
+    )
+    norms = []
+    watch_grad_norms(trainer.optimizers[0], norms)
+    losses = []
+    compute = trainer._compute_loss_with_gradients
+
+    def recorded(agent, data, returns):
+        loss = compute(agent, data, returns)
+        losses.append((data["id"], float(loss)))
+        return loss
+
+    trainer._compute_loss_with_gradients = recorded
+    samples = [
+        NodeSample(0, 0, {"id": i, "prompt_input_ids": torch.tensor([p]), "completion_input_ids": [[torch.tensor(r) for r in rows]]}, ret, 0.0, 0.0, 1)
+        for i, (p, rows, ret) in enumerate(zip(PROMPTS, ROWS, RETURNS))
+    ]
+    trainer._update_from_samples(0, samples)
+    per_sample = [loss for _, loss in sorted(losses)]
+    params(trainer.agents[0], "centralized.after", tensors)
+    prompt = TaggedCentralizedComparatorAdapter().build_prompt({}, ["Write a haiku.", "Write a title."])
+    return {
+        "config": {"numAgents": 2, "numGenerations": 3, "rolloutBufferSize": 2},
+        "sampleLosses": per_sample,
+        "loss": sum(per_sample) / len(per_sample),
+        "gradNorm": norms[0],
+        # The joint log-prob scores each completion up to and including its first EOS (pad == eos).
+        "scoredCompletions": [[natural(row) for row in rows] for rows in ROWS],
+        "taggedPrompt": {"agentPrompts": ["Write a haiku.", "Write a title."], "prompt": prompt},
+    }
+
+
+# Actor-critic: one prompt per agent, K = 2 generations, rows padded with EOS to the batch width.
+AC_ITEM = {"prompt": "the red fox"}
+AC_ROWS = [[[40, 41, EOS, EOS], [50, 51, 52, 53]], [[60, EOS, EOS, EOS], [70, 71, 72, EOS]]]
+AC_REWARDS = [0.75, -0.25]  # per generation, shared by both agents
+
+
+def scripted_generate(rows_per_agent, calls):
+    """A replacement for model.generate that returns prompt + the given rows (what a sampler could have drawn)."""
+
+    def generate(self_index):
+        def run(input_ids=None, num_return_sequences=1, **kwargs):
+            calls.append({k: v for k, v in kwargs.items() if k in ("top_k", "top_p", "temperature", "max_new_tokens")})
+            rows = torch.tensor(rows_per_agent[self_index][:num_return_sequences])
+            return torch.cat([input_ids.repeat(rows.shape[0], 1), rows], dim=1)
+
+        return run
+
+    return generate
+
+
+def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dict) -> dict:
+    random.seed(0)
+    torch.manual_seed(0)
+    tok = tokenizer()
+    agents = [load_model(), load_model()]
+    critics = [load_model(), load_model()] if separate else None
+    args = IACConfig(
+        num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, use_separate_critic=separate,
+        critic_type=critic_type, value_head_hidden_dim=head_dim, critic_value_head_hidden_dim=head_dim,
+    )
+    trainer = IACTrainer(
+        agents=agents, critics=critics, tokenizer=tok, args=args,
+        reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
+    )
+    calls = []
+    make = scripted_generate(AC_ROWS, calls)
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make(i)
+    heads = trainer.critics if separate else trainer.agents
+    for i, holder in enumerate(heads):
+        for key, t in holder.value_head.state_dict().items():
+            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
+    actor_norms = [[] for _ in agents]
+    critic_norms = [[] for _ in agents]
+    for i in range(2):
+        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
+        if separate:
+            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    losses = [[] for _ in agents]
+    ac_step = trainer._ac_step
+
+    rollouts = trainer._collect_rollouts(AC_ITEM)
+    by_agent = [[r for r in rollouts if r.agent_idx == i] for i in range(2)]
+    per_agent = []
+    for i in range(2):
+        samples = by_agent[i]
+        metrics = trainer._update(i, list(samples))
+        per_agent.append({
+            "promptIds": samples[0].full_input_ids[: samples[0].prompt_len].tolist(),
+            "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
+            "responseLens": [int(s.response_len) for s in samples],
+            "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
+            "oldLogprobs": [float(s.old_logprob.view(-1)[0]) for s in samples],
+            "normalizedAdvantages": [float(s.normalized_advantage.view(-1)[0]) for s in samples],
+            "metrics": metrics,
+            "actorGradNorm": actor_norms[i][0],
+            "criticGradNorm": critic_norms[i][0] if separate else None,
+        })
+        if i == 0:  # agent 1's parameters add size, not coverage: its losses and norms are checked
+            params(trainer.agents[i].model, f"{name}.actor_after.{i}", tensors)
+            if separate:
+                params(trainer.critics[i].model, f"{name}.critic_after.{i}", tensors)
+        for key, t in heads[i].value_head.state_dict().items():
+            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+    return {
+        "config": {
+            "numAgents": 2, "numTurns": 1, "numGenerations": 2, "rolloutBufferSize": 2, "useSeparateCritic": separate,
+            "criticType": critic_type, "valueHeadHiddenDim": head_dim, "criticValueHeadHiddenDim": head_dim,
+            "valueLossCoef": args.value_loss_coef, "valueClipRange": args.value_clip_range, "discount": args.discount,
+        },
+        "rewards": AC_REWARDS,
+        "agents": per_agent,
+        # What CoMLRL passed to generate: top_k is left out (None), so generation_config.json decides.
+        "generateKwargs": calls[0],
+    }
+
+
+def value_heads(tensors: dict) -> None:
+    """CoMLRL's ValueHead files for the replay model's hidden size, both forms, as its trainers save them."""
+    torch.manual_seed(3)
+    for form, dim in (("linear", None), ("mlp", 8)):
+        head = ValueHead(16, dim)
+        torch.save(head.state_dict(), os.path.join(OUT, f"comlrl_value_head_{form}.pt"))
+        for key, t in head.state_dict().items():
+            tensors[f"value_head.{form}.{key}"] = t.detach().float().clone()
+
+
+def check_ours() -> None:
+    """Our value_head.pt files (written by tests/golden/comlrl-interop.test.ts) load strictly into CoMLRL's head."""
+    results = {}
+    for form, dim in (("linear", None), ("mlp", 8)):
+        path = os.path.join(OUT, f"ours_value_head_{form}.pt")
+        head = ValueHead(16, dim)
+        head.load_state_dict(torch.load(path, weights_only=True), strict=True)
+        results[form] = {k: v.flatten()[:2].tolist() for k, v in head.state_dict().items()}
+    print(json.dumps(results))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true", help="strict-load our value_head.pt fixtures into CoMLRL's ValueHead")
+    if parser.parse_args().check:
+        check_ours()
+        return
+    os.makedirs(OUT, exist_ok=True)
+    make_model()
+    tensors = {}
+    golden = {
+        "library": {"comlrl": "1.4.3", "torch": torch.__version__, "transformers": __import__("transformers").__version__},
+        "eos": EOS,
+        "prompts": PROMPTS,
+        "rows": ROWS,
+        "returns": RETURNS,
+        # Normalisation makes the four baselines give the same advantages; without it each mode shows.
+        "magrpo": {
+            "mean": magrpo_case("mean", True, tensors),
+            **{f"{m}_unnormalized": magrpo_case(m, False, tensors) for m in ("mean", "raw", "max", "rloo")},
+        },
+        "centralized": centralized_case(tensors),
+        "iac": {
+            "separate_v": iac_case("iac_separate_v", True, "v", None, tensors),
+            "shared_q": iac_case("iac_shared_q", False, "q", 8, tensors),
+        },
+    }
+    value_heads(tensors)
+    save_file(tensors, os.path.join(OUT, "goldens.safetensors"))
+    with open(os.path.join(OUT, "goldens.json"), "w") as f:
+        json.dump(golden, f, indent=1)
+        f.write("\n")
+    print(f"wrote {OUT}: {len(tensors)} tensors")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
