@@ -120,7 +120,7 @@ def magrpo_case(mode: str, normalize: bool, tensors: dict) -> dict:
 
     def recorded(agent, data, returns):
         loss = compute(agent, data, returns)
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         return loss
 
     trainer._compute_loss_with_gradients = recorded
@@ -234,15 +234,25 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
         watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
         if separate:
             watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
-    losses = [[] for _ in agents]
-    ac_step = trainer._ac_step
-
     rollouts = trainer._collect_rollouts(AC_ITEM)
     by_agent = [[r for r in rollouts if r.agent_idx == i] for i in range(2)]
     per_agent = []
     for i in range(2):
         samples = by_agent[i]
-        metrics = trainer._update(i, list(samples))
+        # The losses _ac_step minimises: separate critics backward the actor loss, then value_loss_coef · value loss;
+        # a shared head backwards their sum once.
+        backward_losses = []
+        backward = torch.Tensor.backward
+
+        def recorded(tensor, *a, **k):
+            backward_losses.append(float(tensor.detach()))
+            return backward(tensor, *a, **k)
+
+        torch.Tensor.backward = recorded
+        try:
+            metrics = trainer._update(i, list(samples))
+        finally:
+            torch.Tensor.backward = backward
         per_agent.append({
             "promptIds": samples[0].full_input_ids[: samples[0].prompt_len].tolist(),
             "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
@@ -251,6 +261,7 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
             "oldLogprobs": [float(s.old_logprob.view(-1)[0]) for s in samples],
             "normalizedAdvantages": [float(s.normalized_advantage.view(-1)[0]) for s in samples],
             "metrics": metrics,
+            "backwardLosses": backward_losses,
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i][0] if separate else None,
         })

@@ -1,5 +1,6 @@
 // ValueHead: a critic's value head (or a reward model's score head) on a CausalLM's last hidden state, with its
-// readouts, value loss, and PyTorch state_dict I/O (value_head.pt files as torch.save writes them).
+// readouts, value loss, and PyTorch state_dict I/O (value_head.pt files as torch.save writes them, under the keys of
+// CoMLRL's comlrl.models.actor_critic.ValueHead so that files interchange with it both ways).
 import type { NativeValueHead, NativeValueHeadInfo, Readout } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { loadTorchStateDict, saveTorchStateDict, type StateTensor } from "../io/torch-pickle.js";
@@ -21,6 +22,15 @@ export interface ValueLossOptions {
   clipRange?: number;
   /** Weights the accumulated gradient (not the returned loss). */
   scale?: number;
+}
+
+// The native head names its parameters as a bare nn.Linear / nn.Sequential would ("weight", "0.weight", "2.weight");
+// CoMLRL's ValueHead module holds them as pre_projection = Sequential(Linear, Tanh) and value_projection = Linear.
+const COMLRL_KEY_PREFIXES: Record<string, string> = { "0.": "pre_projection.0.", "2.": "value_projection." };
+
+function comlrlKey(native: string): string {
+  const prefix = Object.keys(COMLRL_KEY_PREFIXES).find((p) => native.startsWith(p));
+  return prefix ? COMLRL_KEY_PREFIXES[prefix] + native.slice(prefix.length) : `value_projection.${native}`;
 }
 
 export class ValueHead {
@@ -67,20 +77,27 @@ export class ValueHead {
     });
   }
 
+  /** The head's parameters under CoMLRL's ValueHead keys (value_projection.*, pre_projection.0.*). */
   stateDict(): Record<string, StateTensor> {
-    return this.native.stateDict();
+    return Object.fromEntries(Object.entries(this.native.stateDict()).map(([name, tensor]) => [comlrlKey(name), tensor]));
   }
 
   /**
-   * From a state dict or a value_head.pt file (torch.save of the head's state_dict). Names and shapes must match this
-   * head's (set by valueHeadHiddenDim / criticValueHeadHiddenDim); otherwise the error names the file and both shapes.
+   * From a state dict or a value_head.pt file (torch.save of the head's state_dict): CoMLRL's keys, or the bare
+   * Linear/Sequential keys our files had before 0.2 ("weight", "0.weight", …), which still load. Names and shapes
+   * must match this head's (set by valueHeadHiddenDim / criticValueHeadHiddenDim); otherwise the error names the file
+   * and both.
    */
   loadStateDict(dictOrPath: Record<string, StateTensor> | string): void {
-    const dict = typeof dictOrPath === "string" ? loadTorchStateDict(dictOrPath) : dictOrPath;
+    const given = typeof dictOrPath === "string" ? loadTorchStateDict(dictOrPath) : dictOrPath;
     const where = typeof dictOrPath === "string" ? `${dictOrPath}: ` : "";
+    const nativeNames = this.native.parameterNames();
+    const byComlrlKey = new Map(nativeNames.map(({ name }) => [comlrlKey(name), name]));
+    const comlrlKeys = Object.keys(given).some((key) => byComlrlKey.has(key));
+    const dict = comlrlKeys ? Object.fromEntries(Object.entries(given).map(([key, t]) => [byComlrlKey.get(key) ?? key, t])) : given;
     const entries = (list: Array<[string, number[]]>) => list.map(([name, shape]) => `${name} [${shape.join(", ")}]`);
-    const theirs = entries(Object.entries(dict).map(([name, t]) => [name, t.shape]));
-    const ours = entries(this.native.parameterNames().map(({ name, shape }) => [name, shape]));
+    const theirs = entries(Object.entries(given).map(([name, t]) => [name, t.shape]));
+    const ours = entries(nativeNames.map(({ name, shape }) => [comlrlKeys ? comlrlKey(name) : name, shape]));
     // The same names and shapes in any order: a state dict's key order is not part of the head.
     if ([...theirs].sort().join() !== [...ours].sort().join()) {
       throw new Error(`${where}the saved head has ${theirs.join(", ")}; this value head has ${ours.join(", ")} (its hidden size and hidden dim must match the saved head's)`);

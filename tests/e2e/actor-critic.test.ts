@@ -38,7 +38,7 @@ function iac(overrides: Partial<IACTrainerOptions> = {}): IACTrainerOptions {
     outputDir: run(),
     quiet: true,
     ...overrides,
-    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...(overrides.config ?? {}) },
+    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...(overrides.config ?? {}) },
   };
 }
 
