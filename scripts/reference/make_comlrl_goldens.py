@@ -6,7 +6,7 @@ and goldens.safetensors (parameters after each step, value-head weights). Our te
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
     /tmp/ref/bin/python scripts/reference/make_comlrl_goldens.py            # writes the goldens
-    /tmp/ref/bin/python scripts/reference/make_comlrl_goldens.py --check    # strict-loads our value_head.pt fixtures
+    /tmp/ref/bin/python scripts/reference/make_comlrl_goldens.py --check    # our files, loaded by CoMLRL
 
 MAGRPO-family rollouts are NodeSamples handed to `_update_from_samples`; actor-critic rollouts come from the
 trainer's own `_collect_rollouts` with the model's `generate` replaced by one that returns given token ids.
@@ -294,14 +294,42 @@ def value_heads(tensors: dict) -> None:
             tensors[f"value_head.{form}.{key}"] = t.detach().float().clone()
 
 
+def iac_one_agent(agent, critic, tok) -> IACTrainer:
+    args = IACConfig(num_agents=1, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type="v")
+    trainer = IACTrainer(agents=[agent], critics=[critic], tokenizer=tok, args=args, reward_func=lambda *a, **k: list(AC_REWARDS))
+    trainer.agents[0].model.generate = scripted_generate(AC_ROWS, [])(0)
+    return trainer
+
+
+def comlrl_save_dir(tensors: dict) -> None:
+    """What CoMLRL's IAC save_model writes (one agent: the actor at the top, critic/ with value_head.pt) for our tests."""
+    torch.manual_seed(5)
+    trainer = iac_one_agent(load_model(), load_model(), tokenizer())
+    trainer.save_model(os.path.join(OUT, "comlrl_iac_save"))
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"comlrl_iac_save.head.{key}"] = t.detach().float().clone()
+
+
 def check_ours() -> None:
-    """Our value_head.pt files (written by tests/golden/comlrl-interop.test.ts) load strictly into CoMLRL's head."""
+    """Our files load in CoMLRL: value_head.pt strictly into its ValueHead, and our IAC saveModel dir continues there.
+
+    The files are written by tests/golden/comlrl-interop.test.ts (ours_value_head_<form>.pt, ours_iac_save/)."""
     results = {}
     for form, dim in (("linear", None), ("mlp", 8)):
         path = os.path.join(OUT, f"ours_value_head_{form}.pt")
         head = ValueHead(16, dim)
         head.load_state_dict(torch.load(path, weights_only=True), strict=True)
-        results[form] = {k: v.flatten()[:2].tolist() for k, v in head.state_dict().items()}
+        results[form] = sorted(head.state_dict())
+    # Continue training from our IAC saveModel dir as a CoMLRL user would: the backbones from save_pretrained dirs,
+    # the critic's head from value_head.pt (strict), then one update.
+    from comlrl.models.actor_critic import CausalLMWithValueHead
+
+    saved = os.path.join(OUT, "ours_iac_save")
+    critic = CausalLMWithValueHead(Qwen2ForCausalLM.from_pretrained(os.path.join(saved, "critic")))
+    critic.value_head.load_state_dict(torch.load(os.path.join(saved, "critic", "value_head.pt"), weights_only=True), strict=True)
+    trainer = iac_one_agent(Qwen2ForCausalLM.from_pretrained(saved), critic, PreTrainedTokenizerFast.from_pretrained(saved))
+    metrics = trainer._update(0, trainer._collect_rollouts(AC_ITEM))
+    results["ours_iac_save"] = {"continued": metrics}
     print(json.dumps(results))
 
 
@@ -332,6 +360,7 @@ def main() -> None:
         },
     }
     value_heads(tensors)
+    comlrl_save_dir(tensors)
     save_file(tensors, os.path.join(OUT, "goldens.safetensors"))
     with open(os.path.join(OUT, "goldens.json"), "w") as f:
         json.dump(golden, f, indent=1)

@@ -33,6 +33,9 @@ function comlrlKey(native: string): string {
   return prefix ? COMLRL_KEY_PREFIXES[prefix] + native.slice(prefix.length) : `value_projection.${native}`;
 }
 
+// Files of earlier versions (bare keys) still load; the first one a process reads says so, once.
+let warnedOldKeys = false;
+
 export class ValueHead {
   private constructor(
     readonly native: NativeValueHead,
@@ -84,9 +87,9 @@ export class ValueHead {
 
   /**
    * From a state dict or a value_head.pt file (torch.save of the head's state_dict): CoMLRL's keys, or the bare
-   * Linear/Sequential keys our files had before 0.2 ("weight", "0.weight", …), which still load. Names and shapes
-   * must match this head's (set by valueHeadHiddenDim / criticValueHeadHiddenDim); otherwise the error names the file
-   * and both.
+   * Linear/Sequential keys earlier versions of this package wrote ("weight", "0.weight", …), which still load (a
+   * process warning says so once). Names and shapes must match this head's (set by valueHeadHiddenDim /
+   * criticValueHeadHiddenDim); otherwise the error names the file and both.
    */
   loadStateDict(dictOrPath: Record<string, StateTensor> | string): void {
     const given = typeof dictOrPath === "string" ? loadTorchStateDict(dictOrPath) : dictOrPath;
@@ -95,6 +98,10 @@ export class ValueHead {
     const byComlrlKey = new Map(nativeNames.map(({ name }) => [comlrlKey(name), name]));
     const comlrlKeys = Object.keys(given).some((key) => byComlrlKey.has(key));
     const dict = comlrlKeys ? Object.fromEntries(Object.entries(given).map(([key, t]) => [byComlrlKey.get(key) ?? key, t])) : given;
+    if (!comlrlKeys && !warnedOldKeys && nativeNames.every(({ name }) => name in given)) {
+      warnedOldKeys = true;
+      process.emitWarning(`${where}a value head saved by an earlier version of this package, with bare Linear keys (${Object.keys(given).join(", ")}); loaded. Saving it again writes CoMLRL's keys (value_projection.*, pre_projection.0.*).`);
+    }
     const entries = (list: Array<[string, number[]]>) => list.map(([name, shape]) => `${name} [${shape.join(", ")}]`);
     const theirs = entries(Object.entries(given).map(([name, t]) => [name, t.shape]));
     const ours = entries(nativeNames.map(({ name, shape }) => [comlrlKeys ? comlrlKey(name) : name, shape]));

@@ -33,13 +33,14 @@ function headDiff(head: ValueHead, prefix: string): number {
   let diff = 0;
   for (const [key, t] of goldenTensors) {
     if (!key.startsWith(`${prefix}.`)) continue;
-    const mine = new Float32Array(ours[key.slice(prefix.length + 1)].data.slice().buffer);
+    const mine = new Float32Array(Uint8Array.from(ours[key.slice(prefix.length + 1)].data).buffer);
     t.data.forEach((v, i) => (diff = Math.max(diff, Math.abs(v - mine[i]))));
   }
   return diff;
 }
 
-describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (name, ref) => {
+describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (mode, ref) => {
+  const name = `iac_${mode}`;
   it("old values, losses and parameters after one update", async () => {
     const c = ref.config;
     const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);

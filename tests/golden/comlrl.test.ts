@@ -7,6 +7,11 @@
 // pads; ours scores a completion's own tokens up to its EOS. Handing our trainer the tokens CoMLRL scores
 // (`scoredCompletions`) reproduces its numbers, so the difference is exactly those tokens. Centralized MAGRPO scores up
 // to and including the first EOS in both.
+//
+// One more difference shows only when the pad token is an input, as CoMLRL's scored pads are: transformers builds
+// Qwen2's embedding as nn.Embedding(..., padding_idx=pad_token_id), so the pad row of the (tied) embedding gets no
+// gradient from its lookups there; our core's embedding has no padding index. That row is left out of the parameter
+// comparison and the gradient norm (which includes it) is compared only where no pad is an input (centralized).
 import { describe, expect, it } from "vitest";
 import type { NodeSample } from "../../src/rollout/types.js";
 import { CentralizedMAGRPOTrainer } from "../../src/trainers/reinforce/centralized.js";
@@ -27,7 +32,7 @@ const reward = () => [0, 0, 0];
 
 describe("CoMLRL 1.4.3 parity: MAGRPO family", () => {
   for (const [name, ref] of Object.entries<any>(golden.magrpo)) {
-    it(`${name}: loss, gradient norm and parameters after one update`, async () => {
+    it(`${name}: loss and parameters after one update`, async () => {
       const trainer = await MAGRPOTrainer.create({
         agents: [COMLRL_MODEL], numAgents: 1, rewardFunc: reward, trainDataset: [item], quiet: true,
         outputDir: scratch(),
@@ -36,9 +41,10 @@ describe("CoMLRL 1.4.3 parity: MAGRPO family", () => {
       try {
         const [result] = await trainer.update(samples(ref.scoredCompletions));
         expectClose(result.loss, ref.loss, LOSS_RTOL, "loss");
-        expectClose(result.gradNorm, ref.gradNorm, LOSS_RTOL, "gradient norm");
         const model = trainer.agents[0].model.native;
-        const { diff } = maxParamDiff((p) => model.getParameter(p), `magrpo_${name}.after`);
+        const hidden = model.getParameter("model.norm.weight").length;
+        const padRow = (p: string, i: number) => p === "model.embed_tokens.weight" && Math.floor(i / hidden) === golden.eos;
+        const { diff } = maxParamDiff((p) => model.getParameter(p), `magrpo_${name}.after`, padRow);
         expect(diff).toBeLessThanOrEqual(PARAM_ATOL);
       } finally {
         await trainer.close();
