@@ -27,6 +27,8 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from comlrl.models.actor_critic import ValueHead
 from comlrl.trainers.actor_critic.iac import IACConfig, IACTrainer
 from comlrl.trainers.preference.centralized import TaggedCentralizedComparatorAdapter
+from comlrl.trainers.preference.madpo import AgentPreferenceTensors, MADPOConfig, MADPOTrainer, PreferencePair
+from comlrl.trainers.preference.marlhf import JointRewardModel, MARLHFConfig, MARLHFTrainer
 from comlrl.trainers.reinforce.centralized_magrpo import CentralizedMAGRPOConfig, CentralizedMAGRPOTrainer
 from comlrl.trainers.reinforce.magrpo import MAGRPOConfig, MAGRPOTrainer, NodeSample
 
@@ -163,7 +165,7 @@ def centralized_case(tensors: dict) -> dict:
 
     def recorded(agent, data, returns):
         loss = compute(agent, data, returns)
-        losses.append((data["id"], float(loss)))
+        losses.append((data["id"], float(loss.detach())))
         return loss
 
     trainer._compute_loss_with_gradients = recorded
@@ -284,6 +286,109 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
     }
 
 
+# MADPO: two pairs of (winner, loser) rows per agent, EOS-padded as generate() returns them.
+DPO_PROMPTS = [[[14, 120, 33], [57, 9, 260, 88]], [[21, 22], [31, 32, 33]]]  # [pair][agent]
+DPO_WINNERS = [[[40, 41, 42, EOS], [50, 51, EOS, EOS]], [[60, 61, 62, 63], [70, EOS, EOS]]]
+DPO_LOSERS = [[[43, 44, EOS, EOS], [52, 53, 54, 55]], [[64, EOS, EOS, EOS], [71, 72, 73]]]
+
+
+def madpo_case(tensors: dict) -> dict:
+    torch.manual_seed(0)
+    args = MADPOConfig(num_agents=2)
+    trainer = MADPOTrainer(agents=[load_model(), load_model()], num_agents=2, tokenizer=tokenizer(), reward_func=lambda *a, **k: [0.0], args=args)
+    norms = [[], []]
+    for i in range(2):
+        watch_grad_norms(trainer.optimizers[i], norms[i])
+    batch = [
+        PreferencePair(
+            prompts=["", ""], winner_completions=["", ""], loser_completions=["", ""],
+            agent_tensors=[
+                AgentPreferenceTensors(torch.tensor(DPO_PROMPTS[p][a]), torch.tensor(DPO_WINNERS[p][a]), torch.tensor(DPO_LOSERS[p][a]))
+                for a in range(2)
+            ],
+            winner_reward=1.0, loser_reward=0.0, candidate_reward_mean=0.5,
+        )
+        for p in range(2)
+    ]
+    losses = []
+    backward = torch.Tensor.backward
+
+    def recorded(tensor, *a, **k):
+        losses.append(float(tensor.detach()))
+        return backward(tensor, *a, **k)
+
+    torch.Tensor.backward = recorded
+    try:
+        metrics = trainer._update_from_preference_batch(batch)
+    finally:
+        torch.Tensor.backward = backward
+    params(trainer.agents[0], "madpo.after.0", tensors)
+
+    # CoMLRL's log-probs: the row up to its first pad (EOS when pad == eos), then feeding row[:-1] drops its last token.
+    def scored(row):
+        return (row[: row.index(EOS)] if EOS in row else list(row))[:-1]
+
+    return {
+        "config": {"dpoBeta": args.dpo_beta, "agentLearningRate": args.agent_learning_rate},
+        "prompts": DPO_PROMPTS,
+        "agentLosses": losses,
+        "gradNorms": [n[0] for n in norms],
+        "metrics": metrics,
+        "scoredWinners": [[scored(r) for r in pair] for pair in DPO_WINNERS],
+        "scoredLosers": [[scored(r) for r in pair] for pair in DPO_LOSERS],
+    }
+
+
+# MARLHF's reward model: joint texts of two pairs (CoMLRL's _format_joint_text), one Bradley-Terry step.
+RM_PAIRS = [
+    {"prompts": ["the red fox", "a lazy dog"], "winner": ["ran over", "the cat"], "loser": ["once", "upon a time there was"]},
+    {"prompts": ["once upon", "a time"], "winner": ["the fox ran", "over the dog"], "loser": ["a", "cat"]},
+]
+
+
+def reward_model_case(tensors: dict) -> dict:
+    torch.manual_seed(0)
+    args = MARLHFConfig(num_agents=2, reward_model_device="cpu", reward_train_batch_size=2)
+    trainer = MARLHFTrainer(agent_model=MODEL, num_agents=2, reward_func=lambda *a, **k: [0.0], args=args)
+    trainer._init_reward_model()
+    for key, t in trainer.reward_model.reward_head.state_dict().items():
+        tensors[f"reward_model.head_init.{key}"] = t.detach().float().clone()
+    norms = []
+    watch_grad_norms(trainer.reward_optimizer, norms)
+    pairs = [
+        PreferencePair(prompts=p["prompts"], winner_completions=p["winner"], loser_completions=p["loser"], agent_tensors=[],
+                       winner_reward=1.0, loser_reward=0.0, candidate_reward_mean=0.5)
+        for p in RM_PAIRS
+    ]
+    texts = {
+        "winners": [trainer._format_joint_reward_text(p, use_winner=True) for p in pairs],
+        "losers": [trainer._format_joint_reward_text(p, use_winner=False) for p in pairs],
+    }
+    losses = []
+    backward = torch.Tensor.backward
+
+    def recorded(tensor, *a, **k):
+        losses.append(float(tensor.detach()))
+        return backward(tensor, *a, **k)
+
+    torch.Tensor.backward = recorded
+    try:
+        trainer._train_reward_model(pairs)  # one batch of both pairs (the loader's shuffle only reorders the mean)
+    finally:
+        torch.Tensor.backward = backward
+    params(trainer.reward_model.backbone, "reward_model.after", tensors)
+    for key, t in trainer.reward_model.reward_head.state_dict().items():
+        tensors[f"reward_model.head_after.{key}"] = t.detach().float().clone()
+    return {
+        "config": {"rewardLearningRate": args.reward_learning_rate, "rewardTrainBatchSize": 2},
+        "pairs": RM_PAIRS,
+        "texts": texts,
+        "ids": {k: [trainer.reward_tokenizer(t)["input_ids"] for t in v] for k, v in texts.items()},
+        "loss": losses[0],
+        "gradNorm": norms[0],
+    }
+
+
 def value_heads(tensors: dict) -> None:
     """CoMLRL's ValueHead files for the replay model's hidden size, both forms, as its trainers save them."""
     torch.manual_seed(3)
@@ -354,6 +459,8 @@ def main() -> None:
             **{f"{m}_unnormalized": magrpo_case(m, False, tensors) for m in ("mean", "raw", "max", "rloo")},
         },
         "centralized": centralized_case(tensors),
+        "madpo": madpo_case(tensors),
+        "reward_model": reward_model_case(tensors),
         "iac": {
             "separate_v": iac_case("iac_separate_v", True, "v", None, tensors),
             "shared_q": iac_case("iac_shared_q", False, "q", 8, tensors),

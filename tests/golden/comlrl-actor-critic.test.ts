@@ -9,24 +9,14 @@
 // Replaying each completion without its EOS (`responseLens`) reproduces CoMLRL: the difference is exactly that token.
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { StateTensor } from "../../src/io/torch-pickle.js";
 import { headValues, type ActorCriticSample } from "../../src/trainers/actor-critic/samples.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { ValueHead } from "../../src/models/value-head.js";
-import { COMLRL_MODEL, expectClose, golden, goldenTensors, LOSS_RTOL, maxParamDiff, PARAM_ATOL, scratch } from "./comlrl-golden.js";
+import { COMLRL_MODEL, expectClose, golden, goldenStateDict, goldenTensors, LOSS_RTOL, maxParamDiff, PARAM_ATOL, scratch } from "./comlrl-golden.js";
 
 // Old values are one fp32 forward of the same graph: 1e-5 absolute (values are ≈ 1e-2).
 const VALUE_ATOL = 1e-5;
-
-/** The golden's tensors under `prefix.` as a state dict (fp32). */
-export function goldenStateDict(prefix: string): Record<string, StateTensor> {
-  const dict: Record<string, StateTensor> = {};
-  for (const [key, t] of goldenTensors) {
-    if (key.startsWith(`${prefix}.`)) dict[key.slice(prefix.length + 1)] = { dtype: "float32", shape: t.shape, data: new Uint8Array(Float32Array.from(t.data).buffer) };
-  }
-  return dict;
-}
 
 function headDiff(head: ValueHead, prefix: string): number {
   const ours = head.stateDict();

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "vitest";
+import type { StateTensor } from "../../src/io/torch-pickle.js";
 import { readSafetensors, type FixtureTensor } from "../support/safetensors.js";
 
 export const COMLRL_GOLDEN = path.resolve(__dirname, "comlrl");
@@ -39,3 +40,13 @@ export function maxParamDiff(getParameter: (name: string) => ArrayLike<number>, 
 }
 
 export const scratch = () => mkdtempSync(path.join(tmpdir(), "comlrl-golden-"));
+
+/** The golden's tensors under `prefix.` as a state dict (fp32). */
+export function goldenStateDict(prefix: string): Record<string, StateTensor> {
+  const dict: Record<string, StateTensor> = {};
+  for (const [key, t] of goldenTensors) {
+    if (key.startsWith(`${prefix}.`)) dict[key.slice(prefix.length + 1)] = { dtype: "float32", shape: t.shape, data: new Uint8Array(Float32Array.from(t.data).buffer) };
+  }
+  return dict;
+}
+
