@@ -26,6 +26,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from comlrl.models.actor_critic import ValueHead
 from comlrl.trainers.actor_critic.iac import IACConfig, IACTrainer
+from comlrl.trainers.actor_critic.maac import MAACConfig, MAACTrainer
 from comlrl.trainers.preference.centralized import TaggedCentralizedComparatorAdapter
 from comlrl.trainers.preference.madpo import AgentPreferenceTensors, MADPOConfig, MADPOTrainer, PreferencePair
 from comlrl.trainers.preference.marlhf import JointRewardModel, MARLHFConfig, MARLHFTrainer
@@ -389,6 +390,70 @@ def reward_model_case(tensors: dict) -> dict:
     }
 
 
+def record_backward(into: list):
+    """Patches Tensor.backward to record each loss a trainer backwards; returns the undo."""
+    backward = torch.Tensor.backward
+
+    def recorded(tensor, *a, **k):
+        into.append(float(tensor.detach()))
+        return backward(tensor, *a, **k)
+
+    torch.Tensor.backward = recorded
+    return lambda: setattr(torch.Tensor, "backward", backward)
+
+
+def maac_case(tensors: dict) -> dict:
+    """MAAC, V critic: the one critic reads "[Agent i] prompt" blocks and steps inside each agent's update."""
+    random.seed(0)
+    torch.manual_seed(0)
+    args = MAACConfig(num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type="v")
+    trainer = MAACTrainer(
+        agents=[load_model(), load_model()], critics=[load_model()], tokenizer=tokenizer(), args=args,
+        formatters=[lambda item: item["prompt"], lambda item: item["prompt"] + " again"],
+        reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
+    )
+    make = scripted_generate(AC_ROWS, [])
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make(i)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"maac.head_init.{key}"] = t.detach().float().clone()
+    actor_norms, critic_norms = [[], []], []
+    for i in range(2):
+        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
+    watch_grad_norms(trainer.critic_optimizer, critic_norms)
+    rollouts = trainer._collect_rollouts(AC_ITEM)
+    per_agent = []
+    for i in range(2):
+        samples = [r for r in rollouts if r.agent_idx == i]
+        losses = []
+        undo = record_backward(losses)
+        try:
+            metrics = trainer._update(i, list(samples))
+        finally:
+            undo()
+        per_agent.append({
+            "promptIds": samples[0].full_input_ids[: samples[0].prompt_len].tolist(),
+            "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
+            "responseLens": [int(s.response_len) for s in samples],
+            "criticIds": samples[0].metadata["joint_input_ids"][0].tolist(),
+            "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
+            "metrics": metrics,
+            "backwardLosses": losses,
+            "actorGradNorm": actor_norms[i][0],
+            "criticGradNorm": critic_norms[i],
+        })
+    params(trainer.agents[0].model, "maac.actor_after.0", tensors)
+    params(trainer.critics[0].model, "maac.critic_after", tensors)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"maac.head_after.{key}"] = t.detach().float().clone()
+    return {
+        "config": {"numAgents": 2, "numGenerations": 2, "rolloutBufferSize": 2, "criticType": "v", "valueLossCoef": args.value_loss_coef},
+        "rewards": AC_REWARDS,
+        "criticText": trainer._build_critic_input([AC_ITEM["prompt"], AC_ITEM["prompt"] + " again"]),
+        "agents": per_agent,
+    }
+
+
 def value_heads(tensors: dict) -> None:
     """CoMLRL's ValueHead files for the replay model's hidden size, both forms, as its trainers save them."""
     torch.manual_seed(3)
@@ -461,6 +526,7 @@ def main() -> None:
         "centralized": centralized_case(tensors),
         "madpo": madpo_case(tensors),
         "reward_model": reward_model_case(tensors),
+        "maac": maac_case(tensors),
         "iac": {
             "separate_v": iac_case("iac_separate_v", True, "v", None, tensors),
             "shared_q": iac_case("iac_shared_q", False, "q", 8, tensors),

@@ -1,4 +1,4 @@
-// One IAC update against the real CoMLRL 1.4.3 (tests/golden/comlrl, scripts/reference/make_comlrl_goldens.py): its
+// One IAC update (and one MAAC round) against the real CoMLRL 1.4.3 (tests/golden/comlrl, scripts/reference/make_comlrl_goldens.py): its
 // IACTrainer collected the rollouts with generate() replaced by given token ids and ran _update; we replay the same
 // rows through trainer.update(): the critics' old values, the losses each agent and critic minimises, and the
 // parameters (actor, critic, head) after CoMLRL's AdamW steps. The heads start from CoMLRL's initial weights, loaded
@@ -11,6 +11,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { headValues, type ActorCriticSample } from "../../src/trainers/actor-critic/samples.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import { jointCriticText, MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { ValueHead } from "../../src/models/value-head.js";
 import { COMLRL_MODEL, expectClose, golden, goldenStateDict, goldenTensors, LOSS_RTOL, maxParamDiff, PARAM_ATOL, scratch } from "./comlrl-golden.js";
@@ -79,6 +80,56 @@ describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (m
         const critic = trainer.critics[0].model.native;
         expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
       }
+    } finally {
+      await trainer.close();
+    }
+  });
+});
+
+describe("CoMLRL 1.4.3 parity: MAAC (V critic)", () => {
+  const ref = golden.maac;
+  it("the joint critic text and ids, old values, each agent's and the critic's losses, and parameters after the round", async () => {
+    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
+    const trainer = await MAACTrainer.create({
+      agents: [COMLRL_MODEL, COMLRL_MODEL], critics: [COMLRL_MODEL], tokenizer, rewardFunc: () => ref.rewards, trainDataset: [{ prompt: "the red fox" }],
+      quiet: true, outputDir: scratch(), config: { numAgents: 2, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, criticType: "v" },
+    });
+    try {
+      const records: Array<[string, { loss: number; gradNorm: number }]> = [];
+      const record = (trainer as any).recordUpdate.bind(trainer);
+      (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
+      const head = trainer.critics[0].valueHead;
+      head.loadStateDict(goldenStateDict("maac.head_init"));
+      const text = jointCriticText(["the red fox", "the red fox again"], null);
+      expect(text).toBe(ref.criticText);
+      const criticPrompt = tokenizer.encode(text);
+      expect(criticPrompt).toEqual(ref.agents[0].criticIds);
+      const [oldValue] = await headValues(head, [{ prompt: criticPrompt, completion: new Int32Array(0) }], "v");
+      expect(Math.abs(oldValue - ref.agents[0].oldValues[0])).toBeLessThanOrEqual(VALUE_ATOL);
+      const samples: ActorCriticSample[] = (ref.agents as any[]).flatMap((a, agent) =>
+        a.rows.map((row: number[], g: number): ActorCriticSample => {
+          const reward = ref.rewards[g];
+          return {
+            agent, turn: 0, itemIndex: 0, envStep: 2, promptIds: a.promptIds, completionIds: Int32Array.from(row.slice(0, a.responseLens[g])), completion: "",
+            critic: { prompt: criticPrompt, completion: new Int32Array(0) }, environmentReward: reward, referenceKl: 0, reward, oldValue, target: reward, return: reward,
+          };
+        }),
+      );
+      await trainer.update(samples);
+      // Agent 0's actor step and the critic's step on agent 0's samples, then agent 1's two.
+      expect(records.map(([component]) => component)).toEqual(["agent_0", "critic", "agent_1", "critic"]);
+      (ref.agents as any[]).forEach((a, agent) => {
+        const [[, actor], [, critic]] = records.slice(2 * agent, 2 * agent + 2);
+        expectClose(actor.loss, a.backwardLosses[0], LOSS_RTOL, `agent ${agent} actor loss`);
+        expectClose(critic.loss, a.backwardLosses[1], LOSS_RTOL, `critic loss in agent ${agent}'s update`);
+        expectClose(actor.gradNorm, a.actorGradNorm, LOSS_RTOL, `agent ${agent} actor gradient norm`);
+        expectClose(critic.gradNorm, a.criticGradNorm, LOSS_RTOL, `critic gradient norm in agent ${agent}'s update`);
+      });
+      expect(headDiff(head, "maac.head_after")).toBeLessThanOrEqual(PARAM_ATOL);
+      const actor = trainer.agents[0].model.native;
+      expect(maxParamDiff((p) => actor.getParameter(p), "maac.actor_after.0").diff).toBeLessThanOrEqual(PARAM_ATOL);
+      const critic = trainer.critics[0].model.native;
+      expect(maxParamDiff((p) => critic.getParameter(p), "maac.critic_after").diff).toBeLessThanOrEqual(PARAM_ATOL);
     } finally {
       await trainer.close();
     }
