@@ -97,6 +97,18 @@ def watch_grad_norms(optimizer, into: list) -> None:
     optimizer.step = recorded
 
 
+def record_backward(into: list):
+    """Patches Tensor.backward to record each loss a trainer backwards; returns the undo."""
+    backward = torch.Tensor.backward
+
+    def recorded(tensor, *a, **k):
+        into.append(float(tensor.detach()))
+        return backward(tensor, *a, **k)
+
+    torch.Tensor.backward = recorded
+    return lambda: setattr(torch.Tensor, "backward", backward)
+
+
 # Two nodes, K = 3 completions each, padded to the node's width with EOS as HF generate returns them. A row ends
 # at its first EOS, or runs to max_new_tokens (width) without one.
 PROMPTS = [[14, 120, 33, 201], [57, 9, 260, 88, 140]]
@@ -209,6 +221,26 @@ def scripted_generate(rows_per_agent, calls):
     return generate
 
 
+def ac_update(trainer, agent: int, samples) -> dict:
+    """One actor-critic _update of an agent's rollouts: the rows it saw, the critic's old values, the logged metrics and
+    the losses _ac_step backwards (separate critics: the actor loss, then value_loss_coef · value loss; a shared head:
+    their sum once)."""
+    losses = []
+    undo = record_backward(losses)
+    try:
+        metrics = trainer._update(agent, list(samples))
+    finally:
+        undo()
+    return {
+        "promptIds": samples[0].full_input_ids[: samples[0].prompt_len].tolist(),
+        "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
+        "responseLens": [int(s.response_len) for s in samples],
+        "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
+        "metrics": metrics,
+        "backwardLosses": losses,
+    }
+
+
 def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dict) -> dict:
     random.seed(0)
     torch.manual_seed(0)
@@ -242,29 +274,10 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
     per_agent = []
     for i in range(2):
         samples = by_agent[i]
-        # The losses _ac_step minimises: separate critics backward the actor loss, then value_loss_coef · value loss;
-        # a shared head backwards their sum once.
-        backward_losses = []
-        backward = torch.Tensor.backward
-
-        def recorded(tensor, *a, **k):
-            backward_losses.append(float(tensor.detach()))
-            return backward(tensor, *a, **k)
-
-        torch.Tensor.backward = recorded
-        try:
-            metrics = trainer._update(i, list(samples))
-        finally:
-            torch.Tensor.backward = backward
         per_agent.append({
-            "promptIds": samples[0].full_input_ids[: samples[0].prompt_len].tolist(),
-            "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
-            "responseLens": [int(s.response_len) for s in samples],
-            "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
+            **ac_update(trainer, i, samples),
             "oldLogprobs": [float(s.old_logprob.view(-1)[0]) for s in samples],
             "normalizedAdvantages": [float(s.normalized_advantage.view(-1)[0]) for s in samples],
-            "metrics": metrics,
-            "backwardLosses": backward_losses,
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i][0] if separate else None,
         })
@@ -312,17 +325,11 @@ def madpo_case(tensors: dict) -> dict:
         for p in range(2)
     ]
     losses = []
-    backward = torch.Tensor.backward
-
-    def recorded(tensor, *a, **k):
-        losses.append(float(tensor.detach()))
-        return backward(tensor, *a, **k)
-
-    torch.Tensor.backward = recorded
+    undo = record_backward(losses)
     try:
         metrics = trainer._update_from_preference_batch(batch)
     finally:
-        torch.Tensor.backward = backward
+        undo()
     params(trainer.agents[0], "madpo.after.0", tensors)
 
     # CoMLRL's log-probs: the row up to its first pad (EOS when pad == eos), then feeding row[:-1] drops its last token.
@@ -366,17 +373,11 @@ def reward_model_case(tensors: dict) -> dict:
         "losers": [trainer._format_joint_reward_text(p, use_winner=False) for p in pairs],
     }
     losses = []
-    backward = torch.Tensor.backward
-
-    def recorded(tensor, *a, **k):
-        losses.append(float(tensor.detach()))
-        return backward(tensor, *a, **k)
-
-    torch.Tensor.backward = recorded
+    undo = record_backward(losses)
     try:
         trainer._train_reward_model(pairs)  # one batch of both pairs (the loader's shuffle only reorders the mean)
     finally:
-        torch.Tensor.backward = backward
+        undo()
     params(trainer.reward_model.backbone, "reward_model.after", tensors)
     for key, t in trainer.reward_model.reward_head.state_dict().items():
         tensors[f"reward_model.head_after.{key}"] = t.detach().float().clone()
@@ -388,18 +389,6 @@ def reward_model_case(tensors: dict) -> dict:
         "loss": losses[0],
         "gradNorm": norms[0],
     }
-
-
-def record_backward(into: list):
-    """Patches Tensor.backward to record each loss a trainer backwards; returns the undo."""
-    backward = torch.Tensor.backward
-
-    def recorded(tensor, *a, **k):
-        into.append(float(tensor.detach()))
-        return backward(tensor, *a, **k)
-
-    torch.Tensor.backward = recorded
-    return lambda: setattr(torch.Tensor, "backward", backward)
 
 
 def maac_case(tensors: dict) -> dict:
@@ -425,20 +414,9 @@ def maac_case(tensors: dict) -> dict:
     per_agent = []
     for i in range(2):
         samples = [r for r in rollouts if r.agent_idx == i]
-        losses = []
-        undo = record_backward(losses)
-        try:
-            metrics = trainer._update(i, list(samples))
-        finally:
-            undo()
         per_agent.append({
-            "promptIds": samples[0].full_input_ids[: samples[0].prompt_len].tolist(),
-            "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
-            "responseLens": [int(s.response_len) for s in samples],
+            **ac_update(trainer, i, samples),
             "criticIds": samples[0].metadata["joint_input_ids"][0].tolist(),
-            "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
-            "metrics": metrics,
-            "backwardLosses": losses,
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i],
         })
