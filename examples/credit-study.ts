@@ -21,7 +21,7 @@ const tokenizer = await createTinyModel(base, { seed: 7, hiddenSize: 32, numLaye
 
 // Shared by every algorithm: sampling, learning rate, no early termination (the reward only comes at the end),
 // undiscounted credit (MAGRPO's returns are undiscounted; the critics get γ = 1 to match), eval once per epoch.
-const common = { numTurns: turns, maxNewTokens: 2, temperature: 1, topP: 1, topK: null, earlyTerminationThreshold: null, agentLearningRate: 3e-3, evalInterval: items.length, evalNumSamples: 8, loggingSteps: 1 };
+const common = { numTurns: turns, maxNewTokens: 2, temperature: 1, topP: 1, topK: 0, earlyTerminationThreshold: null, agentLearningRate: 3e-3, evalInterval: items.length, evalNumSamples: 8, loggingSteps: 1 };
 // Env steps per item: MAGRPO's tree with 2 generations branches at every turn (2 + 4 + 8); actor-critic follows one path.
 const algorithms = {
   MAGRPO: { stepsPerItem: 2 + 4 + 8, create: (config: object, outputDir: string) => MAGRPOTrainer.create({ ...task, agentModel: base, numAgents: 2, outputDir, quiet: true, config: { ...common, numGenerations: 2, rolloutBufferSize: 2, ...config } }) },

@@ -22,7 +22,7 @@ function demoTask(baseDir: string, tokenizer: ComlrlTokenizer, options: Preferen
     evalDataset: coverVowelsDataset(64),
     outputDir: options.outputDir,
     quiet: options.quiet,
-    sampling: { maxNewTokens: 4, temperature: 1, topP: 1, topK: null, evalInterval: 0, evalNumSamples: 64, loggingSteps: 1, seed: options.seed },
+    sampling: { maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, evalInterval: 0, evalNumSamples: 64, loggingSteps: 1, seed: options.seed },
   };
 }
 

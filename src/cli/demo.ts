@@ -58,7 +58,7 @@ export function demoTrainerOptions(
       maxNewTokens: 4,
       temperature: 1.0,
       topP: 1.0,
-      topK: null,
+      topK: 0,
       agentLearningRate: 2e-3,
       rolloutBufferSize: 2,
       trainBatchSize: 2,

@@ -16,7 +16,7 @@ export interface ActorCriticConfig extends GroupConfig {
   readonly numAgents: number;
   /** >1 needs an external transition, and numGenerations 1. */
   readonly numTurns: number;
-  /** γ of the TD(0) targets and of the Monte-Carlo returns logged as metrics. */
+  /** γ of the TD(0) targets (CoMLRL 1.4.3's default 1.0); the return logged as a metric is undiscounted, as there. */
   readonly discount: number;
   /** An episode ends after a turn whose mean reward is above this; null never ends early. */
   readonly earlyTerminationThreshold: number | null;
@@ -53,10 +53,10 @@ export type IACConfigInput = Partial<Settable<IACConfig>>;
 export type MAACConfigInput = Partial<Settable<MAACConfig>>;
 
 const COMMON_FIELDS = {
-  // CoMLRL's actor-critic trainers pass top_k=None to transformers' generate(), which then falls back to the model's
-  // generation config: top-k 50 unless the model says otherwise. 50 is what CoMLRL samples with, so it is the
-  // default here as in every trainer (SAMPLING_FIELDS); topK: null really turns the filter off.
   ...GROUP_FIELDS,
+  // CoMLRL's IACConfig/MAACConfig default top_k to None: generate() then takes the model's generation_config.json
+  // top_k (50 when it has none; Qwen2.5-Instruct and Qwen3 ship 20). null does the same here.
+  topK: nullable(int({ min: 0 })),
   numGenerations: int({ default: 1, min: 1 }),
   numTrainEpochs: int({ default: 40, min: 1 }),
   agentLearningRate: float({ default: 5e-6, min: 0 }),
@@ -64,7 +64,7 @@ const COMMON_FIELDS = {
   loggingSteps: int({ default: 1, min: 1 }),
   numAgents: int({ default: 2, min: 1 }),
   numTurns: int({ default: 2, min: 1 }),
-  discount: float({ default: 0.9, min: 0, max: 1 }),
+  discount: float({ default: 1.0, min: 0, max: 1 }),
   earlyTerminationThreshold: nullable(float({ default: -0.2 })),
   externalPromptPassthrough: bool({ default: false }),
   rolloutBufferSize: int({ default: 8, min: 1 }),

@@ -13,7 +13,10 @@ export interface SamplingConfig {
   readonly maxNewTokens: number;
   readonly temperature: number;
   readonly topP: number;
-  /** null leaves top-k filtering off. */
+  /**
+   * null: what CoMLRL's top_k=None means under Hugging Face generate(): the model's generation_config.json decides
+   * (its top_k, else 50). 0 turns top-k filtering off.
+   */
   readonly topK: number | null;
 }
 
@@ -24,7 +27,7 @@ export const SAMPLING_FIELDS = {
   maxNewTokens: int({ default: 256, min: 1 }),
   temperature: float({ default: 0.6, above: 0 }),
   topP: float({ default: 0.6, above: 0, max: 1 }),
-  topK: nullable(int({ default: 50, min: 1 })),
+  topK: nullable(int({ default: 50, min: 0 })),
 };
 
 export interface PlacementFields {

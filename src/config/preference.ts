@@ -83,7 +83,7 @@ export interface MARLHFConfig extends MADPOConfig {
   readonly rewardFreezeBackbone: boolean;
   /**
    * (ours) Share of the train items whose pairs are held out of reward-model training to measure its pairwise
-   * accuracy (the last ⌊share × items with pairs⌋ items); 0 holds out nothing.
+   * accuracy (the last ⌊share × items with pairs⌋ items). Default 0: CoMLRL trains the reward model on every pair.
    */
   readonly rewardHeldOutFraction: number;
   /** Actor-critic back-ends (maac / iac). */
@@ -188,7 +188,7 @@ export const MARLHF_FIELDS = {
   rewardTrainBatchSize: int({ default: 1, min: 1 }),
   rewardMaxLength: nullable(int({ min: 1 })),
   rewardFreezeBackbone: bool({ default: false }),
-  rewardHeldOutFraction: float({ default: 0.1, min: 0, check: (f) => (f < 1 ? undefined : "must be < 1 (some pairs must train the reward model)") }),
+  rewardHeldOutFraction: float({ default: 0, min: 0, check: (f) => (f < 1 ? undefined : "must be < 1 (some pairs must train the reward model)") }),
   criticModelName: nullable(text()),
   criticLearningRate: nullable(float({ above: 0 })),
   criticDevices: deviceSpec(),

@@ -25,6 +25,10 @@ export interface GenerationOptions {
   doSample?: boolean;
   temperature?: number;
   topP?: number;
+  /**
+   * As Hugging Face generate() reads top_k: a number wins (0: no top-k filter); null or unset leaves it to
+   * generation_config.json's top_k, and to 50 when the file has none.
+   */
   topK?: number | null;
   /** Stop ids (default: the config's and generation_config.json's EOS ids). */
   eosTokenIds?: number[];
@@ -220,7 +224,7 @@ export class CausalLM {
       doSample: options.doSample ?? false,
       temperature: options.temperature ?? 1,
       topP: options.topP ?? 1,
-      topK: options.topK ?? 0,
+      topK: options.topK ?? this.defaultTopK(),
       eosTokenIds: Int32Array.from(eos),
       padTokenId: pad,
       returnLogprobs: options.returnLogprobs ?? false,
@@ -236,6 +240,15 @@ export class CausalLM {
     }
     if (out.scores) generation.scores = out.scores;
     return generation;
+  }
+
+  /** generation_config.json's top_k, else transformers' GenerationConfig default (50). */
+  private defaultTopK(): number {
+    const topK = this.generationConfig.top_k ?? 50;
+    if (!Number.isInteger(topK) || (topK as number) < 0) {
+      throw new ConfigError(`${this.source ?? "generation config"}: generation_config.json top_k must be a non-negative integer, got ${JSON.stringify(topK)}`);
+    }
+    return topK as number;
   }
 
   /** Log-probs of exactly the completion tokens of each (prompt, completion) row, in one batched pass. */

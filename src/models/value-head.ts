@@ -1,5 +1,6 @@
 // ValueHead: a critic's value head (or a reward model's score head) on a CausalLM's last hidden state, with its
-// readouts, value loss, and PyTorch state_dict I/O (value_head.pt files as torch.save writes them).
+// readouts, value loss, and PyTorch state_dict I/O (value_head.pt files as torch.save writes them, under the keys of
+// CoMLRL's comlrl.models.actor_critic.ValueHead so that files interchange with it both ways).
 import type { NativeValueHead, NativeValueHeadInfo, Readout } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { loadTorchStateDict, saveTorchStateDict, type StateTensor } from "../io/torch-pickle.js";
@@ -22,6 +23,18 @@ export interface ValueLossOptions {
   /** Weights the accumulated gradient (not the returned loss). */
   scale?: number;
 }
+
+// The native head names its parameters as a bare nn.Linear / nn.Sequential would ("weight", "0.weight", "2.weight");
+// CoMLRL's ValueHead module holds them as pre_projection = Sequential(Linear, Tanh) and value_projection = Linear.
+const COMLRL_KEY_PREFIXES: Record<string, string> = { "0.": "pre_projection.0.", "2.": "value_projection." };
+
+function comlrlKey(native: string): string {
+  const prefix = Object.keys(COMLRL_KEY_PREFIXES).find((p) => native.startsWith(p));
+  return prefix ? COMLRL_KEY_PREFIXES[prefix] + native.slice(prefix.length) : `value_projection.${native}`;
+}
+
+// Files of earlier versions (bare keys) still load; the first one a process reads says so, once.
+let warnedOldKeys = false;
 
 export class ValueHead {
   private constructor(
@@ -67,32 +80,44 @@ export class ValueHead {
     });
   }
 
+  /** The head's parameters under CoMLRL's ValueHead keys (value_projection.*, pre_projection.0.*). */
   stateDict(): Record<string, StateTensor> {
-    return this.native.stateDict();
+    return Object.fromEntries(Object.entries(this.native.stateDict()).map(([name, tensor]) => [comlrlKey(name), tensor]));
   }
 
   /**
-   * From a state dict or a value_head.pt file (torch.save of the head's state_dict). Names and shapes must match this
-   * head's (set by valueHeadHiddenDim / criticValueHeadHiddenDim); otherwise the error names the file and both shapes.
+   * From a state dict or a value_head.pt file (torch.save of the head's state_dict): CoMLRL's keys, or the bare
+   * Linear/Sequential keys earlier versions of this package wrote ("weight", "0.weight", …), which still load (a
+   * process warning says so once). Names and shapes must match this head's (set by valueHeadHiddenDim /
+   * criticValueHeadHiddenDim); otherwise the error names the file and both.
    */
   loadStateDict(dictOrPath: Record<string, StateTensor> | string): void {
     const where = typeof dictOrPath === "string" ? `${dictOrPath}: ` : "";
+    const nativeNames = this.native.parameterNames();
+    const byComlrlKey = new Map(nativeNames.map(({ name }) => [comlrlKey(name), name]));
     const entries = (list: Array<{ name: string; shape: number[] }>) => list.map(({ name, shape }) => `${name} [${shape.join(", ")}]`);
-    const ours = entries(this.native.parameterNames());
+    let comlrlKeys = false as boolean;
     // The same names and shapes in any order: a state dict's key order is not part of the head. A file is checked
     // before its storages are read, so a hostile one cannot make us gather gigabytes first.
     const check = (saved: Array<{ name: string; shape: number[] }>) => {
+      comlrlKeys = saved.some(({ name }) => byComlrlKey.has(name));
       const theirs = entries(saved);
+      const ours = entries(nativeNames.map(({ name, shape }) => ({ name: comlrlKeys ? comlrlKey(name) : name, shape })));
       if ([...theirs].sort().join() !== [...ours].sort().join()) {
         throw new Error(`${where}the saved head has ${theirs.join(", ")}; this value head has ${ours.join(", ")} (its hidden size and hidden dim must match the saved head's)`);
       }
     };
-    let dict: Record<string, StateTensor>;
-    if (typeof dictOrPath === "string") dict = loadTorchStateDict(dictOrPath, check);
+    let given: Record<string, StateTensor>;
+    if (typeof dictOrPath === "string") given = loadTorchStateDict(dictOrPath, check);
     else {
-      dict = dictOrPath;
-      check(Object.entries(dict).map(([name, t]) => ({ name, shape: t.shape })));
+      given = dictOrPath;
+      check(Object.entries(given).map(([name, t]) => ({ name, shape: t.shape })));
     }
+    if (!comlrlKeys && !warnedOldKeys) {
+      warnedOldKeys = true;
+      process.emitWarning(`${where}a value head saved by an earlier version of this package, with bare Linear keys (${Object.keys(given).join(", ")}); loaded. Saving it again writes CoMLRL's keys (value_projection.*, pre_projection.0.*).`);
+    }
+    const dict = comlrlKeys ? Object.fromEntries(Object.entries(given).map(([key, t]) => [byComlrlKey.get(key) ?? key, t])) : given;
     try {
       this.native.loadStateDict(dict);
     } catch (error) {

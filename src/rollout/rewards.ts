@@ -89,6 +89,8 @@ export const RewardProcessors = {
   identity: (): RewardProcessor => (x) => x,
   clamp: (min = -10, max = 10): RewardProcessor => (x) => Math.min(max, Math.max(min, x)),
   scale: (factor = 1): RewardProcessor => (x) => x * factor,
+  /** CoMLRL 1.4.3's other processor: adds a constant. */
+  shift: (value = 0): RewardProcessor => (x) => x + value,
   sigmoidScale: (): RewardProcessor => (x) => 1 / (1 + Math.exp(-x)),
   exponentialScale: (factor = 1): RewardProcessor => (x) => (x > 0 ? Math.exp(factor * x) - 1 : 1 - Math.exp(-factor * x)),
 };

@@ -39,7 +39,7 @@ export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, o
       maxNewTokens: 4,
       temperature: 1,
       topP: 1,
-      topK: null,
+      topK: 0,
       agentLearningRate: 2e-3,
       rolloutBufferSize: 2,
       trainBatchSize: o.trainBatchSize ?? 2,
@@ -61,7 +61,7 @@ function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: st
     outputDir,
     quiet: true,
   };
-  const config = { ...(o.ddp ? { parallelTraining: "ddp" as const } : {}), numTrainEpochs: o.epochs, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, agentLearningRate: 2e-3, criticLearningRate: 2e-3, rolloutBufferSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3 };
+  const config = { ...(o.ddp ? { parallelTraining: "ddp" as const } : {}), numTrainEpochs: o.epochs, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 2e-3, criticLearningRate: 2e-3, rolloutBufferSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3 };
   if (o.kind === "MAAC") return MAACTrainer.create({ ...options, config: { ...config, numTurns: 1, numGenerations: 2 } });
   return IACTrainer.create({
     ...options,

@@ -31,7 +31,7 @@ function options(config: Record<string, unknown>, criticModel: string | null = b
     trainDataset: coverVowelsDataset(16),
     outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
     quiet: true,
-    config: { numTurns: 1, numTrainEpochs: 15, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, agentLearningRate: 3e-3, criticLearningRate: 3e-3, rolloutBufferSize: 16, evalInterval: 0, seed: 7, ...config } as never,
+    config: { numTurns: 1, numTrainEpochs: 15, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 3e-3, criticLearningRate: 3e-3, rolloutBufferSize: 16, evalInterval: 0, seed: 7, ...config } as never,
   };
 }
 

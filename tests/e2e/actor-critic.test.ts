@@ -38,7 +38,7 @@ function iac(overrides: Partial<IACTrainerOptions> = {}): IACTrainerOptions {
     outputDir: run(),
     quiet: true,
     ...overrides,
-    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...(overrides.config ?? {}) },
+    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...(overrides.config ?? {}) },
   };
 }
 
@@ -47,9 +47,9 @@ function maac(overrides: Partial<MAACTrainerOptions> = {}): MAACTrainerOptions {
 }
 
 describe("configs (COMLRL-SPEC §2.2, §2.3, §9)", () => {
-  it("have CoMLRL's defaults, topK 50 as in every trainer, and reject what the spec rejects", () => {
+  it("have CoMLRL's defaults (discount 1.0, topK null: the model's generation_config.json decides), and reject what the spec rejects", () => {
     const c = iacConfig();
-    expect(c).toMatchObject({ agentLearningRate: 5e-6, criticLearningRate: 5e-6, rolloutBufferSize: 8, trainBatchSize: 8, valueClipRange: 0.2, valueLossCoef: 0.6, numTrainEpochs: 40, useSeparateCritic: true, criticType: "v", numTurns: 2, discount: 0.9, numGenerations: 1, loggingSteps: 1, topK: 50, earlyTerminationThreshold: -0.2 });
+    expect(c).toMatchObject({ agentLearningRate: 5e-6, criticLearningRate: 5e-6, rolloutBufferSize: 8, trainBatchSize: 8, valueClipRange: 0.2, valueLossCoef: 0.6, numTrainEpochs: 40, useSeparateCritic: true, criticType: "v", numTurns: 2, discount: 1.0, numGenerations: 1, loggingSteps: 1, topK: null, earlyTerminationThreshold: -0.2 });
     expect(iacConfig({ agentLearningRate: 1e-4, criticLearningRate: null }).criticLearningRate).toBe(1e-4);
     expect(() => iacConfig({ numTurns: 2, numGenerations: 2 })).toThrow(/IACConfig\.numGenerations must be 1 when numTurns > 1/);
     expect(() => iacConfig({ criticType: "x" as never })).toThrow(/IACConfig\.criticType must be one of "v", "q"/);
@@ -113,7 +113,7 @@ describe("rollouts and targets", () => {
     await bad.close();
   });
 
-  it("multi-turn: TD(0) targets y_t = r_t + γ·V_old(h_{t+1}), the last y_T = r_T; returns are discounted Monte Carlo", async () => {
+  it("multi-turn: TD(0) targets y_t = r_t + γ·V_old(h_{t+1}), the last y_T = r_T; returns are undiscounted, as CoMLRL logs them", async () => {
     const trainer = await IACTrainer.create(
       iac({
         rewardFunc: (_c, ctx) => [ctx.turn + 1],
@@ -131,7 +131,7 @@ describe("rollouts and targets", () => {
       expect(path_[0].target).toBeCloseTo(1 + 0.5 * path_[1].oldValue, 6);
       expect(path_[1].target).toBeCloseTo(2 + 0.5 * path_[2].oldValue, 6);
       expect(path_[2].target).toBe(3);
-      expect(path_.map((s) => s.return)).toEqual([1 + 0.5 * (2 + 0.5 * 3), 2 + 0.5 * 3, 3]);
+      expect(path_.map((s) => s.return)).toEqual([1 + 2 + 3, 2 + 3, 3]);
       // The V critic reads the prompt alone: turn 2's prompt holds turn 1's reply.
       expect(path_[1].critic.completion.length).toBe(0);
     }
@@ -247,7 +247,7 @@ describe("saving and continuing (COMLRL-SPEC §7.1)", () => {
     }
     expect(existsSync(path.join(out, "agent_0", "value_head.pt"))).toBe(false);
     const shapes = loadHeads([path.join(out, "agent_0", "critic", "value_head.pt")]);
-    expect(Object.values(shapes)[0]).toEqual({ "0.weight": [8, 32], "0.bias": [8], "2.weight": [1, 8], "2.bias": [1] });
+    expect(Object.values(shapes)[0]).toEqual({ "pre_projection.0.weight": [8, 32], "pre_projection.0.bias": [8], "value_projection.weight": [1, 8], "value_projection.bias": [1] });
     const trainedHead = first.critics[1].valueHead.stateDict();
     const trainedActor = first.agents[1].model.native.getParameter("model.norm.weight");
     await first.close();
@@ -256,14 +256,14 @@ describe("saving and continuing (COMLRL-SPEC §7.1)", () => {
     const second = await IACTrainer.create(iac({ agentModel: null, agents: dirs(""), tokenizer, criticModel: null, critics: dirs("critic"), config: { criticValueHeadHiddenDim: 8 } as never }));
     expect(Array.from(second.agents[1].model.native.getParameter("model.norm.weight"))).toEqual(Array.from(trainedActor));
     // Backbones come back; heads are fresh until restored explicitly.
-    expect(second.critics[1].valueHead.stateDict()["2.weight"].data).not.toEqual(trainedHead["2.weight"].data);
+    expect(second.critics[1].valueHead.stateDict()["value_projection.weight"].data).not.toEqual(trainedHead["value_projection.weight"].data);
     second.critics[1].valueHead.loadStateDict(path.join(out, "agent_1", "critic", "value_head.pt"));
-    expect(second.critics[1].valueHead.stateDict()["2.weight"].data).toEqual(trainedHead["2.weight"].data);
+    expect(second.critics[1].valueHead.stateDict()["value_projection.weight"].data).toEqual(trainedHead["value_projection.weight"].data);
     await second.train();
     await second.close();
     // A head of another architecture is refused, naming the file and both shapes.
     const mismatched = await IACTrainer.create(iac({ critics: dirs("critic"), criticModel: null }));
-    expect(() => mismatched.critics[0].valueHead.loadStateDict(path.join(out, "agent_0", "critic", "value_head.pt"))).toThrow(/agent_0\/critic\/value_head\.pt: the saved head has 0\.weight \[8, 32\], 0\.bias \[8\], 2\.weight \[1, 8\], 2\.bias \[1\]; this value head has weight \[1, 32\], bias \[1\]/);
+    expect(() => mismatched.critics[0].valueHead.loadStateDict(path.join(out, "agent_0", "critic", "value_head.pt"))).toThrow(/agent_0\/critic\/value_head\.pt: the saved head has pre_projection\.0\.weight \[8, 32\], pre_projection\.0\.bias \[8\], value_projection\.weight \[1, 8\], value_projection\.bias \[1\]; this value head has value_projection\.weight \[1, 32\], value_projection\.bias \[1\]/);
     await mismatched.close();
   });
 
@@ -277,7 +277,7 @@ describe("saving and continuing (COMLRL-SPEC §7.1)", () => {
     await trainer.saveModel(out);
     await trainer.close();
     for (const f of ["config.json", "model.safetensors", "tokenizer.json", "value_head.pt", "notes.txt"]) expect(existsSync(path.join(out, f)), f).toBe(true);
-    expect(Object.values(loadHeads([path.join(out, "value_head.pt")]))[0]).toEqual({ "0.weight": [4, 32], "0.bias": [4], "2.weight": [1, 4], "2.bias": [1] });
+    expect(Object.values(loadHeads([path.join(out, "value_head.pt")]))[0]).toEqual({ "pre_projection.0.weight": [4, 32], "pre_projection.0.bias": [4], "value_projection.weight": [1, 4], "value_projection.bias": [1] });
   });
 
   it("MAAC: agent_i/ and critic/ with value_head.pt", async () => {
@@ -287,6 +287,6 @@ describe("saving and continuing (COMLRL-SPEC §7.1)", () => {
     await trainer.saveModel(out);
     await trainer.close();
     for (const f of ["agent_0/model.safetensors", "agent_1/tokenizer.json", "critic/config.json", "critic/model.safetensors", "critic/value_head.pt"]) expect(existsSync(path.join(out, f)), f).toBe(true);
-    expect(Object.values(loadHeads([path.join(out, "critic", "value_head.pt")]))[0]).toEqual({ "0.weight": [6, 48], "0.bias": [6], "2.weight": [1, 6], "2.bias": [1] });
+    expect(Object.values(loadHeads([path.join(out, "critic", "value_head.pt")]))[0]).toEqual({ "pre_projection.0.weight": [6, 48], "pre_projection.0.bias": [6], "value_projection.weight": [1, 6], "value_projection.bias": [1] });
   });
 });

@@ -32,7 +32,7 @@ async function trainedWeights(kind: keyof typeof KINDS, advantageNormalization: 
     trainDataset: [{ prompt: "one" }, { prompt: "two" }],
     outputDir: path.join(scratch, `${kind}-${advantageNormalization}`),
     quiet: true,
-    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, evalInterval: 0, agentLearningRate: 1e-2, weightDecay: 0, seed: 2, advantageNormalization },
+    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, evalInterval: 0, agentLearningRate: 1e-2, weightDecay: 0, seed: 2, advantageNormalization },
   });
   expect(trainer.config.advantageMode).toBe({ MAGRPO: "mean", MAREINFORCE: "raw", MAReMax: "max", MARLOO: "rloo" }[kind]);
   await trainer.train();

@@ -21,15 +21,15 @@ describe("tagged adapter", () => {
   const adapter = new TaggedAdapter();
   it("lists every role's prompt and asks for one tagged section per role", () => {
     const prompt = adapter.buildPrompt({}, ["write a haiku", "write a title", "write a moral"]);
-    for (const i of [1, 2, 3]) {
+    for (const i of [0, 1, 2]) {
       expect(prompt).toContain(`Agent ${i} original prompt:`);
-      expect(prompt).toContain(`<agent_${i}> ... </agent_${i}>`);
+      expect(prompt).toContain(`<agent_${i}>\n...\n</agent_${i}>`);
     }
     expect(prompt.indexOf("write a haiku")).toBeLessThan(prompt.indexOf("write a title"));
   });
 
   it("parses sections case-insensitively with loose whitespace; a missing section is empty; none at all is an error", () => {
-    expect(adapter.parseCompletion("<AGENT_2> b </agent_2>\n< agent_1 >a</ Agent_1 >", {}, 3)).toEqual(["a", "b", ""]);
+    expect(adapter.parseCompletion("<AGENT_1> b </agent_1>\n< agent_0 >a</ Agent_0 >", {}, 3)).toEqual(["a", "b", ""]);
     expect(() => adapter.parseCompletion("no tags here", {}, 2)).toThrow(CentralizedParseError);
   });
 });
@@ -56,8 +56,8 @@ describe("CentralizedMAGRPOTrainer", () => {
     expect(trainer.agents.length).toBe(1);
     expect(trainer.numRoles).toBe(2);
     const prompt = trainer.promptFor(0, { prompt: "cats" });
-    expect(prompt).toContain("Agent 1 original prompt:\nshort: cats");
-    expect(prompt).toContain("Agent 2 original prompt:\nlong: cats");
+    expect(prompt).toContain("Agent 0 original prompt:\nshort: cats");
+    expect(prompt).toContain("Agent 1 original prompt:\nlong: cats");
     await trainer.train();
     expect(trainer.progress.envStep).toBe(3 * 3 * 2);
     // Random tiny models write no tags: every joint response parses to empty roles, one list per role.
@@ -87,7 +87,7 @@ describe("CentralizedMAGRPOTrainer", () => {
     const model = trainer.agents[0].model;
     const copy = await model.clone();
     const prompt = tokenizer.encode("joint prompt");
-    const joint = [Int32Array.from(tokenizer.encode("<agent_1>a</agent_1><agent_2>bb</agent_2>")), Int32Array.from([...tokenizer.encode("x"), tokenizer.eosTokenIds[0]])];
+    const joint = [Int32Array.from(tokenizer.encode("<agent_0>a</agent_0><agent_1>bb</agent_1>")), Int32Array.from([...tokenizer.encode("x"), tokenizer.eosTokenIds[0]])];
     await trainer.update([{ agent: 0, turn: 0, promptIds: prompt, completionIds: joint, returns: [2, 0], referenceKl: [0, 0], nodeMeanReward: 1, nodeMeanReturn: 1, envStep: 2 }]);
     // A = [1, −1]; loss = (1/2)·Σ −A_k·S_k over every token of each joint response, EOS included.
     await copy.policyGradientBackward([prompt, prompt], joint, [0.5, -0.5]);

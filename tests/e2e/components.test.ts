@@ -114,12 +114,14 @@ print(json.dumps({f: {k: v.flatten().tolist() for k, v in torch.load(f, weights_
       [path.join(out, "agent_0", "value_head.pt"), path.join(out, "agent_0", "critic", "value_head.pt")],
     );
     const head = loaded[path.join(out, "agent_0", "value_head.pt")];
-    expect(Object.keys(head)).toEqual(["0.weight", "0.bias", "2.weight", "2.bias"]);
-    for (const name of Object.keys(head)) {
-      const ours = Array.from(parts.head.native.getParameter(name));
+    // CoMLRL's ValueHead keys (value_projection.*, pre_projection.0.*) over the native head's parameters.
+    const native = { "pre_projection.0.weight": "0.weight", "pre_projection.0.bias": "0.bias", "value_projection.weight": "2.weight", "value_projection.bias": "2.bias" };
+    expect(Object.keys(head)).toEqual(Object.keys(native));
+    for (const [name, nativeName] of Object.entries(native)) {
+      const ours = Array.from(parts.head.native.getParameter(nativeName));
       head[name].forEach((v: number, i: number) => expect(v).toBeCloseTo(ours[i], 7));
     }
-    expect(Object.keys(loaded[path.join(out, "agent_0", "critic", "value_head.pt")])).toEqual(["weight", "bias"]);
+    expect(Object.keys(loaded[path.join(out, "agent_0", "critic", "value_head.pt")])).toEqual(["value_projection.weight", "value_projection.bias"]);
     parts.registry.dispose();
   });
 

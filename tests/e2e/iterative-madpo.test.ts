@@ -39,7 +39,7 @@ const options = (overrides: Partial<MADPOIterTrainerOptions> = {}): MADPOIterTra
     maxNewTokens: 4,
     temperature: 1,
     topP: 1,
-    topK: null,
+    topK: 0,
     agentLearningRate: 1e-3,
     trainBatchSize: 2,
     loggingSteps: 1,

@@ -52,7 +52,7 @@ const options = (overrides: Partial<MARLHFIterTrainerOptions> = {}): MARLHFIterT
     maxNewTokens: 4,
     temperature: 1,
     topP: 1,
-    topK: null,
+    topK: 0,
     agentLearningRate: 1e-3,
     rolloutBufferSize: 2,
     trainBatchSize: 2,

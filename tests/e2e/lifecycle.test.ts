@@ -36,7 +36,7 @@ function options(overrides: Partial<MAGRPOTrainerOptions> = {}): MAGRPOTrainerOp
     outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
     quiet: true,
     ...overrides,
-    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, evalInterval: 0, agentLearningRate: 1e-2, loggingSteps: 1, seed: 5, ...(overrides.config ?? {}) },
+    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, evalInterval: 0, agentLearningRate: 1e-2, loggingSteps: 1, seed: 5, ...(overrides.config ?? {}) },
   };
 }
 

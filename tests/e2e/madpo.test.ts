@@ -32,7 +32,7 @@ const options = (overrides: Partial<MADPOTrainerOptions> = {}): MADPOTrainerOpti
   outputDir: path.join(scratch, `run-${run++}`),
   quiet: true,
   ...overrides,
-  config: { numTrainEpochs: 1, preferenceNumCandidates: 4, preferencePairsPerSample: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, agentLearningRate: 1e-3, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3, ...(overrides.config ?? {}) },
+  config: { numTrainEpochs: 1, preferenceNumCandidates: 4, preferencePairsPerSample: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-3, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3, ...(overrides.config ?? {}) },
 });
 
 const parameters = (trainer: MADPOTrainer, agent: number) => {

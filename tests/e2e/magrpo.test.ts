@@ -48,7 +48,7 @@ describe("MAGRPO end to end", () => {
       rewardFunc: coverVowelsRewardFunc,
       formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
       trainDataset: coverVowelsDataset(16),
-      config: { numTurns: 1, numTrainEpochs: 30, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: null, agentLearningRate: 2e-3, rolloutBufferSize: 2, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 7 },
+      config: { numTurns: 1, numTrainEpochs: 30, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 2e-3, rolloutBufferSize: 2, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 7 },
     });
     await trainer.train();
     await trainer.close();

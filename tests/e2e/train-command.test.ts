@@ -31,7 +31,7 @@ function coverVowelsConfig(out: string, epochs: number): string {
   name: ${modelDir}
   temperature: 1.0
   top_p: 1.0
-  top_k: null
+  top_k: 0
 dataset:
   type: cover-vowels
 seed: 5
@@ -129,7 +129,7 @@ function sectionConfig(out: string, section: string, fields: string, extra = "")
   name: ${modelDir}
   temperature: 1.0
   top_p: 1.0
-  top_k: null
+  top_k: 0
 ${extra}dataset:
   type: cover-vowels
 seed: 5

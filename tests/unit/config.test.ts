@@ -100,7 +100,7 @@ describe("MAGRPOConfig bounds", () => {
     ["maxNewTokens", [0, -1], 1, "must be ≥ 1"],
     ["temperature", [0, -1], 0.01, "must be > 0"],
     ["topP", [0, -1], 1, "must be > 0"],
-    ["topK", [0, -1], 1, "must be ≥ 1"],
+    ["topK", [-1, -5], 0, "must be ≥ 0"], // 0: no top-k filter, as top_k=0 in transformers
     ["seed", [-1], 0, "must be ≥ 0"],
     ["maxGradNorm", [0, -1], 0.5, "must be > 0"],
     ["agentLearningRate", [-1, -1e-6], 0, "must be ≥ 0"],

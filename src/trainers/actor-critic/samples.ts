@@ -1,7 +1,7 @@
 // From a rolled-out episode to actor-critic samples (COMLRL-SPEC §3.5): one sample per agent per completion, with the
 // reward less the reference-KL penalty, the critic's old value, the TD(0) target y_t = r_t + γ·V_old(h_{t+1}) (the last
-// turn's target is its reward) and the discounted Monte-Carlo return, logged as a metric. Single-turn episodes have
-// numGenerations completions at one node; multi-turn ones follow one completion per turn.
+// turn's target is its reward) and the Monte-Carlo return, logged as a metric and undiscounted, as CoMLRL 1.4.3 logs
+// it. Single-turn episodes have numGenerations completions at one node; multi-turn ones follow one completion per turn.
 import type { ValueHead } from "../../models/value-head.js";
 import type { Readout } from "../../native/binding.js";
 import type { RolloutNode } from "../../rollout/tree.js";
@@ -78,7 +78,7 @@ export async function actorCriticSamples(
         const environmentReward = node.agentRewards ? node.agentRewards[agent][g] : node.rewards[g];
         const referenceKl = node.referenceKl[agent][g] ?? 0;
         const reward = environmentReward - settings.referenceKlCoef * referenceKl;
-        futureReturn = reward + settings.discount * futureReturn;
+        futureReturn = reward + futureReturn; // only the TD target is discounted
         const target = t === nodes.length - 1 ? reward : reward + settings.discount * valueAt(t + 1, g);
         episode.unshift({
           agent,

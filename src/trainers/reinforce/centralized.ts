@@ -19,12 +19,17 @@ export interface CentralizedAdapter {
   parseCompletion(text: string, item: Item, numRoles: number): string[];
 }
 
-/** Lists each role's prompt and asks for <agent_i> … </agent_i> sections (roles numbered from 1). */
+/** Lists each role's prompt and asks for <agent_i> … </agent_i> sections, roles numbered from 0, in CoMLRL 1.4.3's words. */
 export class TaggedAdapter implements CentralizedAdapter {
   buildPrompt(_item: Item, rolePrompts: string[]): string {
-    const roles = rolePrompts.map((p, i) => `Agent ${i + 1} original prompt:\n${p}`).join("\n\n");
-    const sections = rolePrompts.map((_, i) => `<agent_${i + 1}> ... </agent_${i + 1}>`).join("\n");
-    return `You write the responses of ${rolePrompts.length} cooperating agents.\n\n${roles}\n\nAnswer with one section per agent:\n${sections}\n`;
+    const roles = rolePrompts.map((p, i) => `Agent ${i} original prompt:\n${p}`).join("\n\n");
+    const sections = rolePrompts.map((_, i) => `<agent_${i}>\n...\n</agent_${i}>`).join("\n");
+    return (
+      `You are a centralized coordinator producing the separate outputs of ${rolePrompts.length} agents.\n\n` +
+      "Each output must satisfy its corresponding original prompt. Keep the outputs separate;\n" +
+      "do not merge them or add commentary outside the required tags.\n\n" +
+      `${roles}\n\nReturn exactly one section for each agent in this format:\n${sections}\n`
+    );
   }
 
   parseCompletion(text: string, _item: Item, numRoles: number): string[] {
@@ -33,7 +38,7 @@ export class TaggedAdapter implements CentralizedAdapter {
       if (!sections.has(Number(match[1]))) sections.set(Number(match[1]), match[2].trim());
     }
     if (sections.size === 0) throw new CentralizedParseError(`no <agent_i> sections in the response (${numRoles} roles expected)`);
-    return Array.from({ length: numRoles }, (_, i) => sections.get(i + 1) ?? "");
+    return Array.from({ length: numRoles }, (_, i) => sections.get(i) ?? "");
   }
 }
 

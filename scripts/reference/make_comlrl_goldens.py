@@ -1,0 +1,523 @@
+"""Golden updates from the real CoMLRL 1.4.3 for tests/golden/comlrl*.test.ts (README "Checking against CoMLRL").
+
+Runs CoMLRL's own update code on a tiny Qwen2 model (made here with transformers) from fixed rollouts, and writes
+tests/golden/comlrl/: the model (model/), goldens.json (inputs, losses, gradient norms, CoMLRL's token accounting)
+and goldens.safetensors (parameters after each step, value-head weights). Our tests replay the same rollouts.
+
+    python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
+    /tmp/ref/bin/python scripts/reference/make_comlrl_goldens.py            # writes the goldens
+    /tmp/ref/bin/python scripts/reference/make_comlrl_goldens.py --check    # our files, loaded by CoMLRL
+
+MAGRPO-family rollouts are NodeSamples handed to `_update_from_samples`; actor-critic rollouts come from the
+trainer's own `_collect_rollouts` with the model's `generate` replaced by one that returns given token ids.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+from types import SimpleNamespace
+
+import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from comlrl.models.actor_critic import ValueHead
+from comlrl.trainers.actor_critic.iac import IACConfig, IACTrainer
+from comlrl.trainers.actor_critic.maac import MAACConfig, MAACTrainer
+from comlrl.trainers.preference.centralized import TaggedCentralizedComparatorAdapter
+from comlrl.trainers.preference.madpo import AgentPreferenceTensors, MADPOConfig, MADPOTrainer, PreferencePair
+from comlrl.trainers.preference.marlhf import JointRewardModel, MARLHFConfig, MARLHFTrainer
+from comlrl.trainers.reinforce.centralized_magrpo import CentralizedMAGRPOConfig, CentralizedMAGRPOTrainer
+from comlrl.trainers.reinforce.magrpo import MAGRPOConfig, MAGRPOTrainer, NodeSample
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, "tests", "golden", "comlrl")
+MODEL = os.path.join(OUT, "model")
+EOS = 0  # <|endoftext|>: eos and pad, as in Qwen checkpoints, so CoMLRL's pad == eos accounting shows
+
+torch.set_num_threads(1)
+
+
+def make_model() -> None:
+    """A 300-token byte-level BPE tokenizer and a 1-layer Qwen2 (hidden 16, GQA 2/1, tied embeddings)."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(["the red fox ran over the lazy dog", "once upon a time there was a cat"], trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    fast.save_pretrained(MODEL)
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=tok.get_vocab_size(), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64, tie_word_embeddings=True,
+        eos_token_id=EOS, pad_token_id=EOS, bos_token_id=None,
+    )
+    model = Qwen2ForCausalLM(config)
+    # Weights larger than the 0.02 init so log-probs (and so the gradients) vary across tokens.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.1 * torch.randn_like(p))
+            else:
+                p.normal_(0, 0.3)
+    model.save_pretrained(MODEL)
+
+
+def load_model():
+    return Qwen2ForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
+
+
+def tokenizer():
+    return PreTrainedTokenizerFast.from_pretrained(MODEL)
+
+
+def params(model, prefix: str, tensors: dict) -> None:
+    for name, p in model.state_dict().items():
+        tensors[f"{prefix}.{name}"] = p.detach().float().clone().contiguous()
+
+
+def watch_grad_norms(optimizer, into: list) -> None:
+    """Records the total gradient norm each time optimizer.step() is called (no clipping: CoMLRL has none)."""
+    step = optimizer.step
+
+    def recorded(*args, **kwargs):
+        grads = [p.grad.detach().flatten() for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        into.append(float(torch.cat(grads).norm()))
+        return step(*args, **kwargs)
+
+    optimizer.step = recorded
+
+
+def record_backward(into: list):
+    """Patches Tensor.backward to record each loss a trainer backwards; returns the undo."""
+    backward = torch.Tensor.backward
+
+    def recorded(tensor, *a, **k):
+        into.append(float(tensor.detach()))
+        return backward(tensor, *a, **k)
+
+    torch.Tensor.backward = recorded
+    return lambda: setattr(torch.Tensor, "backward", backward)
+
+
+# Two nodes, K = 3 completions each, padded to the node's width with EOS as HF generate returns them. A row ends
+# at its first EOS, or runs to max_new_tokens (width) without one.
+PROMPTS = [[14, 120, 33, 201], [57, 9, 260, 88, 140]]
+ROWS = [
+    [[40, 41, 42, EOS, EOS, EOS], [50, 51, 52, 53, 54, 55], [60, EOS, EOS, EOS, EOS, EOS]],
+    [[70, 71, EOS, EOS], [80, 81, 82, 83], [90, 91, 92, EOS]],
+]
+RETURNS = [[1.0, 0.25, -0.5], [0.0, 2.0, 0.5]]
+
+
+def natural(row):
+    """The tokens a completion consists of: up to and including its first EOS."""
+    return row[: row.index(EOS) + 1] if EOS in row else list(row)
+
+
+def magrpo_case(mode: str, normalize: bool, tensors: dict) -> dict:
+    random.seed(0)
+    torch.manual_seed(0)
+    model = load_model()
+    args = MAGRPOConfig(num_agents=1, num_turns=1, num_generations=3, rollout_buffer_size=2, advantage_mode=mode, advantage_normalization=normalize)
+    trainer = MAGRPOTrainer(agents=[model], num_agents=1, tokenizer=tokenizer(), reward_func=lambda *a, **k: [0.0], args=args)
+    losses, norms = [], []
+    compute = trainer._compute_loss_with_gradients
+
+    def recorded(agent, data, returns):
+        loss = compute(agent, data, returns)
+        losses.append(float(loss.detach()))
+        return loss
+
+    trainer._compute_loss_with_gradients = recorded
+    watch_grad_norms(trainer.optimizers[0], norms)
+    samples = [
+        NodeSample(0, 0, {"prompt_input_ids": torch.tensor([p]), "completion_input_ids": [[torch.tensor(r) for r in rows]]}, ret, 0.0, 0.0, 1)
+        for p, rows, ret in zip(PROMPTS, ROWS, RETURNS)
+    ]
+    order = {id(s): i for i, s in enumerate(samples)}
+    trainer._update_from_samples(0, samples)
+    # The shuffle reorders the minibatch; losses are reported in sample order.
+    per_sample = [0.0] * len(samples)
+    for s, loss in zip(samples, losses):
+        per_sample[order[id(s)]] = loss
+    name = f"magrpo_{mode}" if normalize else f"magrpo_{mode}_unnormalized"
+    params(trainer.agents[0], f"{name}.after", tensors)
+    return {
+        "config": {"advantageMode": mode, "numGenerations": 3, "rolloutBufferSize": 2, "advantageNormalization": normalize},
+        "sampleLosses": per_sample,
+        "loss": sum(per_sample) / len(per_sample),
+        "gradNorm": norms[0],
+        # CoMLRL feeds prompt + row[:-1] and scores every position: the whole padded row but its last token.
+        "scoredCompletions": [[row[:-1] for row in rows] for rows in ROWS],
+    }
+
+
+def centralized_case(tensors: dict) -> dict:
+    random.seed(0)
+    torch.manual_seed(0)
+    model = load_model()
+    args = CentralizedMAGRPOConfig(num_agents=2, num_generations=3, rollout_buffer_size=2)
+    trainer = CentralizedMAGRPOTrainer(
+        centralized_adapter=TaggedCentralizedComparatorAdapter(), num_agents=2, agents=[model], tokenizer=tokenizer(),
+        reward_func=lambda *a, **k: [0.0], args=args,
+    )
+    norms = []
+    watch_grad_norms(trainer.optimizers[0], norms)
+    losses = []
+    compute = trainer._compute_loss_with_gradients
+
+    def recorded(agent, data, returns):
+        loss = compute(agent, data, returns)
+        losses.append((data["id"], float(loss.detach())))
+        return loss
+
+    trainer._compute_loss_with_gradients = recorded
+    samples = [
+        NodeSample(0, 0, {"id": i, "prompt_input_ids": torch.tensor([p]), "completion_input_ids": [[torch.tensor(r) for r in rows]]}, ret, 0.0, 0.0, 1)
+        for i, (p, rows, ret) in enumerate(zip(PROMPTS, ROWS, RETURNS))
+    ]
+    trainer._update_from_samples(0, samples)
+    per_sample = [loss for _, loss in sorted(losses)]
+    params(trainer.agents[0], "centralized.after", tensors)
+    prompt = TaggedCentralizedComparatorAdapter().build_prompt({}, ["Write a haiku.", "Write a title."])
+    return {
+        "config": {"numAgents": 2, "numGenerations": 3, "rolloutBufferSize": 2},
+        "sampleLosses": per_sample,
+        "loss": sum(per_sample) / len(per_sample),
+        "gradNorm": norms[0],
+        # The joint log-prob scores each completion up to and including its first EOS (pad == eos).
+        "scoredCompletions": [[natural(row) for row in rows] for rows in ROWS],
+        "taggedPrompt": {"agentPrompts": ["Write a haiku.", "Write a title."], "prompt": prompt},
+    }
+
+
+# Actor-critic: one prompt per agent, K = 2 generations, rows padded with EOS to the batch width.
+AC_ITEM = {"prompt": "the red fox"}
+AC_ROWS = [[[40, 41, EOS, EOS], [50, 51, 52, 53]], [[60, EOS, EOS, EOS], [70, 71, 72, EOS]]]
+AC_REWARDS = [0.75, -0.25]  # per generation, shared by both agents
+
+
+def scripted_generate(rows_per_agent, calls):
+    """A replacement for model.generate that returns prompt + the given rows (what a sampler could have drawn)."""
+
+    def generate(self_index):
+        def run(input_ids=None, num_return_sequences=1, **kwargs):
+            calls.append({k: v for k, v in kwargs.items() if k in ("top_k", "top_p", "temperature", "max_new_tokens")})
+            rows = torch.tensor(rows_per_agent[self_index][:num_return_sequences])
+            return torch.cat([input_ids.repeat(rows.shape[0], 1), rows], dim=1)
+
+        return run
+
+    return generate
+
+
+def ac_update(trainer, agent: int, samples) -> dict:
+    """One actor-critic _update of an agent's rollouts: the rows it saw, the critic's old values, the logged metrics and
+    the losses _ac_step backwards (separate critics: the actor loss, then value_loss_coef · value loss; a shared head:
+    their sum once)."""
+    losses = []
+    undo = record_backward(losses)
+    try:
+        metrics = trainer._update(agent, list(samples))
+    finally:
+        undo()
+    return {
+        "promptIds": samples[0].full_input_ids[: samples[0].prompt_len].tolist(),
+        "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
+        "responseLens": [int(s.response_len) for s in samples],
+        "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
+        "metrics": metrics,
+        "backwardLosses": losses,
+    }
+
+
+def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dict) -> dict:
+    random.seed(0)
+    torch.manual_seed(0)
+    tok = tokenizer()
+    agents = [load_model(), load_model()]
+    critics = [load_model(), load_model()] if separate else None
+    args = IACConfig(
+        num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, use_separate_critic=separate,
+        critic_type=critic_type, value_head_hidden_dim=head_dim, critic_value_head_hidden_dim=head_dim,
+    )
+    trainer = IACTrainer(
+        agents=agents, critics=critics, tokenizer=tok, args=args,
+        reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
+    )
+    calls = []
+    make = scripted_generate(AC_ROWS, calls)
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make(i)
+    heads = trainer.critics if separate else trainer.agents
+    for i, holder in enumerate(heads):
+        for key, t in holder.value_head.state_dict().items():
+            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
+    actor_norms = [[] for _ in agents]
+    critic_norms = [[] for _ in agents]
+    for i in range(2):
+        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
+        if separate:
+            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    rollouts = trainer._collect_rollouts(AC_ITEM)
+    by_agent = [[r for r in rollouts if r.agent_idx == i] for i in range(2)]
+    per_agent = []
+    for i in range(2):
+        samples = by_agent[i]
+        per_agent.append({
+            **ac_update(trainer, i, samples),
+            "oldLogprobs": [float(s.old_logprob.view(-1)[0]) for s in samples],
+            "normalizedAdvantages": [float(s.normalized_advantage.view(-1)[0]) for s in samples],
+            "actorGradNorm": actor_norms[i][0],
+            "criticGradNorm": critic_norms[i][0] if separate else None,
+        })
+        if i == 0:  # agent 1's parameters add size, not coverage: its losses and norms are checked
+            params(trainer.agents[i].model, f"{name}.actor_after.{i}", tensors)
+            if separate:
+                params(trainer.critics[i].model, f"{name}.critic_after.{i}", tensors)
+        for key, t in heads[i].value_head.state_dict().items():
+            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+    return {
+        "config": {
+            "numAgents": 2, "numTurns": 1, "numGenerations": 2, "rolloutBufferSize": 2, "useSeparateCritic": separate,
+            "criticType": critic_type, "valueHeadHiddenDim": head_dim, "criticValueHeadHiddenDim": head_dim,
+            "valueLossCoef": args.value_loss_coef, "valueClipRange": args.value_clip_range, "discount": args.discount,
+        },
+        "rewards": AC_REWARDS,
+        "agents": per_agent,
+        # What CoMLRL passed to generate: top_k is left out (None), so generation_config.json decides.
+        "generateKwargs": calls[0],
+    }
+
+
+# MADPO: two pairs of (winner, loser) rows per agent, EOS-padded as generate() returns them.
+DPO_PROMPTS = [[[14, 120, 33], [57, 9, 260, 88]], [[21, 22], [31, 32, 33]]]  # [pair][agent]
+DPO_WINNERS = [[[40, 41, 42, EOS], [50, 51, EOS, EOS]], [[60, 61, 62, 63], [70, EOS, EOS]]]
+DPO_LOSERS = [[[43, 44, EOS, EOS], [52, 53, 54, 55]], [[64, EOS, EOS, EOS], [71, 72, 73]]]
+
+
+def madpo_case(tensors: dict) -> dict:
+    torch.manual_seed(0)
+    args = MADPOConfig(num_agents=2)
+    trainer = MADPOTrainer(agents=[load_model(), load_model()], num_agents=2, tokenizer=tokenizer(), reward_func=lambda *a, **k: [0.0], args=args)
+    norms = [[], []]
+    for i in range(2):
+        watch_grad_norms(trainer.optimizers[i], norms[i])
+    batch = [
+        PreferencePair(
+            prompts=["", ""], winner_completions=["", ""], loser_completions=["", ""],
+            agent_tensors=[
+                AgentPreferenceTensors(torch.tensor(DPO_PROMPTS[p][a]), torch.tensor(DPO_WINNERS[p][a]), torch.tensor(DPO_LOSERS[p][a]))
+                for a in range(2)
+            ],
+            winner_reward=1.0, loser_reward=0.0, candidate_reward_mean=0.5,
+        )
+        for p in range(2)
+    ]
+    losses = []
+    undo = record_backward(losses)
+    try:
+        metrics = trainer._update_from_preference_batch(batch)
+    finally:
+        undo()
+    params(trainer.agents[0], "madpo.after.0", tensors)
+
+    # CoMLRL's log-probs: the row up to its first pad (EOS when pad == eos), then feeding row[:-1] drops its last token.
+    def scored(row):
+        return (row[: row.index(EOS)] if EOS in row else list(row))[:-1]
+
+    return {
+        "config": {"dpoBeta": args.dpo_beta, "agentLearningRate": args.agent_learning_rate},
+        "prompts": DPO_PROMPTS,
+        "agentLosses": losses,
+        "gradNorms": [n[0] for n in norms],
+        "metrics": metrics,
+        "scoredWinners": [[scored(r) for r in pair] for pair in DPO_WINNERS],
+        "scoredLosers": [[scored(r) for r in pair] for pair in DPO_LOSERS],
+    }
+
+
+# MARLHF's reward model: joint texts of two pairs (CoMLRL's _format_joint_text), one Bradley-Terry step.
+RM_PAIRS = [
+    {"prompts": ["the red fox", "a lazy dog"], "winner": ["ran over", "the cat"], "loser": ["once", "upon a time there was"]},
+    {"prompts": ["once upon", "a time"], "winner": ["the fox ran", "over the dog"], "loser": ["a", "cat"]},
+]
+
+
+def reward_model_case(tensors: dict) -> dict:
+    torch.manual_seed(0)
+    args = MARLHFConfig(num_agents=2, reward_model_device="cpu", reward_train_batch_size=2)
+    trainer = MARLHFTrainer(agent_model=MODEL, num_agents=2, reward_func=lambda *a, **k: [0.0], args=args)
+    trainer._init_reward_model()
+    for key, t in trainer.reward_model.reward_head.state_dict().items():
+        tensors[f"reward_model.head_init.{key}"] = t.detach().float().clone()
+    norms = []
+    watch_grad_norms(trainer.reward_optimizer, norms)
+    pairs = [
+        PreferencePair(prompts=p["prompts"], winner_completions=p["winner"], loser_completions=p["loser"], agent_tensors=[],
+                       winner_reward=1.0, loser_reward=0.0, candidate_reward_mean=0.5)
+        for p in RM_PAIRS
+    ]
+    texts = {
+        "winners": [trainer._format_joint_reward_text(p, use_winner=True) for p in pairs],
+        "losers": [trainer._format_joint_reward_text(p, use_winner=False) for p in pairs],
+    }
+    losses = []
+    undo = record_backward(losses)
+    try:
+        trainer._train_reward_model(pairs)  # one batch of both pairs (the loader's shuffle only reorders the mean)
+    finally:
+        undo()
+    params(trainer.reward_model.backbone, "reward_model.after", tensors)
+    for key, t in trainer.reward_model.reward_head.state_dict().items():
+        tensors[f"reward_model.head_after.{key}"] = t.detach().float().clone()
+    return {
+        "config": {"rewardLearningRate": args.reward_learning_rate, "rewardTrainBatchSize": 2},
+        "pairs": RM_PAIRS,
+        "texts": texts,
+        "ids": {k: [trainer.reward_tokenizer(t)["input_ids"] for t in v] for k, v in texts.items()},
+        "loss": losses[0],
+        "gradNorm": norms[0],
+    }
+
+
+def maac_case(tensors: dict) -> dict:
+    """MAAC, V critic: the one critic reads "[Agent i] prompt" blocks and steps inside each agent's update."""
+    random.seed(0)
+    torch.manual_seed(0)
+    args = MAACConfig(num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type="v")
+    trainer = MAACTrainer(
+        agents=[load_model(), load_model()], critics=[load_model()], tokenizer=tokenizer(), args=args,
+        formatters=[lambda item: item["prompt"], lambda item: item["prompt"] + " again"],
+        reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
+    )
+    make = scripted_generate(AC_ROWS, [])
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make(i)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"maac.head_init.{key}"] = t.detach().float().clone()
+    actor_norms, critic_norms = [[], []], []
+    for i in range(2):
+        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
+    watch_grad_norms(trainer.critic_optimizer, critic_norms)
+    rollouts = trainer._collect_rollouts(AC_ITEM)
+    per_agent = []
+    for i in range(2):
+        samples = [r for r in rollouts if r.agent_idx == i]
+        per_agent.append({
+            **ac_update(trainer, i, samples),
+            "criticIds": samples[0].metadata["joint_input_ids"][0].tolist(),
+            "actorGradNorm": actor_norms[i][0],
+            "criticGradNorm": critic_norms[i],
+        })
+    params(trainer.agents[0].model, "maac.actor_after.0", tensors)
+    params(trainer.critics[0].model, "maac.critic_after", tensors)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"maac.head_after.{key}"] = t.detach().float().clone()
+    return {
+        "config": {"numAgents": 2, "numGenerations": 2, "rolloutBufferSize": 2, "criticType": "v", "valueLossCoef": args.value_loss_coef},
+        "rewards": AC_REWARDS,
+        "criticText": trainer._build_critic_input([AC_ITEM["prompt"], AC_ITEM["prompt"] + " again"]),
+        "agents": per_agent,
+    }
+
+
+def value_heads(tensors: dict) -> None:
+    """CoMLRL's ValueHead files for the replay model's hidden size, both forms, as its trainers save them."""
+    torch.manual_seed(3)
+    for form, dim in (("linear", None), ("mlp", 8)):
+        head = ValueHead(16, dim)
+        torch.save(head.state_dict(), os.path.join(OUT, f"comlrl_value_head_{form}.pt"))
+        for key, t in head.state_dict().items():
+            tensors[f"value_head.{form}.{key}"] = t.detach().float().clone()
+
+
+def iac_one_agent(agent, critic, tok) -> IACTrainer:
+    args = IACConfig(num_agents=1, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type="v")
+    trainer = IACTrainer(agents=[agent], critics=[critic], tokenizer=tok, args=args, reward_func=lambda *a, **k: list(AC_REWARDS))
+    trainer.agents[0].model.generate = scripted_generate(AC_ROWS, [])(0)
+    return trainer
+
+
+def comlrl_save_dir(tensors: dict) -> None:
+    """What CoMLRL's IAC save_model writes (one agent: the actor at the top, critic/ with value_head.pt) for our tests."""
+    torch.manual_seed(5)
+    trainer = iac_one_agent(load_model(), load_model(), tokenizer())
+    trainer.save_model(os.path.join(OUT, "comlrl_iac_save"))
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"comlrl_iac_save.head.{key}"] = t.detach().float().clone()
+
+
+def check_ours() -> None:
+    """Our files load in CoMLRL: value_head.pt strictly into its ValueHead, and our IAC saveModel dir continues there.
+
+    The files are written by tests/golden/comlrl-interop.test.ts (ours_value_head_<form>.pt, ours_iac_save/)."""
+    results = {}
+    for form, dim in (("linear", None), ("mlp", 8)):
+        path = os.path.join(OUT, f"ours_value_head_{form}.pt")
+        head = ValueHead(16, dim)
+        head.load_state_dict(torch.load(path, weights_only=True), strict=True)
+        results[form] = sorted(head.state_dict())
+    # Continue training from our IAC saveModel dir as a CoMLRL user would: the backbones from save_pretrained dirs,
+    # the critic's head from value_head.pt (strict), then one update.
+    from comlrl.models.actor_critic import CausalLMWithValueHead
+
+    saved = os.path.join(OUT, "ours_iac_save")
+    critic = CausalLMWithValueHead(Qwen2ForCausalLM.from_pretrained(os.path.join(saved, "critic")))
+    critic.value_head.load_state_dict(torch.load(os.path.join(saved, "critic", "value_head.pt"), weights_only=True), strict=True)
+    trainer = iac_one_agent(Qwen2ForCausalLM.from_pretrained(saved), critic, PreTrainedTokenizerFast.from_pretrained(saved))
+    metrics = trainer._update(0, trainer._collect_rollouts(AC_ITEM))
+    results["ours_iac_save"] = {"continued": metrics}
+    print(json.dumps(results))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--check", action="store_true", help="strict-load our value_head.pt fixtures into CoMLRL's ValueHead")
+    if parser.parse_args().check:
+        check_ours()
+        return
+    os.makedirs(OUT, exist_ok=True)
+    make_model()
+    tensors = {}
+    golden = {
+        "library": {"comlrl": "1.4.3", "torch": torch.__version__, "transformers": __import__("transformers").__version__},
+        "eos": EOS,
+        "prompts": PROMPTS,
+        "rows": ROWS,
+        "returns": RETURNS,
+        # Normalisation makes the four baselines give the same advantages; without it each mode shows.
+        "magrpo": {
+            "mean": magrpo_case("mean", True, tensors),
+            **{f"{m}_unnormalized": magrpo_case(m, False, tensors) for m in ("mean", "raw", "max", "rloo")},
+        },
+        "centralized": centralized_case(tensors),
+        "madpo": madpo_case(tensors),
+        "reward_model": reward_model_case(tensors),
+        "maac": maac_case(tensors),
+        "iac": {
+            "separate_v": iac_case("iac_separate_v", True, "v", None, tensors),
+            "shared_q": iac_case("iac_shared_q", False, "q", 8, tensors),
+        },
+    }
+    value_heads(tensors)
+    comlrl_save_dir(tensors)
+    save_file(tensors, os.path.join(OUT, "goldens.safetensors"))
+    with open(os.path.join(OUT, "goldens.json"), "w") as f:
+        json.dump(golden, f, indent=1)
+        f.write("\n")
+    print(f"wrote {OUT}: {len(tensors)} tensors")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+// One IAC update (and one MAAC round) against the real CoMLRL 1.4.3 (tests/golden/comlrl, scripts/reference/make_comlrl_goldens.py): its
+// IACTrainer collected the rollouts with generate() replaced by given token ids and ran _update; we replay the same
+// rows through trainer.update(): the critics' old values, the losses each agent and critic minimises, and the
+// parameters (actor, critic, head) after CoMLRL's AdamW steps. The heads start from CoMLRL's initial weights, loaded
+// through ValueHead.loadStateDict under CoMLRL's keys.
+//
+// Token accounting: with pad == eos CoMLRL's actor-critic counts a response up to its first pad, so EOS is neither
+// scored in the log-prob nor read by the Q critic (its value is taken at the last token before EOS). Ours counts EOS.
+// Replaying each completion without its EOS (`responseLens`) reproduces CoMLRL: the difference is exactly that token.
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { headValues, type ActorCriticSample } from "../../src/trainers/actor-critic/samples.js";
+import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import { jointCriticText, MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import type { ValueHead } from "../../src/models/value-head.js";
+import { COMLRL_MODEL, expectClose, golden, goldenStateDict, goldenTensors, LOSS_RTOL, maxParamDiff, PARAM_ATOL, scratch } from "./comlrl-golden.js";
+
+// Old values are one fp32 forward of the same graph: 1e-5 absolute (values are ≈ 1e-2).
+const VALUE_ATOL = 1e-5;
+
+function headDiff(head: ValueHead, prefix: string): number {
+  const ours = head.stateDict();
+  let diff = 0;
+  for (const [key, t] of goldenTensors) {
+    if (!key.startsWith(`${prefix}.`)) continue;
+    const mine = new Float32Array(Uint8Array.from(ours[key.slice(prefix.length + 1)].data).buffer);
+    t.data.forEach((v, i) => (diff = Math.max(diff, Math.abs(v - mine[i]))));
+  }
+  return diff;
+}
+
+describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (mode, ref) => {
+  const name = `iac_${mode}`;
+  it("old values, losses and parameters after one update", async () => {
+    const c = ref.config;
+    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
+    const trainer = await IACTrainer.create({
+      agents: [COMLRL_MODEL, COMLRL_MODEL], critics: c.useSeparateCritic ? [COMLRL_MODEL, COMLRL_MODEL] : null, tokenizer,
+      rewardFunc: () => ref.rewards, trainDataset: [{ prompt: "the red fox" }], quiet: true, outputDir: scratch(),
+      config: {
+        numAgents: 2, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, useSeparateCritic: c.useSeparateCritic, criticType: c.criticType,
+        valueHeadHiddenDim: c.valueHeadHiddenDim, criticValueHeadHiddenDim: c.criticValueHeadHiddenDim,
+      },
+    });
+    try {
+      const records: Array<[string, { loss: number; gradNorm: number }]> = [];
+      const record = (trainer as any).recordUpdate.bind(trainer);
+      (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
+      const heads = trainer.agents.map((agent, i) => (c.useSeparateCritic ? trainer.critics[i].valueHead : agent.valueHead!));
+      heads.forEach((head, i) => head.loadStateDict(goldenStateDict(`${name}.head_init.${i}`)));
+
+      const samples: ActorCriticSample[] = [];
+      for (const [agent, a] of (ref.agents as any[]).entries()) {
+        const completions: Int32Array[] = a.rows.map((row: number[], g: number) => Int32Array.from(row.slice(0, a.responseLens[g])));
+        const rows = completions.map((completion) => ({ prompt: a.promptIds, completion: c.criticType === "q" ? completion : new Int32Array(0) }));
+        const oldValues = await headValues(heads[agent], rows, c.criticType);
+        oldValues.forEach((v, g) => expect(Math.abs(v - a.oldValues[g]), `agent ${agent} old value ${g}`).toBeLessThanOrEqual(VALUE_ATOL));
+        completions.forEach((completionIds, g) => {
+          const reward = ref.rewards[g];
+          samples.push({
+            agent, turn: 0, itemIndex: 0, envStep: 2, promptIds: a.promptIds, completionIds, completion: "", critic: rows[g],
+            environmentReward: reward, referenceKl: 0, reward, oldValue: oldValues[g], target: reward, return: reward,
+          });
+        });
+      }
+      await trainer.update(samples);
+
+      for (const [agent, a] of (ref.agents as any[]).entries()) {
+        const mine = records.filter(([component]) => component.startsWith(`agent_${agent}`));
+        expect(mine.map(([component]) => component)).toEqual(c.useSeparateCritic ? [`agent_${agent}`, `agent_${agent}/critic`] : [`agent_${agent}`]);
+        mine.forEach(([component, update], k) => expectClose(update.loss, a.backwardLosses[k], LOSS_RTOL, `${component} loss`));
+        expectClose(mine[0][1].gradNorm, a.actorGradNorm, LOSS_RTOL, `agent ${agent} actor gradient norm`);
+        if (c.useSeparateCritic) expectClose(mine[1][1].gradNorm, a.criticGradNorm, LOSS_RTOL, `agent ${agent} critic gradient norm`);
+        expect(headDiff(heads[agent], `${name}.head_after.${agent}`), `agent ${agent} head`).toBeLessThanOrEqual(PARAM_ATOL);
+      }
+      const actor = trainer.agents[0].model.native;
+      expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+      if (c.useSeparateCritic) {
+        const critic = trainer.critics[0].model.native;
+        expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+      }
+    } finally {
+      await trainer.close();
+    }
+  });
+});
+
+describe("CoMLRL 1.4.3 parity: MAAC (V critic)", () => {
+  const ref = golden.maac;
+  it("the joint critic text and ids, old values, each agent's and the critic's losses, and parameters after the round", async () => {
+    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
+    const trainer = await MAACTrainer.create({
+      agents: [COMLRL_MODEL, COMLRL_MODEL], critics: [COMLRL_MODEL], tokenizer, rewardFunc: () => ref.rewards, trainDataset: [{ prompt: "the red fox" }],
+      quiet: true, outputDir: scratch(), config: { numAgents: 2, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, criticType: "v" },
+    });
+    try {
+      const records: Array<[string, { loss: number; gradNorm: number }]> = [];
+      const record = (trainer as any).recordUpdate.bind(trainer);
+      (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
+      const head = trainer.critics[0].valueHead;
+      head.loadStateDict(goldenStateDict("maac.head_init"));
+      const text = jointCriticText(["the red fox", "the red fox again"], null);
+      expect(text).toBe(ref.criticText);
+      const criticPrompt = tokenizer.encode(text);
+      expect(criticPrompt).toEqual(ref.agents[0].criticIds);
+      const [oldValue] = await headValues(head, [{ prompt: criticPrompt, completion: new Int32Array(0) }], "v");
+      expect(Math.abs(oldValue - ref.agents[0].oldValues[0])).toBeLessThanOrEqual(VALUE_ATOL);
+      const samples: ActorCriticSample[] = (ref.agents as any[]).flatMap((a, agent) =>
+        a.rows.map((row: number[], g: number): ActorCriticSample => {
+          const reward = ref.rewards[g];
+          return {
+            agent, turn: 0, itemIndex: 0, envStep: 2, promptIds: a.promptIds, completionIds: Int32Array.from(row.slice(0, a.responseLens[g])), completion: "",
+            critic: { prompt: criticPrompt, completion: new Int32Array(0) }, environmentReward: reward, referenceKl: 0, reward, oldValue, target: reward, return: reward,
+          };
+        }),
+      );
+      await trainer.update(samples);
+      // Agent 0's actor step and the critic's step on agent 0's samples, then agent 1's two.
+      expect(records.map(([component]) => component)).toEqual(["agent_0", "critic", "agent_1", "critic"]);
+      (ref.agents as any[]).forEach((a, agent) => {
+        const [[, actor], [, critic]] = records.slice(2 * agent, 2 * agent + 2);
+        expectClose(actor.loss, a.backwardLosses[0], LOSS_RTOL, `agent ${agent} actor loss`);
+        expectClose(critic.loss, a.backwardLosses[1], LOSS_RTOL, `critic loss in agent ${agent}'s update`);
+        expectClose(actor.gradNorm, a.actorGradNorm, LOSS_RTOL, `agent ${agent} actor gradient norm`);
+        expectClose(critic.gradNorm, a.criticGradNorm, LOSS_RTOL, `critic gradient norm in agent ${agent}'s update`);
+      });
+      expect(headDiff(head, "maac.head_after")).toBeLessThanOrEqual(PARAM_ATOL);
+      const actor = trainer.agents[0].model.native;
+      expect(maxParamDiff((p) => actor.getParameter(p), "maac.actor_after.0").diff).toBeLessThanOrEqual(PARAM_ATOL);
+      const critic = trainer.critics[0].model.native;
+      expect(maxParamDiff((p) => critic.getParameter(p), "maac.critic_after").diff).toBeLessThanOrEqual(PARAM_ATOL);
+    } finally {
+      await trainer.close();
+    }
+  });
+});
