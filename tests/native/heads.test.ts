@@ -259,7 +259,7 @@ describe("ValueHead wrapper", () => {
     expect(head.info()).toMatchObject({ hiddenSize: 16, hiddenDim: 4, dtype: "float32", device: "cpu" });
     const file = path.join(mkdtempSync(path.join(tmpdir(), "comlrl-heads-")), "value_head.pt");
     await head.save(file);
-    expect(Object.keys(loadTorchStateDict(file))).toEqual(["0.weight", "0.bias", "2.weight", "2.bias"]);
+    expect(Object.keys(loadTorchStateDict(file))).toEqual(["pre_projection.0.weight", "pre_projection.0.bias", "value_projection.weight", "value_projection.bias"]);
     const other = ValueHead.create(model, { hiddenDim: 4, seed: 3 });
     disposables.push(other);
     other.loadStateDict(file);
