@@ -266,7 +266,7 @@ describe("ValueHead wrapper", () => {
     expect(await other.readout(prompts, completions, "q")).toEqual(await head.readout(prompts, completions, "q"));
     const linear = ValueHead.create(model);
     disposables.push(linear);
-    expect(() => linear.loadStateDict(file)).toThrow(`${file}: the saved head has 0.weight [4, 16], 0.bias [4], 2.weight [1, 4], 2.bias [1]; this value head has weight [1, 16], bias [1]`);
+    expect(() => linear.loadStateDict(file)).toThrow(`${file}: the saved head has pre_projection.0.weight [4, 16], pre_projection.0.bias [4], value_projection.weight [1, 4], value_projection.bias [1]; this value head has value_projection.weight [1, 16], value_projection.bias [1]`);
     // A < 1 KiB file declaring a 1.6 GB stride-0 weight: refused by its shape before any storage is gathered.
     const hostile = path.join(path.dirname(file), "hostile_value_head.pt");
     writeFileSync(hostile, strideZeroHead([20000, 20000]));
