@@ -27,9 +27,10 @@ it("keeps RSS flat over 1,000 generate/score/step iterations", async () => {
   global.gc?.();
   const bytesPerIteration = (process.memoryUsage().rss - warm) / 1000;
   console.log(`RSS growth over 1,000 iterations: ${((bytesPerIteration * 1000) / 1e6).toFixed(1)} MB (${bytesPerIteration.toFixed(0)} bytes per iteration)`);
-  // One leaked tensor of this model's smallest kind (a 32-float norm weight, 128 bytes) per iteration would already
-  // show; the budget leaves room for allocator noise but not for any per-iteration object: 4 KiB per iteration.
-  expect(bytesPerIteration).toBeLessThan(4096);
+  // Run to run of the same code this measured 3.4–7.1 KB per iteration on 2 cores (gc is not exposed, so the JS heap's
+  // settling is in it), so a 4 KiB budget failed at random; 8 KiB still catches any leaked activation or KV block (a
+  // [2, 6, 32] float activation is 1.5 KB, a whole generate call's cache far more) but no longer a single norm weight.
+  expect(bytesPerIteration).toBeLessThan(8192);
   optimizer.dispose();
   model.dispose();
 }, 300_000);
