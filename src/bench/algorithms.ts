@@ -13,7 +13,7 @@ import { IACTrainer, type IACTrainerOptions } from "../trainers/actor-critic/iac
 import { MAACTrainer, type MAACTrainerOptions } from "../trainers/actor-critic/maac.js";
 import { MADPOTrainer } from "../trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../trainers/preference/marlhf.js";
-import type { Trainer } from "../trainers/trainer.js";
+import type { Trainer } from "../trainers/lifecycle/trainer.js";
 import { secondsSince } from "./stats.js";
 import { ALGORITHM_PHASES, type AlgorithmCase, type WorkerOutput } from "./types.js";
 

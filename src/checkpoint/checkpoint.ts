@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { WandbRunIdentity } from "../logging/wandb.js";
-import type { ComponentRegistry, SavedComponent } from "../trainers/components.js";
+import type { ComponentRegistry, SavedComponent } from "../trainers/lifecycle/components.js";
 import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
 import { CheckpointError, MANIFEST, verifyManifest, writeManifest } from "./manifest.js";
 

@@ -93,7 +93,7 @@ interface TrainerEntry {
   create: (options: RunOptions, config: object, critics: Critics) => Promise<Trainer>;
 }
 
-type Trainer = Awaited<ReturnType<typeof MAGRPOTrainer.create>> | IACTrainer | MAACTrainer | MADPOTrainer;
+type Trainer = Awaited<ReturnType<typeof MAGRPOTrainer.create>> | IACTrainer | MAACTrainer | MADPOTrainer | MARLHFTrainer;
 
 const tokenizers = (dirs: readonly string[]) => Promise.all(dirs.map((dir) => ComlrlTokenizer.fromDirectory(dir)));
 const never = () => false;

@@ -6,10 +6,11 @@ import { completionBatch } from "../../models/causal-lm.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { AgentResolutionError, disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
-import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticOptions } from "./trainer.js";
+import { headValues, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
 
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
@@ -31,8 +32,9 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     options: IACTrainerOptions,
     environment: RolloutEnvironment,
     outputDir: string,
+    hostedBy: StageHost | null,
   ) {
-    super(config, agents, options, environment, outputDir);
+    super(config, agents, options, environment, outputDir, hostedBy);
   }
 
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
@@ -46,7 +48,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     const actors = await setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } });
     let trainer: IACTrainer;
     try {
-      trainer = await IACTrainer.around(config, actors, criticSources, options);
+      trainer = await IACTrainer.around(config, actors, criticSources, options, null);
     } catch (error) {
       disposeAgents(actors.agents, actors.sources);
       throw error;
@@ -59,10 +61,16 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
   }
 
   /**
-   * An IAC trainer around actors set up elsewhere (MARLHF's rl stage): loads the critics and registers nothing, so
-   * the caller registers agents and critics where its checkpoints see them.
+   * An IAC trainer around actors set up elsewhere (MARLHF's rl stage, which passes its host): loads the critics and
+   * registers nothing, so the caller registers agents and critics where its checkpoints see them.
    */
-  static async around(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "environment">, criticSources: ModelSource[], options: IACTrainerOptions): Promise<IACTrainer> {
+  static async around(
+    config: IACConfig,
+    actors: Pick<Actors, "agents" | "placement" | "environment">,
+    criticSources: ModelSource[],
+    options: IACTrainerOptions,
+    hostedBy: StageHost | null,
+  ): Promise<IACTrainer> {
     if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
     const critics = await loadCritics({
       sources: criticSources,
@@ -73,7 +81,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
       optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
       tokenizers: actors.agents.map((a) => a.tokenizer),
     });
-    return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir));
+    return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir), hostedBy);
   }
 
   protected readonly criticView: CriticView = {
@@ -82,7 +90,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     values: (agent, rows) => headValues(this.critics[agent]?.valueHead ?? this.agents[agent].valueHead!, rows, this.config.criticType),
   };
 
-  protected async step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<void> {
     const c = this.config;
     const prompts = minibatch.map((s) => s.promptIds);
     const completions = minibatch.map((s) => s.completionIds);

@@ -6,11 +6,12 @@ import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/
 import type { RolloutEnvironment, RolloutNode } from "../../rollout/tree.js";
 import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
-import { headValues, type ActorCriticSample, type CriticRow, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticOptions } from "./trainer.js";
+import { headValues, type CriticRow, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
   /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
@@ -46,8 +47,9 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     options: MAACTrainerOptions,
     environment: RolloutEnvironment,
     outputDir: string,
+    hostedBy: StageHost | null,
   ) {
-    super(config, agents, options, environment, outputDir);
+    super(config, agents, options, environment, outputDir, hostedBy);
   }
 
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
@@ -60,7 +62,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     const actors = await setUpActors(options, config);
     let trainer: MAACTrainer;
     try {
-      trainer = await MAACTrainer.around(config, actors, source, dim, options);
+      trainer = await MAACTrainer.around(config, actors, source, dim, options, null);
     } catch (error) {
       disposeAgents(actors.agents, actors.sources);
       throw error;
@@ -71,10 +73,18 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
   }
 
   /**
-   * A MAAC trainer around actors set up elsewhere (MARLHF's rl stage): loads the critic (with a head of
-   * headHiddenDim) and registers nothing, so the caller registers agents and critic where its checkpoints see them.
+   * A MAAC trainer around actors set up elsewhere (MARLHF's rl stage, which passes its host): loads the critic (with
+   * a head of headHiddenDim) and registers nothing, so the caller registers agents and critic where its checkpoints
+   * see them.
    */
-  static async around(config: MAACConfig, actors: Pick<Actors, "agents" | "placement" | "environment">, source: ModelSource, headHiddenDim: number | null, options: MAACTrainerOptions): Promise<MAACTrainer> {
+  static async around(
+    config: MAACConfig,
+    actors: Pick<Actors, "agents" | "placement" | "environment">,
+    source: ModelSource,
+    headHiddenDim: number | null,
+    options: MAACTrainerOptions,
+    hostedBy: StageHost | null,
+  ): Promise<MAACTrainer> {
     // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
     const [critic] = await loadCritics({
       sources: [source],
@@ -85,7 +95,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
       optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
       tokenizers: [actors.agents[0].tokenizer],
     });
-    return new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir));
+    return new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir), hostedBy);
   }
 
   protected override get concurrentUpdates(): boolean {
@@ -113,7 +123,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     return rows;
   }
 
-  protected async step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<void> {
     const c = this.config;
     const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
     const some = minibatch.length > 0;

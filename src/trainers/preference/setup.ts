@@ -8,7 +8,7 @@ import { setUpActors, type Actors } from "../actors.js";
 import { AgentResolutionError, type Agent } from "../agents.js";
 import { centralizedTask, TaggedAdapter, type CentralizedAdapter } from "../reinforce/centralized.js";
 import type { TaskOptions } from "../task-options.js";
-import type { StageHost, TrainingStage } from "../trainer.js";
+import type { StageHost, TrainingStage } from "../lifecycle/trainer.js";
 import { collectItemPairs, PreferencePairs, type PairSettings } from "./pairs.js";
 
 export interface PreferenceOptions {
@@ -29,7 +29,7 @@ export interface PreferenceActors extends Actors {
  */
 export async function setUpPreferenceActors(
   options: TaskOptions<unknown> & PreferenceOptions,
-  config: MADPOConfig & { numGenerations?: number },
+  config: Omit<MADPOConfig, "pairSelection"> & { numGenerations?: number },
   algorithm: string,
   /** What an actor-critic RL phase needs of the actors (MARLHF with rlAlgorithm "iac": value heads, copied references). */
   extra: Parameters<typeof setUpActors>[2] = {},
