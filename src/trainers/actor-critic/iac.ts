@@ -111,22 +111,20 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
           readout: c.criticType,
           ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
         });
-        this.checkFinite(result.loss, "actor + value loss", agent, minibatch);
         loss = result.loss;
       }
-      await this.stepOptimizer(name, agent.optimizer, loss, minibatch.length);
+      const head = agent.valueHead;
+      await this.stepIfFinite(name, agent.optimizer, loss, agent, minibatch, () => (agent.model.zeroGrad(), head.native.zeroGrad()));
       return;
     }
     const actorLoss = some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0;
-    this.checkFinite(actorLoss, "actor loss", agent, minibatch);
-    await this.stepOptimizer(name, agent.optimizer, actorLoss, minibatch.length);
+    await this.stepIfFinite(name, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[agent.index];
     critic.model.zeroGrad();
     critic.valueHead.native.zeroGrad();
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
       : 0;
-    this.checkFinite(valueLoss, "value loss", agent, minibatch);
-    await this.stepOptimizer(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, minibatch.length);
+    await this.stepIfFinite(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.native.zeroGrad()));
   }
 }

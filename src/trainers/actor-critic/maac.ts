@@ -129,8 +129,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     const some = minibatch.length > 0;
     agent.model.zeroGrad();
     const actorLoss = some ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
-    this.checkFinite(actorLoss, "actor loss", agent, minibatch);
-    await this.stepOptimizer(`agent_${agent.index}`, agent.optimizer, actorLoss, minibatch.length);
+    await this.stepIfFinite(`agent_${agent.index}`, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[0];
     critic.model.zeroGrad();
     critic.valueHead.native.zeroGrad();
@@ -138,7 +137,6 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss
       : 0;
-    this.checkFinite(valueLoss, "critic loss", agent, minibatch);
-    await this.stepOptimizer("critic", critic.optimizer, c.valueLossCoef * valueLoss, minibatch.length);
+    await this.stepIfFinite("critic", critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.native.zeroGrad()));
   }
 }

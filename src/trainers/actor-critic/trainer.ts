@@ -9,7 +9,7 @@ import type { Agent, ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { RolloutTrainer, type UpdateTimings } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
-import { actorCriticSamples, NonFiniteError, type ActorCriticSample, type CriticView } from "./samples.js";
+import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
   criticModel?: ModelSource | null;
@@ -92,11 +92,17 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
     this.host.recordUpdate(component, { loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples });
   }
 
-  /** Throws naming the agent, items and turns of a minibatch whose loss is not finite. */
-  protected checkFinite(value: number, what: string, agent: Agent, minibatch: ActorCriticSample[]): void {
-    if (Number.isFinite(value)) return;
+  /**
+   * Steps `optimizer` on its accumulated gradients when `loss` is finite; otherwise (the host's onNonFinite policy
+   * permitting) drops them and takes a step with no samples, which changes nothing but keeps data-parallel peers in
+   * step. `zeroGrad` clears what the backward accumulated.
+   */
+  protected async stepIfFinite(component: string, optimizer: Optimizer, loss: number, agent: Agent, minibatch: ActorCriticSample[], zeroGrad: () => void): Promise<void> {
     const where = [...new Set(minibatch.map((s) => `item ${s.itemIndex} turn ${s.turn + 1}`))].join(", ");
-    throw new NonFiniteError(`agent ${agent.index}: non-finite ${what} (${value}) on the minibatch of ${where}; lower the learning rates or check the rewards`);
+    if (this.host.checkLoss(loss, `agent ${agent.index} (${component})`, `the minibatch of ${where}`)) return this.stepOptimizer(component, optimizer, loss, minibatch.length);
+    zeroGrad();
+    await optimizer.step({ samples: 0, loss: 0 });
+    this.host.recordUpdate(component, { loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 });
   }
 
   protected metricFields({ agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }: ActorCriticSample): MetricFields {

@@ -47,6 +47,12 @@ export interface UpdateRecord {
   samples: number;
 }
 
+export class NonFiniteError extends Error {
+  override name = "NonFiniteError";
+}
+
+export type NonFinitePolicy = "skip" | "error";
+
 export interface StageHost {
   readonly progress: TrainProgress;
   /** The run's shuffle generator (checkpointed, per rank under data parallelism). */
@@ -62,6 +68,12 @@ export interface StageHost {
   agreeMax(values: readonly number[]): Promise<number[]>;
   /** Every rank's items in rank order (this process's in one process): what rank 0 logs for the whole job. */
   gather<T>(local: readonly T[]): Promise<T[]>;
+  /**
+   * The run's one policy for a non-finite loss (LifecycleOptions.onNonFinite): true when the loss is finite and its
+   * batch may step; false when it is skipped (said on the console); a NonFiniteError under "error". `subject`
+   * names what was scored ("agent 0", "reward model"), `batch` what it was scored on.
+   */
+  checkLoss(loss: number, subject: string, batch: string): boolean;
   /** Counts and logs one optimizer step of a component. */
   recordUpdate(component: string, update: UpdateRecord): void;
 }

@@ -16,9 +16,9 @@ import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dis
 import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
 import { checkOptionKeys } from "../options.js";
-import type { StageHost, TrainingStage, TrainProgress, UpdateRecord } from "./stage-host.js";
+import { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
-export type { StageHost, TrainingStage, TrainProgress, UpdateRecord } from "./stage-host.js";
+export { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
 /** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
 export interface Stateful {
@@ -38,9 +38,14 @@ export interface LifecycleOptions {
   stateful?: Stateful[];
   /** Data-parallel training in this job (see src/dist); parallelTraining "ddp" joins the torchrun environment's. */
   distributed?: DistributedContext | null;
+  /**
+   * A batch whose loss is not finite: "skip" (default) drops its gradient and says so, so that one bad batch never
+   * poisons the weights; "error" stops the run naming the batch.
+   */
+  onNonFinite?: NonFinitePolicy;
 }
 
-export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true } as const satisfies Record<
+export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true } as const satisfies Record<
   keyof LifecycleOptions,
   true
 >;
@@ -115,6 +120,14 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
         return this.replicas ? this.replicas.agreeMax(values) : [...values];
       },
       gather: async (local) => (this.replicas ? this.replicas.gather(local) : [...local]),
+      checkLoss: (loss, subject, batch) => {
+        if (Number.isFinite(loss)) return true;
+        if ((this.lifecycle.onNonFinite ?? "skip") === "error") {
+          throw new NonFiniteError(`${subject}: non-finite loss (${loss}) on ${batch}; lower the learning rates or check the rewards (onNonFinite "skip" steps over such batches)`);
+        }
+        this.console(`${subject}: non-finite loss (${loss}); ${batch} skipped`);
+        return false;
+      },
       recordUpdate: (component, update) => this.recordUpdate(component, update),
     };
   }

@@ -79,16 +79,13 @@ export class DpoTraining {
       agentDeltas: deltas.map((d) => mean(d)),
       gradNorms: this.agents.map(() => NaN),
     };
-    if (Number.isFinite(loss)) {
+    if (this.host.checkLoss(loss, "DPO", `a batch of ${batch.length} pairs`)) {
       metrics.gradNorms = await forEachAgent(this.agents.length, concurrent, async (i) => {
         const agent = this.agents[i];
         agent.model.zeroGrad();
         await dpoBackward(agent, batch, winnerWeights);
         return (await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined })).gradNorm;
       });
-    } else {
-      // A non-finite loss would poison the weights: no agent steps on this batch, and the run says so.
-      this.host.console(`non-finite DPO loss (${loss}); batch of ${batch.length} pairs skipped`);
     }
     if (c.useEnvironmentStep) this.host.progress.envStep += c.environmentStepsPerPair * batch.length;
     this.agents.forEach((agent, i) =>

@@ -81,8 +81,7 @@ export class RewardModelTraining {
     const out = await rm.bradleyTerryBackward(texts(batch, "winnerTexts"), texts(batch, "loserTexts"));
     const accuracy = mean(Array.from(out.winnerScores, (s, i) => (s > out.loserScores[i] ? 1 : 0)));
     let gradNorm = NaN;
-    if (Number.isFinite(out.loss)) gradNorm = (await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined })).gradNorm;
-    else this.host.console(`reward model: non-finite loss (${out.loss}); batch of ${batch.length} pairs skipped`);
+    if (this.host.checkLoss(out.loss, "reward model", `a batch of ${batch.length} pairs`)) gradNorm = (await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined })).gradNorm;
     this.host.recordUpdate("reward_model", { loss: out.loss, gradNorm, learningRate: optimizer.learningRates()[0], samples: batch.length });
     this.host.logger?.logTrain({ "reward_model/loss": out.loss, "reward_model/accuracy": accuracy }, this.host.progress.envStep);
     return { loss: out.loss, accuracy, gradNorm };

@@ -127,10 +127,8 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     } else if (completions.length > 0) {
       loss = (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss;
     }
-    if (!Number.isFinite(loss)) {
-      // A non-finite loss would poison the weights: drop this minibatch's gradient and say so.
+    if (!this.host.checkLoss(loss, `agent ${agent.index}`, `a minibatch of ${minibatch.length}`)) {
       agent.model.zeroGrad();
-      this.host.console(`agent ${agent.index}: non-finite loss (${loss}); minibatch of ${minibatch.length} skipped`);
       await agent.optimizer.step({ samples: 0, loss: 0 }); // no gradient here: a no-op, but data-parallel peers step together
       return { agent: agent.index, loss, gradNorm: NaN, samples: minibatch.length };
     }
