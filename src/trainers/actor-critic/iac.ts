@@ -4,8 +4,9 @@
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
 import { completionBatch } from "../../models/causal-lm.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
-import { AgentResolutionError, disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
+import { construct } from "../construction.js";
+import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
@@ -40,24 +41,25 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");
     const config = iacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as IACConfigInput);
-    checkTask(options, config, "IAC");
-    requireTokenizerWithAgents(options);
     const n = config.numAgents;
-    const criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
-    // References are always deep copies of the agents in IAC (spec §3.6).
-    const actors = await setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } });
-    let trainer: IACTrainer;
-    try {
-      trainer = await IACTrainer.around(config, actors, criticSources, options, null);
-    } catch (error) {
-      disposeAgents(actors.agents, actors.sources);
-      throw error;
-    }
-    // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
-    const agentDir = (i: number) => (n === 1 ? "" : `agent_${i}`);
-    registerAgents(trainer.components, actors.agents, actors.sources, agentDir);
-    registerCritics(trainer.components, trainer.critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
-    return trainer;
+    let criticSources: ModelSource[] = [];
+    return construct({
+      algorithm: "IAC",
+      options,
+      config,
+      check: () => {
+        requireTokenizerWithAgents(options);
+        criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
+      },
+      // References are always deep copies of the agents in IAC (spec §3.6).
+      load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } }),
+      make: (actors) => IACTrainer.around(config, actors, criticSources, options, null),
+      register: (trainer, actors) => {
+        // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
+        registerAgents(trainer.components, actors.agents, actors.sources, (i) => (n === 1 ? "" : `agent_${i}`));
+        registerCritics(trainer.components, trainer.critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
+      },
+    });
   }
 
   /**

@@ -4,8 +4,9 @@
 // which is why agent updates never run concurrently.
 import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/index.js";
 import type { RolloutEnvironment, RolloutNode } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
-import { disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
+import { construct } from "../construction.js";
+import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
@@ -55,21 +56,24 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
     checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");
     const config = maacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as MAACConfigInput);
-    checkTask(options, config, "MAAC");
-    requireTokenizerWithAgents(options);
-    const source = resolveCentralCriticSource(options);
-    const dim = headHiddenDim(options);
-    const actors = await setUpActors(options, config);
-    let trainer: MAACTrainer;
-    try {
-      trainer = await MAACTrainer.around(config, actors, source, dim, options, null);
-    } catch (error) {
-      disposeAgents(actors.agents, actors.sources);
-      throw error;
-    }
-    registerAgents(trainer.components, actors.agents, actors.sources);
-    registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
-    return trainer;
+    let source: ModelSource = "";
+    let dim: number | null = null;
+    return construct({
+      algorithm: "MAAC",
+      options,
+      config,
+      check: () => {
+        requireTokenizerWithAgents(options);
+        source = resolveCentralCriticSource(options);
+        dim = headHiddenDim(options);
+      },
+      load: () => setUpActors(options, config),
+      make: (actors) => MAACTrainer.around(config, actors, source, dim, options, null),
+      register: (trainer, actors) => {
+        registerAgents(trainer.components, actors.agents, actors.sources);
+        registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
+      },
+    });
   }
 
   /**

@@ -4,7 +4,8 @@
 // state: checkpoints carry them, so a resumed run trains on exactly the same set.
 import { madpoConfig, type MADPOConfig, type MADPOConfigInput } from "../../config/index.js";
 import type { RolloutEnvironment, RolloutSettings } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir } from "../actors.js";
+import { defaultOutputDir } from "../actors.js";
+import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
 import { evaluateAgents } from "../evaluation.js";
 import { Trainer, type TrainingStage } from "../lifecycle/trainer.js";
@@ -57,11 +58,14 @@ export class MADPOTrainer extends Trainer<MADPOConfig> {
     checkOptionKeys(options, MADPO_OPTION_KEYS, "MADPOTrainer.create()");
     const centralized = madpoConfig(options.config as MADPOConfigInput).collaborationMode === "centralized";
     const config = madpoConfig(resolveAgentCount(options.config as MADPOConfigInput, options.numAgents, centralized ? undefined : options.agents));
-    checkTask(options, config, "MADPO");
-    const actors = await setUpPreferenceActors(options, config, "MADPO");
-    const trainer = new MADPOTrainer(config, actors.agents, options, actors.environment, defaultOutputDir("MADPOTrainer", options.outputDir), actors.numRoles);
-    registerAgents(trainer.components, actors.agents, actors.sources);
-    return trainer;
+    return construct({
+      algorithm: "MADPO",
+      options,
+      config,
+      load: () => setUpPreferenceActors(options, config, "MADPO"),
+      make: (actors) => new MADPOTrainer(config, actors.agents, options, actors.environment, defaultOutputDir("MADPOTrainer", options.outputDir), actors.numRoles),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+    });
   }
 
   protected override runConfig(): Record<string, unknown> {

@@ -5,7 +5,8 @@
 // pass. Both learned phases run inside this trainer's host (rlhf-phases.ts). Evaluation always uses the task reward.
 import { marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
 import { runtimeInfo } from "../../runtime.js";
-import { checkTask, defaultOutputDir } from "../actors.js";
+import { defaultOutputDir } from "../actors.js";
+import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import { evaluateAgents } from "../evaluation.js";
 import { Trainer, type TrainingStage } from "../lifecycle/trainer.js";
@@ -56,17 +57,17 @@ export class MARLHFTrainer extends Trainer<MARLHFConfig> {
   static async create(options: MARLHFTrainerOptions): Promise<MARLHFTrainer> {
     checkOptionKeys(options, MARLHF_OPTION_KEYS, "MARLHFTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfConfig(input));
-    checkTask(options, config, "MARLHF");
-    const actors = await setUpPreferenceActors(options, config, "MARLHF", actorExtras(config));
-    const trainer = new MARLHFTrainer(config, actors, options, defaultOutputDir("MARLHFTrainer", options.outputDir));
-    registerAgents(trainer.components, actors.agents, actors.sources);
-    try {
-      trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));
-    } catch (error) {
-      await trainer.close();
-      throw error;
-    }
-    return trainer;
+    return construct({
+      algorithm: "MARLHF",
+      options,
+      config,
+      load: () => setUpPreferenceActors(options, config, "MARLHF", actorExtras(config)),
+      make: (actors) => new MARLHFTrainer(config, actors, options, defaultOutputDir("MARLHFTrainer", options.outputDir)),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      attach: async (trainer, actors) => {
+        trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));
+      },
+    });
   }
 
   get agents(): Agent[] {

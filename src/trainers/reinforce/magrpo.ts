@@ -5,7 +5,8 @@ import { magrpoConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../c
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
 import { sampleRows, type RolloutEnvironment, type RolloutSettings, type rolloutItem } from "../../rollout/tree.js";
 import type { NodeSample } from "../../rollout/types.js";
-import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
+import { defaultOutputDir, setUpActors } from "../actors.js";
+import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
 import type { EvalLoggerInput } from "../evaluation.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
@@ -67,11 +68,14 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     checkOneOf(options.rewardBatching, ["node", "jointAction"], "rewardBatching");
     checkOneOf(options.scoring, ["batched", "perCompletion"], "scoring");
     const config = this.buildConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
-    checkTask(options, config, "MAGRPO");
-    const { agents, sources, environment } = await setUpActors(options, config);
-    const trainer = new this(config, agents, options, environment, defaultOutputDir(this.name, options.outputDir));
-    registerAgents(trainer.components, agents, sources);
-    return trainer;
+    return construct({
+      algorithm: "MAGRPO",
+      options,
+      config,
+      load: () => setUpActors(options, config),
+      make: (actors) => new this(config, actors.agents, options, actors.environment, defaultOutputDir(this.name, options.outputDir)),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+    });
   }
 
   protected get rolloutSettings(): RolloutSettings {

@@ -4,7 +4,8 @@
 // iterations) — then the iteration's policy checkpoint when they are kept. The round and the DPO stage are composed
 // here, both in this trainer's host.
 import { madpoIterConfig, type MADPOIterConfig, type MADPOIterConfigInput } from "../../../config/index.js";
-import { checkTask, defaultOutputDir } from "../../actors.js";
+import { defaultOutputDir } from "../../actors.js";
+import { construct } from "../../construction.js";
 import { registerAgents, resolveAgentCount, type Agent } from "../../agents.js";
 import { evaluateAgents } from "../../evaluation.js";
 import { Trainer, type TrainingStage } from "../../lifecycle/trainer.js";
@@ -42,19 +43,19 @@ export class MADPOIterTrainer extends Trainer<MADPOIterConfig> {
     checkOptionKeys(options, MADPO_ITER_OPTION_KEYS, "MADPOIterTrainer.create()");
     const centralized = madpoIterConfig(options.config).collaborationMode === "centralized";
     const config = madpoIterConfig(resolveAgentCount(options.config, options.numAgents, centralized ? undefined : options.agents));
-    checkTask(options, config, "MADPOIter");
     const { centralizedComparatorAdapter: _adapter, comparatorAgents: _comparators, ...actorOptions } = options;
-    const actors = await setUpPreferenceActors(actorOptions, config, "MADPOIter");
-    const trainer = new MADPOIterTrainer(config, actors, options, defaultOutputDir("MADPOIterTrainer", options.outputDir));
-    registerAgents(trainer.components, actors.agents, actors.sources);
-    try {
-      const { rewardFunc, rewardProcessor } = actors.environment;
-      trainer.round = new IterativeRound(roundSetUp(trainer, actors, options, (candidates, context) => scoreCandidates(candidates, rewardFunc, rewardProcessor, context)));
-    } catch (error) {
-      await trainer.close();
-      throw error;
-    }
-    return trainer;
+    return construct({
+      algorithm: "MADPOIter",
+      options,
+      config,
+      load: () => setUpPreferenceActors(actorOptions, config, "MADPOIter"),
+      make: (actors) => new MADPOIterTrainer(config, actors, options, defaultOutputDir("MADPOIterTrainer", options.outputDir)),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      attach: async (trainer, actors) => {
+        const { rewardFunc, rewardProcessor } = actors.environment;
+        trainer.round = new IterativeRound(roundSetUp(trainer, actors, options, (candidates, context) => scoreCandidates(candidates, rewardFunc, rewardProcessor, context)));
+      },
+    });
   }
 
   get agents(): Agent[] {

@@ -8,7 +8,8 @@
 // reward until one was trained); evaluation always uses the task reward.
 import { marlhfIterConfig, type MARLHFIterConfig, type MARLHFIterConfigInput } from "../../../config/index.js";
 import { RewardProcessors } from "../../../rollout/rewards.js";
-import { checkTask, defaultOutputDir } from "../../actors.js";
+import { defaultOutputDir } from "../../actors.js";
+import { construct } from "../../construction.js";
 import { registerAgents, type Agent } from "../../agents.js";
 import { evaluateAgents } from "../../evaluation.js";
 import { Trainer, type TrainingStage } from "../../lifecycle/trainer.js";
@@ -50,21 +51,19 @@ export class MARLHFIterTrainer extends Trainer<MARLHFIterConfig> {
   static async create(options: MARLHFIterTrainerOptions): Promise<MARLHFIterTrainer> {
     checkOptionKeys(options, MARLHF_ITER_OPTION_KEYS, "MARLHFIterTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfIterConfig(input));
-    checkTask(options, config, "MARLHFIter");
     const { centralizedComparatorAdapter: _adapter, comparatorAgents: _comparators, ...marlhfOptions } = options;
-    const actors = await setUpPreferenceActors(marlhfOptions, config, "MARLHFIter", actorExtras(config));
-    const trainer = new MARLHFIterTrainer(config, actors, options, defaultOutputDir("MARLHFIterTrainer", options.outputDir));
-    registerAgents(trainer.components, actors.agents, actors.sources);
-    try {
-      trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
-      trainer.round = new IterativeRound(
-        roundSetUp(trainer, actors, options, (candidates, context) => trainer.scorePairs(candidates, context)),
-      );
-    } catch (error) {
-      await trainer.close();
-      throw error;
-    }
-    return trainer;
+    return construct({
+      algorithm: "MARLHFIter",
+      options,
+      config,
+      load: () => setUpPreferenceActors(marlhfOptions, config, "MARLHFIter", actorExtras(config)),
+      make: (actors) => new MARLHFIterTrainer(config, actors, options, defaultOutputDir("MARLHFIterTrainer", options.outputDir)),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      attach: async (trainer, actors) => {
+        trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
+        trainer.round = new IterativeRound(roundSetUp(trainer, actors, options, (candidates, context) => trainer.scorePairs(candidates, context)));
+      },
+    });
   }
 
   get agents(): Agent[] {

@@ -19,7 +19,7 @@ import { runtimeInfo } from "../../../runtime.js";
 import type { Actors } from "../../actors.js";
 import type { PreferencePairs } from "../pairs.js";
 import { apiComparator } from "./api-comparator.js";
-import { buildPairs, scoreCandidates, type Candidates, type ScoredCandidates } from "./candidates.js";
+import { buildPairs, type Candidates, type ScoredCandidates } from "./candidates.js";
 import {
   centralizedCandidates,
   currentComparator,
