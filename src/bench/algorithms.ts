@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createDemoBaseModel, demoTrainerOptions } from "../cli/demo.js";
+import { createDemoBaseModel, demoTrainerOptions } from "../demo/recipes.js";
 import { readJsonlMetrics } from "../logging/jsonl.js";
 import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import { IACTrainer, type IACTrainerOptions } from "../trainers/actor-critic/iac.js";
