@@ -3,13 +3,12 @@
 // one backward of actor loss + valueLossCoef · (clipped) value loss. The shared machinery is ActorCriticTrainer's.
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
 import { completionBatch } from "../../models/causal-lm.js";
-import type { RolloutEnvironment } from "../../rollout/tree.js";
 import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys } from "../options.js";
-import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
+import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources } from "./critics.js";
 import { headValues, type CriticView } from "./samples.js";
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
 
@@ -25,18 +24,6 @@ export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>)
 export class IACTrainer extends ActorCriticTrainer<IACConfig> {
   readonly algorithm = "IAC";
 
-  private constructor(
-    config: IACConfig,
-    agents: Agent[],
-    /** One per agent with separate critics (critics[i].valueHead.loadStateDict(…) restores a saved head); else empty. */
-    readonly critics: Critic[],
-    options: IACTrainerOptions,
-    environment: RolloutEnvironment,
-    outputDir: string,
-    hostedBy: StageHost | null,
-  ) {
-    super(config, agents, options, environment, outputDir, hostedBy);
-  }
 
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");

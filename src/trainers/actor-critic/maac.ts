@@ -3,13 +3,13 @@
 // agent 0's tokenizer, and is stepped inside every agent's update — N critic steps per batch, as CoMLRL does (§10.10),
 // which is why agent updates never run concurrently.
 import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/index.js";
-import type { RolloutEnvironment, RolloutNode } from "../../rollout/tree.js";
+import type { RolloutNode } from "../../rollout/tree.js";
 import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys, TrainerOptionError } from "../options.js";
-import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
+import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
 import { headValues, type CriticRow, type CriticView } from "./samples.js";
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
@@ -40,18 +40,6 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
   readonly algorithm = "MAAC";
   private readonly jointRows = new WeakMap<RolloutNode, CriticRow[]>();
 
-  private constructor(
-    config: MAACConfig,
-    agents: Agent[],
-    /** The one centralized critic (critics[0].valueHead.loadStateDict(…) restores a saved head). */
-    readonly critics: [Critic],
-    options: MAACTrainerOptions,
-    environment: RolloutEnvironment,
-    outputDir: string,
-    hostedBy: StageHost | null,
-  ) {
-    super(config, agents, options, environment, outputDir, hostedBy);
-  }
 
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
     checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");

@@ -9,6 +9,7 @@ import type { Agent, ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { RolloutTrainer, type UpdateTimings } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
+import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
@@ -38,7 +39,19 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutTrainer<ActorCriticSample, ActorCriticMinibatch, void, MetricFields, C> {
   readonly timings: ActorCriticTimings = { generation: 0, referenceKl: 0, reward: 0, critic: 0, update: 0 };
 
-  protected constructor(config: C, agents: Agent[], protected override readonly options: ActorCriticOptions<unknown>, environment: RolloutEnvironment, outputDir: string, hostedBy: StageHost | null) {
+  protected constructor(
+    config: C,
+    agents: Agent[],
+    /**
+     * IAC: one per agent with separate critics, else none (the heads sit on the actors); MAAC: the one centralized
+     * critic. critics[i].valueHead.loadStateDict(…) restores a saved head.
+     */
+    readonly critics: Critic[],
+    protected override readonly options: ActorCriticOptions<unknown>,
+    environment: RolloutEnvironment,
+    outputDir: string,
+    hostedBy: StageHost | null,
+  ) {
     super(config, agents, options, environment, outputDir, hostedBy);
     environment.timings = this.timings;
   }
