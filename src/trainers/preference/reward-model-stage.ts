@@ -102,9 +102,10 @@ export class RewardModelTraining {
         return Math.ceil(training.trainingPairs.length / c.rewardTrainBatchSize);
       },
       runStep: async (i) => {
-        if (i === 0) {
+        if (this.host.progress.itemIndex === 0) {
           pairs = this.trainingPairs;
-          // Drawn at each epoch's first step from the checkpointed generator, so a resumed epoch has the same order.
+          // Drawn at each epoch's first step (this rank's first under data parallelism, whose shard starts
+          // elsewhere) from the checkpointed generator, so a resumed epoch has the same order.
           this.order = this.host.random.shuffle(pairs.map((_, j) => j));
         }
         const batch = this.order.slice(i * c.rewardTrainBatchSize, (i + 1) * c.rewardTrainBatchSize).map((j) => pairs[j]);

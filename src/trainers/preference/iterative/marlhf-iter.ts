@@ -110,7 +110,7 @@ export class MARLHFIterTrainer extends Trainer<MARLHFIterConfig> {
         return rewardModel.steps;
       },
       runStep: async (i) => {
-        if (i === 0 && this.progress.epoch === 0 && this.rewardModelTrained) {
+        if (this.progress.itemIndex === 0 && this.progress.epoch === 0 && this.rewardModelTrained) {
           await this.phases.rewardModel.load((spec) => this.replaceComponent(spec));
           this.rewardModelTrained = false;
         }

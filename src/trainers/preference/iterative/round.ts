@@ -181,7 +181,7 @@ export class IterativeRound {
       steps: task.items.length,
       runStep: async (i) => {
         const iteration = host.progress.iteration;
-        if (i === 0) await this.beginIteration(iteration);
+        if (host.progress.itemIndex === 0) await this.beginIteration(iteration);
         const item = task.items[i];
         const prompts = task.environment.formatters.map((f, agent) => formatPrompt(f, item, agent));
         const context = { item, itemIndex: i, prompts };
