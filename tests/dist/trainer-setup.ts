@@ -26,16 +26,23 @@ export interface DdpTrainerOptions {
   rewardFunc?: RewardFunction;
 }
 
-export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
-  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
-  if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
-  return MAGRPOTrainer.create({
+/** Two agents on cover-the-vowels over the tiny base model, quiet. */
+function ddpTask(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions) {
+  return {
     agents: [base, base],
     rewardFunc: o.rewardFunc ?? coverVowelsRewardFunc,
     formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
     trainDataset: coverVowelsDataset(o.items ?? 6),
     outputDir,
     quiet: true,
+  };
+}
+
+export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
+  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+  if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+  return MAGRPOTrainer.create({
+    ...ddpTask(base, tokenizer, outputDir, o),
     config: {
       ...(o.ddp ? { parallelTraining: "ddp" } : {}),
       numTurns: 1,
@@ -77,12 +84,7 @@ function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: st
 
 function makeMarlhf(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MARLHFTrainer> {
   return MARLHFTrainer.create({
-    agents: [base, base],
-    rewardFunc: o.rewardFunc ?? coverVowelsRewardFunc,
-    formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-    trainDataset: coverVowelsDataset(o.items ?? 6),
-    outputDir,
-    quiet: true,
+    ...ddpTask(base, tokenizer, outputDir, o),
     config: {
       ...(o.ddp ? { parallelTraining: "ddp" as const } : {}),
       rlAlgorithm: o.kind === "MARLHF-IAC" ? "iac" : "maac",
