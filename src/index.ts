@@ -19,7 +19,7 @@ export { RewardError, RewardProcessors } from "./rollout/rewards.js";
 export { advantages, shapeReturns } from "./rollout/advantages.js";
 
 export { Agent, AgentResolutionError, type ModelSource } from "./trainers/agents.js";
-export { Trainer, type LifecycleOptions, type Stateful, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
+export { NonFiniteError, Trainer, type LifecycleOptions, type NonFinitePolicy, type StageHost, type Stateful, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
 export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentSpec } from "./trainers/lifecycle/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
 export type { TaskOptions } from "./trainers/task-options.js";
