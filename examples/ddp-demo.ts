@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { createDemoBaseModel, demoTrainerOptions } from "../src/cli/demo.js";
+import { createDemoBaseModel, demoTrainerOptions } from "../src/demo/recipes.js";
 import { ComlrlTokenizer, DistributedContext, MAGRPOTrainer, readJsonlMetrics } from "../src/index.js";
 
 const { values } = parseArgs({ options: { epochs: { type: "string", default: "40" }, out: { type: "string", default: path.join("runs", "ddp-demo") } } });

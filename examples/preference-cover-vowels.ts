@@ -4,8 +4,8 @@
 //   npx tsx examples/preference-cover-vowels.ts [--algorithm madpo|marlhf|both] [--seed 3] [--out runs/preference]
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { createDemoBaseModel } from "../src/cli/demo.js";
-import { madpoDemoOptions, marlhfDemoOptions, trainMeasuringTaskReward } from "../src/cli/demo-preference.js";
+import { createDemoBaseModel } from "../src/demo/recipes.js";
+import { madpoDemoOptions, marlhfDemoOptions, trainMeasuringTaskReward } from "../src/demo/preference.js";
 import { MADPOTrainer, MARLHFTrainer, readJsonlMetrics } from "../src/index.js";
 
 const { values } = parseArgs({

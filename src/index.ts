@@ -19,8 +19,8 @@ export { RewardError, RewardProcessors } from "./rollout/rewards.js";
 export { advantages, shapeReturns } from "./rollout/advantages.js";
 
 export { Agent, AgentResolutionError, type ModelSource } from "./trainers/agents.js";
-export { Trainer, type LifecycleOptions, type Stateful, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/trainer.js";
-export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentSpec } from "./trainers/components.js";
+export { NonFiniteError, Trainer, type LifecycleOptions, type NonFinitePolicy, type StageHost, type Stateful, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
+export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentSpec } from "./trainers/lifecycle/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
 export type { TaskOptions } from "./trainers/task-options.js";
 export type { EvalLoggerInput, EvaluationHooks } from "./trainers/evaluation.js";
@@ -30,7 +30,7 @@ export { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./trainers/re
 export { CentralizedMAGRPOTrainer, CentralizedParseError, TaggedAdapter, type CentralizedAdapter, type CentralizedMAGRPOTrainerOptions } from "./trainers/reinforce/centralized.js";
 export { IACTrainer, type IACTrainerOptions } from "./trainers/actor-critic/iac.js";
 export { MAACTrainer, jointCriticText, type MAACTrainerOptions } from "./trainers/actor-critic/maac.js";
-export type { ActorCriticHost, ActorCriticOptions, ActorCriticTimings } from "./trainers/actor-critic/trainer.js";
+export type { ActorCriticOptions, ActorCriticTimings } from "./trainers/actor-critic/trainer.js";
 export type { ActorCriticSample, CriticRow } from "./trainers/actor-critic/samples.js";
 export type { Critic } from "./trainers/actor-critic/critics.js";
 export { MADPOTrainer, type MADPOTrainerOptions, type DPOStepMetrics } from "./trainers/preference/madpo.js";

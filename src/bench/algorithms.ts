@@ -6,14 +6,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createDemoBaseModel, demoTrainerOptions } from "../cli/demo.js";
+import { createDemoBaseModel, demoTrainerOptions } from "../demo/recipes.js";
 import { readJsonlMetrics } from "../logging/jsonl.js";
 import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import { IACTrainer, type IACTrainerOptions } from "../trainers/actor-critic/iac.js";
 import { MAACTrainer, type MAACTrainerOptions } from "../trainers/actor-critic/maac.js";
 import { MADPOTrainer } from "../trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../trainers/preference/marlhf.js";
-import type { Trainer } from "../trainers/trainer.js";
+import type { Trainer } from "../trainers/lifecycle/trainer.js";
 import { secondsSince } from "./stats.js";
 import { ALGORITHM_PHASES, type AlgorithmCase, type WorkerOutput } from "./types.js";
 

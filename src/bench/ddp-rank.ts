@@ -3,7 +3,7 @@
 // <outDir>/result.json: per-epoch seconds and phases, and the gradient all-reduces' count, bytes and time.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { demoTrainerOptions } from "../cli/demo.js";
+import { demoTrainerOptions } from "../demo/recipes.js";
 import { DistributedContext } from "../dist/context.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";

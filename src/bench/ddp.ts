@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { createDemoBaseModel } from "../cli/demo.js";
-import { freeLoopbackPort } from "../cli/launch.js";
+import { createDemoBaseModel } from "../demo/recipes.js";
+import { freeLoopbackPort } from "../dist/local-ranks.js";
 import type { TrainerCase, WorkerOutput } from "./types.js";
 
 /** The rank script beside this file: ddp-rank.ts through tsx when running from source, ddp-rank.js when built. */

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createDemoBaseModel, demoTrainerOptions } from "../cli/demo.js";
+import { createDemoBaseModel, demoTrainerOptions } from "../demo/recipes.js";
 import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
 import { measureLayoutEpoch } from "./ddp.js";
 import { secondsSince } from "./stats.js";

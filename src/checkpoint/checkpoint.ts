@@ -8,7 +8,7 @@ import { readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { redactSecrets } from "../config/secrets.js";
 import type { WandbRunIdentity } from "../logging/wandb.js";
-import type { ComponentRegistry, SavedComponent } from "../trainers/components.js";
+import type { ComponentRegistry, SavedComponent } from "../trainers/lifecycle/components.js";
 import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
 import { CheckpointError, MANIFEST, verifyManifest, writeManifest } from "./manifest.js";
 

@@ -5,18 +5,10 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { readJsonlMetrics } from "../logging/jsonl.js";
 import { writeLineChartSvg } from "../logging/svg-plot.js";
-import { createTinyModel } from "../models/tiny-model.js";
-import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import { runtimeInfo } from "../runtime.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_CEILING } from "../tasks/cover-vowels.js";
-import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../trainers/reinforce/magrpo.js";
-
-export interface DemoOptions {
-  outputDir: string;
-  epochs: number;
-  seed: number;
-  quiet: boolean;
-}
+import { createDemoBaseModel, demoTrainerOptions, type DemoOptions } from "../demo/recipes.js";
+import { coverVowelsDataset, coverVowelsRewardFunc, SOLO_CEILING } from "../tasks/cover-vowels.js";
+import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
 
 const REWARD_KEY = "turn_1/reward_mean";
 
@@ -29,44 +21,6 @@ async function showSamples(trainer: MAGRPOTrainer, title: string): Promise<void>
     const reward = (coverVowelsRewardFunc([[textA], [b[0][k]]], { itemIndex: 0, item, turn: 0, prompts: [], promptHistory: [], responseHistory: [] }) as number[])[0];
     console.log(`  A: ${JSON.stringify(textA).padEnd(24)} B: ${JSON.stringify(b[0][k]).padEnd(24)} reward ${reward.toFixed(2)}`);
   });
-}
-
-/** The demo's base model: a tiny Qwen2-style model and tokenizer written to baseDir (kept if already there). */
-export function createDemoBaseModel(baseDir: string, seed: number): Promise<ComlrlTokenizer> {
-  return createTinyModel(baseDir, { seed, hiddenSize: 64, numLayers: 2 });
-}
-
-/** The demo's trainer: two copies of the base model, MAGRPO on cover-the-vowels (the bench suite times this too). */
-export function demoTrainerOptions(
-  baseDir: string,
-  tokenizer: ComlrlTokenizer,
-  options: DemoOptions & { items?: number },
-): MAGRPOTrainerOptions {
-  return {
-    agents: [baseDir, baseDir],
-    rewardFunc: coverVowelsRewardFunc,
-    formatters: coverVowelsFormatters((messages) => tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true })),
-    trainDataset: coverVowelsDataset(options.items ?? 16),
-    outputDir: options.outputDir,
-    quiet: options.quiet,
-    sampleLogInterval: 16,
-    config: {
-      numAgents: 2,
-      numTurns: 1,
-      numTrainEpochs: options.epochs,
-      numGenerations: 8,
-      maxNewTokens: 4,
-      temperature: 1.0,
-      topP: 1.0,
-      topK: 0,
-      agentLearningRate: 2e-3,
-      rolloutBufferSize: 2,
-      trainBatchSize: 2,
-      loggingSteps: 1,
-      evalInterval: 0,
-      seed: options.seed,
-    },
-  };
 }
 
 export async function runDemo(options: DemoOptions): Promise<void> {

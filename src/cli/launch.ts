@@ -3,10 +3,10 @@
 // SIGINT/SIGTERM, warns when the ranks outnumber the cores, and stops every rank when one fails, so that a dead rank never leaves the others waiting.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
-import { availableParallelism } from "node:os";
 import path from "node:path";
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
+import { freeLoopbackPort, threadsPerRank } from "../dist/local-ranks.js";
 import { UsageError } from "./args.js";
 
 export interface LaunchOptions {
@@ -36,18 +36,6 @@ export function checkLaunchOptions(options: LaunchOptions): void {
   if (options.command.length === 0) throw new UsageError("a script to run is required: comlrl launch --nproc N script.ts [args...]");
 }
 
-/** A TCP port on 127.0.0.1 that nothing listens on now. */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** comlrl's own commands a job can run (`comlrl launch --nproc 2 train --config cfg.yaml`). */
 const COMLRL_COMMANDS = new Set(["train", "demo"]);
 
@@ -60,11 +48,6 @@ function scriptCommand(command: string[]): string[] {
     return [...(here.endsWith(".ts") ? ["--import", "tsx"] : []), cli, ...command];
   }
   return /\.(c|m)?tsx?$/.test(script) ? ["--import", "tsx", script, ...args] : [script, ...args];
-}
-
-/** Each rank's intra-op threads: COMLRL_NUM_THREADS when set, else the cores shared equally (at least one). */
-export function threadsPerRank(nproc: number, env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): string {
-  return env.COMLRL_NUM_THREADS ?? `${Math.max(1, Math.floor(cores / nproc))}`;
 }
 
 /** What to say when a node runs more ranks than it has cores, or null. */

@@ -10,16 +10,20 @@ import {
   iacConfig,
   maacConfig,
   madpoConfig,
+  madpoIterConfig,
   magrpoConfig,
   mareinforceConfig,
   maremaxConfig,
   marlhfConfig,
+  marlhfIterConfig,
   marlooConfig,
   type IACConfig,
   type MAACConfig,
   type MADPOConfig,
   type MAGRPOConfig,
   type MARLHFConfig,
+  type MADPOIterConfig,
+  type MARLHFIterConfig,
 } from "../config/index.js";
 import { loadDataset } from "../data/index.js";
 import {
@@ -28,8 +32,10 @@ import {
   IACTrainer,
   MAACTrainer,
   MADPOTrainer,
+  MADPOIterTrainer,
   MAGRPOTrainer,
   MARLHFTrainer,
+  MARLHFIterTrainer,
   MAREINFORCETrainer,
   MAReMaxTrainer,
   MARLOOTrainer,
@@ -93,7 +99,7 @@ interface TrainerEntry {
   create: (options: RunOptions, config: object, critics: Critics) => Promise<Trainer>;
 }
 
-type Trainer = Awaited<ReturnType<typeof MAGRPOTrainer.create>> | IACTrainer | MAACTrainer | MADPOTrainer;
+type Trainer = Awaited<ReturnType<typeof MAGRPOTrainer.create>> | IACTrainer | MAACTrainer | MADPOTrainer | MARLHFTrainer | MADPOIterTrainer | MARLHFIterTrainer;
 
 const tokenizers = (dirs: readonly string[]) => Promise.all(dirs.map((dir) => ComlrlTokenizer.fromDirectory(dir)));
 const never = () => false;
@@ -127,6 +133,20 @@ const TRAINERS: Record<TrainerSection, TrainerEntry> = {
   madpo: { name: MADPOTrainer.name, config: madpoConfig, centralized: collaboration, needsCritics: never, create: (options, config) => MADPOTrainer.create({ ...options, config: config as MADPOConfig }) },
   // Critics are optional: without critic_model / critics the back-end loads them from critic_model_name or the agents' models.
   marlhf: { name: MARLHFTrainer.name, config: marlhfConfig, centralized: collaboration, needsCritics: never, create: (options, config, critics) => MARLHFTrainer.create({ ...options, config: config as MARLHFConfig, ...critics }) },
+  madpo_iter: {
+    name: MADPOIterTrainer.name,
+    config: madpoIterConfig,
+    centralized: collaboration,
+    needsCritics: never,
+    create: (options, config) => MADPOIterTrainer.create({ ...options, config: config as MADPOIterConfig }),
+  },
+  marlhf_iter: {
+    name: MARLHFIterTrainer.name,
+    config: marlhfIterConfig,
+    centralized: collaboration,
+    needsCritics: never,
+    create: (options, config, critics) => MARLHFIterTrainer.create({ ...options, config: config as MARLHFIterConfig, ...critics }),
+  },
 };
 
 /** A user's task module: named exports (or a default export object) dataset, rewardFunc, formatters, … */

@@ -75,7 +75,8 @@ const COMMON_FIELDS = {
   criticDevices: deviceSpec(),
 };
 
-const IAC_FIELDS = {
+/** IAC's and MAAC's fields (MARLHF's actor-critic RL phase builds its config from the same names). */
+export const IAC_FIELDS = {
   ...COMMON_FIELDS,
   useSeparateCritic: bool({ default: true }),
   valueClipRange: nullable(float({ default: 0.2, above: 0 })),
@@ -83,7 +84,7 @@ const IAC_FIELDS = {
   valueHeadHiddenDim: nullable(int({ min: 1 })),
 };
 
-const MAAC_FIELDS = { ...COMMON_FIELDS, criticLearningRate: float({ default: 5e-6, min: 0 }) };
+export const MAAC_FIELDS = { ...COMMON_FIELDS, criticLearningRate: float({ default: 5e-6, min: 0 }) };
 
 function resolveCommon<V extends ValuesOf<typeof COMMON_FIELDS>>(values: V, fail: Fail<typeof COMMON_FIELDS>, criticsNeedDevices: boolean) {
   if (values.numTurns > 1 && values.numGenerations !== 1) fail("numGenerations", `must be 1 when numTurns > 1 (multi-turn actor-critic follows one trajectory), got ${values.numGenerations}`);

@@ -3,8 +3,8 @@
 //   dataset: name, type, train_split, eval_split            tokenizer: padding_side     external: mode, …
 //   output: base_dir, verbose, save_final_model, save_path  seed                        reward_processor, wandb
 //   one trainer section: magrpo (centralized with collaboration_mode: centralized), mareinforce, maremax, marloo,
-//   centralized_magrpo, iac, maac, madpo, marlhf — the iterative variants are not available yet. The critics of
-//   iac / maac / marlhf (rl_algorithm iac or maac) come from critic_model.name or a critics list, as agents do.
+//   centralized_magrpo, iac, maac, madpo, marlhf, madpo_iter, marlhf_iter. The critics of iac / maac / marlhf /
+//   marlhf_iter (rl_algorithm iac or maac) come from critic_model.name or a critics list, as agents do.
 // Additions of comlrl: top-level `task` (a built-in task name or a task module path; default dataset.type),
 // `task_options`, model.revision, dataset.revision / dataset.config, and output.checkpoint_dir /
 // checkpoint_interval / keep_last. The trainer section stays raw here: the trainer's own config builder validates
@@ -14,13 +14,11 @@ import type { WandbConfig } from "../logging/wandb.js";
 import { loadConfigFile } from "./file.js";
 import { bool, buildConfig, ConfigError, field, float, int, nullable, oneOf, reject, text, type FieldSpec } from "./fields.js";
 
-/** The trainers a config file can name today, by section. */
-export const TRAINER_SECTIONS = ["magrpo", "mareinforce", "maremax", "marloo", "centralized_magrpo", "iac", "maac", "madpo", "marlhf"] as const;
+/** The trainers a config file can name, by section. */
+export const TRAINER_SECTIONS = ["magrpo", "mareinforce", "maremax", "marloo", "centralized_magrpo", "iac", "maac", "madpo", "marlhf", "madpo_iter", "marlhf_iter"] as const;
 export type TrainerSection = (typeof TRAINER_SECTIONS)[number];
-/** CoMLRL trainers whose sections are recognised but which comlrl does not have yet. */
-export const UNAVAILABLE_TRAINER_SECTIONS = ["madpo_iter", "marlhf_iter"] as const;
-/** The sections whose trainers can have critics (marlhf with rl_algorithm iac or maac). */
-export const CRITIC_SECTIONS: readonly TrainerSection[] = ["iac", "maac", "marlhf"];
+/** The sections whose trainers can have critics (marlhf and marlhf_iter with rl_algorithm iac or maac). */
+export const CRITIC_SECTIONS: readonly TrainerSection[] = ["iac", "maac", "marlhf", "marlhf_iter"];
 
 export interface TrainFileConfig {
   /** The file it came from; messages name it. */
@@ -102,7 +100,7 @@ const TOP_LEVEL = {
   wandb: field(section, null),
   task: optionalText,
   taskOptions: field(section, null),
-  ...Object.fromEntries([...TRAINER_SECTIONS, ...UNAVAILABLE_TRAINER_SECTIONS].map((name) => [snakeToCamel(name), field(section, null)])),
+  ...Object.fromEntries(TRAINER_SECTIONS.map((name) => [snakeToCamel(name), field(section, null)])),
 } satisfies Record<string, FieldSpec<unknown>>;
 
 function snakeToCamel(name: string): string {
@@ -189,17 +187,9 @@ function setFields(raw: Record<string, unknown> | null, keys: readonly string[],
     .map((key) => `${sectionName}.${key}`);
 }
 
-/** The one trainer section of a file (unavailable ones named), and the trainer it selects. */
+/** The one trainer section of a file, and the trainer it selects. */
 function trainerSection(top: Record<string, unknown>, source: string): { trainer: TrainerSection; body: Record<string, unknown> } {
-  const present = [...TRAINER_SECTIONS, ...UNAVAILABLE_TRAINER_SECTIONS].filter((name) => top[snakeToCamel(name)] !== null && top[snakeToCamel(name)] !== undefined);
-  const unavailable = present.filter((name) => (UNAVAILABLE_TRAINER_SECTIONS as readonly string[]).includes(name));
-  if (unavailable.length > 0) {
-    throw new ConfigError(
-      `${source}: section "${unavailable[0]}" names a trainer comlrl does not have yet (${unavailable[0]!.toUpperCase()} is not available yet); ` +
-        `available trainer sections: ${TRAINER_SECTIONS.join(", ")}`,
-      unavailable[0],
-    );
-  }
+  const present = TRAINER_SECTIONS.filter((name) => top[snakeToCamel(name)] !== null && top[snakeToCamel(name)] !== undefined);
   if (present.length === 0) throw new ConfigError(`${source} has no trainer section; add one of ${TRAINER_SECTIONS.join(", ")}`);
   if (present.length > 1) throw new ConfigError(`${source} has several trainer sections (${present.join(", ")}); a config file trains with one`);
   const name = present[0] as TrainerSection;

@@ -57,7 +57,8 @@ export interface ConfigSource {
   readonly source?: string;
 }
 
-const FIELDS = {
+/** MAGRPO's fields (MARLHF's RL phase builds its MAGRPO config from the same names). */
+export const MAGRPO_FIELDS = {
   ...GROUP_FIELDS,
   numTrainEpochs: int({ default: 20, min: 1 }),
   // (ours) CoMLRL leaves the learning rate unchecked; negative makes no sense, 0 is a valid frozen dry run.
@@ -78,24 +79,24 @@ const FIELDS = {
 } satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */
-function resolve<V extends ValuesOf<typeof FIELDS>>(values: V, fail: (field: "agentDevices", reason: string) => never) {
+function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: "agentDevices", reason: string) => never) {
   if (values.parallelTraining === "mp" && values.agentDevices === null) {
     fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
   }
   return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize };
 }
 
-function build<S extends typeof FIELDS>(configName: string, fields: S, input: MAGRPOConfigInput | undefined, options: ConfigSource) {
+function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, input: MAGRPOConfigInput | undefined, options: ConfigSource) {
   return buildConfig(fields, input, { configName, source: options.source, finish: resolve });
 }
 
 export function magrpoConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAGRPOConfig {
-  return build("MAGRPOConfig", FIELDS, input, options);
+  return build("MAGRPOConfig", MAGRPO_FIELDS, input, options);
 }
 
-const MAREINFORCE_FIELDS = { ...FIELDS, advantageMode: withDefault(FIELDS.advantageMode, "raw") };
-const MAREMAX_FIELDS = { ...FIELDS, advantageMode: withDefault(FIELDS.advantageMode, "max") };
-const MARLOO_FIELDS = { ...FIELDS, advantageMode: withDefault(FIELDS.advantageMode, "rloo") };
+const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
+const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
+const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
 
 /** MAGRPO without a baseline (advantageMode "raw"). */
 export function mareinforceConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAREINFORCEConfig {
@@ -113,7 +114,7 @@ export function marlooConfig(input?: MAGRPOConfigInput, options: ConfigSource = 
 }
 
 const CENTRALIZED_FIELDS = {
-  ...FIELDS,
+  ...MAGRPO_FIELDS,
   // There is no multi-turn centralized MAGRPO upstream: the joint policy answers once per item.
   numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: centralized MAGRPO supports only num_turns=1") }),
   collaborationMode: field<"centralized">(

@@ -208,7 +208,7 @@ export const MARLHF_FIELDS = {
 const REWARD_DEVICE_GIVEN = Symbol("rewardModelDeviceGiven");
 
 /** Whether config.rewardModelDevice was given explicitly (see REWARD_DEVICE_GIVEN). */
-export function rewardModelDeviceGiven(config: MARLHFConfig): boolean {
+export function rewardModelDeviceGiven(config: Pick<MARLHFConfig, "rewardModelDevice">): boolean {
   return (config as unknown as Record<symbol, boolean>)[REWARD_DEVICE_GIVEN] ?? true;
 }
 

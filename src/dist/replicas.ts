@@ -8,8 +8,8 @@ import { CausalLM } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
 import { ValueHead } from "../models/value-head.js";
 import type { NativeModel, NativeValueHead } from "../native/binding.js";
-import type { ComponentRegistry } from "../trainers/components.js";
-import type { TrainingStage } from "../trainers/trainer.js";
+import type { Component, ComponentRegistry } from "../trainers/lifecycle/components.js";
+import type { TrainingStage } from "../trainers/lifecycle/stage-host.js";
 import { DistributedContext } from "./context.js";
 import { readDistributedEnvironment } from "./environment.js";
 
@@ -80,10 +80,23 @@ export class Replicas {
     if (!this.joined && !this.streamsRestored && this.rank > 0) {
       this.generators().forEach(({ model }, i) => model.native.setSeed(this.seed + RANK_SEED_STRIDE * this.rank + i));
     }
-    for (const c of this.components.all) {
-      if (c.optimizer instanceof Optimizer) c.optimizer.gradientSync = (modules, local) => this.reduceGradients(modules, local);
-    }
+    for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;
+  }
+
+  private synchronizeOptimizer(c: Component): void {
+    if (c.optimizer instanceof Optimizer) c.optimizer.gradientSync = (modules, local) => this.reduceGradients(modules, local);
+  }
+
+  /**
+   * A component put in place after joining (a fresh reward model): rank 0's weights on every rank, and its
+   * optimizer's gradients reduced like every other's. Every rank replaces the component at the same step.
+   */
+  async adopt(component: Component): Promise<void> {
+    if (!this.joined) return;
+    const native = component.sharesModuleWith === null ? nativeOf(component.module.key) : null;
+    if (native) await this.context.broadcastParameters([native]);
+    this.synchronizeOptimizer(component);
   }
 
   private async reduceGradients(modules: Array<NativeModel | NativeValueHead>, local: { samples: number; loss?: number }) {

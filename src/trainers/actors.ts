@@ -8,6 +8,7 @@ import { buildFormatters } from "../rollout/formatters.js";
 import { RewardProcessors } from "../rollout/rewards.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
+import { checkOneOf } from "./options.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** The config fields actor setup reads. */
@@ -27,6 +28,7 @@ export interface Actors {
 /** The checks every task gets before anything is loaded. */
 export function checkTask(options: TaskOptions<unknown>, config: { numTurns: number }, algorithm: string): void {
   if (typeof options.rewardFunc !== "function") throw new TypeError("rewardFunc must be a function.");
+  checkOneOf(options.onNonFinite, ["skip", "error"], "onNonFinite");
   if (config.numTurns > 1 && !options.externalTransition) throw new Error(`Multi-turn ${algorithm} requires an externalTransition`);
   if (!Array.isArray(options.trainDataset) || options.trainDataset.length === 0) throw new TypeError("trainDataset must be a non-empty array of items");
 }

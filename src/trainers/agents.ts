@@ -8,7 +8,7 @@ import { ValueHead } from "../models/value-head.js";
 import { resolveModelSource } from "../models/hub.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
-import { causalLMModule, ComponentRegistry, valueHeadModule } from "./components.js";
+import { causalLMModule, ComponentRegistry, valueHeadModule } from "./lifecycle/components.js";
 
 export type ModelSource = string | CausalLM;
 
@@ -236,13 +236,13 @@ export function registerAgents(
     registry.register({
       name,
       module: causalLMModule(agent.model, agent.tokenizer),
-      trains: true,
+     
       optimizer: agent.optimizer,
       ownsModule: typeof sources[agent.index] === "string",
       exportDir: exportDirOf(agent.index),
     });
     if (agent.valueHead) {
-      registry.register({ name: `${name}/value_head`, module: valueHeadModule(agent.valueHead), trains: true, ownsModule: true, exportDir: exportDirOf(agent.index) });
+      registry.register({ name: `${name}/value_head`, module: valueHeadModule(agent.valueHead), ownsModule: true, exportDir: exportDirOf(agent.index) });
     }
   }
   for (const agent of agents) {
@@ -250,7 +250,7 @@ export function registerAgents(
     registry.register({
       name: `reference_${agent.index}`,
       module: causalLMModule(agent.reference, null),
-      trains: false,
+     
       ownsModule: true,
       reloadSource: agent.referenceSource,
     });

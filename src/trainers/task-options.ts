@@ -4,7 +4,7 @@ import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { ExternalTransition, Formatter, Item, RewardFunction, RewardProcessor } from "../rollout/types.js";
 import type { ModelSource } from "./agents.js";
 import type { EvaluationHooks } from "./evaluation.js";
-import { LIFECYCLE_OPTION_KEYS, type LifecycleOptions } from "./trainer.js";
+import { LIFECYCLE_OPTION_KEYS, type LifecycleOptions } from "./lifecycle/trainer.js";
 
 export interface TaskOptions<ConfigInput> extends LifecycleOptions, EvaluationHooks {
   agentModel?: ModelSource | null;

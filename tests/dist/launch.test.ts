@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { splitPassthrough, type Command } from "../../src/cli/args.js";
-import { checkLaunchOptions, parseMaster, threadsPerRank } from "../../src/cli/launch.js";
+import { checkLaunchOptions, parseMaster } from "../../src/cli/launch.js";
+import { threadsPerRank } from "../../src/dist/local-ranks.js";
 import { readDistributedEnvironment } from "../../src/dist/environment.js";
 
 const cli = path.join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");

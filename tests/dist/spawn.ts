@@ -1,21 +1,12 @@
 // Starting real ranks on loopback for the data-parallel tests: a free port, the torchrun variables, one thread each,
 // and a registry of every child so that afterAll can kill whatever is left.
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
+import { freeLoopbackPort } from "../../src/dist/local-ranks.js";
 
 const children = new Set<ChildProcess>();
 
 /** A port nobody listens on now (the kernel's pick for port 0 on loopback). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export const freePort = freeLoopbackPort;
 
 export interface Exit {
   code: number | null;

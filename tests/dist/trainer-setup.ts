@@ -6,6 +6,7 @@ import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
 
 export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
@@ -14,23 +15,34 @@ export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
 
 export interface DdpTrainerOptions {
   ddp: boolean;
-  /** MAGRPO (default); IAC runs two turns that end early on some items, so ranks hold different sample counts. */
-  kind?: "MAGRPO" | "IAC" | "MAAC";
+  /**
+   * MAGRPO (default); IAC runs two turns that end early on some items, so ranks hold different sample counts;
+   * MARLHF-IAC / MARLHF-MAAC: MARLHF with an actor-critic RL phase, hosted in MARLHF's data-parallel job.
+   */
+  kind?: "MAGRPO" | "IAC" | "MAAC" | "MARLHF-IAC" | "MARLHF-MAAC";
   epochs: number;
   trainBatchSize?: number;
   items?: number;
   rewardFunc?: RewardFunction;
 }
 
-export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
-  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
-  return MAGRPOTrainer.create({
+/** Two agents on cover-the-vowels over the tiny base model, quiet. */
+function ddpTask(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions) {
+  return {
     agents: [base, base],
     rewardFunc: o.rewardFunc ?? coverVowelsRewardFunc,
     formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
     trainDataset: coverVowelsDataset(o.items ?? 6),
     outputDir,
     quiet: true,
+  };
+}
+
+export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
+  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+  if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+  return MAGRPOTrainer.create({
+    ...ddpTask(base, tokenizer, outputDir, o),
     config: {
       ...(o.ddp ? { parallelTraining: "ddp" } : {}),
       numTurns: 1,
@@ -70,9 +82,39 @@ function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: st
   });
 }
 
+function makeMarlhf(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MARLHFTrainer> {
+  return MARLHFTrainer.create({
+    ...ddpTask(base, tokenizer, outputDir, o),
+    config: {
+      ...(o.ddp ? { parallelTraining: "ddp" as const } : {}),
+      rlAlgorithm: o.kind === "MARLHF-IAC" ? "iac" : "maac",
+      numTrainEpochs: o.epochs,
+      numGenerations: 2,
+      maxNewTokens: 4,
+      temperature: 1,
+      topP: 1,
+      topK: null,
+      agentLearningRate: 2e-3,
+      criticLearningRate: 2e-3,
+      rewardLearningRate: 1e-3,
+      preferenceNumCandidates: 4,
+      preferencePairsPerSample: 2,
+      rewardTrainBatchSize: 2,
+      rewardHeldOutFraction: 0,
+      rewardModelDevice: null,
+      rolloutBufferSize: 2,
+      loggingSteps: 1,
+      evalInterval: 0,
+      seed: 3,
+    },
+  });
+}
+
 /** Every agent's and critic's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
-export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer): string[] {
-  const modules = [...trainer.agents.map((a) => a.model.native), ...("critics" in trainer ? trainer.critics.flatMap((c) => [c.model.native, c.valueHead.native]) : [])];
+export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer | MARLHFTrainer): string[] {
+  const critics = trainer instanceof MARLHFTrainer ? (trainer.actorCritic?.critics ?? []) : "critics" in trainer ? trainer.critics : [];
+  const rewardModel = trainer instanceof MARLHFTrainer ? [trainer.rewardModel.model.native, trainer.rewardModel.head.native] : [];
+  const modules = [...trainer.agents.map((a) => a.model.native), ...critics.flatMap((c) => [c.model.native, c.valueHead.native]), ...rewardModel];
   return modules.flatMap((m) =>
     m.parameterNames().map(({ name }) => {
       const w = m.getParameter(name);

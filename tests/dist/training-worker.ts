@@ -29,7 +29,7 @@ if (scenario === "update") {
   const delay = Number(slowMs);
   const trainer = await makeDdpTrainer(base, tokenizer, path.join(outDir, "run"), {
     ddp,
-    kind: kind as "MAGRPO" | "IAC" | "MAAC",
+    kind: kind as "MAGRPO" | "IAC" | "MAAC" | "MARLHF-IAC" | "MARLHF-MAAC",
     epochs: Number(epochs),
     // "a,b": rank 0 gets a items, rank 1 b (a dataset that differs between ranks).
     items: Number(items.split(",")[rank] ?? items),

@@ -100,6 +100,14 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
     expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);
   });
 
+  it.each(["MARLHF-IAC", "MARLHF-MAAC"])("%s: the RL phase hosted in MARLHF's job keeps actors, critics and reward model bit-identical over 2 ranks", async (kind) => {
+    const run = await runRanks(`train-${kind}`, ["train", "1", path.join(root, `train-${kind}`, "checkpoints"), "", "0", "6", kind]);
+    expect(run.ranks[0].weights.length).toBeGreaterThan(0);
+    expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);
+    // Both ranks counted the same job: pairs, reward-model and RL steps over every rank's share.
+    expect(run.ranks[1].progress).toEqual(run.ranks[0].progress);
+  });
+
   it("ranks whose datasets differ in length fail at once, naming the stage and the step counts", async () => {
     const out = path.join(root, "mismatch");
     mkdirSync(out, { recursive: true });

@@ -4,7 +4,7 @@
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { iacConfig, maacConfig } from "../../src/config/index.js";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
@@ -215,9 +215,36 @@ describe("updates", () => {
     await trainer.close();
   });
 
-  it("a non-finite loss is an error naming the agent, item and turn", async () => {
-    const trainer = await IACTrainer.create(iac({ config: { agentLearningRate: 1e30, criticLearningRate: 1e30, numTrainEpochs: 3 } as never, rewardFunc: (c) => c[0].map((_, j) => j * 1e30) }));
-    await expect(trainer.train()).rejects.toThrow(/agent \d: non-finite .* on the minibatch of item \d turn 1|critic of agent \d gave a non-finite value .* at item \d, turn 1/);
+  it('a non-finite loss is an error naming the agent, item and turn under onNonFinite "error"', async () => {
+    const trainer = await IACTrainer.create(iac({ onNonFinite: "error", config: { agentLearningRate: 1e30, criticLearningRate: 1e30, numTrainEpochs: 3 } as never, rewardFunc: (c) => c[0].map((_, j) => j * 1e30) }));
+    await expect(trainer.train()).rejects.toThrow(/agent \d \(.*\): non-finite loss .* on the minibatch of item \d turn 1|critic of agent \d gave a non-finite value .* at item \d, turn 1/);
+    await trainer.close();
+  });
+
+  it('skips a non-finite loss by default (onNonFinite "skip"): said on the console, logged as a step of no samples, weights untouched by it', async () => {
+    const trainer = await MAACTrainer.create(maac({ quiet: false, config: { numTrainEpochs: 1, rolloutBufferSize: 1, trainBatchSize: 1 } as never }));
+    const model = trainer.agents[0].model;
+    const real = model.policyGradientBackward.bind(model);
+    let calls = 0;
+    vi.spyOn(model, "policyGradientBackward").mockImplementation(async (...args) => {
+      const out = await real(...args);
+      return calls++ === 0 ? { ...out, loss: Number.NaN } : out;
+    });
+    const said = vi.spyOn(console, "error").mockImplementation(() => {});
+    const before = model.native.parameterNames().map(({ name }) => Array.from(model.native.getParameter(name)));
+    const step = vi.spyOn(trainer.agents[0].optimizer, "step");
+    await trainer.train();
+    const lines = said.mock.calls.map(([line]) => String(line));
+    said.mockRestore();
+    expect(lines.some((line) => /\[MAAC\] agent 0 \(agent_0\): non-finite loss \(NaN\); the minibatch of item \d turn \d skipped/.test(line))).toBe(true);
+    // The skipped step carries no samples; the later ones train on.
+    expect(step.mock.calls[0][0]).toMatchObject({ samples: 0 });
+    const updates = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update" && "agent_0/loss" in r);
+    expect(updates[0]).toMatchObject({ "agent_0/samples": 0 });
+    expect(Number.isFinite(updates[0]["agent_0/loss"])).toBe(false);
+    const after = model.native.parameterNames().map(({ name }) => Array.from(model.native.getParameter(name)));
+    expect(after.flat().every(Number.isFinite)).toBe(true);
+    expect(after).not.toEqual(before);
     await trainer.close();
   });
 

@@ -11,7 +11,7 @@ import { Optimizer } from "../../src/models/optimizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { ValueHead } from "../../src/models/value-head.js";
-import { causalLMModule, ComponentRegistry, valueHeadModule } from "../../src/trainers/components.js";
+import { causalLMModule, ComponentRegistry, valueHeadModule } from "../../src/trainers/lifecycle/components.js";
 import { runPython } from "../support/python.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-components-"));
@@ -40,10 +40,10 @@ async function build(seed: number): Promise<Parts> {
   const actorOptimizer = new Optimizer([{ module: actor }, { module: head, lr: 1e-2 }], { lr: 1e-3 });
   const criticOptimizer = new Optimizer([{ module: critic }, { module: criticHead }], { lr: 1e-3 });
   const registry = new ComponentRegistry();
-  registry.register({ name: "agent_0", module: causalLMModule(actor, tokenizer), trains: true, optimizer: actorOptimizer, ownsModule: true, exportDir: "agent_0" });
-  registry.register({ name: "agent_0/value_head", module: valueHeadModule(head), trains: true, ownsModule: true, exportDir: "agent_0" });
-  registry.register({ name: "agent_0/critic", module: causalLMModule(critic, tokenizer), trains: true, optimizer: criticOptimizer, ownsModule: true, exportDir: "agent_0/critic" });
-  registry.register({ name: "agent_0/critic/value_head", module: valueHeadModule(criticHead), trains: true, ownsModule: true, exportDir: "agent_0/critic" });
+  registry.register({ name: "agent_0", module: causalLMModule(actor, tokenizer), optimizer: actorOptimizer, ownsModule: true, exportDir: "agent_0" });
+  registry.register({ name: "agent_0/value_head", module: valueHeadModule(head), ownsModule: true, exportDir: "agent_0" });
+  registry.register({ name: "agent_0/critic", module: causalLMModule(critic, tokenizer), optimizer: criticOptimizer, ownsModule: true, exportDir: "agent_0/critic" });
+  registry.register({ name: "agent_0/critic/value_head", module: valueHeadModule(criticHead), ownsModule: true, exportDir: "agent_0/critic" });
   return { registry, actor, head, critic, criticHead, actorOptimizer, criticOptimizer };
 }
 
@@ -92,10 +92,10 @@ describe("component registry", () => {
     const other = await build(1);
     const wide = ValueHead.create(other.actor, { hiddenDim: 16 });
     const registry = new ComponentRegistry();
-    registry.register({ name: "agent_0", module: causalLMModule(other.actor, tokenizer), trains: true, optimizer: other.actorOptimizer, ownsModule: true });
-    registry.register({ name: "agent_0/value_head", module: valueHeadModule(wide), trains: true, ownsModule: true });
-    registry.register({ name: "agent_0/critic", module: causalLMModule(other.critic, tokenizer), trains: true, optimizer: other.criticOptimizer, ownsModule: true });
-    registry.register({ name: "agent_0/critic/value_head", module: valueHeadModule(other.criticHead), trains: true, ownsModule: true });
+    registry.register({ name: "agent_0", module: causalLMModule(other.actor, tokenizer), optimizer: other.actorOptimizer, ownsModule: true });
+    registry.register({ name: "agent_0/value_head", module: valueHeadModule(wide), ownsModule: true });
+    registry.register({ name: "agent_0/critic", module: causalLMModule(other.critic, tokenizer), optimizer: other.criticOptimizer, ownsModule: true });
+    registry.register({ name: "agent_0/critic/value_head", module: valueHeadModule(other.criticHead), ownsModule: true });
     await expect(loadCheckpoint(dir, "test", registry)).rejects.toThrow(/agent_0\/value_head differs: checkpoint \{"valueHead":\{"hiddenSize":32,"hiddenDim":8\}\}, trainer \{"valueHead":\{"hiddenSize":32,"hiddenDim":16\}\}/);
     registry.dispose();
     other.head.dispose();
@@ -129,9 +129,9 @@ print(json.dumps({f: {k: v.flatten().tolist() for k, v in torch.load(f, weights_
     const mine = await CausalLM.fromDirectory(base);
     const theirs = await CausalLM.fromDirectory(base);
     const registry = new ComponentRegistry();
-    registry.register({ name: "agent_0", module: causalLMModule(mine, tokenizer), trains: true, ownsModule: true });
-    registry.register({ name: "agent_1", module: causalLMModule(mine, tokenizer), trains: true, ownsModule: true });
-    registry.register({ name: "agent_2", module: causalLMModule(theirs, tokenizer), trains: true, ownsModule: false });
+    registry.register({ name: "agent_0", module: causalLMModule(mine, tokenizer), ownsModule: true });
+    registry.register({ name: "agent_1", module: causalLMModule(mine, tokenizer), ownsModule: true });
+    registry.register({ name: "agent_2", module: causalLMModule(theirs, tokenizer), ownsModule: false });
     expect(registry.get("agent_1").sharesModuleWith).toBe("agent_0");
     registry.dispose();
     expect(() => mine.info()).toThrow(/disposed/);
@@ -145,7 +145,7 @@ print(json.dumps({f: {k: v.flatten().tolist() for k, v in torch.load(f, weights_
     const fresh = await CausalLM.fromDirectory(base, { seed: 9 });
     const freshOptimizer = new Optimizer([{ module: fresh }, { module: parts.criticHead }], { lr: 1e-3 });
     const names = registry.all.map((c) => c.name);
-    const replaced = registry.replace({ name: "agent_0/critic", module: causalLMModule(fresh, tokenizer), trains: true, optimizer: freshOptimizer, ownsModule: true, exportDir: "agent_0/critic" });
+    const replaced = registry.replace({ name: "agent_0/critic", module: causalLMModule(fresh, tokenizer), optimizer: freshOptimizer, ownsModule: true, exportDir: "agent_0/critic" });
     expect(registry.all.map((c) => c.name)).toEqual(names);
     expect(registry.get("agent_0/critic")).toBe(replaced);
     expect(replaced.module.key).toBe(fresh);
@@ -161,12 +161,12 @@ print(json.dumps({f: {k: v.flatten().tolist() for k, v in torch.load(f, weights_
     expect(weights(other.critic)).toEqual(weights(fresh));
     other.registry.dispose();
 
-    expect(() => registry.replace({ name: "agent_9", module: causalLMModule(fresh, tokenizer), trains: true, ownsModule: false })).toThrow(/no component named "agent_9" to replace/);
+    expect(() => registry.replace({ name: "agent_9", module: causalLMModule(fresh, tokenizer), ownsModule: false })).toThrow(/no component named "agent_9" to replace/);
     const shared = new ComponentRegistry();
     const model = await CausalLM.fromDirectory(base);
-    shared.register({ name: "agent_0", module: causalLMModule(model, tokenizer), trains: true, ownsModule: true });
-    shared.register({ name: "reference_0", module: causalLMModule(model, tokenizer), trains: false, ownsModule: true });
-    expect(() => shared.replace({ name: "agent_0", module: causalLMModule(fresh, tokenizer), trains: true, ownsModule: false })).toThrow(/"agent_0" shares its module with reference_0/);
+    shared.register({ name: "agent_0", module: causalLMModule(model, tokenizer), ownsModule: true });
+    shared.register({ name: "reference_0", module: causalLMModule(model, tokenizer), ownsModule: true });
+    expect(() => shared.replace({ name: "agent_0", module: causalLMModule(fresh, tokenizer), ownsModule: false })).toThrow(/"agent_0" shares its module with reference_0/);
     shared.dispose();
     registry.dispose();
   });

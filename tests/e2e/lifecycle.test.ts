@@ -1,6 +1,6 @@
 // The shared trainer lifecycle, through MAGRPO: option and train() guards, the agent count rules, ownership of
 // models passed in, evaluation that never moves training, per-update metrics, deterministic concurrent updates,
-// leak-free failed construction, and the reference-KL shaping against a hand computation.
+// leak-free failed construction of every trainer kind at any of its model loads, and the reference-KL shaping against a hand computation.
 import { cpSync, mkdtempSync, truncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,6 +12,8 @@ import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { addon } from "../../src/native/loader.js";
 import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
+import { ValueHead } from "../../src/models/value-head.js";
+import { makeBase, makeTrainer, TRAINER_KINDS } from "../support/checkpoint-run.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-lifecycle-"));
 const base = path.join(scratch, "base");
@@ -216,5 +218,56 @@ describe("reference KL", () => {
     await optimizer.step();
     for (const { name } of model.native.parameterNames()) expect(Array.from(model.native.getParameter(name)), name).toEqual(Array.from(copy.native.getParameter(name)));
     await trainer.close();
+  });
+});
+
+describe("construction that fails frees what it built", () => {
+  // Every trainer kind of the exact-resume suite, failed at each of its model loads in turn (agents, references,
+  // critics, reward models): whatever was loaded or created before the failure is disposed, once.
+  it.each(Object.keys(TRAINER_KINDS))("%s: a failure at any model load leaks no model or head", async (kind) => {
+    const suiteBase = path.join(scratch, "suite-base");
+    const suiteTokenizer = await makeBase(suiteBase);
+    const made: object[] = [];
+    const freed = new Set<object>();
+    const fromDirectory = CausalLM.fromDirectory.bind(CausalLM);
+    const clone = CausalLM.prototype.clone;
+    const createHead = ValueHead.create.bind(ValueHead);
+    let loads = 0;
+    let failAt = -1;
+    vi.spyOn(CausalLM, "fromDirectory").mockImplementation(async (...args) => {
+      if (loads++ === failAt) throw new Error("injected load failure");
+      const model = await fromDirectory(...args);
+      made.push(model);
+      return model;
+    });
+    vi.spyOn(CausalLM.prototype, "clone").mockImplementation(async function (this: CausalLM, ...args) {
+      if (loads++ === failAt) throw new Error("injected load failure");
+      const model = await clone.apply(this, args);
+      made.push(model);
+      return model;
+    });
+    vi.spyOn(ValueHead, "create").mockImplementation((...args) => {
+      const head = createHead(...args);
+      made.push(head);
+      return head;
+    });
+    vi.spyOn(CausalLM.prototype, "dispose").mockImplementation(function (this: CausalLM) {
+      freed.add(this);
+    });
+    vi.spyOn(ValueHead.prototype, "dispose").mockImplementation(function (this: ValueHead) {
+      freed.add(this);
+    });
+    const trainer = await makeTrainer(suiteBase, suiteTokenizer, path.join(scratch, `leak-${kind.replace(/\W/g, "_")}`), 1, {}, kind);
+    await trainer.close();
+    const total = loads;
+    expect(total).toBeGreaterThan(0);
+    expect(made.every((m) => freed.has(m))).toBe(true);
+    for (failAt = 0; failAt < total; failAt++) {
+      made.length = 0;
+      freed.clear();
+      loads = 0;
+      await expect(makeTrainer(suiteBase, suiteTokenizer, path.join(scratch, `leak-${failAt}`), 1, {}, kind), `failure at load ${failAt}`).rejects.toThrow(/injected load failure/);
+      expect(made.filter((m) => !freed.has(m)).length, `failure at load ${failAt} of ${total}: undisposed`).toBe(0);
+    }
   });
 });

@@ -158,7 +158,7 @@ it("trains IAC with a critic per agent from critic_model, and saves agents with 
   const noCritic = write("iac-no-critic.yaml", sectionConfig(path.join(scratch, "iac-none"), "iac", ""));
   await expect(runTrain({ config: noCritic, wandb: false, quiet: true })).rejects.toThrow(/iac-no-critic\.yaml: iac needs critics; set critic_model\.name/);
   const critic = write("magrpo-critic.yaml", sectionConfig(path.join(scratch, "magrpo-critic"), "magrpo", "", `critic_model:\n  name: ${modelDir}\n`));
-  await expect(runTrain({ config: critic, wandb: false, quiet: true })).rejects.toThrow(/critic_model is for actor-critic trainers \(iac, maac, marlhf\); magrpo has no critic/);
+  await expect(runTrain({ config: critic, wandb: false, quiet: true })).rejects.toThrow(/critic_model is for actor-critic trainers \(iac, maac, marlhf, marlhf_iter\); magrpo has no critic/);
 }, 120_000);
 
 it("trains MADPO from pairs it collects, with snake_case fields validated against the file", async () => {
@@ -174,9 +174,22 @@ it("trains MADPO from pairs it collects, with snake_case fields validated agains
   await expect(runTrain({ config: bad, wandb: false, quiet: true })).rejects.toThrow(/madpo-bad\.yaml.*dpoBeta|madpo-bad\.yaml.*dpo_beta/);
 }, 120_000);
 
-it("refuses trainers that are not available yet before loading anything", async () => {
-  const config = write("iter.yaml", `model:\n  name: ${modelDir}\ndataset:\n  type: cover-vowels\nmadpo_iter:\n  num_turns: 1\n`);
-  await expect(runTrain({ config, wandb: false, quiet: true })).rejects.toThrow(/section "madpo_iter" names a trainer comlrl does not have yet/);
+it("madpo_iter and marlhf_iter sections train the iterative trainers: replay shards per iteration, the agents saved", async () => {
+  const common = "  num_iterations: 2\n  preference_num_candidates: 4\n  preference_pairs_per_sample: 2\n  train_batch_size: 4\n";
+  for (const [section, extra, name] of [
+    ["madpo_iter", "", "MADPOIterTrainer"],
+    ["marlhf_iter", "  num_generations: 2\n  reward_num_train_epochs: 1\n  reward_train_batch_size: 4\n  reward_held_out_fraction: 0\n", "MARLHFIterTrainer"],
+  ]) {
+    const out = path.join(scratch, `${section}-run`);
+    const { lines } = await quietly(() => runTrain({ config: write(`${section}.yaml`, sectionConfig(out, section, common + extra)), wandb: false, quiet: false }));
+    expect(lines.join("\n")).toMatch(new RegExp(`${name} on task "cover-vowels", 2 agents`));
+    const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
+    expect(metrics.filter((r) => r["iter/iteration"] !== undefined).map((r) => r["iter/iteration"])).toEqual([1, 2]);
+    for (const agent of ["agent_0", "agent_1"]) expect(existsSync(path.join(out, "final_model", agent, "model.safetensors"))).toBe(true);
+  }
+}, 180_000);
+
+it("refuses a trainer section whose agent count disagrees with the task before loading anything", async () => {
   const wrongCount = write("count.yaml", `model:\n  name: ${modelDir}\ndataset:\n  type: cover-vowels\nmagrpo:\n  num_agents: 3\n`);
   await expect(runTrain({ config: wrongCount, wandb: false, quiet: true })).rejects.toThrow(/magrpo\.num_agents is 3, but task "cover-vowels" has 2 agents/);
 });

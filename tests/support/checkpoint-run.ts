@@ -12,7 +12,7 @@ import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
-import type { Trainer } from "../../src/trainers/trainer.js";
+import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
 import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 

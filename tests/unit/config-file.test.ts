@@ -222,11 +222,11 @@ wandb:
     expect(centralizedMagrpoConfig(config.trainerConfig, { source: "c.yaml" }).collaborationMode).toBe("centralized");
   });
 
-  it("names trainers that are not available yet, and other layout errors, with the file", () => {
+  it("reads the iterative trainers' sections, and names layout errors with the file", () => {
     const base = { model: { name: "m" }, dataset: { type: "tldr" } };
     const read = (raw: Record<string, unknown>) => () => trainConfigFromObject(raw, "cfg.yaml");
-    expect(read({ ...base, madpo_iter: { num_turns: 1 } })).toThrow(/^cfg\.yaml: section "madpo_iter" names a trainer comlrl does not have yet \(MADPO_ITER is not available yet\); available trainer sections: magrpo, /);
-    expect(read({ ...base, marlhf_iter: {} })).toThrow(/section "marlhf_iter" .*MARLHF_ITER is not available yet/);
+    expect(trainConfigFromObject({ ...base, madpo_iter: { num_iterations: 2 } }, "cfg.yaml")).toMatchObject({ trainer: "madpo_iter", trainerConfig: { num_iterations: 2 } });
+    expect(trainConfigFromObject({ ...base, marlhf_iter: {} }, "cfg.yaml").trainer).toBe("marlhf_iter");
     expect(read({ ...base })).toThrow("cfg.yaml has no trainer section; add one of magrpo, mareinforce, maremax, marloo, centralized_magrpo");
     expect(read({ ...base, magrpo: {}, marloo: {} })).toThrow("cfg.yaml has several trainer sections (magrpo, marloo)");
     expect(read({ ...base, magrpoo: {} })).toThrow(/cfg\.yaml: config has no field "magrpoo" \(did you mean "magrpo"\?\)/);

@@ -10,7 +10,7 @@ import { resolveDevices, type DeviceSpec } from "../../config/index.js";
 import type { AdamWOptions } from "../../native/binding.js";
 import { runtimeInfo } from "../../runtime.js";
 import { AgentResolutionError, resolveModelSources, type ModelSource } from "../agents.js";
-import { causalLMModule, valueHeadModule, type ComponentRegistry } from "../components.js";
+import { causalLMModule, valueHeadModule, type ComponentRegistry } from "../lifecycle/components.js";
 
 /** A critic LM with its value head and optimizer. */
 export interface Critic {
@@ -116,7 +116,7 @@ export async function loadCritics(options: LoadCriticsOptions): Promise<Critic[]
 export function registerCritics(registry: ComponentRegistry, critics: readonly Critic[], nameOf: (i: number) => string, exportDirOf: (i: number) => string): void {
   critics.forEach((critic, i) => {
     const name = nameOf(i);
-    registry.register({ name, module: causalLMModule(critic.model, null), trains: true, optimizer: critic.optimizer, ownsModule: typeof critic.source === "string", exportDir: exportDirOf(i) });
-    registry.register({ name: `${name}/value_head`, module: valueHeadModule(critic.valueHead), trains: true, ownsModule: true, exportDir: exportDirOf(i) });
+    registry.register({ name, module: causalLMModule(critic.model, null), optimizer: critic.optimizer, ownsModule: typeof critic.source === "string", exportDir: exportDirOf(i) });
+    registry.register({ name: `${name}/value_head`, module: valueHeadModule(critic.valueHead), ownsModule: true, exportDir: exportDirOf(i) });
   });
 }

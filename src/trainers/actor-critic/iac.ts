@@ -3,13 +3,14 @@
 // one backward of actor loss + valueLossCoef · (clipped) value loss. The shared machinery is ActorCriticTrainer's.
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
 import { completionBatch } from "../../models/causal-lm.js";
-import type { RolloutEnvironment } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
-import { AgentResolutionError, disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
+import { construct } from "../construction.js";
+import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys } from "../options.js";
-import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
-import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticOptions } from "./trainer.js";
+import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources } from "./critics.js";
+import { headValues, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
 
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
@@ -23,46 +24,42 @@ export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>)
 export class IACTrainer extends ActorCriticTrainer<IACConfig> {
   readonly algorithm = "IAC";
 
-  private constructor(
-    config: IACConfig,
-    agents: Agent[],
-    /** One per agent with separate critics (critics[i].valueHead.loadStateDict(…) restores a saved head); else empty. */
-    readonly critics: Critic[],
-    options: IACTrainerOptions,
-    environment: RolloutEnvironment,
-    outputDir: string,
-  ) {
-    super(config, agents, options, environment, outputDir);
-  }
 
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");
     const config = iacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as IACConfigInput);
-    checkTask(options, config, "IAC");
-    requireTokenizerWithAgents(options);
     const n = config.numAgents;
-    const criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
-    // References are always deep copies of the agents in IAC (spec §3.6).
-    const actors = await setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } });
-    let trainer: IACTrainer;
-    try {
-      trainer = await IACTrainer.around(config, actors, criticSources, options);
-    } catch (error) {
-      disposeAgents(actors.agents, actors.sources);
-      throw error;
-    }
-    // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
-    const agentDir = (i: number) => (n === 1 ? "" : `agent_${i}`);
-    registerAgents(trainer.components, actors.agents, actors.sources, agentDir);
-    registerCritics(trainer.components, trainer.critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
-    return trainer;
+    let criticSources: ModelSource[] = [];
+    return construct({
+      algorithm: "IAC",
+      options,
+      config,
+      check: () => {
+        requireTokenizerWithAgents(options);
+        criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
+      },
+      // References are always deep copies of the agents in IAC (spec §3.6).
+      load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } }),
+      make: (actors) => IACTrainer.around(config, actors, criticSources, options, null),
+      register: (trainer, actors) => {
+        // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
+        registerAgents(trainer.components, actors.agents, actors.sources, (i) => (n === 1 ? "" : `agent_${i}`));
+        registerCritics(trainer.components, trainer.critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
+      },
+    });
   }
 
   /**
-   * An IAC trainer around actors set up elsewhere (MARLHF's rl stage): loads the critics and registers nothing, so
-   * the caller registers agents and critics where its checkpoints see them.
+   * An IAC trainer around actors set up elsewhere (MARLHF's rl stage, which passes its host): loads the critics and
+   * registers nothing, so the caller registers agents and critics where its checkpoints see them.
    */
-  static async around(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "environment">, criticSources: ModelSource[], options: IACTrainerOptions): Promise<IACTrainer> {
+  static async around(
+    config: IACConfig,
+    actors: Pick<Actors, "agents" | "placement" | "environment">,
+    criticSources: ModelSource[],
+    options: IACTrainerOptions,
+    hostedBy: StageHost | null,
+  ): Promise<IACTrainer> {
     if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
     const critics = await loadCritics({
       sources: criticSources,
@@ -73,7 +70,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
       optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
       tokenizers: actors.agents.map((a) => a.tokenizer),
     });
-    return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir));
+    return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir), hostedBy);
   }
 
   protected readonly criticView: CriticView = {
@@ -82,7 +79,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     values: (agent, rows) => headValues(this.critics[agent]?.valueHead ?? this.agents[agent].valueHead!, rows, this.config.criticType),
   };
 
-  protected async step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<void> {
     const c = this.config;
     const prompts = minibatch.map((s) => s.promptIds);
     const completions = minibatch.map((s) => s.completionIds);
@@ -103,22 +100,20 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
           readout: c.criticType,
           ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
         });
-        this.checkFinite(result.loss, "actor + value loss", agent, minibatch);
         loss = result.loss;
       }
-      await this.stepOptimizer(name, agent.optimizer, loss, minibatch.length);
+      const head = agent.valueHead;
+      await this.stepIfFinite(name, agent.optimizer, loss, agent, minibatch, () => (agent.model.zeroGrad(), head.native.zeroGrad()));
       return;
     }
     const actorLoss = some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0;
-    this.checkFinite(actorLoss, "actor loss", agent, minibatch);
-    await this.stepOptimizer(name, agent.optimizer, actorLoss, minibatch.length);
+    await this.stepIfFinite(name, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[agent.index];
     critic.model.zeroGrad();
     critic.valueHead.native.zeroGrad();
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
       : 0;
-    this.checkFinite(valueLoss, "value loss", agent, minibatch);
-    await this.stepOptimizer(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, minibatch.length);
+    await this.stepIfFinite(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.native.zeroGrad()));
   }
 }

@@ -3,14 +3,16 @@
 // agent 0's tokenizer, and is stepped inside every agent's update — N critic steps per batch, as CoMLRL does (§10.10),
 // which is why agent updates never run concurrently.
 import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/index.js";
-import type { RolloutEnvironment, RolloutNode } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
-import { disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import type { RolloutNode } from "../../rollout/tree.js";
+import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
+import { construct } from "../construction.js";
+import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOptionKeys, TrainerOptionError } from "../options.js";
-import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
+import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
-import { headValues, type ActorCriticSample, type CriticRow, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticOptions } from "./trainer.js";
+import { headValues, type CriticRow, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
   /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
@@ -38,43 +40,43 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
   readonly algorithm = "MAAC";
   private readonly jointRows = new WeakMap<RolloutNode, CriticRow[]>();
 
-  private constructor(
-    config: MAACConfig,
-    agents: Agent[],
-    /** The one centralized critic (critics[0].valueHead.loadStateDict(…) restores a saved head). */
-    readonly critics: [Critic],
-    options: MAACTrainerOptions,
-    environment: RolloutEnvironment,
-    outputDir: string,
-  ) {
-    super(config, agents, options, environment, outputDir);
-  }
 
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
     checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");
     const config = maacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as MAACConfigInput);
-    checkTask(options, config, "MAAC");
-    requireTokenizerWithAgents(options);
-    const source = resolveCentralCriticSource(options);
-    const dim = headHiddenDim(options);
-    const actors = await setUpActors(options, config);
-    let trainer: MAACTrainer;
-    try {
-      trainer = await MAACTrainer.around(config, actors, source, dim, options);
-    } catch (error) {
-      disposeAgents(actors.agents, actors.sources);
-      throw error;
-    }
-    registerAgents(trainer.components, actors.agents, actors.sources);
-    registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
-    return trainer;
+    let source: ModelSource = "";
+    let dim: number | null = null;
+    return construct({
+      algorithm: "MAAC",
+      options,
+      config,
+      check: () => {
+        requireTokenizerWithAgents(options);
+        source = resolveCentralCriticSource(options);
+        dim = headHiddenDim(options);
+      },
+      load: () => setUpActors(options, config),
+      make: (actors) => MAACTrainer.around(config, actors, source, dim, options, null),
+      register: (trainer, actors) => {
+        registerAgents(trainer.components, actors.agents, actors.sources);
+        registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
+      },
+    });
   }
 
   /**
-   * A MAAC trainer around actors set up elsewhere (MARLHF's rl stage): loads the critic (with a head of
-   * headHiddenDim) and registers nothing, so the caller registers agents and critic where its checkpoints see them.
+   * A MAAC trainer around actors set up elsewhere (MARLHF's rl stage, which passes its host): loads the critic (with
+   * a head of headHiddenDim) and registers nothing, so the caller registers agents and critic where its checkpoints
+   * see them.
    */
-  static async around(config: MAACConfig, actors: Pick<Actors, "agents" | "placement" | "environment">, source: ModelSource, headHiddenDim: number | null, options: MAACTrainerOptions): Promise<MAACTrainer> {
+  static async around(
+    config: MAACConfig,
+    actors: Pick<Actors, "agents" | "placement" | "environment">,
+    source: ModelSource,
+    headHiddenDim: number | null,
+    options: MAACTrainerOptions,
+    hostedBy: StageHost | null,
+  ): Promise<MAACTrainer> {
     // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
     const [critic] = await loadCritics({
       sources: [source],
@@ -85,7 +87,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
       optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
       tokenizers: [actors.agents[0].tokenizer],
     });
-    return new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir));
+    return new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir), hostedBy);
   }
 
   protected override get concurrentUpdates(): boolean {
@@ -113,14 +115,13 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     return rows;
   }
 
-  protected async step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<void> {
     const c = this.config;
     const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
     const some = minibatch.length > 0;
     agent.model.zeroGrad();
     const actorLoss = some ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
-    this.checkFinite(actorLoss, "actor loss", agent, minibatch);
-    await this.stepOptimizer(`agent_${agent.index}`, agent.optimizer, actorLoss, minibatch.length);
+    await this.stepIfFinite(`agent_${agent.index}`, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[0];
     critic.model.zeroGrad();
     critic.valueHead.native.zeroGrad();
@@ -128,7 +129,6 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss
       : 0;
-    this.checkFinite(valueLoss, "critic loss", agent, minibatch);
-    await this.stepOptimizer("critic", critic.optimizer, c.valueLossCoef * valueLoss, minibatch.length);
+    await this.stepIfFinite("critic", critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.native.zeroGrad()));
   }
 }

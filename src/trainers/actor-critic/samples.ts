@@ -5,6 +5,7 @@
 import type { ValueHead } from "../../models/value-head.js";
 import type { Readout } from "../../native/binding.js";
 import type { RolloutNode } from "../../rollout/tree.js";
+import { NonFiniteError } from "../lifecycle/stage-host.js";
 
 /** The token ids a critic reads for one completion. */
 export interface CriticRow {
@@ -38,10 +39,6 @@ export interface CriticView {
   values(agent: number, rows: CriticRow[]): Promise<ArrayLike<number>>;
   /** One critic for every agent (MAAC): its values are asked once, for agent 0. */
   readonly shared: boolean;
-}
-
-export class NonFiniteError extends Error {
-  override name = "NonFiniteError";
 }
 
 /** The episode's nodes in turn order: the root, then (multi-turn) the single path of first children. */

@@ -1,19 +1,16 @@
 // What IAC and MAAC share (COMLRL-SPEC §3.5): episodes through the rollout tree (numGenerations completions at one
-// node, or one trajectory of numTurns), actor-critic samples with TD(0) targets, per-agent buffers drained by turn,
-// advantages A = y − V_old (z-scored over an update), shuffled minibatches. A2C-style: no ratio, no clipping of the
-// policy, no entropy bonus, one pass. Subclasses say how their critics read an episode and take one minibatch step.
+// node, or one trajectory of numTurns), actor-critic samples with TD(0) targets, advantages A = y − V_old (z-scored
+// over a turn's samples), shuffled minibatches. A2C-style: no ratio, no clipping of the policy, no entropy bonus, one
+// pass. The rollout plumbing is RolloutTrainer's; subclasses say how their critics read an episode and take one step.
 import type { ActorCriticConfig } from "../../config/index.js";
 import type { Optimizer } from "../../models/optimizer.js";
-import { forEachAgent, rolloutItem, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
-import type { Item } from "../../rollout/types.js";
+import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
 import type { Agent, ModelSource } from "../agents.js";
-import { evaluateAgents } from "../evaluation.js";
-import type { MetricsLogger } from "../../logging/metrics-logger.js";
-import type { SeededRandom } from "../../util/random.js";
-import { bufferedItemStage } from "../item-stage.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
+import { RolloutTrainer, type UpdateTimings } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
-import { Trainer, type TrainingStage, type TrainProgress } from "../trainer.js";
-import { actorCriticSamples, NonFiniteError, type ActorCriticSample, type CriticView } from "./samples.js";
+import type { Critic } from "./critics.js";
+import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
   criticModel?: ModelSource | null;
@@ -25,46 +22,42 @@ export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput
 export const ACTOR_CRITIC_OPTION_KEYS = { ...TASK_OPTION_KEYS, criticModel: true, critics: true, metricsCallback: true } as const;
 
 /** Seconds per phase since the trainer was made (evaluation is not counted); `critic` is the old-value readouts. */
-export interface ActorCriticTimings extends RolloutTimings {
+export interface ActorCriticTimings extends UpdateTimings {
   critic: number;
-  update: number;
 }
 
-/** What a hosted actor-critic stage shares with the trainer it runs in (see stageWithin). */
-export interface ActorCriticHost {
-  readonly progress: TrainProgress;
-  readonly random: SeededRandom;
-  readonly logger: MetricsLogger | null;
+/** One step's minibatch with its normalised advantages. */
+export interface ActorCriticMinibatch {
+  minibatch: ActorCriticSample[];
+  advantages: number[];
 }
+
+type MetricFields = Pick<ActorCriticSample, "agent" | "turn" | "environmentReward" | "return" | "oldValue" | "target" | "referenceKl" | "envStep">;
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends Trainer<C> {
+export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutTrainer<ActorCriticSample, ActorCriticMinibatch, void, MetricFields, C> {
   readonly timings: ActorCriticTimings = { generation: 0, referenceKl: 0, reward: 0, critic: 0, update: 0 };
-  protected readonly buffers: ActorCriticSample[][];
 
   protected constructor(
     config: C,
-    readonly agents: Agent[],
-    protected readonly options: ActorCriticOptions<unknown>,
-    protected readonly environment: RolloutEnvironment,
+    agents: Agent[],
+    /**
+     * IAC: one per agent with separate critics, else none (the heads sit on the actors); MAAC: the one centralized
+     * critic. critics[i].valueHead.loadStateDict(…) restores a saved head.
+     */
+    readonly critics: Critic[],
+    protected override readonly options: ActorCriticOptions<unknown>,
+    environment: RolloutEnvironment,
     outputDir: string,
+    hostedBy: StageHost | null,
   ) {
-    super(config, options, outputDir);
-    this.buffers = agents.map(() => []);
+    super(config, agents, options, environment, outputDir, hostedBy);
     environment.timings = this.timings;
   }
 
   /** How the critics read episodes. */
   protected abstract readonly criticView: CriticView;
-
-  /** One optimizer step (or two, with a separate critic) on agent's minibatch with its normalised advantages. */
-  protected abstract step(agent: Agent, minibatch: ActorCriticSample[], advantages: number[]): Promise<void>;
-
-  /** Whether agents may update at the same time (only on distinct devices, and never around a shared critic). */
-  protected get concurrentUpdates(): boolean {
-    return this.environment.concurrent;
-  }
 
   protected get rolloutSettings(): RolloutSettings {
     const c = this.config;
@@ -79,105 +72,28 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
     };
   }
 
-  /** Rolls out each item and returns its actor-critic samples, advancing the env-step counter. */
-  async collect(items: Item[], firstItemIndex = 0): Promise<ActorCriticSample[]> {
-    const samples: ActorCriticSample[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.environment, this.rolloutSettings, this.progress.envStep);
-      this.progress.envStep += rollout.envSteps;
-      const started = performance.now();
-      const itemSamples = await actorCriticSamples(rollout.root, firstItemIndex + i, this.criticView, {
-        numAgents: this.agents.length,
-        discount: this.config.discount,
-        referenceKlCoef: this.config.referenceKlEnabled ? this.config.referenceKlCoef : 0,
-      });
-      this.timings.critic += (performance.now() - started) / 1000;
-      const domain = this.options.metricsCallback?.(itemSamples);
-      if (domain && this.logger) this.logger.logTrain(domain, this.progress.envStep);
-      samples.push(...itemSamples);
-    }
+  protected async samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<ActorCriticSample[]> {
+    const started = performance.now();
+    const samples = await actorCriticSamples(rollout.root, itemIndex, this.criticView, {
+      numAgents: this.agents.length,
+      discount: this.config.discount,
+      referenceKlCoef: this.config.referenceKlEnabled ? this.config.referenceKlCoef : 0,
+    });
+    this.timings.critic += (performance.now() - started) / 1000;
+    const domain = this.options.metricsCallback?.(samples);
+    if (domain && this.host.logger) this.host.logger.logTrain(domain, this.progress.envStep);
     return samples;
   }
 
-  /**
-   * This trainer's training stage, run inside another trainer's lifecycle (MARLHF's rl stage): from now on its env
-   * steps, update counts, shuffles and metrics are the host's, so the host's schedule, logs and checkpoints cover
-   * them. The host registers the agents and critics; checkpointable() guards its checkpoints.
-   */
-  stageWithin(host: ActorCriticHost): TrainingStage {
-    Object.defineProperties(this, { progress: { value: host.progress }, random: { value: host.random }, logger: { get: () => host.logger } });
-    return this.stages()[0];
+  /** A = y − V_old over the turn's samples (z-scored when enabled), then shuffled minibatches of trainBatchSize. */
+  protected minibatchesOf(group: ActorCriticSample[]): ActorCriticMinibatch[] {
+    const normalized = normalizedAdvantages(group, this.config.advantageNormalization);
+    const order = this.random.shuffle(group.map((_, i) => i));
+    return RolloutTrainer.chunks(order, this.config.trainBatchSize).map((indices) => ({ minibatch: indices.map((i) => group[i]), advantages: indices.map((i) => normalized[i]) }));
   }
 
-  /** Throws when samples are buffered that a checkpoint would lose (see assertCheckpointable). */
-  checkpointable(): void {
-    this.assertCheckpointable();
-  }
-
-  protected stages(): TrainingStage[] {
-    const c = this.config;
-    return [
-      bufferedItemStage({
-        items: this.options.trainDataset,
-        epochs: c.numTrainEpochs,
-        evalInterval: c.evalInterval,
-        hasEvalData: Boolean(this.options.evalDataset?.length),
-        bufferSize: c.rolloutBufferSize,
-        buffers: this.buffers,
-        collect: (items, first) => this.collect(items, first),
-        drain: (minimum) => this.drainBuffers(minimum),
-        shownRewards: (samples) => samples.filter((s) => s.agent === 0).map((s) => s.environmentReward),
-      }),
-    ];
-  }
-
-
-  /**
-   * Per agent, per turn (ascending): advantages A = y − V_old over the turn's samples (z-scored when enabled), then
-   * shuffled minibatches of trainBatchSize, one step each. Shuffles are drawn in agent order before any agent runs.
-   */
-  async update(samples: ActorCriticSample[]): Promise<void> {
-    const started = performance.now();
-    const c = this.config;
-    const plans = this.agents.map((agent) => {
-      const mine = samples.filter((s) => s.agent === agent.index);
-      return [...new Set(mine.map((s) => s.turn))]
-        .sort((a, b) => a - b)
-        .flatMap((turn) => {
-          const group = mine.filter((s) => s.turn === turn);
-          const normalized = normalizedAdvantages(group, c.advantageNormalization);
-          const order = this.random.shuffle(group.map((_, i) => i));
-          return Array.from({ length: Math.ceil(order.length / c.trainBatchSize) }, (_, m) => order.slice(m * c.trainBatchSize, (m + 1) * c.trainBatchSize)).map((indices) => ({
-            minibatch: indices.map((i) => group[i]),
-            advantages: indices.map((i) => normalized[i]),
-          }));
-        });
-    });
-    // Data parallel: every rank takes as many steps per agent as the rank with the most minibatches; the extra ones add nothing.
-    const counts = await this.agreeMax(plans.map((plan) => plan.length));
-    plans.forEach((plan, i) => plan.push(...Array.from({ length: counts[i] - plan.length }, () => ({ minibatch: [] as ActorCriticSample[], advantages: [] as number[] }))));
-    await forEachAgent(this.agents.length, this.concurrentUpdates, async (i) => {
-      for (const { minibatch, advantages } of plans[i]) await this.step(this.agents[i], minibatch, advantages);
-    });
-    this.timings.update += (performance.now() - started) / 1000;
-    this.logTrainMetrics(await this.gatherFromRanks(samples.map(({ turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }) => ({ turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }))));
-  }
-
-  async evaluate(): Promise<Record<string, number>> {
-    const items = (this.options.evalDataset ?? []).slice(0, this.config.evalNumSamples);
-    const settings = { ...this.rolloutSettings, numGenerations: 1 };
-    return evaluateAgents(this.agents, this.environment, settings, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.logger, hooks: this.options });
-  }
-
-  protected override assertCheckpointable(): void {
-    if (this.buffers.some((b) => b.length > 0)) throw new Error("saveCheckpoint: rollout buffers must be drained first (checkpoints are taken at epoch ends)");
-  }
-
-  protected async drainBuffers(minimum: number): Promise<void> {
-    const sizes = await this.agreeMax(this.buffers.map((buffer) => buffer.length));
-    const ready = this.buffers.flatMap((_, agent) => (sizes[agent] >= minimum ? [agent] : []));
-    if (ready.length === 0) return;
-    await this.update(ready.flatMap((agent) => this.buffers[agent].splice(0)));
+  protected emptyMinibatch(): ActorCriticMinibatch {
+    return { minibatch: [], advantages: [] };
   }
 
   /**
@@ -186,32 +102,42 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
    */
   protected async stepOptimizer(component: string, optimizer: Optimizer, loss: number, samples: number): Promise<void> {
     const step = await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined, samples, loss });
-    this.recordUpdate(component, { loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples });
+    this.host.recordUpdate(component, { loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples });
   }
 
-  /** Throws naming the agent, items and turns of a minibatch whose loss is not finite. */
-  protected checkFinite(value: number, what: string, agent: Agent, minibatch: ActorCriticSample[]): void {
-    if (Number.isFinite(value)) return;
+  /**
+   * Steps `optimizer` on its accumulated gradients when `loss` is finite; otherwise (the host's onNonFinite policy
+   * permitting) drops them and takes a step with no samples, which changes nothing but keeps data-parallel peers in
+   * step. `zeroGrad` clears what the backward accumulated.
+   */
+  protected async stepIfFinite(component: string, optimizer: Optimizer, loss: number, agent: Agent, minibatch: ActorCriticSample[], zeroGrad: () => void): Promise<void> {
     const where = [...new Set(minibatch.map((s) => `item ${s.itemIndex} turn ${s.turn + 1}`))].join(", ");
-    throw new NonFiniteError(`agent ${agent.index}: non-finite ${what} (${value}) on the minibatch of ${where}; lower the learning rates or check the rewards`);
+    if (this.host.checkLoss(loss, `agent ${agent.index} (${component})`, `the minibatch of ${where}`)) return this.stepOptimizer(component, optimizer, loss, minibatch.length);
+    zeroGrad();
+    await optimizer.step({ samples: 0, loss: 0 });
+    this.host.recordUpdate(component, { loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 });
   }
 
-  protected logTrainMetrics(samples: readonly Pick<ActorCriticSample, "turn" | "environmentReward" | "return" | "oldValue" | "target" | "referenceKl" | "envStep">[]): void {
-    if (!this.logger || samples.length === 0) return;
-    const metrics: Record<string, number> = {};
-    for (const turn of [...new Set(samples.map((s) => s.turn))]) {
-      const group = samples.filter((s) => s.turn === turn);
-      const key = (name: string) => `turn_${turn + 1}/${name}`;
-      metrics[key("reward_mean")] = mean(group.map((s) => s.environmentReward));
-      metrics[key("expected_return")] = mean(group.map((s) => s.return));
-      metrics[key("value_mean")] = mean(group.map((s) => s.oldValue));
-      metrics[key("target_mean")] = mean(group.map((s) => s.target));
-      if (this.config.referenceKlEnabled) {
-        metrics[key("reference_kl_mean")] = mean(group.map((s) => s.referenceKl));
-        metrics[key("reference_kl_penalty_mean")] = mean(group.map((s) => s.referenceKl * this.config.referenceKlCoef));
-      }
+  protected metricFields({ agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }: ActorCriticSample): MetricFields {
+    return { agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep };
+  }
+
+  protected turnMetrics(group: MetricFields[]): Record<string, number> {
+    const metrics: Record<string, number> = {
+      reward_mean: mean(group.map((s) => s.environmentReward)),
+      expected_return: mean(group.map((s) => s.return)),
+      value_mean: mean(group.map((s) => s.oldValue)),
+      target_mean: mean(group.map((s) => s.target)),
+    };
+    if (this.config.referenceKlEnabled) {
+      metrics.reference_kl_mean = mean(group.map((s) => s.referenceKl));
+      metrics.reference_kl_penalty_mean = mean(group.map((s) => s.referenceKl * this.config.referenceKlCoef));
     }
-    this.logger.logTrain(metrics, Math.max(...samples.map((s) => s.envStep)));
+    return metrics;
+  }
+
+  protected shownRewards(samples: ActorCriticSample[]): number[] {
+    return samples.filter((s) => s.agent === 0).map((s) => s.environmentReward);
   }
 }
 

@@ -3,14 +3,15 @@
 // step per trainBatchSize pairs, in which every agent is stepped in turn on the joint loss. The pairs are trainer
 // state: checkpoints carry them, so a resumed run trains on exactly the same set.
 import { madpoConfig, type MADPOConfig, type MADPOConfigInput } from "../../config/index.js";
-import { forEachAgent, type RolloutEnvironment, type RolloutSettings } from "../../rollout/tree.js";
-import { checkTask, defaultOutputDir } from "../actors.js";
-import { registerAgents, resolveAgentCount, EVAL_STREAM, type Agent } from "../agents.js";
-import { evaluateItems } from "../evaluation.js";
+import type { RolloutEnvironment, RolloutSettings } from "../../rollout/tree.js";
+import { defaultOutputDir } from "../actors.js";
+import { construct } from "../construction.js";
+import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
+import { evaluateAgents } from "../evaluation.js";
+import { Trainer, type TrainingStage } from "../lifecycle/trainer.js";
 import { checkOptionKeys } from "../options.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
-import { Trainer, type TrainingStage } from "../trainer.js";
-import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
+import { DpoTraining, type DPOStepMetrics } from "./dpo-stage.js";
 import { PreferencePairs, type PairSettings, type PreferencePair } from "./pairs.js";
 import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PreferenceOptions } from "./setup.js";
 
@@ -18,19 +19,7 @@ export interface MADPOTrainerOptions extends TaskOptions<MADPOConfigInput | MADP
 
 const MADPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, ...PREFERENCE_OPTION_KEYS } as const satisfies Record<keyof MADPOTrainerOptions, true>;
 
-export interface DPOStepMetrics {
-  /** mean_p −log σ(β Δ_p), the same joint loss every agent descends. */
-  loss: number;
-  /** mean_p β Δ_p: the implicit reward margin of winners over losers. */
-  rewardMargin: number;
-  /** Share of pairs with Δ_p > 0. */
-  accuracy: number;
-  /** Per agent, mean_p Δ_i. */
-  agentDeltas: number[];
-  gradNorms: number[];
-}
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+export type { DPOStepMetrics };
 
 /** Single-turn, one sample per agent, scored by the task reward: evaluation for MADPO and MARLHF. */
 export const PREFERENCE_EVAL_SETTINGS: RolloutSettings = {
@@ -42,122 +31,62 @@ export const PREFERENCE_EVAL_SETTINGS: RolloutSettings = {
   rewardBatching: "node",
 };
 
-export class MADPOTrainer extends Trainer<MADPOConfig> {
-  readonly algorithm: string = "MADPO";
-  readonly preferences = new PreferencePairs();
-  /** The current DPO epoch's order of the pairs. */
-  private order: number[] = [];
+/** How MADPO and MARLHF collect their pairs. */
+export function pairSettings(c: Pick<MADPOConfig, "preferenceNumCandidates" | "pairSelection" | "preferencePairsPerSample">): PairSettings {
+  return { numCandidates: c.preferenceNumCandidates, pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample };
+}
 
-  /** Use the static create(), which loads the agents. */
-  constructor(
+export class MADPOTrainer extends Trainer<MADPOConfig> {
+  readonly algorithm = "MADPO";
+  readonly preferences = new PreferencePairs();
+  private readonly dpo: DpoTraining;
+
+  private constructor(
     config: MADPOConfig,
     readonly agents: Agent[],
-    protected readonly options: MADPOTrainerOptions,
-    protected readonly environment: RolloutEnvironment,
+    private readonly options: MADPOTrainerOptions,
+    private readonly environment: RolloutEnvironment,
     outputDir: string,
     /** The role count (numAgents); one centralized actor writes for all of them. */
     readonly numRoles: number,
   ) {
     super(config, options, outputDir);
+    this.dpo = new DpoTraining(this.host, config, agents, environment.concurrent, this.preferences, Boolean(options.evalDataset?.length));
   }
 
   static async create(options: MADPOTrainerOptions): Promise<MADPOTrainer> {
     checkOptionKeys(options, MADPO_OPTION_KEYS, "MADPOTrainer.create()");
     const centralized = madpoConfig(options.config as MADPOConfigInput).collaborationMode === "centralized";
     const config = madpoConfig(resolveAgentCount(options.config as MADPOConfigInput, options.numAgents, centralized ? undefined : options.agents));
-    checkTask(options, config, "MADPO");
-    const actors = await setUpPreferenceActors(options, config, "MADPO");
-    const trainer = new MADPOTrainer(config, actors.agents, options, actors.environment, defaultOutputDir("MADPOTrainer", options.outputDir), actors.numRoles);
-    registerAgents(trainer.components, actors.agents, actors.sources);
-    return trainer;
+    return construct({
+      algorithm: "MADPO",
+      options,
+      config,
+      load: () => setUpPreferenceActors(options, config, "MADPO"),
+      make: (actors) => new MADPOTrainer(config, actors.agents, options, actors.environment, defaultOutputDir("MADPOTrainer", options.outputDir), actors.numRoles),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+    });
   }
 
   protected override runConfig(): Record<string, unknown> {
     return { ...super.runConfig(), numRoles: this.numRoles, numActorModels: this.agents.length };
   }
 
-  protected get pairSettings(): PairSettings {
-    const c = this.config;
-    return { numCandidates: c.preferenceNumCandidates, pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample };
-  }
-
   /** Pairs once, then DPO epochs over them. */
   protected stages(): TrainingStage[] {
-    const c = this.config;
-    const trainer = this;
-    const pairs = pairStage(this.stageHost, this.options.trainDataset, collectionEnvironment(this.agents, this.environment), this.pairSettings, this.preferences);
-    const dpo: TrainingStage = {
-      name: "dpo",
-      epochs: c.numTrainEpochs,
-      get steps() {
-        return Math.ceil(trainer.preferences.pairs.length / c.trainBatchSize);
-      },
-      // Evaluation is counted in DPO steps (each steps every agent once): before step s when s % evalInterval is 0.
-      evaluateBefore: (i) => c.evalInterval > 0 && (this.progress.epoch * dpo.steps + i) % c.evalInterval === 0 && Boolean(this.options.evalDataset?.length),
-      runStep: async (i) => {
-        // Drawn at each epoch's first step from the checkpointed generator, so a resumed epoch has the same order.
-        if (i === 0) this.order = this.random.shuffle(this.preferences.pairs.map((_, j) => j));
-        const batch = this.order.slice(i * c.trainBatchSize, (i + 1) * c.trainBatchSize).map((j) => this.preferences.pairs[j]);
-        const metrics = await this.update(batch);
-        return { "dpo loss": metrics.loss };
-      },
-    };
-    return [pairs, dpo];
+    const pairs = pairStage(this.host, this.options.trainDataset, collectionEnvironment(this.agents, this.environment), pairSettings(this.config), this.preferences);
+    return [pairs, this.dpo.stage()];
   }
 
-  /**
-   * One DPO step on a batch of pairs: every agent's Δ_i from one scoring pass, then each agent's backward and AdamW
-   * step on the joint loss (all Δ are taken before any agent steps, as in the spec's sequential update).
-   */
-  async update(batch: PreferencePair[]): Promise<DPOStepMetrics> {
-    const c = this.config;
-    const concurrent = this.environment.concurrent;
-    const deltas = await agentDeltas(this.agents, batch, concurrent);
-    const joint = batch.map((_, p) => deltas.reduce((sum, d) => sum + d[p], 0));
-    const { loss, winnerWeights } = dpoObjective(joint, c.dpoBeta);
-    const metrics: DPOStepMetrics = {
-      loss,
-      rewardMargin: mean(joint.map((d) => c.dpoBeta * d)),
-      accuracy: mean(joint.map((d) => (d > 0 ? 1 : 0))),
-      agentDeltas: deltas.map((d) => mean(d)),
-      gradNorms: this.agents.map(() => NaN),
-    };
-    if (Number.isFinite(loss)) {
-      metrics.gradNorms = await forEachAgent(this.agents.length, concurrent, async (i) => {
-        const agent = this.agents[i];
-        agent.model.zeroGrad();
-        await dpoBackward(agent, batch, winnerWeights);
-        return (await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined })).gradNorm;
-      });
-    } else {
-      // A non-finite loss would poison the weights: no agent steps on this batch, and the run says so.
-      this.console(`non-finite DPO loss (${loss}); batch of ${batch.length} pairs skipped`);
-    }
-    if (c.useEnvironmentStep) this.progress.envStep += c.environmentStepsPerPair * batch.length;
-    this.agents.forEach((agent, i) =>
-      this.recordUpdate(`agent_${agent.index}`, { loss, gradNorm: metrics.gradNorms[i], learningRate: agent.optimizer.learningRates()[0], samples: batch.length }),
-    );
-    this.logger?.logTrain(
-      {
-        "dpo/loss": loss,
-        "dpo/reward_margin": metrics.rewardMargin,
-        "dpo/accuracy": metrics.accuracy,
-        ...Object.fromEntries(metrics.agentDeltas.map((d, i) => [`dpo/agent_${i}/delta_mean`, d])),
-      },
-      this.progress.envStep,
-    );
-    return metrics;
+  /** One DPO step on a batch of pairs (see DpoTraining.update). */
+  update(batch: PreferencePair[]): Promise<DPOStepMetrics> {
+    return this.dpo.update(batch);
   }
 
   /** Held-out evaluation with the task reward (COMLRL-SPEC §3.4), on the agents' evaluation streams. */
-  async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
+  evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
     const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    if (items.length === 0) return {};
-    this.agents.forEach((agent) => agent.model.native.setSeed(this.config.seed + agent.index, EVAL_STREAM));
-    const environment: RolloutEnvironment = { ...this.environment, policies: this.agents.map((a) => a.evalPolicy()), timings: undefined };
-    const metrics = await evaluateItems(items, environment, PREFERENCE_EVAL_SETTINGS, this.options);
-    this.logger?.logEval(metrics, this.progress.envStep);
-    return Object.fromEntries(Object.entries(metrics).map(([key, value]) => [`eval/${key}`, value]));
+    return evaluateAgents(this.agents, this.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
   }
 
   protected override async saveCheckpointFiles(dir: string): Promise<void> {

@@ -121,24 +121,26 @@ export class PreferencePairs {
     }
   }
 
+  /**
+   * Every rank's pairs, in rank order, on every rank (data parallelism: each rank collected its share of the items;
+   * what follows trains on all of them); the pairs as they are in one process.
+   */
+  async gather(gatherFromRanks: <T>(local: readonly T[]) => Promise<T[]>): Promise<void> {
+    const pairs = await gatherFromRanks(this.pairs.map(pairToJson));
+    const tied = await gatherFromRanks(this.itemsWithoutPairs);
+    this.replace(pairs, tied);
+  }
+
   async save(dir: string): Promise<void> {
-    const json = {
-      num_pairs: this.pairs.length,
-      items_without_pairs: this.itemsWithoutPairs,
-      pairs: this.pairs.map((p) => ({
-        item_index: p.itemIndex,
-        prompts: p.prompts,
-        winner_completions: p.winnerTexts,
-        loser_completions: p.loserTexts,
-        winner_reward: p.winnerReward,
-        loser_reward: p.loserReward,
-        candidate_reward_mean: p.candidateRewardMean,
-        prompt_ids: p.promptIds,
-        winner_ids: p.winnerIds.map((ids) => Array.from(ids)),
-        loser_ids: p.loserIds.map((ids) => Array.from(ids)),
-      })),
-    };
+    const json = { num_pairs: this.pairs.length, items_without_pairs: this.itemsWithoutPairs, pairs: this.pairs.map(pairToJson) };
     await writeFileChecked(path.join(dir, PAIRS_FILE), JSON.stringify(json));
+  }
+
+  private replace(pairs: ReadonlyArray<Record<string, unknown>>, itemsWithoutPairs: readonly number[]): void {
+    this.pairs.length = 0;
+    this.itemsWithoutPairs.length = 0;
+    this.itemsWithoutPairs.push(...itemsWithoutPairs);
+    this.pairs.push(...pairs.map(pairFromJson));
   }
 
   /** Replaces the pairs with those saved in a checkpoint directory. */
@@ -151,23 +153,38 @@ export class PreferencePairs {
     } catch (error) {
       throw new CheckpointError(`${file}: ${(error as Error).message}`);
     }
-    const ids = (rows: unknown) => (rows as number[][]).map((row) => Int32Array.from(row));
-    this.pairs.length = 0;
-    this.itemsWithoutPairs.length = 0;
-    this.itemsWithoutPairs.push(...json.items_without_pairs);
-    for (const p of json.pairs) {
-      this.pairs.push({
-        itemIndex: p.item_index as number,
-        prompts: p.prompts as string[],
-        promptIds: p.prompt_ids as number[][],
-        winnerIds: ids(p.winner_ids),
-        loserIds: ids(p.loser_ids),
-        winnerTexts: p.winner_completions as string[],
-        loserTexts: p.loser_completions as string[],
-        winnerReward: p.winner_reward as number,
-        loserReward: p.loser_reward as number,
-        candidateRewardMean: p.candidate_reward_mean as number,
-      });
-    }
+    this.replace(json.pairs, json.items_without_pairs);
   }
+}
+
+/** A pair in the checkpoint's JSON layout (CoMLRL's keys, token ids as plain arrays). */
+function pairToJson(p: PreferencePair): Record<string, unknown> {
+  return {
+    item_index: p.itemIndex,
+    prompts: p.prompts,
+    winner_completions: p.winnerTexts,
+    loser_completions: p.loserTexts,
+    winner_reward: p.winnerReward,
+    loser_reward: p.loserReward,
+    candidate_reward_mean: p.candidateRewardMean,
+    prompt_ids: p.promptIds,
+    winner_ids: p.winnerIds.map((ids) => Array.from(ids)),
+    loser_ids: p.loserIds.map((ids) => Array.from(ids)),
+  };
+}
+
+function pairFromJson(p: Record<string, unknown>): PreferencePair {
+  const ids = (rows: unknown) => (rows as number[][]).map((row) => Int32Array.from(row));
+  return {
+    itemIndex: p.item_index as number,
+    prompts: p.prompts as string[],
+    promptIds: p.prompt_ids as number[][],
+    winnerIds: ids(p.winner_ids),
+    loserIds: ids(p.loser_ids),
+    winnerTexts: p.winner_completions as string[],
+    loserTexts: p.loser_completions as string[],
+    winnerReward: p.winner_reward as number,
+    loserReward: p.loser_reward as number,
+    candidateRewardMean: p.candidate_reward_mean as number,
+  };
 }

@@ -162,7 +162,7 @@ export class JointRewardModel {
  * trainer's device where CUDA is unavailable (and says so through `note`), so that MARLHF's defaults run on a
  * CPU-only machine; an explicitly given CUDA device without CUDA is an error naming the field.
  */
-export function resolveRewardModelDevice(config: MARLHFConfig, trainerDevice: string, facts: CudaFacts, note: (message: string) => void): string {
+export function resolveRewardModelDevice(config: Pick<MARLHFConfig, "rewardModelDevice">, trainerDevice: string, facts: CudaFacts, note: (message: string) => void): string {
   if (config.rewardModelDevice === null) return trainerDevice;
   if (!rewardModelDeviceGiven(config) && !facts.cudaAvailable) {
     note(`rewardModelDevice: CUDA is not available, so the default "cuda:0" falls back to the trainer's device (${trainerDevice})`);

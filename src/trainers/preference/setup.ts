@@ -8,7 +8,7 @@ import { setUpActors, type Actors } from "../actors.js";
 import { AgentResolutionError, type Agent } from "../agents.js";
 import { centralizedTask, TaggedAdapter, type CentralizedAdapter } from "../reinforce/centralized.js";
 import type { TaskOptions } from "../task-options.js";
-import type { StageHost, TrainingStage } from "../trainer.js";
+import type { StageHost, TrainingStage } from "../lifecycle/trainer.js";
 import { collectItemPairs, PreferencePairs, type PairSettings } from "./pairs.js";
 
 export interface PreferenceOptions {
@@ -29,7 +29,7 @@ export interface PreferenceActors extends Actors {
  */
 export async function setUpPreferenceActors(
   options: TaskOptions<unknown> & PreferenceOptions,
-  config: MADPOConfig & { numGenerations?: number },
+  config: Omit<MADPOConfig, "pairSelection"> & { numGenerations?: number },
   algorithm: string,
   /** What an actor-critic RL phase needs of the actors (MARLHF with rlAlgorithm "iac": value heads, copied references). */
   extra: Parameters<typeof setUpActors>[2] = {},
@@ -60,8 +60,8 @@ export function collectionEnvironment(agents: readonly Agent[], environment: Rol
 
 /**
  * One epoch, one step per train item: sample the item's joint candidates, score them with the task reward, keep its
- * pairs. The candidates count as env steps. At the end, items without a pair are reported, and a run where every
- * item tied is an error.
+ * pairs. The candidates count as env steps. At the end every rank holds every rank's pairs, items without a pair are
+ * reported, and a run where every item tied is an error.
  */
 export function pairStage(host: StageHost, items: Item[], environment: RolloutEnvironment, settings: PairSettings, pairs: PreferencePairs): TrainingStage {
   return {
@@ -76,6 +76,8 @@ export function pairStage(host: StageHost, items: Item[], environment: RolloutEn
       return { pairs: pairs.pairs.length };
     },
     endEpoch: async () => {
+      // Data parallel: each rank collected its share of the items; every rank trains on all the pairs.
+      await pairs.gather((local) => host.gather(local));
       pairs.assertUsable(items.length);
       const tied = pairs.itemsWithoutPairs.length;
       if (tied > 0) host.console(`${tied} of ${items.length} train items gave no preference pair (all candidates tied): items ${pairs.itemsWithoutPairs.join(", ")}`);

@@ -1,21 +1,21 @@
-// MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The lifecycle
-// (schedule, eval cadence, checkpoints, saving, disposal) is the shared Trainer's; this file holds MAGRPO's rollout
-// settings, its buffers, the advantages and the update rule.
+// MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The rollout
+// plumbing (buffers, drains, minibatch planning, per-turn metrics, evaluation) is RolloutTrainer's and the lifecycle
+// the shared Trainer's; this file holds MAGRPO's rollout settings, its advantages and its update rule.
 import { magrpoConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
-import { formatPrompt } from "../../rollout/formatters.js";
-import { forEachAgent, rolloutItem, sampleRows, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../../rollout/tree.js";
-import type { Item, NodeSample } from "../../rollout/types.js";
-import { checkTask, defaultOutputDir, setUpActors } from "../actors.js";
+import { sampleRows, type RolloutEnvironment, type RolloutSettings, type rolloutItem } from "../../rollout/tree.js";
+import type { NodeSample } from "../../rollout/types.js";
+import { defaultOutputDir, setUpActors } from "../actors.js";
+import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
-import { evaluateAgents, type EvalLoggerInput } from "../evaluation.js";
+import type { EvalLoggerInput } from "../evaluation.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
+import { RolloutTrainer, type UpdateTimings } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
-import { bufferedItemStage } from "../item-stage.js";
-import { Trainer, type TrainingStage } from "../trainer.js";
 
 export type { EvalLoggerInput };
-export type { Stateful, TrainOptions, TrainProgress } from "../trainer.js";
+export type { Stateful, TrainOptions, TrainProgress } from "../lifecycle/trainer.js";
 
 export interface MAGRPOTrainerOptions extends TaskOptions<MAGRPOConfigInput | MAGRPOConfig> {
   /** "node": one reward call per node with all its joint actions (default); "jointAction": one call each. */
@@ -35,9 +35,7 @@ export const MAGRPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, rewardBatching: true, s
 >;
 
 /** Seconds spent per phase of training since the trainer was made (evaluation is not counted). */
-export interface TrainerTimings extends RolloutTimings {
-  update: number;
-}
+export type TrainerTimings = UpdateTimings;
 
 export interface UpdateMetrics {
   agent: number;
@@ -46,23 +44,17 @@ export interface UpdateMetrics {
   samples: number;
 }
 
+type MetricFields = Pick<NodeSample, "agent" | "turn" | "nodeMeanReward" | "nodeMeanReturn" | "referenceKl" | "envStep">;
+
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
+export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], UpdateMetrics, MetricFields, MAGRPOConfig> {
   readonly algorithm: string = "MAGRPO";
   readonly timings: TrainerTimings = { generation: 0, referenceKl: 0, reward: 0, update: 0 };
-  protected readonly buffers: NodeSample[][];
 
-  /** Use the static create(), which loads the agents. */
-  constructor(
-    config: MAGRPOConfig,
-    readonly agents: Agent[],
-    protected readonly options: MAGRPOTrainerOptions,
-    protected readonly environment: RolloutEnvironment,
-    outputDir: string,
-  ) {
-    super(config, options, outputDir);
-    this.buffers = agents.map(() => []);
+  /** Use the static create(), which loads the agents; `hostedBy`: the host of a trainer this one runs inside. */
+  constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string, hostedBy: StageHost | null = null) {
+    super(config, agents, options, environment, outputDir, hostedBy);
     environment.timings = this.timings;
   }
 
@@ -76,11 +68,14 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     checkOneOf(options.rewardBatching, ["node", "jointAction"], "rewardBatching");
     checkOneOf(options.scoring, ["batched", "perCompletion"], "scoring");
     const config = this.buildConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
-    checkTask(options, config, "MAGRPO");
-    const { agents, sources, environment } = await setUpActors(options, config);
-    const trainer = new this(config, agents, options, environment, defaultOutputDir(this.name, options.outputDir));
-    registerAgents(trainer.components, agents, sources);
-    return trainer;
+    return construct({
+      algorithm: "MAGRPO",
+      options,
+      config,
+      load: () => setUpActors(options, config),
+      make: (actors) => new this(config, actors.agents, options, actors.environment, defaultOutputDir(this.name, options.outputDir)),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+    });
   }
 
   protected get rolloutSettings(): RolloutSettings {
@@ -95,89 +90,26 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     };
   }
 
-  /** Agent's formatted turn-1 prompt for an item. */
-  promptFor(agent: number, item: Item): string {
-    return formatPrompt(this.environment.formatters[agent], item, agent);
+  protected async samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<NodeSample[]> {
+    const interval = this.options.sampleLogInterval ?? 0;
+    if (this.host.logger && interval > 0 && itemIndex % interval === 0) this.host.logger.logSamples(sampleRows(rollout.root), this.progress.envStep);
+    return rollout.samples;
   }
 
-  /** K sampled completions per prompt for each agent: prompts[agent] → texts[agent][prompt][k]. */
-  async generate(prompts: string[][], k = this.config.numGenerations): Promise<string[][][]> {
-    if (prompts.length !== this.agents.length) throw new RangeError(`generate: ${prompts.length} prompt lists for ${this.agents.length} agents`);
-    return Promise.all(this.agents.map(async (agent, i) => (await agent.sample(prompts[i], k)).texts));
+  protected override drainOrder(samples: NodeSample[]): NodeSample[] {
+    return samples.sort((a, b) => a.envStep - b.envStep);
   }
 
-  /** The environment training rollouts run in; evaluation always uses the task's (MARLHF scores with its reward model). */
-  protected get trainingEnvironment(): RolloutEnvironment {
-    return this.environment;
+  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize. */
+  protected minibatchesOf(group: NodeSample[]): NodeSample[][] {
+    return RolloutTrainer.chunks(this.random.shuffle(group), this.config.trainBatchSize);
   }
 
-  /** Rolls out each item's tree and returns every agent's node samples, advancing the env-step counter. */
-  async collect(items: Item[], firstItemIndex = 0): Promise<NodeSample[]> {
-    const samples: NodeSample[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.trainingEnvironment, this.rolloutSettings, this.progress.envStep);
-      this.progress.envStep += rollout.envSteps;
-      samples.push(...rollout.samples);
-      if (this.shouldLogSamples(firstItemIndex + i)) this.logger!.logSamples(sampleRows(rollout.root), this.progress.envStep);
-    }
-    return samples;
+  protected emptyMinibatch(): NodeSample[] {
+    return [];
   }
 
-  /** Epochs over the train items: roll out each, buffer its samples, update agents whose buffers are full. */
-  protected stages(): TrainingStage[] {
-    const c = this.config;
-    return [
-      bufferedItemStage({
-        items: this.options.trainDataset,
-        epochs: c.numTrainEpochs,
-        evalInterval: c.evalInterval,
-        hasEvalData: Boolean(this.options.evalDataset?.length),
-        bufferSize: c.rolloutBufferSize,
-        buffers: this.buffers,
-        collect: (items, first) => this.collect(items, first),
-        drain: (minimum) => this.drainBuffers(minimum),
-        shownRewards: (samples) => samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward),
-      }),
-    ];
-  }
-
-
-  /**
-   * One pass of updates (COMLRL-SPEC §3.3): per agent, per turn (ascending), shuffled minibatches of trainBatchSize
-   * samples; each minibatch is one batched backward over all its completions and one AdamW step. The shuffles are
-   * drawn in agent order before any agent runs, and updates are logged in agent order, so concurrent agents ("mp")
-   * train and log exactly as sequential ones do.
-   */
-  async update(samples: NodeSample[]): Promise<UpdateMetrics[]> {
-    const started = performance.now();
-    const c = this.config;
-    const plans = this.agents.map((agent) => {
-      const mine = samples.filter((s) => s.agent === agent.index);
-      const turns = [...new Set(mine.map((s) => s.turn))].sort((a, b) => a - b);
-      return turns.flatMap((turn) => {
-        const group = this.random.shuffle(mine.filter((s) => s.turn === turn));
-        return Array.from({ length: Math.ceil(group.length / c.trainBatchSize) }, (_, m) => group.slice(m * c.trainBatchSize, (m + 1) * c.trainBatchSize));
-      });
-    });
-    // Data parallel: every rank takes as many steps per agent as the rank with the most minibatches; the extra ones add nothing.
-    const counts = await this.agreeMax(plans.map((plan) => plan.length));
-    plans.forEach((plan, i) => plan.push(...Array.from({ length: counts[i] - plan.length }, (): NodeSample[] => [])));
-    const run = async (agent: Agent) => {
-      const results: UpdateMetrics[] = [];
-      for (const minibatch of plans[agent.index]) results.push(await this.step(agent, minibatch));
-      return results;
-    };
-    const perAgent = await forEachAgent(this.agents.length, this.environment.concurrent, (i) => run(this.agents[i]));
-    this.timings.update += (performance.now() - started) / 1000;
-    const results = perAgent.flat();
-    for (const r of results) {
-      this.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: this.agents[r.agent].optimizer.learningRates()[0], samples: r.samples });
-    }
-    this.logTrainMetrics(await this.gatherFromRanks(samples.map(({ turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep }) => ({ turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep }))));
-    return results;
-  }
-
-  /** Loss = (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π(completion_k), every completion token scored. */
+  /** Loss = (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π(completion_k), every completion token scored; one AdamW step. */
   protected async step(agent: Agent, minibatch: NodeSample[]): Promise<UpdateMetrics> {
     const c = this.config;
     const prompts: number[][] = [];
@@ -199,10 +131,8 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     } else if (completions.length > 0) {
       loss = (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss;
     }
-    if (!Number.isFinite(loss)) {
-      // A non-finite loss would poison the weights: drop this minibatch's gradient and say so.
+    if (!this.host.checkLoss(loss, `agent ${agent.index}`, `a minibatch of ${minibatch.length}`)) {
       agent.model.zeroGrad();
-      this.console(`agent ${agent.index}: non-finite loss (${loss}); minibatch of ${minibatch.length} skipped`);
       await agent.optimizer.step({ samples: 0, loss: 0 }); // no gradient here: a no-op, but data-parallel peers step together
       return { agent: agent.index, loss, gradNorm: NaN, samples: minibatch.length };
     }
@@ -210,45 +140,30 @@ export class MAGRPOTrainer extends Trainer<MAGRPOConfig> {
     return { agent: agent.index, loss: step.loss ?? loss, gradNorm: step.gradNorm, samples: step.samples };
   }
 
-  /** Held-out evaluation (COMLRL-SPEC §3.4) on the agents' evaluation streams, re-seeded so every eval draws alike. */
-  async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
-    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    return evaluateAgents(this.agents, this.environment, this.rolloutSettings, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.logger, hooks: this.options });
-  }
-
-  protected override assertCheckpointable(): void {
-    if (this.buffers.some((b) => b.length > 0)) throw new Error("saveCheckpoint: rollout buffers must be drained first (checkpoints are taken at epoch ends)");
-  }
-
-  /** Updates every agent whose buffer holds at least `minimum` samples, and empties those buffers. */
-  protected async drainBuffers(minimum: number): Promise<void> {
-    const sizes = await this.agreeMax(this.buffers.map((buffer) => buffer.length));
-    const ready = this.buffers.flatMap((_, agent) => (sizes[agent] >= minimum ? [agent] : []));
-    if (ready.length === 0) return;
-    const samples = ready.flatMap((agent) => this.buffers[agent].splice(0).sort((a, b) => a.envStep - b.envStep));
-    await this.update(samples);
-  }
-
-  protected logTrainMetrics(samples: readonly Pick<NodeSample, "turn" | "nodeMeanReward" | "nodeMeanReturn" | "referenceKl" | "envStep">[]): void {
-    if (!this.logger || samples.length === 0) return;
-    const metrics: Record<string, number> = {};
-    const c = this.config;
-    for (const turn of [...new Set(samples.map((s) => s.turn))]) {
-      const group = samples.filter((s) => s.turn === turn);
-      metrics[`turn_${turn + 1}/reward_mean`] = mean(group.map((s) => s.nodeMeanReward));
-      metrics[`turn_${turn + 1}/expected_return`] = mean(group.map((s) => s.nodeMeanReturn));
-      if (c.referenceKlEnabled) {
-        const kl = mean(group.flatMap((s) => s.referenceKl));
-        metrics[`turn_${turn + 1}/reference_kl_mean`] = kl;
-        metrics[`turn_${turn + 1}/reference_kl_penalty_mean`] = kl * c.referenceKlCoef;
-      }
+  /** Updates are logged in agent order after every agent ran, so concurrent agents ("mp") log as sequential ones. */
+  protected override afterSteps(results: UpdateMetrics[]): void {
+    for (const r of results) {
+      this.host.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: this.agents[r.agent].optimizer.learningRates()[0], samples: r.samples });
     }
-    this.logger.logTrain(metrics, Math.max(...samples.map((s) => s.envStep)));
   }
 
-  private shouldLogSamples(itemIndex: number): boolean {
-    const interval = this.options.sampleLogInterval ?? 0;
-    return this.logger !== null && interval > 0 && itemIndex % interval === 0;
+  protected metricFields({ agent, turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep }: NodeSample): MetricFields {
+    return { agent, turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep };
+  }
+
+  protected turnMetrics(group: MetricFields[]): Record<string, number> {
+    const c = this.config;
+    const metrics: Record<string, number> = { reward_mean: mean(group.map((s) => s.nodeMeanReward)), expected_return: mean(group.map((s) => s.nodeMeanReturn)) };
+    if (c.referenceKlEnabled) {
+      const kl = mean(group.flatMap((s) => s.referenceKl));
+      metrics.reference_kl_mean = kl;
+      metrics.reference_kl_penalty_mean = kl * c.referenceKlCoef;
+    }
+    return metrics;
+  }
+
+  protected shownRewards(samples: NodeSample[]): number[] {
+    return samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward);
   }
 }
 

@@ -1,20 +1,28 @@
 // MARLHFIter (COMLRL-SPEC §6.5): numIterations rounds on the shared lifecycle, each three stages — collect (the
 // shared iterative round: current vs comparator candidates, index-aligned pairs, the replay shard and this
-// iteration's training pairs), reward_model (a fresh joint reward model, built at the iteration's first reward step
-// and trained with Bradley–Terry on those pairs) and rl (MARLHF's RL phase, numTrainEpochs over the train items,
-// against that reward model) — then the iteration's policy checkpoint when they are kept. With
+// iteration's training pairs), reward_model (a fresh joint reward model, put in place at the iteration's first reward
+// step and trained with Bradley–Terry on those pairs) and rl (MARLHF's RL phase, numTrainEpochs over the train
+// items, against that reward model) — then the iteration's policy checkpoint when they are kept. The reward model
+// and the RL phase are MARLHF's (rlhf-phases.ts), composed here with the round, all in this trainer's host. With
 // preferenceScoringReward "reward_model" the pairs are labelled by the previous iteration's reward model (the task
 // reward until one was trained); evaluation always uses the task reward.
-import { marlhfIterConfig, type MAGRPOConfig, type MAGRPOConfigInput, type MARLHFConfig, type MARLHFIterConfig, type MARLHFIterConfigInput } from "../../../config/index.js";
+import { marlhfIterConfig, type MARLHFIterConfig, type MARLHFIterConfigInput } from "../../../config/index.js";
 import { RewardProcessors } from "../../../rollout/rewards.js";
-import { runtimeInfo } from "../../../runtime.js";
+import { defaultOutputDir } from "../../actors.js";
+import { construct } from "../../construction.js";
+import { registerAgents, type Agent } from "../../agents.js";
+import { evaluateAgents } from "../../evaluation.js";
+import { Trainer, type TrainingStage } from "../../lifecycle/trainer.js";
 import { checkOptionKeys } from "../../options.js";
-import type { MAGRPOTrainer, TrainerClass } from "../../reinforce/magrpo.js";
-import type { TrainingStage } from "../../trainer.js";
-import { MARLHF_OPTION_KEYS, MARLHFTrainer, type MARLHFTrainerOptions } from "../marlhf.js";
+import { PREFERENCE_EVAL_SETTINGS } from "../madpo.js";
+import { MARLHF_OPTION_KEYS, marlhfTrainerConfig, rlhfSetUp, type MARLHFTrainerOptions } from "../marlhf.js";
+import { PreferencePairs, type PreferencePair } from "../pairs.js";
+import type { RewardModelStepMetrics } from "../reward-model-stage.js";
+import { RlhfPhases } from "../rlhf-phases.js";
+import { actorExtras, type RLLearner } from "../rl-phase.js";
+import { setUpPreferenceActors, type PreferenceActors } from "../setup.js";
 import { scoreCandidates, type Candidates } from "./candidates.js";
-import { liveStage } from "./madpo-iter.js";
-import { ITERATIVE_OPTION_KEYS, IterativeRound, roundHost, type IterativeConfig, type IterativeOptions } from "./round.js";
+import { iterationStages, IterativeRound, ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
@@ -22,51 +30,70 @@ export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "co
 
 const MARLHF_ITER_OPTION_KEYS = { ...MARLHF_OPTION_KEYS, ...ITERATIVE_OPTION_KEYS } as const satisfies Record<keyof MARLHFIterTrainerOptions, true>;
 
-export class MARLHFIterTrainer extends MARLHFTrainer {
-  override readonly algorithm: string = "MARLHFIter";
-  declare readonly config: MAGRPOConfig & MARLHFConfig & MARLHFIterConfig;
-  /** Set by create(). */
-  round!: IterativeRound;
+export class MARLHFIterTrainer extends Trainer<MARLHFIterConfig> {
+  readonly algorithm = "MARLHFIter";
+  /** The current iteration's training pairs. */
+  readonly preferences = new PreferencePairs();
+  private phases!: RlhfPhases;
+  private round!: IterativeRound;
   /** Whether the current reward model has been stepped (so the next iteration starts a fresh one and may score with it). */
   private rewardModelTrained = false;
 
-  static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
-    return marlhfIterConfig(input as MARLHFIterConfigInput) as unknown as MAGRPOConfig;
+  private constructor(
+    config: MARLHFIterConfig,
+    private readonly actors: PreferenceActors,
+    private readonly options: MARLHFIterTrainerOptions,
+    outputDir: string,
+  ) {
+    super(config, options, outputDir);
   }
 
-  static override async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: MARLHFIterTrainerOptions): Promise<T> {
-    checkOptionKeys(options, MARLHF_ITER_OPTION_KEYS, `${this.name}.create()`);
-    const { centralizedComparatorAdapter, comparatorAgents, ...marlhfOptions } = options;
-    const trainer = (await MARLHFTrainer.create.call(this, marlhfOptions as MARLHFTrainerOptions)) as T & MARLHFIterTrainer;
-    try {
-      const info = runtimeInfo();
-      trainer.round = new IterativeRound({
-        host: roundHost(trainer.stageHost, {
-          config: trainer.config as unknown as IterativeConfig,
-          agents: trainer.agents,
-          environment: trainer.environment,
-          items: options.trainDataset,
-          score: (candidates, context) => trainer.scorePairs(candidates, context),
-        }),
-        options: { centralizedComparatorAdapter, comparatorAgents },
-        agentDevices: trainer.agentDevices,
-        facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },
-        wandb: options.wandbConfig,
-        outputDir: trainer.outputDir,
-      });
-    } catch (error) {
-      await trainer.close();
-      throw error;
-    }
-    return trainer;
+  static async create(options: MARLHFIterTrainerOptions): Promise<MARLHFIterTrainer> {
+    checkOptionKeys(options, MARLHF_ITER_OPTION_KEYS, "MARLHFIterTrainer.create()");
+    const config = marlhfTrainerConfig(options, (input) => marlhfIterConfig(input));
+    const { centralizedComparatorAdapter: _adapter, comparatorAgents: _comparators, ...marlhfOptions } = options;
+    return construct({
+      algorithm: "MARLHFIter",
+      options,
+      config,
+      load: () => setUpPreferenceActors(marlhfOptions, config, "MARLHFIter", actorExtras(config)),
+      make: (actors) => new MARLHFIterTrainer(config, actors, options, defaultOutputDir("MARLHFIterTrainer", options.outputDir)),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      attach: async (trainer, actors) => {
+        trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
+        trainer.round = new IterativeRound(roundSetUp(trainer, actors, options, (candidates, context) => trainer.scorePairs(candidates, context)));
+      },
+    });
+  }
+
+  get agents(): Agent[] {
+    return this.actors.agents;
+  }
+
+  /** The RL phase's learner (MAGRPO's, IAC's or MAAC's), running in this trainer's host. */
+  get rl(): RLLearner {
+    return this.phases.rl;
+  }
+
+  get rewardModel() {
+    return this.phases.rewardModel.model;
+  }
+
+  get rewardTrainingPairs(): PreferencePair[] {
+    return this.phases.rewardModel.trainingPairs;
+  }
+
+  /** One Bradley–Terry step of the reward model on a batch of pairs. */
+  rewardModelStep(batch: PreferencePair[]): Promise<RewardModelStepMetrics> {
+    return this.phases.rewardModel.step(batch);
   }
 
   /** The task reward, or — when asked for and one was trained — the previous iteration's reward model, as it scores RL. */
   private scorePairs(candidates: Candidates, context: Parameters<typeof scoreCandidates>[3]) {
     if (this.config.preferenceScoringReward === "reward_model" && this.rewardModelTrained) {
-      return scoreCandidates(candidates, this.rewardEnvironment.rewardFunc, RewardProcessors.identity(), context);
+      return scoreCandidates(candidates, this.phases.rewardEnvironment.rewardFunc, RewardProcessors.identity(), context);
     }
-    return scoreCandidates(candidates, this.environment.rewardFunc, this.environment.rewardProcessor, context);
+    return scoreCandidates(candidates, this.actors.environment.rewardFunc, this.actors.environment.rewardProcessor, context);
   }
 
   protected override iterations(): number {
@@ -74,30 +101,44 @@ export class MARLHFIterTrainer extends MARLHFTrainer {
   }
 
   /** collect, a fresh reward model on the iteration's training pairs, RL against it, then the policy checkpoint. */
-  protected override stages(): TrainingStage[] {
-    const collect = this.round.collectStage((pairs) => {
-      this.preferences.pairs.length = 0;
-      this.preferences.pairs.push(...pairs);
-    });
-    const [, rewardModel, rl] = super.stages();
-    const freshRewardModel = liveStage(rewardModel, {
+  protected stages(): TrainingStage[] {
+    const rewardModel = this.phases.rewardModel.stage((batch) => this.rewardModelStep(batch));
+    const freshRewardModel: TrainingStage = {
+      name: rewardModel.name,
+      epochs: rewardModel.epochs,
+      get steps() {
+        return rewardModel.steps;
+      },
       runStep: async (i) => {
-        if (i === 0 && this.progress.epoch === 0 && this.rewardModelTrained) {
-          await this.loadRewardModel((spec) => this.components.replace(spec));
+        if (this.progress.itemIndex === 0 && this.progress.epoch === 0 && this.rewardModelTrained) {
+          await this.phases.rewardModel.load((spec) => this.replaceComponent(spec));
           this.rewardModelTrained = false;
         }
         const fields = await rewardModel.runStep(i);
         this.rewardModelTrained = true;
         return fields;
       },
-    });
-    const trained = liveStage(rl, {
-      endEpoch: async () => {
-        await rl.endEpoch?.();
-        if (this.progress.epoch + 1 >= this.config.numTrainEpochs) await this.round.endIteration(this.progress.iteration);
-      },
-    });
-    return [collect, freshRewardModel, trained];
+      endEpoch: rewardModel.endEpoch,
+    };
+    return iterationStages(this.progress, this.round, this.preferences, [freshRewardModel, this.phases.rlStage()]);
+  }
+
+  /** Held-out evaluation with the task reward (COMLRL-SPEC §3.4), on the agents' evaluation streams. */
+  evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
+    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
+    return evaluateAgents(this.agents, this.actors.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
+  }
+
+  protected override assertCheckpointable(): void {
+    this.phases.rl.checkpointable();
+  }
+
+  protected override runConfig(): Record<string, unknown> {
+    return { ...super.runConfig(), numRoles: this.actors.numRoles, numActorModels: this.agents.length };
+  }
+
+  protected override async saveCheckpointFiles(dir: string): Promise<void> {
+    await this.preferences.save(dir);
   }
 
   protected override checkpointState(): Record<string, unknown> {
@@ -106,6 +147,7 @@ export class MARLHFIterTrainer extends MARLHFTrainer {
 
   protected override restoreCheckpointState(state: Record<string, unknown>, dir: string): void {
     super.restoreCheckpointState(state, dir);
+    this.preferences.load(dir);
     this.round.restore(state.round as Record<string, unknown>, `resume-${this.progress.unitsDone}-${Date.now()}`);
     this.rewardModelTrained = state.rewardModelTrained === true;
   }

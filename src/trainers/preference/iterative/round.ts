@@ -13,9 +13,12 @@ import { forEachAgent, type RolloutEnvironment } from "../../../rollout/tree.js"
 import type { Item } from "../../../rollout/types.js";
 import type { Agent, ModelSource } from "../../agents.js";
 import { TaggedAdapter, type CentralizedAdapter } from "../../reinforce/centralized.js";
-import type { StageHost, TrainingStage } from "../../trainer.js";
+import type { StageHost, TrainingStage, TrainProgress } from "../../lifecycle/stage-host.js";
+import { runtimeInfo } from "../../../runtime.js";
+import type { Actors } from "../../actors.js";
+import type { PreferencePairs } from "../pairs.js";
 import { apiComparator } from "./api-comparator.js";
-import { buildPairs, scoreCandidates, type Candidates, type ScoredCandidates } from "./candidates.js";
+import { buildPairs, type Candidates, type ScoredCandidates } from "./candidates.js";
 import {
   centralizedCandidates,
   currentComparator,
@@ -44,7 +47,8 @@ export interface IterativeOptions {
 
 export const ITERATIVE_OPTION_KEYS = { centralizedComparatorAdapter: true, comparatorAgents: true } as const satisfies Record<keyof IterativeOptions, true>;
 
-export interface RoundHost extends StageHost {
+/** What a round works on: its trainer's config, agents, task environment and train items, and how it labels candidates. */
+export interface RoundTask {
   readonly config: IterativeConfig;
   readonly agents: readonly Agent[];
   readonly environment: RolloutEnvironment;
@@ -53,13 +57,10 @@ export interface RoundHost extends StageHost {
   score(candidates: Candidates, context: { item: Item; itemIndex: number; prompts: string[] }): Promise<ScoredCandidates>;
 }
 
-/** A round's host: the trainer's stage host with what a round adds (Object.assign keeps its logger getter). */
-export function roundHost(stage: StageHost, extras: Omit<RoundHost, keyof StageHost>): RoundHost {
-  return Object.assign(stage, extras);
-}
-
 export interface RoundSetup {
-  host: RoundHost;
+  /** The trainer's host: the round's counters, generator, logs and console are its. */
+  host: StageHost;
+  task: RoundTask;
   options: IterativeOptions;
   agentDevices: readonly string[];
   facts: CudaFacts;
@@ -71,9 +72,9 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 
 /** The comparator the config names, on its devices. */
 function createComparator(setup: RoundSetup, checkpoints: PolicyCheckpoints | null): ComparatorSource {
-  const { host, options, facts } = setup;
-  const c = host.config;
-  const agents = host.agents;
+  const { host, task, options, facts } = setup;
+  const c = task.config;
+  const agents = task.agents;
   const devices = () => resolveDevices(c.comparatorDevices ?? [...setup.agentDevices], agents.length, "comparatorDevices", facts);
   if (options.comparatorAgents != null && c.comparatorPolicy !== "model") throw new TypeError(`comparatorAgents is only used with comparatorPolicy "model" (got "${c.comparatorPolicy}")`);
   switch (c.comparatorPolicy) {
@@ -132,9 +133,9 @@ export class IterativeRound {
   private sampler: AgentSampler | null = null;
 
   constructor(private readonly setup: RoundSetup) {
-    const { host, wandb, outputDir } = setup;
-    const c = host.config;
-    this.rewardRange = c.logRewardDistribution ? declaredRewardRange(host.environment.rewardFunc) : null;
+    const { task, wandb, outputDir } = setup;
+    const c = task.config;
+    this.rewardRange = c.logRewardDistribution ? declaredRewardRange(task.environment.rewardFunc) : null;
     this.replay = new PreferenceReplay(resolveArtefactDir("preference_replay", c.preferenceReplayDir, wandb, outputDir));
     this.distributionsDir = resolveArtefactDir("reward_distributions", null, wandb, outputDir);
     const wantsPolicies = c.policyCheckpointDir !== null || c.comparatorPolicy === "history";
@@ -143,24 +144,28 @@ export class IterativeRound {
     this.comparator = createComparator(setup, this.policies);
   }
 
-  private get host(): RoundHost {
+  private get host(): StageHost {
     return this.setup.host;
+  }
+
+  private get task(): RoundTask {
+    return this.setup.task;
   }
 
   /** Registers another run's replay shards (CoMLRL's layout or ours) as history older than this run's. */
   adoptReplay(dir: string): void {
-    const shards = readReplayDir(dir, this.host.agents.map((a) => a.tokenizer));
+    const shards = readReplayDir(dir, this.task.agents.map((a) => a.tokenizer));
     this.replay.adopt(shards.map((s, j) => ({ ...s, iteration: j - shards.length + 1 })));
   }
 
   /** Each trained agent's k candidates for its prompt, from training's stream. */
   private async currentCandidates(prompts: string[], k: number): Promise<{ candidates: Candidates; promptIds: number[][] }> {
-    const sampled = await forEachAgent(this.host.agents.length, this.host.environment.concurrent, (i) => this.host.agents[i].sample([prompts[i]], k));
+    const sampled = await forEachAgent(this.task.agents.length, this.task.environment.concurrent, (i) => this.task.agents[i].sample([prompts[i]], k));
     return { candidates: { texts: sampled.map((s) => s.texts[0]), completionIds: sampled.map((s) => s.completionIds[0]) }, promptIds: sampled.map((s) => s.promptIds[0]) };
   }
 
   private comparatorCandidates(item: Item, prompts: string[], k: number): Promise<Candidates> {
-    const c = this.host.config;
+    const c = this.task.config;
     // Centralized collaboration: the one actor's prompt is the joint prompt already.
     const centralized = c.comparatorGenerationMode === "centralized" && c.collaborationMode !== "centralized";
     return centralized ? centralizedCandidates(this.sampler!, this.adapter, c.comparatorCentralizedAgentIndex, item, prompts, k) : decentralizedCandidates(this.sampler!, item, prompts, k);
@@ -168,23 +173,23 @@ export class IterativeRound {
 
   /** One step per train item; at the end the shard, the training pairs, metrics and distributions. */
   collectStage(onPairs: (pairs: IterativePair[]) => void): TrainingStage {
-    const host = this.host;
-    const c = host.config;
+    const { host, task } = this;
+    const c = task.config;
     return {
       name: "collect",
       epochs: 1,
-      steps: host.items.length,
+      steps: task.items.length,
       runStep: async (i) => {
         const iteration = host.progress.iteration;
-        if (i === 0) await this.beginIteration(iteration);
-        const item = host.items[i];
-        const prompts = host.environment.formatters.map((f, agent) => formatPrompt(f, item, agent));
+        if (host.progress.itemIndex === 0) await this.beginIteration(iteration);
+        const item = task.items[i];
+        const prompts = task.environment.formatters.map((f, agent) => formatPrompt(f, item, agent));
         const context = { item, itemIndex: i, prompts };
         const { candidates, promptIds } = await this.currentCandidates(prompts, c.preferenceNumCandidates);
         host.progress.envStep += c.preferenceNumCandidates;
-        const current = await host.score(candidates, context);
-        const comparator = await host.score(await this.comparatorCandidates(item, prompts, c.comparatorNumCandidates ?? c.preferenceNumCandidates), context);
-        const pairs = buildPairs({ itemIndex: i, prompts, promptIds }, current, comparator, host.agents.map((a) => a.tokenizer), { pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample }, host.random);
+        const current = await task.score(candidates, context);
+        const comparator = await task.score(await this.comparatorCandidates(item, prompts, c.comparatorNumCandidates ?? c.preferenceNumCandidates), context);
+        const pairs = buildPairs({ itemIndex: i, prompts, promptIds }, current, comparator, task.agents.map((a) => a.tokenizer), { pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample }, host.random);
         this.pairs.push(...pairs);
         this.samples.candidate.target.push(...current.rawRewards);
         this.samples.candidate.comparator.push(...comparator.rawRewards);
@@ -229,13 +234,13 @@ export class IterativeRound {
     this.samples = { candidate: { target: [], comparator: [] }, selected: { target: [], comparator: [] } };
     this.wins = 0;
     this.comparisons = 0;
-    if (iteration === 0 && this.policies && !this.policies.has(INITIAL_CHECKPOINT)) await this.policies.write(INITIAL_CHECKPOINT, this.host.agents);
+    if (iteration === 0 && this.policies && !this.policies.has(INITIAL_CHECKPOINT)) await this.policies.write(INITIAL_CHECKPOINT, this.task.agents);
     this.sampler = await this.comparator.begin(iteration);
   }
 
   /** After an iteration's training: its policy checkpoint, when they are kept. */
   async endIteration(iteration: number): Promise<void> {
-    await this.policies?.write(iterationCheckpointName(iteration), this.host.agents);
+    await this.policies?.write(iterationCheckpointName(iteration), this.task.agents);
   }
 
   state(): Record<string, unknown> {
@@ -244,7 +249,7 @@ export class IterativeRound {
 
   /** Restores a checkpoint's round state; later artefacts of a resumed run go to resumeTag subdirectories. */
   restore(state: Record<string, unknown>, resumeTag: string): void {
-    this.replay.restore(state.replay as ShardRecord[], this.host.agents.map((a) => a.tokenizer));
+    this.replay.restore(state.replay as ShardRecord[], this.task.agents.map((a) => a.tokenizer));
     this.comparator.restore(state.comparator as Record<string, string> | null);
     if (this.policies) this.policies.restore((state.policyCheckpoints as Record<string, string>) ?? {});
     this.replay.dir = resumedArtefactDir(this.replay.dir, resumeTag);
@@ -255,4 +260,51 @@ export class IterativeRound {
   dispose(): void {
     this.comparator.dispose();
   }
+}
+
+/** A round of an iterative trainer: its host, its agents and task environment, and how it labels candidates. */
+export function roundSetUp(
+  trainer: { readonly host: StageHost; readonly config: IterativeConfig; readonly outputDir: string },
+  actors: Pick<Actors, "agents" | "environment" | "placement">,
+  options: IterativeOptions & { trainDataset: Item[]; wandbConfig?: WandbConfig | null },
+  score: RoundTask["score"],
+): RoundSetup {
+  const info = runtimeInfo();
+  return {
+    host: trainer.host,
+    task: { config: trainer.config, agents: actors.agents, environment: actors.environment, items: options.trainDataset, score },
+    options,
+    agentDevices: actors.placement.agentDevices,
+    facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },
+    wandb: options.wandbConfig,
+    outputDir: trainer.outputDir,
+  };
+}
+
+/**
+ * One iteration's stages: the round's collection (its training pairs become `preferences`), then `training`, whose
+ * last stage writes the iteration's policy checkpoint after its last epoch.
+ */
+export function iterationStages(progress: TrainProgress, round: IterativeRound, preferences: PreferencePairs, training: TrainingStage[]): TrainingStage[] {
+  const collect = round.collectStage((pairs) => {
+    preferences.pairs.length = 0;
+    preferences.pairs.push(...pairs);
+  });
+  const last = training[training.length - 1];
+  const closing: TrainingStage = {
+    name: last.name,
+    get epochs() {
+      return last.epochs;
+    },
+    get steps() {
+      return last.steps;
+    },
+    runStep: (i) => last.runStep(i),
+    endEpoch: async () => {
+      await last.endEpoch?.();
+      if (progress.epoch + 1 >= last.epochs) await round.endIteration(progress.iteration);
+    },
+    ...(last.evaluateBefore ? { evaluateBefore: (i: number) => last.evaluateBefore!(i) } : {}),
+  };
+  return [collect, ...training.slice(0, -1), closing];
 }

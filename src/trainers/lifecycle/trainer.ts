@@ -1,20 +1,25 @@
 // The lifecycle every trainer shares: a schedule of stages (each a number of epochs over a number of steps) run inside
 // iterations, periodic evaluation, per-update metrics, checkpoints with exact resume, saving and disposal. A trainer
 // registers its components (see components.ts) and supplies its stages and evaluate(); everything here iterates
-// over those and never knows what an agent, a critic or a reward model is.
+// over those and never knows what an agent, a critic or a reward model is. The stages run inside the trainer's
+// stage host (stage-host.ts); a trainer built inside another's host (MARLHF's RL phase) is counted, logged and
+// synchronised by that host's trainer and never trains on its own.
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, CheckpointError } from "../checkpoint/checkpoint.js";
-import { writeResumeMarker } from "../logging/jsonl.js";
-import { MetricsLogger, type MetricsLoggerState } from "../logging/metrics-logger.js";
-import { ProgressBar, type ProgressFields } from "../logging/progress.js";
-import type { WandbConfig } from "../logging/wandb.js";
-import type { DistributedContext } from "../dist/context.js";
-import { pendingJob, Replicas, type PendingJob, type RankState } from "../dist/replicas.js";
-import { SeededRandom } from "../util/random.js";
+import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, CheckpointError } from "../../checkpoint/checkpoint.js";
+import { writeResumeMarker } from "../../logging/jsonl.js";
+import { MetricsLogger, type MetricsLoggerState } from "../../logging/metrics-logger.js";
+import { ProgressBar } from "../../logging/progress.js";
+import type { WandbConfig } from "../../logging/wandb.js";
+import type { DistributedContext } from "../../dist/context.js";
+import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
+import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
-import { checkOptionKeys } from "./options.js";
-import { makeDirsSync } from "../util/make-dirs.js";
+import { checkOptionKeys } from "../options.js";
+import { makeDirsSync } from "../../util/make-dirs.js";
+import { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
+
+export { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
 /** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
 export interface Stateful {
@@ -34,9 +39,14 @@ export interface LifecycleOptions {
   stateful?: Stateful[];
   /** Data-parallel training in this job (see src/dist); parallelTraining "ddp" joins the torchrun environment's. */
   distributed?: DistributedContext | null;
+  /**
+   * A batch whose loss is not finite: "skip" (default) drops its gradient and says so, so that one bad batch never
+   * poisons the weights; "error" stops the run naming the batch.
+   */
+  onNonFinite?: NonFinitePolicy;
 }
 
-export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true } as const satisfies Record<
+export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true } as const satisfies Record<
   keyof LifecycleOptions,
   true
 >;
@@ -65,60 +75,13 @@ const TRAIN_OPTION_KEYS = { checkpointDir: true, checkpointInterval: true, resum
   true
 >;
 
-/**
- * Where train() is and what it has done; checkpoints save exactly this. The current iteration, its stage, the epoch
- * within the stage and the step within the epoch, plus running totals.
- */
-export interface TrainProgress {
-  iteration: number;
-  stage: number;
-  /** Completed epochs of the current stage. */
-  epoch: number;
-  /** The next step (item, pair batch, …) of the current epoch. */
-  itemIndex: number;
-  envStep: number;
-  /** Optimizer steps taken, over every component. */
-  update: number;
-  /** Completed epochs over all stages and iterations: the number in checkpoint-<n>. */
-  unitsDone: number;
-}
-
-/** One part of an iteration: `epochs` passes over `steps` steps. */
-/** What a stage built by a helper reads of its trainer: the counters, the generator, the logger and the console. */
-export interface StageHost {
-  readonly progress: TrainProgress;
-  readonly random: SeededRandom;
-  /** Read when used: train() opens the logger after the stages may have been built. */
-  readonly logger: MetricsLogger | null;
-  readonly console: (message: string) => void;
-}
-
-export interface TrainingStage {
-  readonly name: string;
-  /** Read when the stage runs, so that a raised epoch count on resume continues the stage. */
-  readonly epochs: number;
-  readonly steps: number;
-  /** Runs one step; what it returns is shown on the progress bar. */
-  runStep(index: number): Promise<ProgressFields | void>;
-  /** Runs after an epoch's last step (drain buffers), before the epoch counts as complete. */
-  endEpoch?(): Promise<void>;
-  /** Whether to evaluate before step `index`. */
-  evaluateBefore?(index: number): boolean;
-}
-
-/** One optimizer step of one component, as logged. */
-export interface UpdateRecord {
-  loss: number;
-  gradNorm: number;
-  learningRate: number;
-  samples: number;
-}
-
 export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   abstract readonly algorithm: string;
-  readonly progress: TrainProgress = { iteration: 0, stage: 0, epoch: 0, itemIndex: 0, envStep: 0, update: 0, unitsDone: 0 };
+  readonly progress: TrainProgress;
   readonly components = new ComponentRegistry();
   protected readonly random: SeededRandom;
+  /** What this trainer's stages, and any learner it hosts, run inside (see stage-host.ts). */
+  readonly host: StageHost;
   protected logger: MetricsLogger | null = null;
   /** Where metrics go: outputDir, or a resume-* subdirectory when resuming over an earlier run's files. */
   protected logDir: string;
@@ -126,15 +89,48 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   private running = false;
   private readonly job: PendingJob | null;
   private replicas: Replicas | null = null;
+  /** Whether this trainer runs inside another trainer's host. */
+  private readonly hosted: boolean;
 
   protected constructor(
     readonly config: C,
     protected readonly lifecycle: LifecycleOptions,
     readonly outputDir: string,
+    /** The host of the trainer this one runs inside (MARLHF's RL phase); by default its own. */
+    hostedBy: StageHost | null = null,
   ) {
-    this.random = new SeededRandom(config.seed);
+    this.hosted = hostedBy !== null;
+    this.host = hostedBy ?? this.ownHost();
+    this.progress = this.host.progress;
+    this.random = this.host.random;
     this.logDir = outputDir;
-    this.job = pendingJob(lifecycle.distributed, config.parallelTraining);
+    this.job = this.hosted ? null : pendingJob(lifecycle.distributed, config.parallelTraining);
+  }
+
+  private ownHost(): StageHost {
+    const trainer = this;
+    return {
+      progress: { iteration: 0, stage: 0, epoch: 0, itemIndex: 0, envStep: 0, update: 0, unitsDone: 0 },
+      random: new SeededRandom(this.config.seed),
+      get logger() {
+        return trainer.logger;
+      },
+      console: (message) => this.console(message),
+      agreeMax: async (values) => {
+        if (this.job && !this.replicas) throw new Error(`${this.algorithm}: data-parallel training: call synchronizeReplicas() before updating outside train()`);
+        return this.replicas ? this.replicas.agreeMax(values) : [...values];
+      },
+      gather: async (local) => (this.replicas ? this.replicas.gather(local) : [...local]),
+      checkLoss: (loss, subject, batch) => {
+        if (Number.isFinite(loss)) return true;
+        if ((this.lifecycle.onNonFinite ?? "skip") === "error") {
+          throw new NonFiniteError(`${subject}: non-finite loss (${loss}) on ${batch}; lower the learning rates or check the rewards (onNonFinite "skip" steps over such batches)`);
+        }
+        this.console(`${subject}: non-finite loss (${loss}); ${batch} skipped`);
+        return false;
+      },
+      recordUpdate: (component, update) => this.recordUpdate(component, update),
+    };
   }
 
   /** Rank 0 of a data-parallel job, or the only process: the one that logs, saves models and writes checkpoints. */
@@ -156,21 +152,16 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   /**
-   * The element-wise maximum over the ranks (the values themselves in one process): how decisions that depend on
-   * local data — whether to update, how many minibatches — are taken alike on every rank.
+   * Puts a fresh module in place of a registered component (MARLHFIter's reward model every iteration); under data
+   * parallelism the new module takes rank 0's weights and its optimizer reduces gradients like every other.
    */
-  protected async agreeMax(values: readonly number[]): Promise<number[]> {
-    if (this.job && !this.replicas) throw new Error(`${this.algorithm}: data-parallel training: call synchronizeReplicas() before updating outside train()`);
-    return this.replicas ? this.replicas.agreeMax(values) : [...values];
-  }
-
-  /** Every rank's items in rank order (this process's in one process): metrics rank 0 logs for the whole job. */
-  protected async gatherFromRanks<T>(local: readonly T[]): Promise<T[]> {
-    return this.replicas ? this.replicas.gather(local) : [...local];
+  protected async replaceComponent(spec: Parameters<ComponentRegistry["replace"]>[0]): Promise<void> {
+    const component = this.components.replace(spec);
+    await this.replicas?.adopt(component);
   }
 
   /** The stages of one iteration, in order. */
-  protected abstract stages(): TrainingStage[];
+  protected abstract stages(host: StageHost): TrainingStage[];
 
   /** How many times the stages run (iterative trainers); 1 by default. */
   protected iterations(): number {
@@ -188,6 +179,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     if (options.keepLast !== undefined && !(Number.isInteger(options.keepLast) && options.keepLast >= 1)) {
       throw new RangeError(`keepLast must be a positive integer (the checkpoints to keep), got ${options.keepLast}`);
     }
+    if (this.hosted) throw new Error(`${this.algorithm}: this trainer runs inside another trainer's host; train that one`);
     if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
     this.running = true;
     try {
@@ -206,7 +198,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
 
   private async runSchedule(options: TrainOptions, interval: number): Promise<void> {
     const p = this.progress;
-    const stages = this.stages().map((stage) => this.replicas?.shard(stage) ?? stage);
+    const stages = this.stages(this.host).map((stage) => this.replicas?.shard(stage) ?? stage);
     const iterations = this.iterations();
     // Read again at every step: a stage's length may follow from an earlier one's work (MARLHF's reward-model steps
     // from the pairs collected).
@@ -347,7 +339,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   /** Logs one optimizer step of a component (nanochat-style: loss, gradient norm, learning rate, every step). */
-  protected recordUpdate(component: string, update: UpdateRecord): void {
+  private recordUpdate(component: string, update: UpdateRecord): void {
     this.progress.update++;
     this.logger?.log(
       "update",
@@ -364,18 +356,6 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
 
   protected console(message: string): void {
     if (!this.lifecycle.quiet && this.isMain) console.error(`[${this.algorithm}] ${message}`);
-  }
-
-  protected get stageHost(): StageHost {
-    const trainer = this;
-    return {
-      progress: this.progress,
-      random: this.random,
-      get logger() {
-        return trainer.logger;
-      },
-      console: (message) => this.console(message),
-    };
   }
 
   /** Writes every exported component in its user-facing layout (agent_i/ in Hugging Face layout, value heads, …). */

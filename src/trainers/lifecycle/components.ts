@@ -5,12 +5,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
-import { decoderConfigOf } from "../models/config.js";
-import { weightFiles, type CausalLM } from "../models/causal-lm.js";
-import type { ComlrlTokenizer } from "../models/tokenizer.js";
-import type { ValueHead } from "../models/value-head.js";
-import { writeFileChecked } from "../util/atomic.js";
-import { makeDirs } from "../util/make-dirs.js";
+import { decoderConfigOf } from "../../models/config.js";
+import { weightFiles, type CausalLM } from "../../models/causal-lm.js";
+import type { ComlrlTokenizer } from "../../models/tokenizer.js";
+import type { ValueHead } from "../../models/value-head.js";
+import { writeFileChecked } from "../../util/atomic.js";
+import { makeDirs } from "../../util/make-dirs.js";
 
 /** What the registry needs of any module that holds weights. */
 export interface ComponentModule {
@@ -37,8 +37,6 @@ export interface ComponentSpec {
   /** Unique; its checkpoint directory ("agent_0", "reference_0", "agent_1/critic", "reward_model"). */
   name: string;
   module: ComponentModule;
-  /** Whether the trainer updates it (frozen references and comparators do not). */
-  trains: boolean;
   optimizer?: ComponentOptimizer | null;
   /** Whether the trainer created the module and so frees it; a module the caller passed in stays usable. */
   ownsModule: boolean;

@@ -1,0 +1,79 @@
+// The contract between the lifecycle and the work it schedules. A trainer's stages receive their host: the one
+// object through which a stage (or a learner hosted by another trainer: MARLHF's RL phase, an iterative round)
+// reads the run's counters and generator, logs, records optimizer steps, and agrees with the other ranks of a
+// data-parallel job. Whatever runs inside a host is counted, logged, checkpointed and synchronised by the trainer
+// that owns the host, and by no other.
+import type { ProgressFields } from "../../logging/progress.js";
+import type { MetricsLogger } from "../../logging/metrics-logger.js";
+import type { SeededRandom } from "../../util/random.js";
+
+/**
+ * Where train() is and what it has done; checkpoints save exactly this. The current iteration, its stage, the epoch
+ * within the stage and the step within the epoch, plus running totals.
+ */
+export interface TrainProgress {
+  iteration: number;
+  stage: number;
+  /** Completed epochs of the current stage. */
+  epoch: number;
+  /** The next step (item, pair batch, …) of the current epoch. */
+  itemIndex: number;
+  envStep: number;
+  /** Optimizer steps taken, over every component. */
+  update: number;
+  /** Completed epochs over all stages and iterations: the number in checkpoint-<n>. */
+  unitsDone: number;
+}
+
+/** One part of an iteration: `epochs` passes over `steps` steps. */
+export interface TrainingStage {
+  readonly name: string;
+  /** Read when the stage runs, so that a raised epoch count on resume continues the stage. */
+  readonly epochs: number;
+  readonly steps: number;
+  /** Runs one step; what it returns is shown on the progress bar. */
+  runStep(index: number): Promise<ProgressFields | void>;
+  /** Runs after an epoch's last step (drain buffers), before the epoch counts as complete. */
+  endEpoch?(): Promise<void>;
+  /** Whether to evaluate before step `index`. */
+  evaluateBefore?(index: number): boolean;
+}
+
+/** One optimizer step of one component, as logged. */
+export interface UpdateRecord {
+  loss: number;
+  gradNorm: number;
+  learningRate: number;
+  samples: number;
+}
+
+export class NonFiniteError extends Error {
+  override name = "NonFiniteError";
+}
+
+export type NonFinitePolicy = "skip" | "error";
+
+export interface StageHost {
+  readonly progress: TrainProgress;
+  /** The run's shuffle generator (checkpointed, per rank under data parallelism). */
+  readonly random: SeededRandom;
+  /** Read when used: train() opens the logger after the stages may have been built; null on ranks other than 0. */
+  readonly logger: MetricsLogger | null;
+  /** A line on the console (rank 0 only, never when quiet). */
+  console(message: string): void;
+  /**
+   * The element-wise maximum over the ranks (the values themselves in one process): how decisions that depend on
+   * local data — whether to update, how many minibatches — are taken alike on every rank.
+   */
+  agreeMax(values: readonly number[]): Promise<number[]>;
+  /** Every rank's items in rank order (this process's in one process): what rank 0 logs for the whole job. */
+  gather<T>(local: readonly T[]): Promise<T[]>;
+  /**
+   * The run's one policy for a non-finite loss (LifecycleOptions.onNonFinite): true when the loss is finite and its
+   * batch may step; false when it is skipped (said on the console); a NonFiniteError under "error". `subject`
+   * names what was scored ("agent 0", "reward model"), `batch` what it was scored on.
+   */
+  checkLoss(loss: number, subject: string, batch: string): boolean;
+  /** Counts and logs one optimizer step of a component. */
+  recordUpdate(component: string, update: UpdateRecord): void;
+}

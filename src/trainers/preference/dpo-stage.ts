@@ -1,0 +1,106 @@
+// MADPO's DPO stage (COMLRL-SPEC §6.2), shared by MADPO and MADPOIter: numTrainEpochs passes over the shuffled pair
+// set, one joint DPO step per trainBatchSize pairs, in which every agent is stepped in turn on the joint loss. It
+// runs inside its trainer's host, which counts its env steps and updates and logs them.
+import type { MADPOConfig } from "../../config/index.js";
+import { forEachAgent } from "../../rollout/tree.js";
+import type { Agent } from "../agents.js";
+import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
+import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
+import type { PreferencePair, PreferencePairs } from "./pairs.js";
+
+/** What the DPO stage reads of its trainer's config (MADPOIter's pair selection differs from MADPO's). */
+export type DpoConfig = Omit<MADPOConfig, "pairSelection">;
+
+export interface DPOStepMetrics {
+  /** mean_p −log σ(β Δ_p), the same joint loss every agent descends. */
+  loss: number;
+  /** mean_p β Δ_p: the implicit reward margin of winners over losers. */
+  rewardMargin: number;
+  /** Share of pairs with Δ_p > 0. */
+  accuracy: number;
+  /** Per agent, mean_p Δ_i. */
+  agentDeltas: number[];
+  gradNorms: number[];
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+export class DpoTraining {
+  /** The current epoch's order of the pairs. */
+  private order: number[] = [];
+
+  constructor(
+    private readonly host: StageHost,
+    private readonly config: DpoConfig,
+    private readonly agents: readonly Agent[],
+    /** Whether agents score and step at the same time (distinct devices). */
+    private readonly concurrent: boolean,
+    private readonly preferences: PreferencePairs,
+    /** Whether there is held-out data to evaluate on. */
+    private readonly hasEvalData: boolean,
+  ) {}
+
+  /** numTrainEpochs over the pairs; evaluation counted in DPO steps, before step s when s % evalInterval is 0. */
+  stage(): TrainingStage {
+    const c = this.config;
+    const preferences = this.preferences;
+    const dpo: TrainingStage = {
+      name: "dpo",
+      epochs: c.numTrainEpochs,
+      get steps() {
+        return Math.ceil(preferences.pairs.length / c.trainBatchSize);
+      },
+      evaluateBefore: (i) => c.evalInterval > 0 && (this.host.progress.epoch * dpo.steps + i) % c.evalInterval === 0 && this.hasEvalData,
+      runStep: async (i) => {
+        // Drawn at each epoch's first step (this rank's first under data parallelism, whose shard starts elsewhere)
+        // from the checkpointed generator, so a resumed epoch has the same order.
+        if (this.host.progress.itemIndex === 0) this.order = this.host.random.shuffle(preferences.pairs.map((_, j) => j));
+        const batch = this.order.slice(i * c.trainBatchSize, (i + 1) * c.trainBatchSize).map((j) => preferences.pairs[j]);
+        const metrics = await this.update(batch);
+        return { "dpo loss": metrics.loss };
+      },
+    };
+    return dpo;
+  }
+
+  /**
+   * One DPO step on a batch of pairs: every agent's Δ_i from one scoring pass, then each agent's backward and AdamW
+   * step on the joint loss (all Δ are taken before any agent steps, as in the spec's sequential update).
+   */
+  async update(batch: PreferencePair[]): Promise<DPOStepMetrics> {
+    const c = this.config;
+    const concurrent = this.concurrent;
+    const deltas = await agentDeltas(this.agents, batch, concurrent);
+    const joint = batch.map((_, p) => deltas.reduce((sum, d) => sum + d[p], 0));
+    const { loss, winnerWeights } = dpoObjective(joint, c.dpoBeta);
+    const metrics: DPOStepMetrics = {
+      loss,
+      rewardMargin: mean(joint.map((d) => c.dpoBeta * d)),
+      accuracy: mean(joint.map((d) => (d > 0 ? 1 : 0))),
+      agentDeltas: deltas.map((d) => mean(d)),
+      gradNorms: this.agents.map(() => NaN),
+    };
+    if (this.host.checkLoss(loss, "DPO", `a batch of ${batch.length} pairs`)) {
+      metrics.gradNorms = await forEachAgent(this.agents.length, concurrent, async (i) => {
+        const agent = this.agents[i];
+        agent.model.zeroGrad();
+        await dpoBackward(agent, batch, winnerWeights);
+        return (await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined })).gradNorm;
+      });
+    }
+    if (c.useEnvironmentStep) this.host.progress.envStep += c.environmentStepsPerPair * batch.length;
+    this.agents.forEach((agent, i) =>
+      this.host.recordUpdate(`agent_${agent.index}`, { loss, gradNorm: metrics.gradNorms[i], learningRate: agent.optimizer.learningRates()[0], samples: batch.length }),
+    );
+    this.host.logger?.logTrain(
+      {
+        "dpo/loss": loss,
+        "dpo/reward_margin": metrics.rewardMargin,
+        "dpo/accuracy": metrics.accuracy,
+        ...Object.fromEntries(metrics.agentDeltas.map((d, i) => [`dpo/agent_${i}/delta_mean`, d])),
+      },
+      this.host.progress.envStep,
+    );
+    return metrics;
+  }
+}

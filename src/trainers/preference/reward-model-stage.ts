@@ -1,0 +1,123 @@
+// The reward-model stage of MARLHF and MARLHFIter (COMLRL-SPEC §6.3): a joint reward model and its optimizer,
+// registered as reward_model (+ reward_model/head), trained with Bradley–Terry on the run's preference pairs for
+// rewardNumTrainEpochs, with the last items' pairs held out to measure its pairwise accuracy. It runs inside its
+// trainer's host, which counts and logs its steps; MARLHFIter puts a fresh model in place every iteration.
+import type { CudaFacts } from "../../config/index.js";
+import { Optimizer } from "../../models/optimizer.js";
+import type { ModelSource } from "../agents.js";
+import { causalLMModule, valueHeadModule, type ComponentSpec } from "../lifecycle/components.js";
+import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
+import type { PreferencePair, PreferencePairs } from "./pairs.js";
+import { jointText, JointRewardModel, resolveRewardModelDevice } from "./reward-model.js";
+import type { RlhfConfig } from "./rl-phase.js";
+
+export interface RewardModelStepMetrics {
+  loss: number;
+  /** Share of the batch's pairs the model ranked right before the step. */
+  accuracy: number;
+  gradNorm: number;
+}
+
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+const texts = (pairs: readonly PreferencePair[], side: "winnerTexts" | "loserTexts") => pairs.map((p) => jointText(p.prompts, p[side]));
+
+export class RewardModelTraining {
+  private current: { model: JointRewardModel; optimizer: Optimizer } | null = null;
+  /** The current epoch's order of the training pairs. */
+  private order: number[] = [];
+  private readonly source: { source: string; device: string };
+
+  constructor(
+    private readonly host: StageHost,
+    private readonly config: RlhfConfig,
+    private readonly preferences: PreferencePairs,
+    /** The first actor's source (the backbone unless rewardModelName is set) and device. */
+    firstActor: { source: ModelSource; device: string },
+    facts: CudaFacts,
+  ) {
+    const source = config.rewardModelName ?? (typeof firstActor.source === "string" ? firstActor.source : null);
+    if (source === null) throw new TypeError("MARLHF: rewardModelName must be set when the actors are loaded model objects (there is no model id to load the reward model's backbone from)");
+    this.source = { source, device: resolveRewardModelDevice(config, firstActor.device, facts, (message) => host.console(message)) };
+  }
+
+  get model(): JointRewardModel {
+    if (!this.current) throw new Error("the reward model is not loaded yet");
+    return this.current.model;
+  }
+
+  /** A fresh (untrained) reward model and its optimizer, put into the registry by `place` (register or replace). */
+  async load(place: (spec: ComponentSpec) => unknown): Promise<void> {
+    const c = this.config;
+    const { source, device } = this.source;
+    const rm = await JointRewardModel.load(source, { device, dtype: c.dtype, seed: c.seed, maxLength: c.rewardMaxLength, freezeBackbone: c.rewardFreezeBackbone });
+    const adam = { lr: c.rewardLearningRate, betas: [c.adamBetas[0], c.adamBetas[1]] as [number, number], eps: c.adamEps, weightDecay: c.weightDecay };
+    const optimizer = new Optimizer(c.rewardFreezeBackbone ? rm.head : [{ module: rm.model }, { module: rm.head }], adam);
+    this.current = { model: rm, optimizer };
+    await place({ name: "reward_model", module: causalLMModule(rm.model, rm.tokenizer), optimizer, ownsModule: true, exportDir: "reward_model" });
+    await place({ name: "reward_model/head", module: valueHeadModule(rm.head), ownsModule: true, exportDir: "reward_model" });
+  }
+
+  /** Items held out of reward-model training: the last ⌊rewardHeldOutFraction × items with pairs⌋. */
+  private get heldOutItems(): Set<number> {
+    const items = [...new Set(this.preferences.pairs.map((p) => p.itemIndex))].sort((a, b) => a - b);
+    const count = Math.floor(this.config.rewardHeldOutFraction * items.length);
+    return new Set(count > 0 ? items.slice(-count) : []);
+  }
+
+  get trainingPairs(): PreferencePair[] {
+    const held = this.heldOutItems;
+    return this.preferences.pairs.filter((p) => !held.has(p.itemIndex));
+  }
+
+  get heldOutPairs(): PreferencePair[] {
+    const held = this.heldOutItems;
+    return this.preferences.pairs.filter((p) => held.has(p.itemIndex));
+  }
+
+  /** One Bradley–Terry step of the reward model on a batch of pairs. */
+  async step(batch: PreferencePair[]): Promise<RewardModelStepMetrics> {
+    const { model: rm, optimizer } = this.current!;
+    rm.zeroGrad();
+    const out = await rm.bradleyTerryBackward(texts(batch, "winnerTexts"), texts(batch, "loserTexts"));
+    const accuracy = mean(Array.from(out.winnerScores, (s, i) => (s > out.loserScores[i] ? 1 : 0)));
+    let gradNorm = NaN;
+    if (this.host.checkLoss(out.loss, "reward model", `a batch of ${batch.length} pairs`)) gradNorm = (await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined })).gradNorm;
+    this.host.recordUpdate("reward_model", { loss: out.loss, gradNorm, learningRate: optimizer.learningRates()[0], samples: batch.length });
+    this.host.logger?.logTrain({ "reward_model/loss": out.loss, "reward_model/accuracy": accuracy }, this.host.progress.envStep);
+    return { loss: out.loss, accuracy, gradNorm };
+  }
+
+  /**
+   * rewardNumTrainEpochs over the training pairs in batches of rewardTrainBatchSize, each taken by `step` (the
+   * trainer's public rewardModelStep), held-out accuracy after each epoch.
+   */
+  stage(step: (batch: PreferencePair[]) => Promise<RewardModelStepMetrics>): TrainingStage {
+    const c = this.config;
+    const training = this;
+    let pairs: PreferencePair[] = [];
+    return {
+      name: "reward_model",
+      epochs: c.rewardNumTrainEpochs,
+      get steps() {
+        return Math.ceil(training.trainingPairs.length / c.rewardTrainBatchSize);
+      },
+      runStep: async (i) => {
+        if (this.host.progress.itemIndex === 0) {
+          pairs = this.trainingPairs;
+          // Drawn at each epoch's first step (this rank's first under data parallelism, whose shard starts
+          // elsewhere) from the checkpointed generator, so a resumed epoch has the same order.
+          this.order = this.host.random.shuffle(pairs.map((_, j) => j));
+        }
+        const batch = this.order.slice(i * c.rewardTrainBatchSize, (i + 1) * c.rewardTrainBatchSize).map((j) => pairs[j]);
+        const metrics = await step(batch);
+        return { "rm loss": metrics.loss };
+      },
+      endEpoch: async () => {
+        const heldOut = this.heldOutPairs;
+        if (heldOut.length === 0) return;
+        const accuracy = await this.model.pairwiseAccuracy(texts(heldOut, "winnerTexts"), texts(heldOut, "loserTexts"));
+        this.host.logger?.logTrain({ "reward_model/heldout_accuracy": accuracy, "reward_model/heldout_pairs": heldOut.length }, this.host.progress.envStep);
+      },
+    };
+  }
+}

@@ -1,0 +1,112 @@
+// The RL phase of MARLHF and MARLHFIter (COMLRL-SPEC §6.4): an online learner over MARLHF's own agents — MAGRPO for
+// the MAGRPO family (its advantage mode set by rlAlgorithm), IAC or MAAC for "iac" / "maac" — whose rollouts are
+// scored by the reward model and which runs inside its trainer's host, so that the host's schedule, counters,
+// logs, checkpoints and data-parallel agreement cover it. Its config is built from the one field group the RL
+// phase shares with MARLHF's config: every field of the learner's config is read from MARLHF's by the same name
+// (a field MARLHF lacks is an error, never a silent default). Critics come from the first source given of
+// critics, criticModel, criticModelName and the agents' model ids; the host registers them.
+import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput, type MARLHFConfig } from "../../config/index.js";
+import { IAC_FIELDS, MAAC_FIELDS } from "../../config/actor-critic.js";
+import { MAGRPO_FIELDS } from "../../config/magrpo.js";
+import type { RolloutEnvironment } from "../../rollout/tree.js";
+import type { Item } from "../../rollout/types.js";
+import type { Actors } from "../actors.js";
+import { IACTrainer } from "../actor-critic/iac.js";
+import { MAACTrainer } from "../actor-critic/maac.js";
+import { refuseCriticSources, registerCritics, resolveCentralCriticSource, resolveSeparateCriticSources } from "../actor-critic/critics.js";
+import { AgentResolutionError, type ModelSource } from "../agents.js";
+import type { ComponentRegistry } from "../lifecycle/components.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
+import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
+
+export type RLLearner = MAGRPOTrainer | IACTrainer | MAACTrainer;
+
+/** What the RL phase and the reward model read of MARLHF's config (MARLHFIter's too, whose pair selection differs). */
+export type RlhfConfig = Omit<MARLHFConfig, "pairSelection">;
+export type ActorCriticLearner = IACTrainer | MAACTrainer;
+
+/** What the RL phase adds to MARLHF's actors: IAC's value heads on the actors and copied references. */
+export function actorExtras(config: RlhfConfig): { referencesAsCopies?: boolean; valueHeads?: { hiddenDim: number | null } | null } {
+  if (config.rlAlgorithm !== "iac") return {};
+  return { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } };
+}
+
+/**
+ * The learner's config input: every field of `fields` from MARLHF's config, except `derived`. Data parallel is the
+ * host's, so the learner runs as "none" (or "mp") in each rank.
+ */
+export function rlPhaseInput<T>(fields: Record<keyof T & string, unknown>, c: RlhfConfig, derived: Partial<Record<keyof T & string, unknown>>): Partial<T> {
+  const source: Record<string, unknown> = Object.fromEntries(Object.entries(c));
+  const input: Record<string, unknown> = { parallelTraining: c.parallelTraining === "mp" ? "mp" : "none" };
+  for (const key of Object.keys(fields)) {
+    if (key in input) continue;
+    if (key in derived) input[key] = derived[key as keyof T & string];
+    else if (key in source) input[key] = source[key];
+    else throw new TypeError(`MARLHF's RL phase: the ${c.rlAlgorithm} config has a field "${key}" that MARLHFConfig lacks; add it to MARLHF's fields`);
+  }
+  return input as Partial<T>;
+}
+
+export interface CriticOptions {
+  criticModel?: ModelSource | null;
+  critics?: ModelSource[] | null;
+}
+
+const sourceGiven = (options: CriticOptions) => (options.criticModel ?? null) !== null || (options.critics ?? null) !== null;
+
+/** The critics' sources: critics or criticModel, else criticModelName, else the agents' model ids (one per critic). */
+function criticSources(config: RlhfConfig, options: CriticOptions, actorSources: readonly ModelSource[], count: number): ModelSource[] {
+  if (sourceGiven(options)) return config.rlAlgorithm === "maac" ? [resolveCentralCriticSource(options)] : resolveSeparateCriticSources(options, count);
+  if (config.criticModelName !== null) return Array(count).fill(config.criticModelName);
+  if (actorSources.some((s) => typeof s !== "string")) {
+    throw new AgentResolutionError(`MARLHF: rlAlgorithm "${config.rlAlgorithm}" needs its critics' source: set criticModelName, criticModel or critics (the actors are loaded model objects, with no model id to load critics from)`);
+  }
+  return actorSources.slice(0, count);
+}
+
+export interface RLPhaseSetUp {
+  config: RlhfConfig;
+  actors: Pick<Actors, "agents" | "sources" | "placement">;
+  /** Where the learner's rollouts run: MARLHF's reward-model environment. */
+  environment: RolloutEnvironment;
+  critics: CriticOptions;
+  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "scoring" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null; outputDir: string };
+  /** The trainer the learner runs inside; its registry takes the critics. */
+  host: StageHost;
+  registry: ComponentRegistry;
+}
+
+/**
+ * Builds the learner around MARLHF's actors and registers its critics in the host's registry (IAC: agent_i/critic,
+ * exported there; MAAC: critic). The learner registers nothing and is never closed on its own: the host's
+ * registry frees what it loaded.
+ */
+export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
+  const { config: c, actors, host } = setUp;
+  const n = actors.agents.length;
+  const environment = { ...setUp.environment };
+  const options = { rewardFunc: environment.rewardFunc, ...setUp.options };
+  if (c.rlAlgorithm === "iac") {
+    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
+    const iac = iacConfig(rlPhaseInput<IACConfigInput>(IAC_FIELDS, c, derived));
+    const sources = iac.useSeparateCritic ? criticSources(c, setUp.critics, actors.sources, n) : (refuseCriticSources(setUp.critics), []);
+    const learner = await IACTrainer.around(iac, { ...actors, environment }, sources, options, host);
+    registerCritics(setUp.registry, learner.critics, (i) => `agent_${i}/critic`, (i) => `agent_${i}/critic`);
+    return learner;
+  }
+  if (c.rlAlgorithm === "maac") {
+    const given = c.criticDevices;
+    if (Array.isArray(given) && given.length > 1) {
+      throw new RangeError(`MARLHF: criticDevices must name one device with rlAlgorithm "maac" (its one centralized critic), got ${given.length}: ${given.join(", ")}`);
+    }
+    // Under "mp" the centralized critic takes one device (§10.16): criticDevices, else agent 0's.
+    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (given ?? actors.placement.agentDevices[0]) : given };
+    const maac = maacConfig(rlPhaseInput<MAACConfigInput>(MAAC_FIELDS, c, derived));
+    const [source] = criticSources(c, setUp.critics, actors.sources, 1);
+    const learner = await MAACTrainer.around(maac, { ...actors, environment }, source, c.criticValueHeadHiddenDim, options, host);
+    registerCritics(setUp.registry, learner.critics, () => "critic", () => "critic");
+    return learner;
+  }
+  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n }));
+  return new MAGRPOTrainer(magrpo, actors.agents, options, environment, setUp.options.outputDir, host);
+}

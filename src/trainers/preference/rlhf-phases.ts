@@ -1,0 +1,61 @@
+// The two learned phases MARLHF and MARLHFIter share, composed inside their trainer's host: the reward-model stage
+// (reward-model-stage.ts) and the RL phase (rl-phase.ts), whose rollouts run in an environment scored by the
+// current reward model. The host's trainer holds the agents, the pairs and its schedule; this holds what learns.
+import type { CudaFacts } from "../../config/index.js";
+import { RewardProcessors } from "../../rollout/rewards.js";
+import type { RolloutEnvironment } from "../../rollout/tree.js";
+import type { RewardFunction } from "../../rollout/types.js";
+import type { ComponentRegistry } from "../lifecycle/components.js";
+import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
+import type { PreferencePairs } from "./pairs.js";
+import { RewardModelTraining } from "./reward-model-stage.js";
+import { buildRLLearner, type CriticOptions, type RLLearner, type RLPhaseSetUp, type RlhfConfig } from "./rl-phase.js";
+import type { PreferenceActors } from "./setup.js";
+
+export interface RlhfSetUp {
+  config: RlhfConfig;
+  actors: PreferenceActors;
+  preferences: PreferencePairs;
+  critics: CriticOptions;
+  options: RLPhaseSetUp["options"];
+  host: StageHost;
+  registry: ComponentRegistry;
+  facts: CudaFacts;
+}
+
+export class RlhfPhases {
+  private constructor(
+    readonly rewardModel: RewardModelTraining,
+    readonly rl: RLLearner,
+    /** The task's environment with the reward model as its reward: where the RL phase's rollouts run. */
+    readonly rewardEnvironment: RolloutEnvironment,
+  ) {}
+
+  /** Loads the reward model, registers it (after the agents), then builds the RL learner and registers its critics. */
+  static async build(setUp: RlhfSetUp): Promise<RlhfPhases> {
+    const { actors, registry } = setUp;
+    const rewardModel = new RewardModelTraining(setUp.host, setUp.config, setUp.preferences, { source: actors.sources[0], device: actors.placement.agentDevices[0] }, setUp.facts);
+    await rewardModel.load((spec) => registry.register(spec));
+    // Reads the reward model when called, so that a reward model put in place later (MARLHFIter's) scores.
+    const rewardFunc: RewardFunction = async (completions, context) => Array.from(await rewardModel.model.scoreJoint(context.prompts, completions));
+    // Reward-model scores are used as they are: the task's reward processor shaped the pairs' labels already.
+    const rewardEnvironment: RolloutEnvironment = { ...actors.environment, rewardFunc, rewardProcessor: RewardProcessors.identity() };
+    const rl = await buildRLLearner({ ...setUp, environment: rewardEnvironment });
+    // Pair collection in the task's environment counts into the same timings as the RL phase's rollouts.
+    actors.environment.timings = rl.timings;
+    return new RlhfPhases(rewardModel, rl, rewardEnvironment);
+  }
+
+  /** The RL phase's stage: the learner's train stage, the reward model frozen before its first step. */
+  rlStage(): TrainingStage {
+    const online = this.rl.trainStage();
+    return {
+      ...online,
+      name: "rl",
+      runStep: (b) => {
+        this.rewardModel.model.freeze();
+        return online.runStep(b);
+      },
+    };
+  }
+}
