@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../models/config.js";
-import { weightFiles, type CausalLM } from "../models/causal-lm.js";
+import type { CausalLM } from "../models/causal-lm.js";
 import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { ValueHead } from "../models/value-head.js";
 import { writeFileChecked } from "../util/atomic.js";
@@ -210,13 +210,13 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
     describe: () => ({ architecture: { ...decoderConfigOf(model.config) }, ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
     saveState: async (dir) => {
       await model.save(dir, { tokenizer: tokenizer ?? undefined });
-      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.native.getGeneratorState());
+      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState());
     },
     loadState: async (dir) => {
-      await model.native.loadWeights(weightFiles(dir));
+      await model.loadWeights(dir);
       const generator = path.join(dir, GENERATOR_FILE);
       if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
-      model.native.setGeneratorState(new Uint8Array(readFileSync(generator)));
+      model.setGeneratorState(new Uint8Array(readFileSync(generator)));
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),

@@ -73,8 +73,7 @@ describe("JointRewardModel", () => {
     const limited = await JointRewardModel.load(base, { seed: 1, maxLength: 12 });
     const text = jointText(["a long prompt about the weather and the sea"], ["a reply"]);
     const ids = tokenizer.encode(text).slice(-12);
-    const model = limited.model;
-    const direct = await model.native.rewardScores(limited.head.native, { ids: Int32Array.from(ids), batch: 1, length: ids.length });
+    const direct = await limited.head.rewardScores({ ids: Int32Array.from(ids), batch: 1, length: ids.length });
     expect((await limited.score([text]))[0]).toBeCloseTo(direct[0], 6);
     limited.dispose();
   });

@@ -115,7 +115,7 @@ describe("policy-gradient backward", () => {
     model.zeroGrad();
     const ids = Int32Array.from([...prompt, ...completion]);
     // Cross-entropy over the full sequence counts prompt targets too: score the same targets with a 1-token prompt.
-    await model.native.causalLMLossBackward({ ids, batch: 1, length: ids.length });
+    await addon().causalLMLossBackward(model.native, { ids, batch: 1, length: ids.length });
     const ce = grad(model, probe);
     model.zeroGrad();
     const pg = await model.policyGradientBackward([prompt.slice(0, 1)], [[...prompt.slice(1), ...completion]], [1], 1 / (ids.length - 1));

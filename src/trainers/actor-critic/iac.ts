@@ -2,7 +2,6 @@
 // separate LM with a value head fed the agent's own token ids, or a value head on the agent's backbone trained by
 // one backward of actor loss + valueLossCoef · (clipped) value loss. The shared machinery is ActorCriticTrainer's.
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
-import { completionBatch } from "../../models/causal-lm.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import { checkTask, defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { AgentResolutionError, disposeAgents, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
@@ -92,11 +91,10 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     const some = minibatch.length > 0;
     agent.model.zeroGrad();
     if (agent.valueHead) {
-      agent.valueHead.native.zeroGrad();
+      agent.valueHead.zeroGrad();
       let loss = 0;
       if (some) {
-        const result = await agent.model.native.actorCriticBackward(agent.valueHead.native, {
-          ...completionBatch(prompts, completions),
+        const result = await agent.valueHead.actorCriticBackward(prompts, completions, {
           advantages: weights,
           targets,
           valueLossCoef: c.valueLossCoef,
@@ -114,7 +112,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     await this.stepOptimizer(name, agent.optimizer, actorLoss, minibatch.length);
     const critic = this.critics[agent.index];
     critic.model.zeroGrad();
-    critic.valueHead.native.zeroGrad();
+    critic.valueHead.zeroGrad();
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
       : 0;

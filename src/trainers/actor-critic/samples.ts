@@ -2,8 +2,7 @@
 // reward less the reference-KL penalty, the critic's old value, the TD(0) target y_t = r_t + γ·V_old(h_{t+1}) (the last
 // turn's target is its reward) and the discounted Monte-Carlo return, logged as a metric. Single-turn episodes have
 // numGenerations completions at one node; multi-turn ones follow one completion per turn.
-import type { ValueHead } from "../../models/value-head.js";
-import type { Readout } from "../../native/binding.js";
+import type { Readout, ValueHead } from "../../models/value-head.js";
 import type { RolloutNode } from "../../rollout/tree.js";
 
 /** The token ids a critic reads for one completion. */

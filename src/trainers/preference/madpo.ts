@@ -153,7 +153,7 @@ export class MADPOTrainer extends Trainer<MADPOConfig> {
   async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
     const items = (this.options.evalDataset ?? []).slice(0, numSamples);
     if (items.length === 0) return {};
-    this.agents.forEach((agent) => agent.model.native.setSeed(this.config.seed + agent.index, EVAL_STREAM));
+    this.agents.forEach((agent) => agent.model.setSeed(this.config.seed + agent.index, EVAL_STREAM));
     const environment: RolloutEnvironment = { ...this.environment, policies: this.agents.map((a) => a.evalPolicy()), timings: undefined };
     const metrics = await evaluateItems(items, environment, PREFERENCE_EVAL_SETTINGS, this.options);
     this.logger?.logEval(metrics, this.progress.envStep);
