@@ -87,12 +87,19 @@ describe("ownership", () => {
     shared.dispose();
   });
 
-  it("frees a model it loaded once, even when two components could reach it", async () => {
+  it("frees each model it loaded exactly once, and never the caller's model that two agents share", async () => {
+    const shared = await CausalLM.fromDirectory(base);
     const dispose = vi.spyOn(CausalLM.prototype, "dispose");
-    const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true } as never }));
+    const trainer = await MAGRPOTrainer.create(options({ agents: [shared, shared, base], tokenizer, config: { numAgents: 3, referenceKlEnabled: true } as never }));
+    // agent_0 and agent_1 reach one model; agent_2's and the three references are the trainer's own.
+    expect(trainer.agents[1].model).toBe(shared);
+    const owned = [trainer.agents[2].model, ...trainer.agents.map((a) => a.reference!)];
+    expect(new Set(owned).size).toBe(4);
     await trainer.close();
-    // Two agents and two references, each loaded by the trainer.
-    expect(dispose).toHaveBeenCalledTimes(4);
+    expect(dispose.mock.contexts).toHaveLength(owned.length);
+    expect(new Set(dispose.mock.contexts)).toEqual(new Set(owned));
+    expect(shared.info().parameterCount).toBeGreaterThan(0);
+    shared.dispose();
   });
 
   it("a failed create() frees the agents it had already loaded", async () => {
