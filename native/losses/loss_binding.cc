@@ -40,6 +40,30 @@ std::optional<ValueClip> ReadValueClip(const Napi::Object& options, int64_t coun
   return ValueClip{Float32Field(options, "oldValues", count, "readouts"), range};
 }
 
+// What the value-loss calls share: (model, head, { ...batch, readout, targets, oldValues?, clipRange?, scale? }).
+struct ValueLossCall {
+  std::shared_ptr<ModelState> model;
+  std::shared_ptr<HeadState> head;
+  CompletionBatch batch;
+  Readout readout;
+  torch::Tensor targets;
+  std::optional<ValueClip> clip;
+  double scale;
+};
+
+ValueLossCall ReadValueLossCall(const Napi::CallbackInfo& info, const Napi::Object& options) {
+  ValueLossCall call;
+  call.model = NativeModel::StateOf(info[0], "model");
+  call.head = HeadOf(info, *call.model);
+  call.batch = ReadReadoutBatch(*call.model->module, options);
+  call.readout = ParseReadout(StringField(options, "readout"));
+  const int64_t count = ReadoutCount(call.batch, call.readout);
+  call.targets = Float32Field(options, "targets", count, "readouts");
+  call.clip = ReadValueClip(options, count);
+  call.scale = NumberFieldOr(options, "scale", 1.0);
+  return call;
+}
+
 void Backward(const torch::Tensor& loss, double scale) {
   if (!loss.requires_grad()) throw ArgumentError("nothing to train: the model and the head are both frozen");
   (loss * scale).backward();
@@ -138,22 +162,15 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
 //   unscaled.
 Napi::Value ValueLossBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto model = NativeModel::StateOf(info[0], "model");
-    auto head = HeadOf(info, *model);
     Napi::Object options = ObjectArg(info, 2, "batch");
-    CompletionBatch batch = ReadReadoutBatch(*model->module, options);
-    const Readout readout = ParseReadout(StringField(options, "readout"));
-    const int64_t count = ReadoutCount(batch, readout);
-    const torch::Tensor targets = Float32Field(options, "targets", count, "readouts");
-    const std::optional<ValueClip> clip = ReadValueClip(options, count);
-    const double scale = NumberFieldOr(options, "scale", 1.0);
+    const ValueLossCall call = ReadValueLossCall(info, options);
     const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), model->device.str(), [=]() -> Resolver {
-      ModuleLocks locks({model.get(), head.get()});
+    return RunAsync(info.Env(), call.model->device.str(), [call, backward]() -> Resolver {
+      ModuleLocks locks({call.model.get(), call.head.get()});
       torch::AutoGradMode grad_mode(backward);
-      const torch::Tensor values = head->module->forward(ReadoutHidden(*model->module, batch, readout));
-      const torch::Tensor loss = ValueLoss(values, targets, clip);
-      if (backward) Backward(loss, scale);
+      const torch::Tensor values = call.head->module->forward(ReadoutHidden(*call.model->module, call.batch, call.readout));
+      const torch::Tensor loss = ValueLoss(values, call.targets, call.clip);
+      if (backward) Backward(loss, call.scale);
       const double loss_value = loss.item<double>();
       const torch::Tensor detached = values.detach();
       return [loss_value, detached](Napi::Env env) -> Napi::Value {
@@ -172,26 +189,19 @@ Napi::Value ValueLossBackward(const Napi::CallbackInfo& info) {
 //   back-propagated once (scale weights the gradient; the losses returned are unscaled).
 Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto model = NativeModel::StateOf(info[0], "model");
-    auto head = HeadOf(info, *model);
     Napi::Object options = ObjectArg(info, 2, "batch");
-    CompletionBatch batch = ReadReadoutBatch(*model->module, options);
-    const Readout readout = ParseReadout(StringField(options, "readout"));
-    const int64_t count = ReadoutCount(batch, readout);
-    const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(batch.prompts.size()), "completions");
-    const torch::Tensor targets = Float32Field(options, "targets", count, "readouts");
-    const std::optional<ValueClip> clip = ReadValueClip(options, count);
+    const ValueLossCall call = ReadValueLossCall(info, options);
+    const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(call.batch.prompts.size()), "completions");
     const double coef = NumberField(options, "valueLossCoef");
-    const double scale = NumberFieldOr(options, "scale", 1.0);
-    return RunAsync(info.Env(), model->device.str(), [=]() -> Resolver {
-      ModuleLocks locks({model.get(), head.get()});
-      const SequenceForward forward = ForwardSequences(*model->module, batch, true);
-      CompletionScores scores = ScoreFromForward(*model->module, batch, forward, false);
-      const torch::Tensor values = head->module->forward(SelectReadout(forward, batch, readout));
+    return RunAsync(info.Env(), call.model->device.str(), [call, advantages, coef]() -> Resolver {
+      ModuleLocks locks({call.model.get(), call.head.get()});
+      const SequenceForward forward = ForwardSequences(*call.model->module, call.batch, true);
+      CompletionScores scores = ScoreFromForward(*call.model->module, call.batch, forward, false);
+      const torch::Tensor values = call.head->module->forward(SelectReadout(forward, call.batch, call.readout));
       const torch::Tensor policy_loss = PolicyGradientLoss(scores, advantages, 1.0);
-      const torch::Tensor value_loss = ValueLoss(values, targets, clip);
+      const torch::Tensor value_loss = ValueLoss(values, call.targets, call.clip);
       const torch::Tensor loss = policy_loss + coef * value_loss;
-      Backward(loss, scale);
+      Backward(loss, call.scale);
       scores.sums = scores.sums.detach();
       const double policy_value = policy_loss.item<double>(), value_value = value_loss.item<double>(), loss_value = loss.item<double>();
       const torch::Tensor detached = values.detach();
@@ -250,13 +260,16 @@ Napi::Value BradleyTerryBackward(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitLosses(Napi::Env env, Napi::Object exports) {
-  exports.Set("score", Napi::Function::New(env, Score, "score"));
-  exports.Set("klK3", Napi::Function::New(env, KlK3Estimate, "klK3"));
-  exports.Set("policyGradientBackward", Napi::Function::New(env, PolicyGradientBackward, "policyGradientBackward"));
-  exports.Set("causalLMLossBackward", Napi::Function::New(env, CausalLMLossBackward, "causalLMLossBackward"));
-  exports.Set("valueLossBackward", Napi::Function::New(env, ValueLossBackward, "valueLossBackward"));
-  exports.Set("actorCriticBackward", Napi::Function::New(env, ActorCriticBackward, "actorCriticBackward"));
-  exports.Set("bradleyTerryBackward", Napi::Function::New(env, BradleyTerryBackward, "bradleyTerryBackward"));
+  const std::pair<const char*, Napi::Value (*)(const Napi::CallbackInfo&)> functions[] = {
+      {"score", Score},
+      {"klK3", KlK3Estimate},
+      {"policyGradientBackward", PolicyGradientBackward},
+      {"causalLMLossBackward", CausalLMLossBackward},
+      {"valueLossBackward", ValueLossBackward},
+      {"actorCriticBackward", ActorCriticBackward},
+      {"bradleyTerryBackward", BradleyTerryBackward},
+  };
+  for (const auto& [name, function] : functions) exports.Set(name, Napi::Function::New(env, function, name));
 }
 
 }  // namespace comlrl
