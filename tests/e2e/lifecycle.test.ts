@@ -117,6 +117,24 @@ describe("ownership", () => {
   });
 });
 
+describe("non-finite losses", () => {
+  it("a minibatch whose loss is non-finite is skipped: its gradient never reaches the weights, and the run says so", async () => {
+    // The real backward runs (a gradient accumulates); only the loss it reports is NaN.
+    const backward = CausalLM.prototype.policyGradientBackward;
+    vi.spyOn(CausalLM.prototype, "policyGradientBackward").mockImplementation(async function (this: CausalLM, ...args) {
+      return { ...(await backward.apply(this, args)), loss: NaN };
+    });
+    const messages: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((message) => void messages.push(String(message)));
+    const trainer = await MAGRPOTrainer.create(options({ quiet: false }));
+    const before = weightsOf(trainer);
+    await trainer.train();
+    expect(weightsOf(trainer)).toEqual(before);
+    for (const agent of [0, 1]) expect(messages.some((m) => new RegExp(`agent ${agent}: non-finite loss \\(NaN\\); minibatch of \\d+ skipped`).test(m)), `agent ${agent}`).toBe(true);
+    await trainer.close();
+  });
+});
+
 describe("evaluation on its own streams", () => {
   it("the same seed with and without periodic evaluation trains identically (metrics and weights)", async () => {
     const run = async (evalInterval: number) => {
