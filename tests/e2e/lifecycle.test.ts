@@ -102,6 +102,16 @@ describe("ownership", () => {
     shared.dispose();
   });
 
+  it("`await using` closes the trainer when its scope ends", async () => {
+    const close = vi.spyOn(MAGRPOTrainer.prototype, "close");
+    {
+      await using trainer = await MAGRPOTrainer.create(options());
+      expect(close).not.toHaveBeenCalled();
+      expect(trainer.agents).toHaveLength(2);
+    }
+    expect(close).toHaveBeenCalledTimes(1);
+  });
+
   it("a failed create() frees the agents it had already loaded", async () => {
     // Agent 1's directory has its tokenizer and config but truncated weights: it fails while agent 0 loads fine.
     const broken = path.join(scratch, "broken");
