@@ -72,13 +72,13 @@ describe.each(Object.keys(TRAINER_KINDS))("exact resume: %s", (kind) => {
       if (Date.now() > deadline) throw new Error(`child never wrote checkpoint-1: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    const atCheckpoint = stream(out).length;
     await new Promise((r) => setTimeout(r, 300));
     child.kill("SIGKILL");
     expect(await exited).toBe(-1);
     expect(existsSync(path.join(checkpoints, "checkpoint-3"))).toBe(false);
-    // The killed run wrote records after its checkpoint (epoch 2's steps); the resumed run redoes that work.
-    const checkpointed = readCheckpointMetadata(path.join(checkpoints, "checkpoint-1")).progress.envStep;
-    expect(readJsonlMetrics(path.join(out, "metrics.jsonl")).some((r) => r.step > checkpointed)).toBe(true);
+    // The killed run wrote records after its checkpoint was complete; the resumed run redoes that work.
+    expect(stream(out).length).toBeGreaterThan(atCheckpoint);
 
     const resumed = await makeTrainer(base, tokenizer, out, 3, {}, kind);
     await resumed.train({ checkpointDir: checkpoints, resumeFromCheckpoint: "latest" });
