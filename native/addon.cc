@@ -4,6 +4,8 @@
 #include "bridge/bridge.h"
 #include "dist/process_group.h"
 #include "heads/head_binding.h"
+#include "heads/readout_binding.h"
+#include "losses/loss_binding.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
 #include "runtime/caching_allocator.h"
@@ -17,6 +19,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::InitRuntime(env, exports);
   comlrl::NativeModel::Init(env, exports);
   comlrl::NativeValueHead::Init(env, exports);
+  comlrl::InitReadouts(env, exports);
+  comlrl::InitLosses(env, exports);
   comlrl::NativeOptimizer::Init(env, exports);
   comlrl::NativeProcessGroup::Init(env, exports);
   return exports;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "../bridge/bridge.h"
+#include "../bridge/parameter_access.h"
 
 // stateDict() hands out the tensors' memory as is, and state dicts are little-endian.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stateDict bytes assume a little-endian host");
@@ -13,6 +14,10 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stateDict bytes assume
 namespace comlrl {
 
 Napi::FunctionReference NativeValueHead::constructor_;
+
+namespace {
+constexpr const char* kOwner = "the value head";
+}  // namespace
 
 void NativeValueHead::Init(Napi::Env env, Napi::Object exports) {
   Napi::Function cls = DefineClass(env, "NativeValueHead",
@@ -61,6 +66,18 @@ std::shared_ptr<HeadState> NativeValueHead::StateOf(const Napi::Value& value, co
   return Unwrap(value.As<Napi::Object>())->Live();
 }
 
+std::shared_ptr<HeadState> NativeValueHead::StateOn(const Napi::Value& value, const ModuleState& model, int64_t hidden_size) {
+  auto head = StateOf(value, "head");
+  if (head->device != model.device) {
+    throw ArgumentError("the head is on " + head->device.str() + " but the model on " + model.device.str());
+  }
+  if (head->module->hidden_size() != hidden_size) {
+    throw ArgumentError("the head reads hidden size " + std::to_string(head->module->hidden_size()) + ", the model's is " +
+                        std::to_string(hidden_size));
+  }
+  return head;
+}
+
 std::shared_ptr<HeadState> NativeValueHead::Live() const {
   if (!state_) throw ArgumentError("the value head has been disposed");
   return state_;
@@ -70,27 +87,13 @@ Napi::Value NativeValueHead::ParameterNames(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     std::lock_guard<std::mutex> lock(state->mutex);
-    auto parameters = state->module->named_parameters();
-    Napi::Array out = Napi::Array::New(info.Env(), parameters.size());
-    for (size_t i = 0; i < parameters.size(); ++i) {
-      Napi::Object item = Napi::Object::New(info.Env());
-      item.Set("name", parameters[i].key());
-      item.Set("shape", ToShapeArray(info.Env(), parameters[i].value().sizes()));
-      out.Set(static_cast<uint32_t>(i), item);
-    }
-    return out;
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : state->module->named_parameters()) named.emplace_back(item.key(), item.value());
+    return ParameterList(info.Env(), named);
   });
 }
 
 namespace {
-
-torch::Tensor NamedParameter(HeadState& state, const Napi::Value& name_value) {
-  if (!name_value.IsString()) throw ArgumentError("parameter name must be a string");
-  const std::string name = name_value.As<Napi::String>().Utf8Value();
-  auto parameters = state.module->named_parameters();
-  if (!parameters.contains(name)) throw ArgumentError("the value head has no parameter named \"" + name + "\"");
-  return parameters[name];
-}
 
 // One entry of a state dict from JS: { dtype, shape, data: Uint8Array } -> a CPU tensor owning a copy of the bytes.
 torch::Tensor ReadStateTensor(const Napi::Value& value, const std::string& name) {
@@ -116,39 +119,23 @@ torch::Tensor ReadStateTensor(const Napi::Value& value, const std::string& name)
 }  // namespace
 
 Napi::Value NativeValueHead::GetParameter(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    return ToFloat32Array(info.Env(), NamedParameter(*state, info[0]));
-  });
+  return Guard(info, [&]() -> Napi::Value { return ParameterValue(info, *Live(), kOwner); });
 }
 
 Napi::Value NativeValueHead::GetGradient(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    const torch::Tensor grad = NamedParameter(*state, info[0]).grad();
-    return grad.defined() ? Napi::Value(ToFloat32Array(info.Env(), grad)) : info.Env().Null();
-  });
+  return Guard(info, [&]() -> Napi::Value { return GradientValue(info, *Live(), kOwner); });
 }
 
 Napi::Value NativeValueHead::ZeroGrad(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    for (auto& parameter : state->module->parameters()) parameter.mutable_grad() = torch::Tensor();
+    DropGradients(*Live());
     return info.Env().Undefined();
   });
 }
 
 Napi::Value NativeValueHead::Freeze(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    for (auto& parameter : state->module->parameters()) {
-      parameter.set_requires_grad(false);
-      parameter.mutable_grad() = torch::Tensor();
-    }
+    FreezeParameters(*Live());
     return info.Env().Undefined();
   });
 }
@@ -213,21 +200,15 @@ Napi::Value NativeValueHead::LoadStateDict(const Napi::CallbackInfo& info) {
 Napi::Value NativeValueHead::Info(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    double count = 0;
-    bool frozen = true;
-    for (const auto& parameter : state->module->parameters()) {
-      count += static_cast<double>(parameter.numel());
-      frozen = frozen && !parameter.requires_grad();
-    }
+    const ParameterStats stats = StatsOf(*state);
     Napi::Object out = Napi::Object::New(info.Env());
     out.Set("hiddenSize", Napi::Number::New(info.Env(), static_cast<double>(state->module->hidden_size())));
     out.Set("hiddenDim", state->module->hidden_dim() == 0 ? info.Env().Null()
                                                           : Napi::Number::New(info.Env(), static_cast<double>(state->module->hidden_dim())));
-    out.Set("parameterCount", count);
+    out.Set("parameterCount", stats.count);
     out.Set("device", state->device.str());
     out.Set("dtype", DtypeName(state->dtype));
-    out.Set("frozen", Napi::Boolean::New(info.Env(), frozen));
+    out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;
   });
 }

@@ -1,6 +1,5 @@
-// NativeValueHead: a value / reward head owned by C++ and driven from JS. The model's readout calls (values,
-// valueLossBackward, actorCriticBackward, rewardScores, bradleyTerryBackward) take it as their first argument and
-// hold both modules' mutexes.
+// NativeValueHead: a value / reward head owned by C++ and driven from JS. The readouts (readout_binding.h) and the
+// losses over a model and a head (losses/loss_binding.h) take it with its model and hold both modules' mutexes.
 #pragma once
 
 #include <napi.h>
@@ -19,6 +18,8 @@ class NativeValueHead : public Napi::ObjectWrap<NativeValueHead> {
 
   // The live state behind a JS NativeValueHead, or an error naming `what` when it is not one or has been disposed.
   static std::shared_ptr<HeadState> StateOf(const Napi::Value& value, const char* what);
+  // The head as StateOf, checked to read `model`: on its device, of its hidden size.
+  static std::shared_ptr<HeadState> StateOn(const Napi::Value& value, const ModuleState& model, int64_t hidden_size);
   static bool Is(const Napi::Value& value);
 
  private:

@@ -3,12 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "../bridge/bridge.h"
-#include "../heads/head_binding.h"
-#include "../heads/readouts.h"
-#include "../losses/bradley_terry.h"
-#include "../losses/completion_scoring.h"
-#include "../losses/policy_gradient.h"
-#include "../losses/value_loss.h"
+#include "../bridge/parameter_access.h"
+#include "batch_input.h"
 #include "generate.h"
 #include "weights.h"
 
@@ -54,69 +50,6 @@ std::shared_ptr<ModelState> NewState(const Napi::Object& options, const DecoderC
   return std::make_shared<ModelState>(module, device, dtype, MakeGenerator(device, seed));
 }
 
-// Rows of token ids given flat with their lengths, as JS sends ragged batches.
-std::vector<std::vector<int64_t>> RaggedRows(const Napi::Object& options, const char* tokens_field, const char* lengths_field) {
-  const torch::Tensor tokens = Int32ArrayToTensor(options.Get(tokens_field), tokens_field);
-  const torch::Tensor lengths = Int32ArrayToTensor(options.Get(lengths_field), lengths_field);
-  const int32_t* token_data = tokens.data_ptr<int32_t>();
-  const int32_t* length_data = lengths.data_ptr<int32_t>();
-  std::vector<std::vector<int64_t>> rows(lengths.numel());
-  int64_t offset = 0;
-  for (int64_t r = 0; r < lengths.numel(); ++r) {
-    if (length_data[r] < 0) throw ArgumentError(std::string(lengths_field) + "[" + std::to_string(r) + "] is negative");
-    if (offset + length_data[r] > tokens.numel()) {
-      throw ArgumentError(std::string(lengths_field) + " add up to more than the " + std::to_string(tokens.numel()) + " ids in " +
-                          tokens_field);
-    }
-    rows[r].assign(token_data + offset, token_data + offset + length_data[r]);
-    offset += length_data[r];
-  }
-  if (offset != tokens.numel()) {
-    throw ArgumentError(std::string(lengths_field) + " add up to " + std::to_string(offset) + " but " + tokens_field + " has " +
-                        std::to_string(tokens.numel()) + " ids");
-  }
-  return rows;
-}
-
-// { ids, batch, length, attentionMask? }: int64 ids [batch, length] and a bool mask (all true when absent).
-std::pair<torch::Tensor, torch::Tensor> ReadTokenBatch(const Napi::Object& options) {
-  const int64_t batch = static_cast<int64_t>(NumberField(options, "batch"));
-  const int64_t length = static_cast<int64_t>(NumberField(options, "length"));
-  torch::Tensor ids = Int32ArrayToTensor(options.Get("ids"), "ids");
-  if (ids.numel() != batch * length) throw ArgumentError("ids must hold batch × length = " + std::to_string(batch * length) + " ids");
-  torch::Tensor mask = torch::ones({batch, length}, torch::kBool);
-  if (!options.Get("attentionMask").IsUndefined()) {
-    mask = Int32ArrayToTensor(options.Get("attentionMask"), "attentionMask");
-    if (mask.numel() != batch * length) throw ArgumentError("attentionMask must hold batch × length values");
-    mask = mask.view({batch, length}).to(torch::kBool);
-  }
-  return {ids.to(torch::kInt64).view({batch, length}), mask};
-}
-
-CompletionBatch ReadCompletionBatch(const Napi::Object& options) {
-  return {RaggedRows(options, "prompts", "promptLengths"), RaggedRows(options, "completions", "completionLengths")};
-}
-
-void CheckVocab(const std::vector<std::vector<int64_t>>& rows, int64_t vocab_size, const char* what) {
-  for (size_t r = 0; r < rows.size(); ++r) {
-    for (int64_t token : rows[r]) {
-      if (token < 0 || token >= vocab_size) {
-        throw ArgumentError(std::string(what) + " row " + std::to_string(r) + " holds token id " + std::to_string(token) +
-                            ", outside the vocabulary of " + std::to_string(vocab_size));
-      }
-    }
-  }
-}
-
-Napi::Object ScoresToJs(Napi::Env env, const CompletionScores& scores, bool with_tokens) {
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("sum", ToFloat32Array(env, scores.sums));
-  out.Set("mean", ToFloat32Array(env, scores.sums.detach() / scores.counts.clamp_min(1.0)));
-  if (scores.entropy.defined()) out.Set("entropy", ToFloat32Array(env, scores.entropy));
-  if (with_tokens) out.Set("tokenLogprobs", ToFloat32Array(env, scores.token_logprobs));
-  return out;
-}
-
 }  // namespace
 
 void NativeModel::Init(Napi::Env env, Napi::Object exports) {
@@ -127,15 +60,6 @@ void NativeModel::Init(Napi::Env env, Napi::Object exports) {
           StaticMethod("create", &NativeModel::Create),
           InstanceMethod("forward", &NativeModel::Forward),
           InstanceMethod("generate", &NativeModel::Generate),
-          InstanceMethod("score", &NativeModel::Score),
-          InstanceMethod("klK3", &NativeModel::KlK3),
-          InstanceMethod("policyGradientBackward", &NativeModel::PolicyGradientBackward),
-          InstanceMethod("causalLMLossBackward", &NativeModel::CausalLMLossBackward),
-          InstanceMethod("values", &NativeModel::Values),
-          InstanceMethod("valueLossBackward", &NativeModel::ValueLossBackward),
-          InstanceMethod("actorCriticBackward", &NativeModel::ActorCriticBackward),
-          InstanceMethod("rewardScores", &NativeModel::RewardScores),
-          InstanceMethod("bradleyTerryBackward", &NativeModel::BradleyTerryBackward),
           InstanceMethod("zeroGrad", &NativeModel::ZeroGrad),
           InstanceMethod("parameterNames", &NativeModel::ParameterNames),
           InstanceMethod("getParameter", &NativeModel::GetParameter),
@@ -304,368 +228,24 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
   });
 }
 
-// score({ prompts, promptLengths, completions, completionLengths, entropy?, tokenLogprobs? })
-Napi::Value NativeModel::Score(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    Napi::Object options = ObjectArg(info, 0, "options");
-    CompletionBatch batch = ReadCompletionBatch(options);
-    CheckVocab(batch.prompts, state->module->config().vocab_size, "prompts");
-    CheckVocab(batch.completions, state->module->config().vocab_size, "completions");
-    const bool with_entropy = BoolFieldOr(options, "entropy", false);
-    const bool with_tokens = BoolFieldOr(options, "tokenLogprobs", false);
-    return RunAsync(info.Env(), state->device.str(), [state, batch, with_entropy, with_tokens]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      torch::NoGradGuard no_grad;
-      CompletionScores scores = ScoreCompletions(*state->module, batch, with_entropy);
-      return [scores, with_tokens](Napi::Env env) -> Napi::Value { return ScoresToJs(env, scores, with_tokens); };
-    });
-  });
-}
-
-// klK3(reference, batch) -> Promise<Float32Array>: per-row Σ_t k3 of this model (the policy) against reference.
-Napi::Value NativeModel::KlK3(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    auto reference = StateOf(info[0], "reference");
-    CompletionBatch batch = ReadCompletionBatch(ObjectArg(info, 1, "batch"));
-    CheckVocab(batch.prompts, state->module->config().vocab_size, "prompts");
-    CheckVocab(batch.completions, state->module->config().vocab_size, "completions");
-    return RunAsync(info.Env(), state->device.str(), [state, reference, batch]() -> Resolver {
-      torch::NoGradGuard no_grad;
-      CompletionScores policy, ref;
-      {
-        std::lock_guard<std::mutex> lock(state->mutex);
-        policy = ScoreCompletions(*state->module, batch, false);
-      }
-      {
-        std::lock_guard<std::mutex> lock(reference->mutex);
-        ref = ScoreCompletions(*reference->module, batch, false);
-      }
-      torch::Tensor kl = comlrl::KlK3(policy, ref);
-      return [kl](Napi::Env env) -> Napi::Value { return ToFloat32Array(env, kl); };
-    });
-  });
-}
-
-// policyGradientBackward({ ...batch, advantages, scale }): accumulates the gradient of
-// scale · Σ_k −A_k · log π(completion_k) and returns { loss, sum, mean }.
-Napi::Value NativeModel::PolicyGradientBackward(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    Napi::Object options = ObjectArg(info, 0, "options");
-    CompletionBatch batch = ReadCompletionBatch(options);
-    CheckVocab(batch.prompts, state->module->config().vocab_size, "prompts");
-    CheckVocab(batch.completions, state->module->config().vocab_size, "completions");
-    const torch::Tensor advantages = Float32ArrayToTensor(options.Get("advantages"), "advantages");
-    if (advantages.numel() != static_cast<int64_t>(batch.prompts.size())) {
-      throw ArgumentError("advantages has " + std::to_string(advantages.numel()) + " values for " +
-                          std::to_string(batch.prompts.size()) + " completions");
-    }
-    const double scale = NumberFieldOr(options, "scale", 1.0);
-    return RunAsync(info.Env(), state->device.str(), [state, batch, advantages, scale]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      CompletionScores scores = ScoreCompletions(*state->module, batch, false);
-      const torch::Tensor loss = PolicyGradientLoss(scores, advantages, scale);
-      loss.backward();
-      scores.sums = scores.sums.detach();
-      const double loss_value = loss.item<double>();
-      return [scores, loss_value](Napi::Env env) -> Napi::Value {
-        Napi::Object out = ScoresToJs(env, scores, false);
-        out.Set("loss", loss_value);
-        return out;
-      };
-    });
-  });
-}
-
-// causalLMLossBackward({ ids, batch, length, attentionMask?, backward?: true }) -> Promise<{ loss }>
-Napi::Value NativeModel::CausalLMLossBackward(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    Napi::Object options = ObjectArg(info, 0, "options");
-    const auto token_batch = ReadTokenBatch(options);
-    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
-    const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), state->device.str(), [state, ids, mask, backward]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      torch::AutoGradMode grad_mode(backward);
-      torch::Tensor loss = CausalLMLoss(*state->module, ids.to(state->device), mask.to(state->device));
-      if (backward) loss.backward();
-      const double value = loss.item<double>();
-      return [value](Napi::Env env) -> Napi::Value {
-        Napi::Object out = Napi::Object::New(env);
-        out.Set("loss", value);
-        return out;
-      };
-    });
-  });
-}
-
-namespace {
-
-// The head a readout call names, checked against the model it reads.
-std::shared_ptr<HeadState> HeadFor(const ModelState& model, const Napi::Value& value) {
-  auto head = NativeValueHead::StateOf(value, "head");
-  if (head->device != model.device) {
-    throw ArgumentError("the head is on " + head->device.str() + " but the model on " + model.device.str());
-  }
-  const int64_t hidden = model.module->config().hidden_size;
-  if (head->module->hidden_size() != hidden) {
-    throw ArgumentError("the head reads hidden size " + std::to_string(head->module->hidden_size()) + ", the model's is " +
-                        std::to_string(hidden));
-  }
-  return head;
-}
-
-CompletionBatch ReadCheckedCompletionBatch(const ModelState& state, const Napi::Object& options) {
-  CompletionBatch batch = ReadCompletionBatch(options);
-  CheckVocab(batch.prompts, state.module->config().vocab_size, "prompts");
-  CheckVocab(batch.completions, state.module->config().vocab_size, "completions");
-  if (batch.prompts.empty()) throw ArgumentError("the batch has no rows");
-  for (size_t r = 0; r < batch.prompts.size(); ++r) {
-    if (batch.prompts[r].empty()) throw ArgumentError("prompts row " + std::to_string(r) + " is empty");
-  }
-  return batch;
-}
-
-torch::Tensor Float32Field(const Napi::Object& options, const char* field, int64_t count, const char* per) {
-  torch::Tensor values = Float32ArrayToTensor(options.Get(field), field);
-  if (values.numel() != count) {
-    throw ArgumentError(std::string(field) + " has " + std::to_string(values.numel()) + " values for " + std::to_string(count) + " " + per);
-  }
-  return values;
-}
-
-// oldValues and clipRange select the clipped value loss; one without the other is an error.
-std::optional<ValueClip> ReadValueClip(const Napi::Object& options, int64_t count) {
-  const bool has_old = !options.Get("oldValues").IsUndefined(), has_range = !options.Get("clipRange").IsUndefined();
-  if (has_old != has_range) throw ArgumentError(has_old ? "oldValues is given without clipRange" : "clipRange is given without oldValues");
-  if (!has_old) return std::nullopt;
-  const double range = NumberField(options, "clipRange");
-  if (!(range >= 0)) throw ArgumentError("clipRange must be non-negative");
-  return ValueClip{Float32Field(options, "oldValues", count, "readouts"), range};
-}
-
-void Backward(const torch::Tensor& loss, double scale) {
-  if (!loss.requires_grad()) throw ArgumentError("nothing to train: the model and the head are both frozen");
-  (loss * scale).backward();
-}
-
-// { ids, batch, length, attentionMask? } with every id inside the vocabulary.
-std::pair<torch::Tensor, torch::Tensor> ReadCheckedTokenBatch(const ModelState& state, const Napi::Object& options) {
-  auto token_batch = ReadTokenBatch(options);
-  const int64_t vocab = state.module->config().vocab_size;
-  if (token_batch.first.numel() > 0 && (token_batch.first.min().item<int64_t>() < 0 || token_batch.first.max().item<int64_t>() >= vocab)) {
-    throw ArgumentError("ids holds a token id outside the vocabulary of " + std::to_string(vocab));
-  }
-  return token_batch;
-}
-
-}  // namespace
-
-// values(head, { ...batch, readout: "v" | "q" | "positions" }) -> Promise<Float32Array>: one value per row (V, Q) or
-// per fed token (positions: prompt ⧺ completion of each row, rows concatenated). No gradients.
-Napi::Value NativeModel::Values(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    auto head = HeadFor(*state, info[0]);
-    Napi::Object options = ObjectArg(info, 1, "batch");
-    CompletionBatch batch = ReadCheckedCompletionBatch(*state, options);
-    const Readout readout = ParseReadout(StringField(options, "readout"));
-    return RunAsync(info.Env(), state->device.str(), [state, head, batch, readout]() -> Resolver {
-      ModuleLocks locks({state.get(), head.get()});
-      torch::NoGradGuard no_grad;
-      const torch::Tensor values = head->module->forward(ReadoutHidden(*state->module, batch, readout));
-      return [values](Napi::Env env) -> Napi::Value { return ToFloat32Array(env, values); };
-    });
-  });
-}
-
-// valueLossBackward(head, { ...batch, readout, targets, oldValues?, clipRange?, scale?, backward? })
-//   -> Promise<{ loss, values }>: MSE or clipped value loss on the readout; accumulates scale · ∇loss into the head and
-//   (unless frozen) the model. loss is unscaled.
-Napi::Value NativeModel::ValueLossBackward(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    auto head = HeadFor(*state, info[0]);
-    Napi::Object options = ObjectArg(info, 1, "batch");
-    CompletionBatch batch = ReadCheckedCompletionBatch(*state, options);
-    const Readout readout = ParseReadout(StringField(options, "readout"));
-    const int64_t count = ReadoutCount(batch, readout);
-    const torch::Tensor targets = Float32Field(options, "targets", count, "readouts");
-    const std::optional<ValueClip> clip = ReadValueClip(options, count);
-    const double scale = NumberFieldOr(options, "scale", 1.0);
-    const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
-      ModuleLocks locks({state.get(), head.get()});
-      torch::AutoGradMode grad_mode(backward);
-      const torch::Tensor values = head->module->forward(ReadoutHidden(*state->module, batch, readout));
-      const torch::Tensor loss = ValueLoss(values, targets, clip);
-      if (backward) Backward(loss, scale);
-      const double loss_value = loss.item<double>();
-      const torch::Tensor detached = values.detach();
-      return [loss_value, detached](Napi::Env env) -> Napi::Value {
-        Napi::Object out = Napi::Object::New(env);
-        out.Set("loss", loss_value);
-        out.Set("values", ToFloat32Array(env, detached));
-        return out;
-      };
-    });
-  });
-}
-
-// actorCriticBackward(head, { ...batch, advantages, targets, valueLossCoef, readout, oldValues?, clipRange?, scale? })
-//   -> Promise<{ policyLoss, valueLoss, loss, values, sum, mean }>: loss = policy-gradient loss (as
-//   policyGradientBackward) + valueLossCoef · value loss, read from one forward of prompt ⧺ completion and
-//   back-propagated once (scale weights the gradient; the losses returned are unscaled).
-Napi::Value NativeModel::ActorCriticBackward(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    auto head = HeadFor(*state, info[0]);
-    Napi::Object options = ObjectArg(info, 1, "batch");
-    CompletionBatch batch = ReadCheckedCompletionBatch(*state, options);
-    const Readout readout = ParseReadout(StringField(options, "readout"));
-    const int64_t count = ReadoutCount(batch, readout);
-    const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(batch.prompts.size()), "completions");
-    const torch::Tensor targets = Float32Field(options, "targets", count, "readouts");
-    const std::optional<ValueClip> clip = ReadValueClip(options, count);
-    const double coef = NumberField(options, "valueLossCoef");
-    const double scale = NumberFieldOr(options, "scale", 1.0);
-    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
-      ModuleLocks locks({state.get(), head.get()});
-      const SequenceForward forward = ForwardSequences(*state->module, batch, true);
-      CompletionScores scores = ScoreFromForward(*state->module, batch, forward, false);
-      const torch::Tensor values = head->module->forward(SelectReadout(forward, batch, readout));
-      const torch::Tensor policy_loss = PolicyGradientLoss(scores, advantages, 1.0);
-      const torch::Tensor value_loss = ValueLoss(values, targets, clip);
-      const torch::Tensor loss = policy_loss + coef * value_loss;
-      Backward(loss, scale);
-      scores.sums = scores.sums.detach();
-      const double policy_value = policy_loss.item<double>(), value_value = value_loss.item<double>(), loss_value = loss.item<double>();
-      const torch::Tensor detached = values.detach();
-      return [=](Napi::Env env) -> Napi::Value {
-        Napi::Object out = ScoresToJs(env, scores, false);
-        out.Set("policyLoss", policy_value);
-        out.Set("valueLoss", value_value);
-        out.Set("loss", loss_value);
-        out.Set("values", ToFloat32Array(env, detached));
-        return out;
-      };
-    });
-  });
-}
-
-// rewardScores(head, { ids, batch, length, attentionMask? }) -> Promise<Float32Array>: the head on each row's last
-// real token (left or right padding).
-Napi::Value NativeModel::RewardScores(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    auto head = HeadFor(*state, info[0]);
-    const auto token_batch = ReadCheckedTokenBatch(*state, ObjectArg(info, 1, "batch"));
-    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
-    return RunAsync(info.Env(), state->device.str(), [state, head, ids, mask]() -> Resolver {
-      ModuleLocks locks({state.get(), head.get()});
-      torch::NoGradGuard no_grad;
-      const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*state->module, ids.to(state->device), mask.to(state->device)));
-      return [scores](Napi::Env env) -> Napi::Value { return ToFloat32Array(env, scores); };
-    });
-  });
-}
-
-// bradleyTerryBackward(head, { ids, batch, length, attentionMask?, chosen, rejected, backward? })
-//   -> Promise<{ loss, scores }>: loss = mean −log σ(s[chosen_i] − s[rejected_i]); gradients reach the head and, unless
-//   frozen, the model.
-Napi::Value NativeModel::BradleyTerryBackward(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    auto head = HeadFor(*state, info[0]);
-    Napi::Object options = ObjectArg(info, 1, "batch");
-    const auto token_batch = ReadCheckedTokenBatch(*state, options);
-    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
-    const torch::Tensor chosen = Int32ArrayToTensor(options.Get("chosen"), "chosen").to(torch::kInt64);
-    const torch::Tensor rejected = Int32ArrayToTensor(options.Get("rejected"), "rejected").to(torch::kInt64);
-    if (chosen.numel() != rejected.numel()) {
-      throw ArgumentError("chosen has " + std::to_string(chosen.numel()) + " rows but rejected " + std::to_string(rejected.numel()));
-    }
-    if (chosen.numel() == 0) throw ArgumentError("chosen and rejected are empty: no preference pairs");
-    for (const auto& [field, rows] : {std::make_pair("chosen", chosen), std::make_pair("rejected", rejected)}) {
-      if (rows.min().item<int64_t>() < 0 || rows.max().item<int64_t>() >= ids.size(0)) {
-        throw ArgumentError(std::string(field) + " names a row outside the batch of " + std::to_string(ids.size(0)));
-      }
-    }
-    const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
-      ModuleLocks locks({state.get(), head.get()});
-      torch::AutoGradMode grad_mode(backward);
-      const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*state->module, ids.to(state->device), mask.to(state->device)));
-      const torch::Tensor loss = BradleyTerryLoss(scores, chosen, rejected);
-      if (backward) Backward(loss, 1.0);
-      const double loss_value = loss.item<double>();
-      const torch::Tensor detached = scores.detach();
-      return [loss_value, detached](Napi::Env env) -> Napi::Value {
-        Napi::Object out = Napi::Object::New(env);
-        out.Set("loss", loss_value);
-        out.Set("scores", ToFloat32Array(env, detached));
-        return out;
-      };
-    });
-  });
-}
-
 Napi::Value NativeModel::ZeroGrad(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    for (auto& parameter : state->module->parameters()) {
-      if (parameter.grad().defined()) parameter.mutable_grad() = torch::Tensor();
-    }
+    DropGradients(*Live());
     return info.Env().Undefined();
   });
 }
 
+// parameterNames() -> [{ name, shape }] under the names a checkpoint saves them by.
 Napi::Value NativeModel::ParameterNames(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    auto tensors = CheckpointTensors(*state->module);
-    Napi::Array out = Napi::Array::New(info.Env(), tensors.size());
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      Napi::Object item = Napi::Object::New(info.Env());
-      item.Set("name", tensors[i].first);
-      item.Set("shape", ToShapeArray(info.Env(), tensors[i].second.sizes()));
-      out.Set(static_cast<uint32_t>(i), item);
-    }
-    return out;
-  });
+  return Guard(info, [&]() -> Napi::Value { return ParameterList(info.Env(), CheckpointTensors(*Live()->module)); });
 }
-
-namespace {
-
-torch::Tensor NamedParameter(ModelState& state, const Napi::Value& name_value) {
-  if (!name_value.IsString()) throw ArgumentError("parameter name must be a string");
-  const std::string name = name_value.As<Napi::String>().Utf8Value();
-  auto parameters = state.module->named_parameters();
-  if (!parameters.contains(name)) throw ArgumentError("no parameter named \"" + name + "\"");
-  return parameters[name];
-}
-
-}  // namespace
 
 Napi::Value NativeModel::GetParameter(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    return ToFloat32Array(info.Env(), NamedParameter(*state, info[0]));
-  });
+  return Guard(info, [&]() -> Napi::Value { return ParameterValue(info, *Live(), "the model"); });
 }
 
 Napi::Value NativeModel::GetGradient(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    const torch::Tensor grad = NamedParameter(*state, info[0]).grad();
-    return grad.defined() ? Napi::Value(ToFloat32Array(info.Env(), grad)) : info.Env().Null();
-  });
+  return Guard(info, [&]() -> Napi::Value { return GradientValue(info, *Live(), "the model"); });
 }
 
 // save({ dir, dtype, maxShardBytes }) -> Promise<{ files, weightMap, totalBytes }>; the caller owns dir's atomicity.
@@ -735,12 +315,7 @@ Napi::Value NativeModel::Clone(const Napi::CallbackInfo& info) {
 
 Napi::Value NativeModel::Freeze(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    std::lock_guard<std::mutex> lock(state->mutex);
-    for (auto& parameter : state->module->parameters()) {
-      parameter.set_requires_grad(false);
-      parameter.mutable_grad() = torch::Tensor();
-    }
+    FreezeParameters(*Live());
     return info.Env().Undefined();
   });
 }
@@ -824,23 +399,16 @@ Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
+    const ParameterStats stats = StatsOf(*state);
     std::lock_guard<std::mutex> lock(state->mutex);
-    double count = 0, bytes = 0, grad_bytes = 0;
-    bool frozen = true;
-    for (const auto& parameter : state->module->parameters()) {
-      count += static_cast<double>(parameter.numel());
-      bytes += static_cast<double>(parameter.numel() * parameter.element_size());
-      if (parameter.grad().defined()) grad_bytes += static_cast<double>(parameter.grad().numel() * parameter.grad().element_size());
-      frozen = frozen && !parameter.requires_grad();
-    }
     Napi::Object out = Napi::Object::New(info.Env());
-    out.Set("parameterCount", count);
-    out.Set("parameterBytes", bytes);
-    out.Set("gradientBytes", grad_bytes);
+    out.Set("parameterCount", stats.count);
+    out.Set("parameterBytes", stats.bytes);
+    out.Set("gradientBytes", stats.gradient_bytes);
     out.Set("device", state->device.str());
     out.Set("dtype", DtypeName(state->dtype));
     out.Set("gradientCheckpointing", Napi::Boolean::New(info.Env(), state->module->gradient_checkpointing()));
-    out.Set("frozen", Napi::Boolean::New(info.Env(), frozen));
+    out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;
   });
 }

@@ -1,5 +1,8 @@
-// NativeModel: a causal LM owned by C++ and driven from JS. Heavy calls return Promises and hold the model's mutex, so
-// calls on one model are serialised while different models (agents on different devices) run at the same time.
+// NativeModel: a causal LM owned by C++ and driven from JS — its own life: load / create, forward, generate, save,
+// clone, freeze, parameter access, sampling streams, dispose. The losses and head readouts over it are free functions
+// (losses/loss_binding.h, heads/readout_binding.h) that reach its state through StateOf. Heavy calls return Promises
+// and hold the model's mutex, so calls on one model are serialised while different models (agents on different
+// devices) run at the same time.
 #pragma once
 
 #include <napi.h>
@@ -48,15 +51,6 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
   std::shared_ptr<ModelState> Live() const;
   Napi::Value Forward(const Napi::CallbackInfo& info);
   Napi::Value Generate(const Napi::CallbackInfo& info);
-  Napi::Value Score(const Napi::CallbackInfo& info);
-  Napi::Value KlK3(const Napi::CallbackInfo& info);
-  Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info);
-  Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info);
-  Napi::Value Values(const Napi::CallbackInfo& info);
-  Napi::Value ValueLossBackward(const Napi::CallbackInfo& info);
-  Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info);
-  Napi::Value RewardScores(const Napi::CallbackInfo& info);
-  Napi::Value BradleyTerryBackward(const Napi::CallbackInfo& info);
   Napi::Value ZeroGrad(const Napi::CallbackInfo& info);
   Napi::Value ParameterNames(const Napi::CallbackInfo& info);
   Napi::Value GetParameter(const Napi::CallbackInfo& info);

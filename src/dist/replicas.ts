@@ -78,7 +78,7 @@ export class Replicas {
     const modules = this.modules();
     if (modules.length > 0) await this.context.broadcastParameters(modules);
     if (!this.joined && !this.streamsRestored && this.rank > 0) {
-      this.generators().forEach(({ model }, i) => model.native.setSeed(this.seed + RANK_SEED_STRIDE * this.rank + i));
+      this.generators().forEach(({ model }, i) => model.setSeed(this.seed + RANK_SEED_STRIDE * this.rank + i));
     }
     for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;
@@ -151,7 +151,7 @@ export class Replicas {
   }
 
   localState(random: number, progress: { envStep: number; update: number }): RankState {
-    const generators = Object.fromEntries(this.generators().map(({ name, model }) => [name, Buffer.from(model.native.getGeneratorState()).toString("base64")]));
+    const generators = Object.fromEntries(this.generators().map(({ name, model }) => [name, Buffer.from(model.generatorState()).toString("base64")]));
     return { random, envStep: progress.envStep, update: progress.update, generators };
   }
 
@@ -170,7 +170,7 @@ export class Replicas {
     for (const { name, model } of this.generators()) {
       const state = mine.generators[name];
       if (state === undefined) throw new ReplicaError(`the checkpoint has no sampling stream of ${name} for rank ${this.rank}`);
-      model.native.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")));
+      model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")));
     }
     progress.envStep = mine.envStep;
     progress.update = mine.update;

@@ -1,8 +1,9 @@
 // CausalLM: a Hugging Face causal LM held by the native core. Loads HF directories, generates, scores completions,
-// accumulates policy-gradient and cross-entropy gradients, saves HF directories that transformers loads unchanged.
+// accumulates policy-gradient and cross-entropy gradients, keeps named sampling streams, saves HF directories that
+// transformers loads unchanged. Algorithm code drives the model through these methods only, never through `native`.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import type { NativeModel, NativeModelInfo, NativeScores } from "../native/binding.js";
+import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
@@ -54,6 +55,9 @@ export interface Generation {
 }
 
 export type TokenRows = ReadonlyArray<ArrayLike<number>>;
+
+/** A padded [batch, length] block of token ids, row-major, with its attention mask (1 = real token; all real when absent). */
+export type TokenBatch = TokenBatchInput;
 
 export interface ScoreOptions {
   entropy?: boolean;
@@ -253,17 +257,42 @@ export class CausalLM {
 
   /** Log-probs of exactly the completion tokens of each (prompt, completion) row, in one batched pass. */
   async score(prompts: TokenRows, completions: TokenRows, options: ScoreOptions = {}): Promise<Scores> {
-    return this.native.score({ ...completionBatch(prompts, completions), ...options }) as Promise<NativeScores>;
+    return addon().score(this.native, { ...completionBatch(prompts, completions), ...options });
   }
 
   /** Accumulates ∇ of scale · Σ_k −A_k · log π(completion_k) into the parameters' gradients. */
   async policyGradientBackward(prompts: TokenRows, completions: TokenRows, advantages: ArrayLike<number>, scale = 1): Promise<Scores & { loss: number }> {
-    return this.native.policyGradientBackward({ ...completionBatch(prompts, completions), advantages: Float32Array.from(advantages), scale });
+    return addon().policyGradientBackward(this.native, { ...completionBatch(prompts, completions), advantages: Float32Array.from(advantages), scale });
+  }
+
+  /** Mean next-token cross-entropy over the real tokens (transformers' causal-LM loss); its gradient accumulates unless backward is false. */
+  async causalLMLossBackward(batch: TokenBatch, options: { backward?: boolean } = {}): Promise<{ loss: number }> {
+    return addon().causalLMLossBackward(this.native, { ...batch, backward: options.backward ?? true });
   }
 
   /** Per-row Σ_t k3 estimate of KL(this ‖ reference) over the completion tokens (COMLRL-SPEC §3.6). */
   async klK3(reference: CausalLM, prompts: TokenRows, completions: TokenRows): Promise<Float32Array> {
-    return this.native.klK3(reference.native, completionBatch(prompts, completions));
+    return addon().klK3(this.native, reference.native, completionBatch(prompts, completions));
+  }
+
+  /** Seeds a sampling stream (default "default"), creating it if new. */
+  setSeed(seed: number, stream?: string): void {
+    this.native.setSeed(seed, stream);
+  }
+
+  /** The stream's generator state, for checkpoints; a stream never seeded is an error naming it. */
+  generatorState(stream?: string): Uint8Array {
+    return this.native.getGeneratorState(stream);
+  }
+
+  /** Restores a state from generatorState() (creating the stream if new, as a checkpoint resume does). */
+  setGeneratorState(state: Uint8Array, stream?: string): void {
+    this.native.setGeneratorState(state, stream);
+  }
+
+  /** Replaces the weights in place from an HF directory's safetensors (checkpoint resume); every tensor is checked as at load. */
+  async loadWeights(dir: string): Promise<void> {
+    await this.native.loadWeights(weightFiles(dir));
   }
 
   /** Deep copy (optionally on another device or dtype): e.g. a frozen reference policy. */

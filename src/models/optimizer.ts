@@ -3,6 +3,8 @@
 import type { AdamWOptions, NativeModel, NativeOptimizer, NativeValueHead } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 
+export type { AdamWOptions };
+
 /** Anything that holds a native module: a CausalLM, a ValueHead, or the native objects themselves. */
 export type Trainable = { readonly native: NativeModel | NativeValueHead } | NativeModel | NativeValueHead;
 

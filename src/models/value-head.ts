@@ -1,10 +1,13 @@
-// ValueHead: a critic's value head (or a reward model's score head) on a CausalLM's last hidden state, with its
-// readouts, value loss, and PyTorch state_dict I/O (value_head.pt files as torch.save writes them, under the keys of
-// CoMLRL's comlrl.models.actor_critic.ValueHead so that files interchange with it both ways).
+// ValueHead: a critic's value head (or a reward model's score head) on a CausalLM's last hidden state, with what is
+// computed over the two together — readouts, reward scores, the value, actor-critic and Bradley–Terry losses — and
+// PyTorch state_dict I/O (value_head.pt files as torch.save writes them, under the keys of CoMLRL's
+// comlrl.models.actor_critic.ValueHead so that files interchange with it both ways).
 import type { NativeValueHead, NativeValueHeadInfo, Readout } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { loadTorchStateDict, saveTorchStateDict, type StateTensor } from "../io/torch-pickle.js";
-import { completionBatch, type CausalLM, type TokenRows } from "./causal-lm.js";
+import { completionBatch, type CausalLM, type Scores, type TokenBatch, type TokenRows } from "./causal-lm.js";
+
+export type { Readout };
 
 export interface ValueHeadOptions {
   /** null (default): Linear(H, 1); d: Linear(H, d) → Tanh → Linear(d, 1). */
@@ -22,6 +25,30 @@ export interface ValueLossOptions {
   clipRange?: number;
   /** Weights the accumulated gradient (not the returned loss). */
   scale?: number;
+}
+
+export interface ActorCriticOptions extends ValueLossOptions {
+  /** One per row: the policy-gradient weights, as in CausalLM.policyGradientBackward. */
+  advantages: ArrayLike<number>;
+  valueLossCoef: number;
+}
+
+export interface PreferencePairs {
+  /** Row indices into the batch: pair i prefers row chosen[i] to row rejected[i]. */
+  chosen: ArrayLike<number>;
+  rejected: ArrayLike<number>;
+  /** false: the loss and scores only, no gradients (default true). */
+  backward?: boolean;
+}
+
+function valueLossInput(options: ValueLossOptions) {
+  return {
+    readout: options.readout,
+    targets: Float32Array.from(options.targets),
+    oldValues: options.oldValues === undefined ? undefined : Float32Array.from(options.oldValues),
+    clipRange: options.clipRange,
+    scale: options.scale,
+  };
 }
 
 // The native head names its parameters as a bare nn.Linear / nn.Sequential would ("weight", "0.weight", "2.weight");
@@ -65,19 +92,53 @@ export class ValueHead {
    * completion token), "positions" one per prompt + completion token, rows concatenated.
    */
   async readout(prompts: TokenRows, completions: TokenRows, readout: Readout): Promise<Float32Array> {
-    return this.model.native.values(this.native, { ...completionBatch(prompts, completions), readout });
+    return addon().values(this.model.native, this.native, { ...completionBatch(prompts, completions), readout });
+  }
+
+  /** The head on each row's last real token (left or right padding), without gradients: a reward model's scores. */
+  async rewardScores(batch: TokenBatch): Promise<Float32Array> {
+    return addon().rewardScores(this.model.native, this.native, batch);
   }
 
   /** Accumulates the value loss's gradient into the head and (unless frozen) the model; returns the unscaled loss. */
   async valueLossBackward(prompts: TokenRows, completions: TokenRows, options: ValueLossOptions): Promise<{ loss: number; values: Float32Array }> {
-    return this.model.native.valueLossBackward(this.native, {
+    return addon().valueLossBackward(this.model.native, this.native, { ...completionBatch(prompts, completions), ...valueLossInput(options) });
+  }
+
+  /**
+   * The actor-critic loss of a model with its own head: policy-gradient loss + valueLossCoef · value loss from one
+   * forward of prompt ⧺ completion, back-propagated once (scale weights the gradient; the losses returned are unscaled).
+   */
+  async actorCriticBackward(
+    prompts: TokenRows,
+    completions: TokenRows,
+    options: ActorCriticOptions,
+  ): Promise<Scores & { policyLoss: number; valueLoss: number; loss: number; values: Float32Array }> {
+    return addon().actorCriticBackward(this.model.native, this.native, {
       ...completionBatch(prompts, completions),
-      readout: options.readout,
-      targets: Float32Array.from(options.targets),
-      oldValues: options.oldValues === undefined ? undefined : Float32Array.from(options.oldValues),
-      clipRange: options.clipRange,
-      scale: options.scale,
+      ...valueLossInput(options),
+      advantages: Float32Array.from(options.advantages),
+      valueLossCoef: options.valueLossCoef,
     });
+  }
+
+  /** Accumulates ∇ of mean −log σ(s_chosen − s_rejected) over the pairs into the head and (unless frozen) the model. */
+  async bradleyTerryBackward(batch: TokenBatch & PreferencePairs): Promise<{ loss: number; scores: Float32Array }> {
+    return addon().bradleyTerryBackward(this.model.native, this.native, {
+      ...batch,
+      chosen: Int32Array.from(batch.chosen),
+      rejected: Int32Array.from(batch.rejected),
+      backward: batch.backward ?? true,
+    });
+  }
+
+  zeroGrad(): void {
+    this.native.zeroGrad();
+  }
+
+  /** No more gradients: optimizers skip the head from now on. */
+  freeze(): void {
+    this.native.freeze();
   }
 
   /** The head's parameters under CoMLRL's ValueHead keys (value_projection.*, pre_projection.0.*). */

@@ -20,7 +20,43 @@ export interface MatmulResult {
   shape: number[];
 }
 
-export interface NativeAddon {
+/** The training kernels (native/losses/loss_binding.h): free functions over a model, or a model and its head. */
+export interface NativeLosses {
+  score(model: NativeModel, batch: CompletionBatchInput & { entropy?: boolean; tokenLogprobs?: boolean }): Promise<NativeScores>;
+  /** Per-row Σ_t k3 of KL(policy ‖ reference) over the completion tokens. */
+  klK3(policy: NativeModel, reference: NativeModel, batch: CompletionBatchInput): Promise<Float32Array>;
+  /** Accumulates ∇ scale · Σ_k −A_k · log π(completion_k). */
+  policyGradientBackward(model: NativeModel, batch: CompletionBatchInput & { advantages: Float32Array; scale?: number }): Promise<NativeScores & { loss: number }>;
+  causalLMLossBackward(model: NativeModel, batch: TokenBatchInput & { backward?: boolean }): Promise<{ loss: number }>;
+  /** MSE (or, with oldValues and clipRange, PPO-clipped) value loss; accumulates scale · ∇loss. loss is unscaled. */
+  valueLossBackward(
+    model: NativeModel,
+    head: NativeValueHead,
+    batch: CompletionBatchInput & ValueLossInput & { scale?: number; backward?: boolean },
+  ): Promise<{ loss: number; values: Float32Array }>;
+  /** Policy-gradient loss + valueLossCoef · value loss from one forward, one backward (scale weights the gradient only). */
+  actorCriticBackward(
+    model: NativeModel,
+    head: NativeValueHead,
+    batch: CompletionBatchInput & ValueLossInput & { advantages: Float32Array; valueLossCoef: number; scale?: number },
+  ): Promise<NativeScores & { policyLoss: number; valueLoss: number; loss: number; values: Float32Array }>;
+  /** mean −log σ(s[chosen_i] − s[rejected_i]) over the pairs (row indices into the batch). */
+  bradleyTerryBackward(
+    model: NativeModel,
+    head: NativeValueHead,
+    batch: TokenBatchInput & { chosen: Int32Array; rejected: Int32Array; backward?: boolean },
+  ): Promise<{ loss: number; scores: Float32Array }>;
+}
+
+/** What a head reads off its model, without gradients (native/heads/readout_binding.h). */
+export interface NativeReadouts {
+  /** [rows] for "v" / "q", [Σ (prompt + completion) lengths] for "positions". */
+  values(model: NativeModel, head: NativeValueHead, batch: CompletionBatchInput & { readout: Readout }): Promise<Float32Array>;
+  /** The head on each row's last real token (the last 1 of attentionMask; left or right padding). */
+  rewardScores(model: NativeModel, head: NativeValueHead, batch: TokenBatchInput): Promise<Float32Array>;
+}
+
+export interface NativeAddon extends NativeLosses, NativeReadouts {
   runtimeInfo(): RuntimeInfo;
   setNumThreads(n: number): void;
   matmul(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[]): MatmulResult;
@@ -98,23 +134,6 @@ export interface NativeModel {
     /** Sampling stream (default "default"); one never seeded is an error. */
     stream?: string;
   }): Promise<NativeGeneration>;
-  score(options: CompletionBatchInput & { entropy?: boolean; tokenLogprobs?: boolean }): Promise<NativeScores>;
-  klK3(reference: NativeModel, batch: CompletionBatchInput): Promise<Float32Array>;
-  policyGradientBackward(options: CompletionBatchInput & { advantages: Float32Array; scale?: number }): Promise<NativeScores & { loss: number }>;
-  causalLMLossBackward(options: { ids: Int32Array; batch: number; length: number; attentionMask?: Int32Array; backward?: boolean }): Promise<{ loss: number }>;
-  /** Head readouts in one forward, no gradients: [rows] for "v" / "q", [Σ (prompt + completion) lengths] for "positions". */
-  values(head: NativeValueHead, batch: CompletionBatchInput & { readout: Readout }): Promise<Float32Array>;
-  /** MSE (or, with oldValues and clipRange, PPO-clipped) value loss; accumulates scale · ∇loss. loss is unscaled. */
-  valueLossBackward(head: NativeValueHead, batch: CompletionBatchInput & ValueLossInput & { scale?: number; backward?: boolean }): Promise<{ loss: number; values: Float32Array }>;
-  /** Policy-gradient loss + valueLossCoef · value loss from one forward, one backward (scale weights the gradient only). */
-  actorCriticBackward(
-    head: NativeValueHead,
-    batch: CompletionBatchInput & ValueLossInput & { advantages: Float32Array; valueLossCoef: number; scale?: number },
-  ): Promise<NativeScores & { policyLoss: number; valueLoss: number; loss: number; values: Float32Array }>;
-  /** The head on each row's last real token (the last 1 of attentionMask; left or right padding). */
-  rewardScores(head: NativeValueHead, batch: TokenBatchInput): Promise<Float32Array>;
-  /** mean −log σ(s[chosen_i] − s[rejected_i]) over the pairs (row indices into the batch). */
-  bradleyTerryBackward(head: NativeValueHead, batch: TokenBatchInput & { chosen: Int32Array; rejected: Int32Array; backward?: boolean }): Promise<{ loss: number; scores: Float32Array }>;
   zeroGrad(): void;
   parameterNames(): Array<{ name: string; shape: number[] }>;
   getParameter(name: string): Float32Array;

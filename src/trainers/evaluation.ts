@@ -69,7 +69,7 @@ export async function evaluateAgents(
   run: { items: Item[]; seed: number; envStep: number; logger: MetricsLogger | null; hooks: EvaluationHooks },
 ): Promise<Record<string, number>> {
   if (run.items.length === 0) return {};
-  agents.forEach((agent) => agent.model.native.setSeed(run.seed + agent.index, EVAL_STREAM));
+  agents.forEach((agent) => agent.model.setSeed(run.seed + agent.index, EVAL_STREAM));
   const evalEnvironment: RolloutEnvironment = { ...environment, policies: agents.map((a) => a.evalPolicy()), timings: undefined };
   const metrics = await evaluateItems(run.items, evalEnvironment, settings, run.hooks);
   run.logger?.logEval(metrics, run.envStep);

@@ -3,6 +3,7 @@
 import { writeFileSync } from "node:fs";
 import { DistributedContext } from "../../src/dist/context.js";
 import { readDistributedEnvironment } from "../../src/dist/environment.js";
+import { addon } from "../../src/native/loader.js";
 import { tinyLM, batchOf } from "../native/tiny-lm.js";
 
 const [scenario, outFile] = process.argv.slice(2);
@@ -42,7 +43,7 @@ if (scenario === "collectives") {
   const names = model.native.parameterNames().map((p) => p.name);
   const weights = names.map((name) => [...model.native.getParameter(name)]);
   const rows = rank === 0 ? batchOf([[1, 2, 3]], [[4, 5]]) : batchOf([[6, 7], [8]], [[9], [10, 11, 12]]);
-  await model.native.policyGradientBackward({ ...rows, advantages: Float32Array.from(rank === 0 ? [1] : [0.5, -1]) });
+  await addon().policyGradientBackward(model.native, { ...rows, advantages: Float32Array.from(rank === 0 ? [1] : [0.5, -1]) });
   const localGradients = names.map((name) => [...(model.native.getGradient(name) ?? [])]);
   const reduced = await dist.allReduceGradients([model.native], rank === 0 ? 1 : 3, [rank === 0 ? 2 : 5]);
   const gradients = names.map((name) => [...(model.native.getGradient(name) ?? [])]);

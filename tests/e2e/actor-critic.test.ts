@@ -195,10 +195,8 @@ describe("updates", () => {
     await (trainer as unknown as { update(s: unknown[]): Promise<void> }).update([sample]);
     // By hand: A = y − V_old (one sample, no normalization); loss = −A·log π + 0.6 · max((y−V)², (y−V_clip)²).
     const a = sample.target - sample.oldValue;
-    const result = await model.native.actorCriticBackward(head.native, {
-      prompts: Int32Array.from(sample.promptIds), promptLengths: Int32Array.of(sample.promptIds.length),
-      completions: sample.completionIds, completionLengths: Int32Array.of(sample.completionIds.length),
-      advantages: Float32Array.of(a), targets: Float32Array.of(sample.target), valueLossCoef: 0.6, readout: "q", oldValues: Float32Array.of(sample.oldValue), clipRange: 0.2,
+    const result = await head.actorCriticBackward([sample.promptIds], [sample.completionIds], {
+      advantages: [a], targets: [sample.target], valueLossCoef: 0.6, readout: "q", oldValues: [sample.oldValue], clipRange: 0.2,
     });
     const scores = await model.score([sample.promptIds], [sample.completionIds]);
     const values = await head.readout([sample.promptIds], [sample.completionIds], "q");

@@ -72,12 +72,13 @@ describe.each(Object.keys(TRAINER_KINDS))("exact resume: %s", (kind) => {
       if (Date.now() > deadline) throw new Error(`child never wrote checkpoint-1: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    const atCheckpoint = stream(out).length;
     await new Promise((r) => setTimeout(r, 300));
     child.kill("SIGKILL");
     expect(await exited).toBe(-1);
     expect(existsSync(path.join(checkpoints, "checkpoint-3"))).toBe(false);
-    // The killed run wrote records after its checkpoint; the resumed run redoes that work.
-    expect(stream(out).length).toBeGreaterThan(0);
+    // The killed run wrote records after its checkpoint was complete; the resumed run redoes that work.
+    expect(stream(out).length).toBeGreaterThan(atCheckpoint);
 
     const resumed = await makeTrainer(base, tokenizer, out, 3, {}, kind);
     await resumed.train({ checkpointDir: checkpoints, resumeFromCheckpoint: "latest" });
@@ -91,11 +92,12 @@ describe("crash safety and bad checkpoints", () => {
   it("a write that fails part-way leaves the previous checkpoint intact and no partial directory", async () => {
     const out = path.join(scratch, "failing-write");
     const checkpoints = path.join(out, "checkpoints");
-    const trainer = await makeTrainer(base, tokenizer, out, 1);
+    const trainer = await makeTrainer(base, tokenizer, out, 1, { stateful: [{ stateDict: () => ({}), loadStateDict: () => {} }] });
     await trainer.train({ checkpointDir: checkpoints });
-    // A stateful object whose stateDict throws stands in for a full disk during the next save.
+    // A stateful object whose stateDict throws stands in for a full disk during the next save (the resume before it
+    // must succeed, so the first run had one stateful object too).
     const broken = await makeTrainer(base, tokenizer, out, 2, { stateful: [{ stateDict: () => { throw new Error("ENOSPC: no space left on device"); }, loadStateDict: () => {} }] });
-    await expect(broken.train({ checkpointDir: checkpoints, resumeFromCheckpoint: "latest" })).rejects.toThrow();
+    await expect(broken.train({ checkpointDir: checkpoints, resumeFromCheckpoint: "latest" })).rejects.toThrow(/ENOSPC: no space left on device/);
     await broken.close();
     await trainer.close();
     expect(readdirSync(checkpoints)).toEqual(["checkpoint-1"]);
@@ -155,6 +157,24 @@ describe("crash safety and bad checkpoints", () => {
     expect(resumed.progress.epoch).toBe(latest + 1);
     expect(readdirSync(checkpoints).filter((n) => n.startsWith("."))).toEqual([]);
   }, 240_000);
+
+  it("checkpointInterval 2 writes every second unit and the last, keepLast 2 prunes the older ones, and a Stateful gets back the state it saved", async () => {
+    const out = path.join(scratch, "interval");
+    const checkpoints = path.join(out, "checkpoints");
+    let saves = 0;
+    const counter = { stateDict: () => ({ saves: ++saves }), loadStateDict: () => {} };
+    const trainer = await makeTrainer(base, tokenizer, out, 5, { stateful: [counter] });
+    await trainer.train({ checkpointDir: checkpoints, checkpointInterval: 2, keepLast: 2 });
+    await trainer.close();
+    // Written after units 2, 4 and 5 (the last); checkpoint-2 pruned once checkpoint-5 was complete.
+    expect(saves).toBe(3);
+    expect(readdirSync(checkpoints).sort()).toEqual(["checkpoint-4", "checkpoint-5"]);
+    const restored: unknown[] = [];
+    const resumed = await makeTrainer(base, tokenizer, path.join(scratch, "interval-resumed"), 5, { stateful: [{ stateDict: () => ({ saves: -1 }), loadStateDict: (state) => restored.push(state) }] });
+    await resumed.train({ resumeFromCheckpoint: path.join(checkpoints, "checkpoint-4") });
+    await resumed.close();
+    expect(restored).toEqual([{ saves: 2 }]);
+  });
 
   it("refuses missing, truncated and corrupted files by name", async () => {
     const out = path.join(scratch, "corrupt");

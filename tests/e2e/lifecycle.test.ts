@@ -89,12 +89,29 @@ describe("ownership", () => {
     shared.dispose();
   });
 
-  it("frees a model it loaded once, even when two components could reach it", async () => {
+  it("frees each model it loaded exactly once, and never the caller's model that two agents share", async () => {
+    const shared = await CausalLM.fromDirectory(base);
     const dispose = vi.spyOn(CausalLM.prototype, "dispose");
-    const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true } as never }));
+    const trainer = await MAGRPOTrainer.create(options({ agents: [shared, shared, base], tokenizer, config: { numAgents: 3, referenceKlEnabled: true } as never }));
+    // agent_0 and agent_1 reach one model; agent_2's and the three references are the trainer's own.
+    expect(trainer.agents[1].model).toBe(shared);
+    const owned = [trainer.agents[2].model, ...trainer.agents.map((a) => a.reference!)];
+    expect(new Set(owned).size).toBe(4);
     await trainer.close();
-    // Two agents and two references, each loaded by the trainer.
-    expect(dispose).toHaveBeenCalledTimes(4);
+    expect(dispose.mock.contexts).toHaveLength(owned.length);
+    expect(new Set(dispose.mock.contexts)).toEqual(new Set(owned));
+    expect(shared.info().parameterCount).toBeGreaterThan(0);
+    shared.dispose();
+  });
+
+  it("`await using` closes the trainer when its scope ends", async () => {
+    const close = vi.spyOn(MAGRPOTrainer.prototype, "close");
+    {
+      await using trainer = await MAGRPOTrainer.create(options());
+      expect(close).not.toHaveBeenCalled();
+      expect(trainer.agents).toHaveLength(2);
+    }
+    expect(close).toHaveBeenCalledTimes(1);
   });
 
   it("a failed create() frees the agents it had already loaded", async () => {
@@ -109,6 +126,24 @@ describe("ownership", () => {
     const made = loaded.filter((m): m is CausalLM => m !== null);
     expect(made.length).toBe(1);
     expect(dispose.mock.contexts).toContain(made[0]);
+  });
+});
+
+describe("non-finite losses", () => {
+  it("a minibatch whose loss is non-finite is skipped: its gradient never reaches the weights, and the run says so", async () => {
+    // The real backward runs (a gradient accumulates); only the loss it reports is NaN.
+    const backward = CausalLM.prototype.policyGradientBackward;
+    vi.spyOn(CausalLM.prototype, "policyGradientBackward").mockImplementation(async function (this: CausalLM, ...args) {
+      return { ...(await backward.apply(this, args)), loss: NaN };
+    });
+    const messages: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((message) => void messages.push(String(message)));
+    const trainer = await MAGRPOTrainer.create(options({ quiet: false }));
+    const before = weightsOf(trainer);
+    await trainer.train();
+    expect(weightsOf(trainer)).toEqual(before);
+    for (const agent of [0, 1]) expect(messages.some((m) => new RegExp(`agent ${agent}: non-finite loss \\(NaN\\); minibatch of \\d+ skipped`).test(m)), `agent ${agent}`).toBe(true);
+    await trainer.close();
   });
 });
 

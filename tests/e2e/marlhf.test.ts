@@ -73,8 +73,7 @@ describe("JointRewardModel", () => {
     const limited = await JointRewardModel.load(base, { seed: 1, maxLength: 12 });
     const text = jointText(["a long prompt about the weather and the sea"], ["a reply"]);
     const ids = tokenizer.encode(text).slice(-12);
-    const model = limited.model;
-    const direct = await model.native.rewardScores(limited.head.native, { ids: Int32Array.from(ids), batch: 1, length: ids.length });
+    const direct = await limited.head.rewardScores({ ids: Int32Array.from(ids), batch: 1, length: ids.length });
     expect((await limited.score([text]))[0]).toBeCloseTo(direct[0], 6);
     limited.dispose();
   });
@@ -229,7 +228,8 @@ describe("MARLHF", () => {
   it("IAC back-end: a critic per agent (from the agents' ids) trained against reward-model scores, saved and restored by checkpoints", async () => {
     const out = path.join(scratch, "marlhf-iac");
     const checkpoints = path.join(out, "checkpoints");
-    const make = () => MARLHFTrainer.create(options({ outputDir: out, trainDataset: coverVowelsDataset(4), config: { ...acConfig, rlAlgorithm: "iac" } }));
+    // Two RL epochs, so that a checkpoint falls between two stretches of critic training.
+    const make = () => MARLHFTrainer.create(options({ outputDir: out, trainDataset: coverVowelsDataset(4), config: { ...acConfig, rlAlgorithm: "iac", numTrainEpochs: 2 } }));
     const trainer = await make();
     expect(trainer.components.all.map((c) => c.name)).toEqual([
       "agent_0",
@@ -245,15 +245,26 @@ describe("MARLHF", () => {
     expect(ac.agents).toBe(trainer.agents);
     expect(ac.config).toMatchObject({ criticLearningRate: 2e-3, agentLearningRate: 1e-3, numGenerations: 2, rolloutBufferSize: 2, valueLossCoef: 0.6, useSeparateCritic: true });
     const headBefore = parameters(ac.critics[0].valueHead);
+    // What the reward model scores each RL step's joint actions (the stage scores one item per step).
+    const scored: number[][] = [];
+    const scoreJoint = trainer.rewardModel.scoreJoint.bind(trainer.rewardModel);
+    vi.spyOn(trainer.rewardModel, "scoreJoint").mockImplementation(async (prompts, completions) => {
+      const scores = await scoreJoint(prompts, completions);
+      scored.push(Array.from(scores));
+      return scores;
+    });
     await trainer.train({ checkpointDir: checkpoints });
     expect(trainer.rewardModel.isFrozen).toBe(true);
-    // env steps: 4 items × 4 candidates, then 4 items × 2 joint actions.
-    expect(trainer.progress.envStep).toBe(16 + 8);
+    // env steps: 4 items × 4 candidates, then 2 epochs × 4 items × 2 joint actions.
+    expect(trainer.progress.envStep).toBe(16 + 16);
     const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
     const updates = metrics.filter((r) => r.kind === "update");
     for (const name of ["agent_0", "agent_1", "agent_0/critic", "agent_1/critic"]) expect(updates.some((r) => typeof r[`${name}/loss`] === "number")).toBe(true);
+    // The RL stage's rewards are exactly the reward model's scores of its joint actions, step by step.
     const rlRewards = metrics.filter((r) => r.kind === "train" && typeof r["turn_1/reward_mean"] === "number").map((r) => r["turn_1/reward_mean"] as number);
-    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    expect(scored).toHaveLength(8);
+    expect(rlRewards).toHaveLength(scored.length);
+    rlRewards.forEach((r, k) => expect(r).toBeCloseTo(scored[k].reduce((a, b) => a + b, 0) / scored[k].length, 6));
     const trained = parameters(ac.critics[0].valueHead);
     const trainedCritic = parameters(ac.critics[1].model);
     expect(trained.some((t, i) => t.some((v, j) => v !== headBefore[i][j]))).toBe(true);
@@ -263,8 +274,10 @@ describe("MARLHF", () => {
     expect(existsSync(path.join(out, "saved", "agent_1", "critic", "value_head.pt"))).toBe(true);
     await trainer.close();
 
+    // Resumed from the checkpoint after the first RL epoch (critics, their optimizers and the streams restored), the
+    // run trains the second epoch again and lands on the same weights.
     const resumed = await make();
-    await resumed.train({ checkpointDir: checkpoints, resumeFromCheckpoint: last });
+    await resumed.train({ checkpointDir: checkpoints, resumeFromCheckpoint: path.join(checkpoints, `checkpoint-${trainer.progress.unitsDone - 1}`) });
     const restored = resumed.actorCritic as IACTrainer;
     parameters(restored.critics[0].valueHead).forEach((t, i) => expect(Array.from(t)).toEqual(Array.from(trained[i])));
     parameters(restored.critics[1].model).forEach((t, i) => expect(Array.from(t)).toEqual(Array.from(trainedCritic[i])));

@@ -95,7 +95,7 @@ describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) =>
       model.zeroGrad();
       const input = t(kind === "full" ? "input.full_ids" : "input.right_ids");
       const [batch, length] = input.shape;
-      const { loss } = await model.native.causalLMLossBackward({
+      const { loss } = await model.causalLMLossBackward({
         ids: Int32Array.from(input.data),
         batch,
         length,
@@ -121,7 +121,7 @@ describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) =>
     try {
       const input = t("input.full_ids");
       const batchArgs = { ids: Int32Array.from(input.data), batch: input.shape[0], length: input.shape[1] };
-      await copy.native.causalLMLossBackward(batchArgs);
+      await copy.causalLMLossBackward(batchArgs);
       const { lr, betas, eps, weight_decay } = meta.adamw;
       const names = copy.native.parameterNames().map((p) => p.name);
       const grads = new Map(names.map((n) => [n, copy.native.getGradient(n)!]));
@@ -140,7 +140,7 @@ describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) =>
         const wellConditioned = (i: number) => Math.abs(grad[i]) > 1e-5;
         expect(maxAbsDiff(after, expected, wellConditioned), param).toBeLessThan(1e-5);
       }
-      const after = await copy.native.causalLMLossBackward({ ...batchArgs, backward: false });
+      const after = await copy.causalLMLossBackward(batchArgs, { backward: false });
       expect(Math.abs(after.loss - meta.loss_full_after_adamw_step1)).toBeLessThan(1e-3);
       optimizer.dispose();
     } finally {

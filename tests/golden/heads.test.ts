@@ -121,10 +121,10 @@ describe.skipIf(!existsSync(path.join(GOLDEN, "heads"))).each(MODELS)("head pari
     zeroGrads();
     const ids = t("input.ids");
     const batch = { ids: Int32Array.from(ids.data), batch: ids.shape[0], length: ids.shape[1], attentionMask: Int32Array.from(t("input.mask").data) };
-    const scores = await model.native.rewardScores(head("linear").native, batch);
+    const scores = await head("linear").rewardScores(batch);
     expect(maxAbsDiff(scores, meta["reward.scores"])).toBeLessThan(VALUE_TOL);
     const pairs: number[][] = meta["reward.pairs"];
-    const out = await model.native.bradleyTerryBackward(head("linear").native, {
+    const out = await head("linear").bradleyTerryBackward({
       ...batch,
       chosen: Int32Array.from(pairs.map((p) => p[0])),
       rejected: Int32Array.from(pairs.map((p) => p[1])),

@@ -53,9 +53,9 @@ describe("value head", () => {
 
   it("reads V at the last prompt position, Q at the last completion token, and every position", async () => {
     const head = newHead(8);
-    const positions = await model.native.values(head, { ...batch, readout: "positions" });
-    const v = await model.native.values(head, { ...batch, readout: "v" });
-    const q = await model.native.values(head, { ...batch, readout: "q" });
+    const positions = await addon().values(model.native, head, { ...batch, readout: "positions" });
+    const v = await addon().values(model.native, head, { ...batch, readout: "v" });
+    const q = await addon().values(model.native, head, { ...batch, readout: "q" });
     let offset = 0;
     prompts.forEach((p, r) => {
       const length = p.length + completions[r].length;
@@ -70,12 +70,12 @@ describe("value head", () => {
     linear.loadStateDict({ weight: { ...f32(Array.from({ length: 16 }, (_, i) => (i - 8) / 10)), shape: [1, 16] }, bias: f32([0.25]) });
     const h = (await hiddenOf([...prompts[1], ...completions[1]]))[4];
     const expected = h.reduce((s, x, i) => s + x * ((i - 8) / 10), 0.25);
-    expect(Math.abs((await model.native.values(linear, { ...batch, readout: "q" }))[1] - expected)).toBeLessThan(1e-5);
+    expect(Math.abs((await addon().values(model.native, linear, { ...batch, readout: "q" }))[1] - expected)).toBeLessThan(1e-5);
   });
 
   it("value loss: MSE and the clipped form by hand, with the bias gradient", async () => {
     const head = newHead(null, 2);
-    const v = Array.from(await model.native.values(head, { ...batch, readout: "q" }));
+    const v = Array.from(await addon().values(model.native, head, { ...batch, readout: "q" }));
     // Row 0: V moved 1 above V_old and the target lies further up: V_clip = V − 0.8 has the larger error (3.24 vs 1),
     // so the clipped term wins. Row 1: V moved 1 below V_old toward a target above: the unclipped error wins (1 vs
     // 0.04). Row 2: inside the clip range, both terms agree.
@@ -92,14 +92,14 @@ describe("value head", () => {
     expect(clipped).not.toBeCloseTo(mse, 3);
 
     head.zeroGrad();
-    const plain = await model.native.valueLossBackward(head, { ...batch, readout: "q", targets: Float32Array.from(targets) });
+    const plain = await addon().valueLossBackward(model.native, head, { ...batch, readout: "q", targets: Float32Array.from(targets) });
     expect(Math.abs(plain.loss - mse)).toBeLessThan(1e-5);
     close(plain.values, v, 1e-6);
     // d/db mean (y − V)² = mean 2(V − y)
     expect(Math.abs(head.getGradient("bias")![0] - v.reduce((s, x, i) => s + 2 * (x - targets[i]), 0) / 3)).toBeLessThan(1e-5);
 
     head.zeroGrad();
-    const out = await model.native.valueLossBackward(head, { ...batch, readout: "q", targets: Float32Array.from(targets), oldValues: Float32Array.from(oldValues), clipRange });
+    const out = await addon().valueLossBackward(model.native, head, { ...batch, readout: "q", targets: Float32Array.from(targets), oldValues: Float32Array.from(oldValues), clipRange });
     expect(Math.abs(out.loss - clipped)).toBeLessThan(1e-5);
     // Where the clipped term wins, V_clip is constant in V: that row sends no gradient.
     const grad = v.reduce((s, x, i) => s + (clippedTerms[i].clippedWins ? 0 : 2 * (x - targets[i])), 0) / 3;
@@ -107,24 +107,24 @@ describe("value head", () => {
 
     // scale weights only the gradient; backward: false leaves gradients alone.
     head.zeroGrad();
-    const scaled = await model.native.valueLossBackward(head, { ...batch, readout: "q", targets: Float32Array.from(targets), scale: 0.5 });
+    const scaled = await addon().valueLossBackward(model.native, head, { ...batch, readout: "q", targets: Float32Array.from(targets), scale: 0.5 });
     expect(scaled.loss).toBeCloseTo(plain.loss, 6);
     expect(head.getGradient("bias")![0]).toBeCloseTo((v.reduce((s, x, i) => s + 2 * (x - targets[i]), 0) / 3) * 0.5, 5);
     head.zeroGrad();
-    await model.native.valueLossBackward(head, { ...batch, readout: "v", targets: Float32Array.from(targets), backward: false });
+    await addon().valueLossBackward(model.native, head, { ...batch, readout: "v", targets: Float32Array.from(targets), backward: false });
     expect(head.getGradient("bias")).toBeNull();
   });
 
   it("refuses bad value-loss input naming the field", async () => {
     const head = newHead(null);
-    const call = (extra: object) => () => model.native.valueLossBackward(head, { ...batch, readout: "q", targets: Float32Array.from([1, 2, 3]), ...extra });
+    const call = (extra: object) => () => addon().valueLossBackward(model.native, head, { ...batch, readout: "q", targets: Float32Array.from([1, 2, 3]), ...extra });
     expect(call({ targets: Float32Array.from([1]) })).toThrow("targets has 1 values for 3 readouts");
     expect(call({ oldValues: Float32Array.from([1, 2, 3]) })).toThrow("oldValues is given without clipRange");
     expect(call({ clipRange: 0.2 })).toThrow("clipRange is given without oldValues");
     expect(call({ readout: "z" })).toThrow('readout must be "v", "q" or "positions", got "z"');
     const wide = new (addon().NativeValueHead)({ hiddenSize: 32, dtype: "float32", device: "cpu" });
     disposables.push(wide);
-    expect(() => model.native.values(wide, { ...batch, readout: "v" })).toThrow("the head reads hidden size 32, the model's is 16");
+    expect(() => addon().values(model.native, wide, { ...batch, readout: "v" })).toThrow("the head reads hidden size 32, the model's is 16");
   });
 
   it("actor-critic: policy loss + coef · value loss from one forward equals the two losses' gradients summed", async () => {
@@ -134,15 +134,15 @@ describe("value head", () => {
     const advantages = Float32Array.from([1, -0.5, 2]);
     const targets = Float32Array.from([0.3, -0.2, 0.9]);
     const coef = 0.5;
-    const pg = await actor.native.policyGradientBackward({ ...batch, advantages });
+    const pg = await addon().policyGradientBackward(actor.native, { ...batch, advantages });
     const pgGrad = actor.native.getGradient("model.norm.weight")!;
     actor.zeroGrad();
-    const vl = await actor.native.valueLossBackward(head, { ...batch, readout: "q", targets });
+    const vl = await addon().valueLossBackward(actor.native, head, { ...batch, readout: "q", targets });
     const vlGrad = actor.native.getGradient("model.norm.weight")!;
     const vlHeadGrad = head.getGradient("2.bias")![0];
     actor.zeroGrad();
     head.zeroGrad();
-    const ac = await actor.native.actorCriticBackward(head, { ...batch, readout: "q", advantages, targets, valueLossCoef: coef });
+    const ac = await addon().actorCriticBackward(actor.native, head, { ...batch, readout: "q", advantages, targets, valueLossCoef: coef });
     expect(Math.abs(ac.policyLoss - pg.loss)).toBeLessThan(1e-4);
     expect(Math.abs(ac.valueLoss - vl.loss)).toBeLessThan(1e-5);
     expect(Math.abs(ac.loss - (pg.loss + coef * vl.loss))).toBeLessThan(1e-4);
@@ -192,11 +192,11 @@ describe("reward head", () => {
 
   it("scores the last real token, the same left- or right-padded as unpadded", async () => {
     const head = newHead(null, 6);
-    const right = await model.native.rewardScores(head, padded("right"));
-    const left = await model.native.rewardScores(head, padded("left"));
+    const right = await addon().rewardScores(model.native, head, padded("right"));
+    const left = await addon().rewardScores(model.native, head, padded("left"));
     close(left, right, 1e-5);
     for (let r = 0; r < rows.length; r++) {
-      const alone = await model.native.rewardScores(head, { ids: Int32Array.from(rows[r]), batch: 1, length: rows[r].length });
+      const alone = await addon().rewardScores(model.native, head, { ids: Int32Array.from(rows[r]), batch: 1, length: rows[r].length });
       expect(Math.abs(alone[0] - right[r]), `row ${r}`).toBeLessThan(1e-5);
     }
   });
@@ -205,7 +205,7 @@ describe("reward head", () => {
     const head = newHead(null, 7);
     const chosen = [0, 2];
     const rejected = [1, 1];
-    const out = await model.native.bradleyTerryBackward(head, { ...padded("left"), chosen: Int32Array.from(chosen), rejected: Int32Array.from(rejected) });
+    const out = await addon().bradleyTerryBackward(model.native, head, { ...padded("left"), chosen: Int32Array.from(chosen), rejected: Int32Array.from(rejected) });
     const s = out.scores;
     const margins = chosen.map((w, k) => s[w] - s[rejected[k]]);
     expect(Math.abs(out.loss - margins.reduce((a, m) => a + Math.log1p(Math.exp(-m)), 0) / 2)).toBeLessThan(1e-6);
@@ -222,11 +222,11 @@ describe("reward head", () => {
 
   it("stays finite at huge margins (−log σ(m) ≈ max(0, −m))", async () => {
     const head = newHead(null, 8);
-    const scores0 = await model.native.rewardScores(head, padded("right"));
+    const scores0 = await addon().rewardScores(model.native, head, padded("right"));
     // Scale the head so margins reach the thousands: log(σ(m)) alone would be −inf in fp32.
     const scale = 5000 / Math.max(...Array.from(scores0, (x, i) => Math.abs(x - scores0[(i + 1) % 3])));
     head.loadStateDict({ weight: { dtype: "float32", shape: [1, 16], data: new Uint8Array(Float32Array.from(head.getParameter("weight"), (x) => x * scale).buffer) }, bias: f32([0]) });
-    const out = await model.native.bradleyTerryBackward(head, { ...padded("right"), chosen: Int32Array.from([0, 1]), rejected: Int32Array.from([1, 0]), backward: false });
+    const out = await addon().bradleyTerryBackward(model.native, head, { ...padded("right"), chosen: Int32Array.from([0, 1]), rejected: Int32Array.from([1, 0]), backward: false });
     const m = out.scores[0] - out.scores[1];
     expect(Math.abs(m)).toBeGreaterThan(100);
     expect(out.loss).toBeCloseTo((Math.max(0, -m) + Math.max(0, m)) / 2, 2);
@@ -236,17 +236,17 @@ describe("reward head", () => {
     const frozen = tinyLM(21).freeze();
     disposables.push(frozen);
     const head = newHead(null, 9);
-    await frozen.native.bradleyTerryBackward(head, { ...padded("right"), chosen: Int32Array.from([0]), rejected: Int32Array.from([1]) });
+    await addon().bradleyTerryBackward(frozen.native, head, { ...padded("right"), chosen: Int32Array.from([0]), rejected: Int32Array.from([1]) });
     expect(head.getGradient("weight")).not.toBeNull();
     expect(frozen.native.getGradient("model.norm.weight")).toBeNull();
     const optimizer = new (addon().NativeOptimizer)(head, { lr: 1e-2 });
     await optimizer.step();
     optimizer.dispose();
     head.freeze();
-    await expect(frozen.native.bradleyTerryBackward(head, { ...padded("right"), chosen: Int32Array.from([0]), rejected: Int32Array.from([1]) })).rejects.toThrow(
+    await expect(addon().bradleyTerryBackward(frozen.native, head, { ...padded("right"), chosen: Int32Array.from([0]), rejected: Int32Array.from([1]) })).rejects.toThrow(
       "nothing to train: the model and the head are both frozen",
     );
-    expect(() => frozen.native.bradleyTerryBackward(head, { ...padded("right"), chosen: Int32Array.from([0]), rejected: Int32Array.from([3]) })).toThrow(
+    expect(() => addon().bradleyTerryBackward(frozen.native, head, { ...padded("right"), chosen: Int32Array.from([0]), rejected: Int32Array.from([3]) })).toThrow(
       "rejected names a row outside the batch of 3",
     );
   });

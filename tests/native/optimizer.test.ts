@@ -31,7 +31,7 @@ describe("NativeOptimizer over parameter groups", () => {
       { lr: 1e-3 },
     );
     expect(optimizer.learningRates()).toEqual([1e-3, 1e-2]);
-    await model.native.valueLossBackward(critic, batch);
+    await addon().valueLossBackward(model.native, critic, batch);
     const before = { norm: model.native.getParameter("model.norm.weight"), head: critic.getParameter("2.weight") };
     const grads = { norm: model.native.getGradient("model.norm.weight")!, head: critic.getGradient("2.weight")! };
     await optimizer.step();
@@ -54,7 +54,7 @@ describe("NativeOptimizer over parameter groups", () => {
     const critic = head();
     disposables.push(model);
     const optimizer = new (addon().NativeOptimizer)([{ module: model.native }, { module: critic }], { lr: 1e-3 });
-    await model.native.valueLossBackward(critic, batch);
+    await addon().valueLossBackward(model.native, critic, batch);
     let squares = 0;
     for (const { name } of model.native.parameterNames()) for (const g of model.native.getGradient(name) ?? []) squares += g * g;
     for (const { name } of critic.parameterNames()) for (const g of critic.getGradient(name) ?? []) squares += g * g;
@@ -84,7 +84,7 @@ describe("NativeOptimizer over parameter groups", () => {
         }
         model.zeroGrad();
         critic.zeroGrad();
-        await model.native.valueLossBackward(critic, batch);
+        await addon().valueLossBackward(model.native, critic, batch);
         await optimizer.step();
       }
       optimizer.dispose();
@@ -127,7 +127,7 @@ describe("NativeOptimizer over parameter groups", () => {
     const critic = head();
     const optimizer = new Optimizer([{ module: model }, { module: critic, lr: 1e-2 }], { lr: 1e-3 });
     expect(optimizer.learningRates()).toEqual([1e-3, 1e-2]);
-    await model.native.valueLossBackward(critic, batch);
+    await addon().valueLossBackward(model.native, critic, batch);
     const { gradNorm } = await optimizer.step({ maxGradNorm: 1 });
     expect(gradNorm).toBeGreaterThan(0);
     const file = path.join(scratch, "wrapper.pt");

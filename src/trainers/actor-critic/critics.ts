@@ -3,11 +3,10 @@
 // (fed its actor's token ids) or none (the head sits on the actor); MAAC has one (fed agent 0's tokenization of the
 // joint text). A critic must read the token ids it is given, so its vocabulary must cover its tokenizer's.
 import { CausalLM, type Dtype } from "../../models/causal-lm.js";
-import { Optimizer } from "../../models/optimizer.js";
+import { Optimizer, type AdamWOptions } from "../../models/optimizer.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { ValueHead } from "../../models/value-head.js";
 import { resolveDevices, type DeviceSpec } from "../../config/index.js";
-import type { AdamWOptions } from "../../native/binding.js";
 import { runtimeInfo } from "../../runtime.js";
 import { AgentResolutionError, resolveModelSources, type ModelSource } from "../agents.js";
 import { causalLMModule, valueHeadModule, type ComponentRegistry } from "../lifecycle/components.js";

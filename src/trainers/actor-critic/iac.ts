@@ -89,11 +89,10 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     const some = minibatch.length > 0;
     agent.model.zeroGrad();
     if (agent.valueHead) {
-      agent.valueHead.native.zeroGrad();
+      agent.valueHead.zeroGrad();
       let loss = 0;
       if (some) {
-        const result = await agent.model.native.actorCriticBackward(agent.valueHead.native, {
-          ...completionBatch(prompts, completions),
+        const result = await agent.valueHead.actorCriticBackward(prompts, completions, {
           advantages: weights,
           targets,
           valueLossCoef: c.valueLossCoef,
@@ -110,7 +109,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     await this.stepIfFinite(name, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[agent.index];
     critic.model.zeroGrad();
-    critic.valueHead.native.zeroGrad();
+    critic.valueHead.zeroGrad();
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
       : 0;

@@ -124,7 +124,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     await this.stepIfFinite(`agent_${agent.index}`, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[0];
     critic.model.zeroGrad();
-    critic.valueHead.native.zeroGrad();
+    critic.valueHead.zeroGrad();
     const targets = minibatch.map((s) => s.target);
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss

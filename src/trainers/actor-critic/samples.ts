@@ -2,8 +2,7 @@
 // reward less the reference-KL penalty, the critic's old value, the TD(0) target y_t = r_t + γ·V_old(h_{t+1}) (the last
 // turn's target is its reward) and the Monte-Carlo return, logged as a metric and undiscounted, as CoMLRL 1.4.3 logs
 // it. Single-turn episodes have numGenerations completions at one node; multi-turn ones follow one completion per turn.
-import type { ValueHead } from "../../models/value-head.js";
-import type { Readout } from "../../native/binding.js";
+import type { Readout, ValueHead } from "../../models/value-head.js";
 import type { RolloutNode } from "../../rollout/tree.js";
 import { NonFiniteError } from "../lifecycle/stage-host.js";
 

@@ -209,13 +209,13 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
     describe: () => ({ architecture: { ...decoderConfigOf(model.config) }, ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
     saveState: async (dir) => {
       await model.save(dir, { tokenizer: tokenizer ?? undefined });
-      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.native.getGeneratorState());
+      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState());
     },
     loadState: async (dir) => {
-      await model.native.loadWeights(weightFiles(dir));
+      await model.loadWeights(dir);
       const generator = path.join(dir, GENERATOR_FILE);
       if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
-      model.native.setGeneratorState(new Uint8Array(readFileSync(generator)));
+      model.setGeneratorState(new Uint8Array(readFileSync(generator)));
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),

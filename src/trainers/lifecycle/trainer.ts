@@ -373,4 +373,9 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     this.logger = null;
     this.components.dispose();
   }
+
+  /** `await using trainer = …` closes it when the scope ends, even on a throw. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
 }

@@ -5,11 +5,10 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { resolveSingleDevice, rewardModelDeviceGiven, type CudaFacts, type MARLHFConfig } from "../../config/index.js";
-import { CausalLM, type Dtype } from "../../models/causal-lm.js";
+import { CausalLM, type Dtype, type TokenBatch } from "../../models/causal-lm.js";
 import { resolveModelSource } from "../../models/hub.js";
 import { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { ValueHead } from "../../models/value-head.js";
-import type { TokenBatchInput } from "../../native/binding.js";
 
 const HEAD_FILE = "value_head.pt";
 
@@ -70,7 +69,7 @@ export class JointRewardModel {
   }
 
   /** Right-padded rows of the texts' ids, each cut to its last maxLength tokens. */
-  private batch(texts: readonly string[]): TokenBatchInput {
+  private batch(texts: readonly string[]): TokenBatch {
     const rows = texts.map((text, i) => {
       const ids = this.tokenizer.encode(text);
       if (ids.length === 0) throw new RangeError(`reward model: text ${i} encodes to no tokens`);
@@ -89,7 +88,7 @@ export class JointRewardModel {
   /** One score per text, in one batched pass without gradients. */
   async score(texts: readonly string[]): Promise<Float32Array> {
     if (texts.length === 0) return new Float32Array(0);
-    return this.model.native.rewardScores(this.head.native, this.batch(texts));
+    return this.head.rewardScores(this.batch(texts));
   }
 
   /** Scores of a node's joint actions: prompts[agent], completions[agent][j] → one score per j. */
@@ -105,7 +104,7 @@ export class JointRewardModel {
     if (winners.length !== losers.length) throw new RangeError(`${winners.length} winners but ${losers.length} losers`);
     if (this.frozen) throw new Error("the reward model is frozen: it was trained already");
     const n = winners.length;
-    const out = await this.model.native.bradleyTerryBackward(this.head.native, {
+    const out = await this.head.bradleyTerryBackward({
       ...this.batch([...winners, ...losers]),
       chosen: Int32Array.from({ length: n }, (_, i) => i),
       rejected: Int32Array.from({ length: n }, (_, i) => n + i),
@@ -126,14 +125,14 @@ export class JointRewardModel {
 
   zeroGrad(): void {
     this.model.zeroGrad();
-    this.head.native.zeroGrad();
+    this.head.zeroGrad();
   }
 
   /** Ends training: no more gradients (idempotent). */
   freeze(): void {
     if (this.frozen) return;
     this.model.freeze();
-    this.head.native.freeze();
+    this.head.freeze();
     this.frozen = true;
   }
 

@@ -44,7 +44,7 @@ const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
 /** current: the live agents on their comparator stream, seeded apart from training's. */
 export function currentComparator(agents: readonly Agent[], seed: number): ComparatorSource {
   // Distinct from the training (seed + i) and evaluation streams' seeds.
-  agents.forEach((agent) => agent.model.native.setSeed(seed + 1_000_003 + agent.index, COMPARATOR_STREAM));
+  agents.forEach((agent) => agent.model.setSeed(seed + 1_000_003 + agent.index, COMPARATOR_STREAM));
   const sampler: AgentSampler = {
     sample: async (agent, prompt, k) => {
       const sampled = await agents[agent].sample([prompt], k, COMPARATOR_STREAM);
@@ -54,10 +54,10 @@ export function currentComparator(agents: readonly Agent[], seed: number): Compa
   return {
     begin: async () => sampler,
     end: () => {},
-    state: () => Object.fromEntries(agents.map((a) => [`agent_${a.index}`, base64(a.model.native.getGeneratorState(COMPARATOR_STREAM))])),
+    state: () => Object.fromEntries(agents.map((a) => [`agent_${a.index}`, base64(a.model.generatorState(COMPARATOR_STREAM))])),
     restore: (state) => {
       if (!state) throw new Error("the checkpoint holds no comparator stream state");
-      agents.forEach((a) => a.model.native.setGeneratorState(new Uint8Array(Buffer.from(state[`agent_${a.index}`], "base64")), COMPARATOR_STREAM));
+      agents.forEach((a) => a.model.setGeneratorState(new Uint8Array(Buffer.from(state[`agent_${a.index}`], "base64")), COMPARATOR_STREAM));
     },
     dispose: () => {},
   };
@@ -84,7 +84,7 @@ function frozenModels(
     begin: async (iteration) => {
       free();
       models = await load(iteration);
-      models.forEach((m, i) => m.model.native.setSeed(iterationSeed(seed, iteration, i)));
+      models.forEach((m, i) => m.model.setSeed(iterationSeed(seed, iteration, i)));
       return {
         sample: async (agent, prompt, k) => {
           const m = models[agent];

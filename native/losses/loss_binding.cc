@@ -1,0 +1,275 @@
+#include "loss_binding.h"
+
+#include <optional>
+
+#include "../bridge/bridge.h"
+#include "../heads/head_binding.h"
+#include "../heads/readouts.h"
+#include "../model/batch_input.h"
+#include "../model/model_binding.h"
+#include "bradley_terry.h"
+#include "completion_scoring.h"
+#include "policy_gradient.h"
+#include "value_loss.h"
+
+namespace comlrl {
+
+namespace {
+
+Napi::Object ScoresToJs(Napi::Env env, const CompletionScores& scores, bool with_tokens) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("sum", ToFloat32Array(env, scores.sums));
+  out.Set("mean", ToFloat32Array(env, scores.sums.detach() / scores.counts.clamp_min(1.0)));
+  if (scores.entropy.defined()) out.Set("entropy", ToFloat32Array(env, scores.entropy));
+  if (with_tokens) out.Set("tokenLogprobs", ToFloat32Array(env, scores.token_logprobs));
+  return out;
+}
+
+// The head argument of the (model, head) losses, checked to read this model.
+std::shared_ptr<HeadState> HeadOf(const Napi::CallbackInfo& info, const ModelState& model) {
+  return NativeValueHead::StateOn(info[1], model, model.module->config().hidden_size);
+}
+
+// oldValues and clipRange select the clipped value loss; one without the other is an error.
+std::optional<ValueClip> ReadValueClip(const Napi::Object& options, int64_t count) {
+  const bool has_old = !options.Get("oldValues").IsUndefined(), has_range = !options.Get("clipRange").IsUndefined();
+  if (has_old != has_range) throw ArgumentError(has_old ? "oldValues is given without clipRange" : "clipRange is given without oldValues");
+  if (!has_old) return std::nullopt;
+  const double range = NumberField(options, "clipRange");
+  if (!(range >= 0)) throw ArgumentError("clipRange must be non-negative");
+  return ValueClip{Float32Field(options, "oldValues", count, "readouts"), range};
+}
+
+// What the value-loss calls share: (model, head, { ...batch, readout, targets, oldValues?, clipRange?, scale? }).
+struct ValueLossCall {
+  std::shared_ptr<ModelState> model;
+  std::shared_ptr<HeadState> head;
+  CompletionBatch batch;
+  Readout readout;
+  torch::Tensor targets;
+  std::optional<ValueClip> clip;
+  double scale;
+};
+
+ValueLossCall ReadValueLossCall(const Napi::CallbackInfo& info, const Napi::Object& options) {
+  ValueLossCall call;
+  call.model = NativeModel::StateOf(info[0], "model");
+  call.head = HeadOf(info, *call.model);
+  call.batch = ReadReadoutBatch(*call.model->module, options);
+  call.readout = ParseReadout(StringField(options, "readout"));
+  const int64_t count = ReadoutCount(call.batch, call.readout);
+  call.targets = Float32Field(options, "targets", count, "readouts");
+  call.clip = ReadValueClip(options, count);
+  call.scale = NumberFieldOr(options, "scale", 1.0);
+  return call;
+}
+
+void Backward(const torch::Tensor& loss, double scale) {
+  if (!loss.requires_grad()) throw ArgumentError("nothing to train: the model and the head are both frozen");
+  (loss * scale).backward();
+}
+
+// score(model, { ...batch, entropy?, tokenLogprobs? }) -> Promise<{ sum, mean, entropy?, tokenLogprobs? }>
+Napi::Value Score(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto model = NativeModel::StateOf(info[0], "model");
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    CompletionBatch batch = ReadCompletionBatch(*model->module, options);
+    const bool with_entropy = BoolFieldOr(options, "entropy", false);
+    const bool with_tokens = BoolFieldOr(options, "tokenLogprobs", false);
+    return RunAsync(info.Env(), model->device.str(), [model, batch, with_entropy, with_tokens]() -> Resolver {
+      std::lock_guard<std::mutex> lock(model->mutex);
+      torch::NoGradGuard no_grad;
+      CompletionScores scores = ScoreCompletions(*model->module, batch, with_entropy);
+      return [scores, with_tokens](Napi::Env env) -> Napi::Value { return ScoresToJs(env, scores, with_tokens); };
+    });
+  });
+}
+
+// klK3(policy, reference, batch) -> Promise<Float32Array>: per-row Σ_t k3 of the policy against the reference.
+Napi::Value KlK3Estimate(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto policy = NativeModel::StateOf(info[0], "policy");
+    auto reference = NativeModel::StateOf(info[1], "reference");
+    CompletionBatch batch = ReadCompletionBatch(*policy->module, ObjectArg(info, 2, "batch"));
+    return RunAsync(info.Env(), policy->device.str(), [policy, reference, batch]() -> Resolver {
+      torch::NoGradGuard no_grad;
+      CompletionScores policy_scores, reference_scores;
+      // Each model scored under its own lock, one after the other: neither is held while waiting for the other.
+      {
+        std::lock_guard<std::mutex> lock(policy->mutex);
+        policy_scores = ScoreCompletions(*policy->module, batch, false);
+      }
+      {
+        std::lock_guard<std::mutex> lock(reference->mutex);
+        reference_scores = ScoreCompletions(*reference->module, batch, false);
+      }
+      torch::Tensor kl = comlrl::KlK3(policy_scores, reference_scores);
+      return [kl](Napi::Env env) -> Napi::Value { return ToFloat32Array(env, kl); };
+    });
+  });
+}
+
+// policyGradientBackward(model, { ...batch, advantages, scale? }) -> Promise<{ loss, sum, mean }>
+Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto model = NativeModel::StateOf(info[0], "model");
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    CompletionBatch batch = ReadCompletionBatch(*model->module, options);
+    const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(batch.prompts.size()), "completions");
+    const double scale = NumberFieldOr(options, "scale", 1.0);
+    return RunAsync(info.Env(), model->device.str(), [model, batch, advantages, scale]() -> Resolver {
+      std::lock_guard<std::mutex> lock(model->mutex);
+      CompletionScores scores = ScoreCompletions(*model->module, batch, false);
+      const torch::Tensor loss = PolicyGradientLoss(scores, advantages, scale);
+      loss.backward();
+      scores.sums = scores.sums.detach();
+      const double loss_value = loss.item<double>();
+      return [scores, loss_value](Napi::Env env) -> Napi::Value {
+        Napi::Object out = ScoresToJs(env, scores, false);
+        out.Set("loss", loss_value);
+        return out;
+      };
+    });
+  });
+}
+
+// causalLMLossBackward(model, { ids, batch, length, attentionMask?, backward?: true }) -> Promise<{ loss }>
+Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto model = NativeModel::StateOf(info[0], "model");
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    const auto token_batch = ReadTokenBatch(options);
+    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
+    const bool backward = BoolFieldOr(options, "backward", true);
+    return RunAsync(info.Env(), model->device.str(), [model, ids, mask, backward]() -> Resolver {
+      std::lock_guard<std::mutex> lock(model->mutex);
+      torch::AutoGradMode grad_mode(backward);
+      torch::Tensor loss = CausalLMLoss(*model->module, ids.to(model->device), mask.to(model->device));
+      if (backward) loss.backward();
+      const double value = loss.item<double>();
+      return [value](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("loss", value);
+        return out;
+      };
+    });
+  });
+}
+
+// valueLossBackward(model, head, { ...batch, readout, targets, oldValues?, clipRange?, scale?, backward? })
+//   -> Promise<{ loss, values }>: accumulates scale · ∇loss into the head and (unless frozen) the model; loss is
+//   unscaled.
+Napi::Value ValueLossBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    Napi::Object options = ObjectArg(info, 2, "batch");
+    const ValueLossCall call = ReadValueLossCall(info, options);
+    const bool backward = BoolFieldOr(options, "backward", true);
+    return RunAsync(info.Env(), call.model->device.str(), [call, backward]() -> Resolver {
+      ModuleLocks locks({call.model.get(), call.head.get()});
+      torch::AutoGradMode grad_mode(backward);
+      const torch::Tensor values = call.head->module->forward(ReadoutHidden(*call.model->module, call.batch, call.readout));
+      const torch::Tensor loss = ValueLoss(values, call.targets, call.clip);
+      if (backward) Backward(loss, call.scale);
+      const double loss_value = loss.item<double>();
+      const torch::Tensor detached = values.detach();
+      return [loss_value, detached](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("loss", loss_value);
+        out.Set("values", ToFloat32Array(env, detached));
+        return out;
+      };
+    });
+  });
+}
+
+// actorCriticBackward(model, head, { ...batch, advantages, targets, valueLossCoef, readout, oldValues?, clipRange?,
+//   scale? }) -> Promise<{ policyLoss, valueLoss, loss, values, sum, mean }>: loss = policy-gradient loss (as
+//   policyGradientBackward) + valueLossCoef · value loss, read from one forward of prompt ⧺ completion and
+//   back-propagated once (scale weights the gradient; the losses returned are unscaled).
+Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    Napi::Object options = ObjectArg(info, 2, "batch");
+    const ValueLossCall call = ReadValueLossCall(info, options);
+    const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(call.batch.prompts.size()), "completions");
+    const double coef = NumberField(options, "valueLossCoef");
+    return RunAsync(info.Env(), call.model->device.str(), [call, advantages, coef]() -> Resolver {
+      ModuleLocks locks({call.model.get(), call.head.get()});
+      const SequenceForward forward = ForwardSequences(*call.model->module, call.batch, true);
+      CompletionScores scores = ScoreFromForward(*call.model->module, call.batch, forward, false);
+      const torch::Tensor values = call.head->module->forward(SelectReadout(forward, call.batch, call.readout));
+      const torch::Tensor policy_loss = PolicyGradientLoss(scores, advantages, 1.0);
+      const torch::Tensor value_loss = ValueLoss(values, call.targets, call.clip);
+      const torch::Tensor loss = policy_loss + coef * value_loss;
+      Backward(loss, call.scale);
+      scores.sums = scores.sums.detach();
+      const double policy_value = policy_loss.item<double>(), value_value = value_loss.item<double>(), loss_value = loss.item<double>();
+      const torch::Tensor detached = values.detach();
+      return [=](Napi::Env env) -> Napi::Value {
+        Napi::Object out = ScoresToJs(env, scores, false);
+        out.Set("policyLoss", policy_value);
+        out.Set("valueLoss", value_value);
+        out.Set("loss", loss_value);
+        out.Set("values", ToFloat32Array(env, detached));
+        return out;
+      };
+    });
+  });
+}
+
+// bradleyTerryBackward(model, head, { ids, batch, length, attentionMask?, chosen, rejected, backward? })
+//   -> Promise<{ loss, scores }>: loss = mean −log σ(s[chosen_i] − s[rejected_i]); gradients reach the head and, unless
+//   frozen, the model.
+Napi::Value BradleyTerryBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto model = NativeModel::StateOf(info[0], "model");
+    auto head = HeadOf(info, *model);
+    Napi::Object options = ObjectArg(info, 2, "batch");
+    const auto token_batch = ReadCheckedTokenBatch(*model->module, options);
+    const torch::Tensor ids = token_batch.first, mask = token_batch.second;
+    const torch::Tensor chosen = Int32ArrayToTensor(options.Get("chosen"), "chosen").to(torch::kInt64);
+    const torch::Tensor rejected = Int32ArrayToTensor(options.Get("rejected"), "rejected").to(torch::kInt64);
+    if (chosen.numel() != rejected.numel()) {
+      throw ArgumentError("chosen has " + std::to_string(chosen.numel()) + " rows but rejected " + std::to_string(rejected.numel()));
+    }
+    if (chosen.numel() == 0) throw ArgumentError("chosen and rejected are empty: no preference pairs");
+    for (const auto& [field, rows] : {std::make_pair("chosen", chosen), std::make_pair("rejected", rejected)}) {
+      if (rows.min().item<int64_t>() < 0 || rows.max().item<int64_t>() >= ids.size(0)) {
+        throw ArgumentError(std::string(field) + " names a row outside the batch of " + std::to_string(ids.size(0)));
+      }
+    }
+    const bool backward = BoolFieldOr(options, "backward", true);
+    return RunAsync(info.Env(), model->device.str(), [=]() -> Resolver {
+      ModuleLocks locks({model.get(), head.get()});
+      torch::AutoGradMode grad_mode(backward);
+      const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*model->module, ids.to(model->device), mask.to(model->device)));
+      const torch::Tensor loss = BradleyTerryLoss(scores, chosen, rejected);
+      if (backward) Backward(loss, 1.0);
+      const double loss_value = loss.item<double>();
+      const torch::Tensor detached = scores.detach();
+      return [loss_value, detached](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("loss", loss_value);
+        out.Set("scores", ToFloat32Array(env, detached));
+        return out;
+      };
+    });
+  });
+}
+
+}  // namespace
+
+void InitLosses(Napi::Env env, Napi::Object exports) {
+  const std::pair<const char*, Napi::Value (*)(const Napi::CallbackInfo&)> functions[] = {
+      {"score", Score},
+      {"klK3", KlK3Estimate},
+      {"policyGradientBackward", PolicyGradientBackward},
+      {"causalLMLossBackward", CausalLMLossBackward},
+      {"valueLossBackward", ValueLossBackward},
+      {"actorCriticBackward", ActorCriticBackward},
+      {"bradleyTerryBackward", BradleyTerryBackward},
+  };
+  for (const auto& [name, function] : functions) exports.Set(name, Napi::Function::New(env, function, name));
+}
+
+}  // namespace comlrl
