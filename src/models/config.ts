@@ -165,7 +165,7 @@ const FAMILIES: Record<ModelType, Family> = {
   // Gemma 2: (1 + w) norms around both blocks, √hidden embeddings, soft-capping, even layers local.
   gemma2: {
     fields: ["sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
-      "hidden_act", "attention_bias"],
+      "hidden_act", "attention_bias", "use_bidirectional_attention"],
     norm: "rms_one_plus",
     normPlacement: "sandwich",
     normEpsField: "rms_norm_eps",
