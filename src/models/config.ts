@@ -269,6 +269,9 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const numHeads = integer("num_attention_heads");
   const numKvHeads = integer("num_key_value_heads", numHeads);
   if (numHeads % numKvHeads !== 0) fail("num_key_value_heads", `(${numKvHeads}) must divide num_attention_heads (${numHeads})`);
+  if (raw.head_dim === undefined && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
+    fail("num_attention_heads", `(${numHeads}) must divide hidden_size (${hiddenSize}) when head_dim is not given`);
+  }
   const headDim = integer("head_dim", family.defaultHeadDim ?? hiddenSize / numHeads);
   const numLayers = integer("num_hidden_layers");
   const maxPositionEmbeddings = integer("max_position_embeddings", 32768);
@@ -289,7 +292,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   let kinds: LayerKind[];
   if (raw.layer_types !== undefined && raw.layer_types !== null) {
     const listed = raw.layer_types;
-    if (!Array.isArray(listed) || listed.length !== numLayers) fail("layer_types", `must list one kind per layer (${numLayers})`);
+    if (!Array.isArray(listed) || listed.length !== numLayers) fail("layer_types", `must list one kind per layer (num_hidden_layers = ${numLayers})`);
     for (const kind of listed as unknown[]) {
       if (!LAYER_KINDS.has(kind as string)) fail("layer_types", `holds "${kind}", which is not supported (supported: ${[...LAYER_KINDS].join(", ")})`);
     }
