@@ -1,6 +1,7 @@
 #include "decoder.h"
 
 #include <cmath>
+#include <algorithm>
 #include <map>
 
 #include "../kernels/cpu_features.h"
@@ -12,6 +13,13 @@ namespace comlrl {
 
 KVCache::KVCache(const DecoderConfig& config, int64_t batch, int64_t capacity, const torch::TensorOptions& options) {
   for (int64_t i = 0; i < config.num_layers; ++i) {
+    const int64_t window = config.layer_window[i];
+    keep.push_back(window > 0 && window - 1 < capacity ? window - 1 : 0);
+    if (keep.back() > 0) {
+      keys.emplace_back();
+      values.emplace_back();
+      continue;
+    }
     keys.push_back(torch::empty({batch, config.num_kv_heads, capacity, config.head_dim}, options));
     values.push_back(torch::empty({batch, config.num_kv_heads, capacity, config.head_dim}, options));
   }
@@ -21,12 +29,22 @@ KVCache KVCache::Growable(int64_t num_layers) {
   KVCache cache;
   cache.keys.resize(num_layers);
   cache.values.resize(num_layers);
+  cache.keep.assign(num_layers, 0);
   cache.preallocated = false;
   return cache;
 }
 
 std::pair<torch::Tensor, torch::Tensor> KVCache::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
   const int64_t added = k.size(2);
+  if (keep[layer] > 0) {
+    // This step's queries see the retained keys and their own; later ones only the last keep of them.
+    const torch::Tensor all_k = keys[layer].defined() ? torch::cat({keys[layer], k}, 2) : k;
+    const torch::Tensor all_v = values[layer].defined() ? torch::cat({values[layer], v}, 2) : v;
+    const int64_t kept = std::min(keep[layer], all_k.size(2));
+    keys[layer] = all_k.narrow(2, all_k.size(2) - kept, kept).clone();
+    values[layer] = all_v.narrow(2, all_v.size(2) - kept, kept).clone();
+    return {all_k, all_v};
+  }
   if (preallocated) {
     keys[layer].narrow(2, length, added).copy_(k);
     values[layer].narrow(2, length, added).copy_(v);
@@ -38,14 +56,20 @@ std::pair<torch::Tensor, torch::Tensor> KVCache::Append(int64_t layer, const tor
 }
 
 void KVCache::SelectRows(const torch::Tensor& index) {
-  for (auto& tensor : keys) tensor = tensor.index_select(0, index);
-  for (auto& tensor : values) tensor = tensor.index_select(0, index);
+  for (auto* list : {&keys, &values}) {
+    for (auto& tensor : *list) {
+      if (tensor.defined()) tensor = tensor.index_select(0, index);
+    }
+  }
 }
 
 void KVCache::RepeatRows(int64_t times) {
   if (times == 1) return;
-  for (auto& tensor : keys) tensor = tensor.repeat_interleave(times, 0);
-  for (auto& tensor : values) tensor = tensor.repeat_interleave(times, 0);
+  for (auto* list : {&keys, &values}) {
+    for (auto& tensor : *list) {
+      if (tensor.defined()) tensor = tensor.repeat_interleave(times, 0);
+    }
+  }
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps, NormKind kind) : eps_(eps), kind_(kind) {
@@ -199,24 +223,57 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   // query axis, [batch, kv_heads, group * queries, head_dim].
   const int64_t group = num_heads_ / num_kv_heads_;
   const int64_t keys = k.size(2);
+  // A windowed cache returns only the most recent keys: the mask's last `keys` columns.
+  const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
   torch::Tensor scores = SoftCap(Matmul(grouped_q, k.transpose(-1, -2)) * scale_, softcap_);
   scores = scores.view({batch, num_kv_heads_, group, queries, keys}).to(torch::kFloat32);
-  scores = scores.masked_fill(mask.logical_not(), std::numeric_limits<float>::lowest());
+  scores = scores.masked_fill(key_mask.logical_not(), std::numeric_limits<float>::lowest());
   torch::Tensor weights = torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys});
   torch::Tensor out = Matmul(weights, v).view({batch, num_heads_, queries, head_dim_});
   return Project(o_proj, out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
 }
 
-MLPImpl::MLPImpl(const DecoderConfig& config) : activation_(config.activation) {
-  const int64_t hidden = config.hidden_size, inner = config.intermediate_size;
+MLPImpl::MLPImpl(const DecoderConfig& config, int64_t inner, const std::array<const char*, 3>& names)
+    : activation_(config.activation) {
+  const int64_t hidden = config.hidden_size;
   if (config.fused_projections) {
     gate_up_proj = register_module("gate_up_proj", MakeLinear(hidden, 2 * inner, config.mlp_bias));
   } else {
-    gate_proj = register_module("gate_proj", MakeLinear(hidden, inner, config.mlp_bias));
-    up_proj = register_module("up_proj", MakeLinear(hidden, inner, config.mlp_bias));
+    gate_proj = register_module(names[0], MakeLinear(hidden, inner, config.mlp_bias));
+    up_proj = register_module(names[1], MakeLinear(hidden, inner, config.mlp_bias));
   }
-  down_proj = register_module("down_proj", MakeLinear(inner, hidden, config.mlp_bias));
+  down_proj = register_module(names[2], MakeLinear(inner, hidden, config.mlp_bias));
+}
+
+constexpr std::array<const char*, 3> kMlpNames = {"gate_proj", "up_proj", "down_proj"};
+constexpr std::array<const char*, 3> kMixtralExpertNames = {"w1", "w3", "w2"};
+
+SparseMoeImpl::SparseMoeImpl(const DecoderConfig& config) : top_k_(config.experts_per_token), norm_topk_prob_(config.norm_topk_prob) {
+  gate = register_module("gate", MakeLinear(config.hidden_size, config.num_experts, false));
+  experts = register_module("experts", torch::nn::ModuleList());
+  for (int64_t e = 0; e < config.num_experts; ++e) {
+    experts->push_back(MLP(config, config.moe_intermediate_size, config.mixtral_names ? kMixtralExpertNames : kMlpNames));
+  }
+}
+
+torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+  const torch::Tensor probs = torch::softmax(Project(gate, flat).to(torch::kFloat32), -1);
+  auto [weights, chosen] = probs.topk(top_k_, -1);
+  if (norm_topk_prob_) weights = weights / weights.sum(-1, /*keepdim=*/true);
+  weights = weights.to(x.scalar_type());
+  torch::Tensor out = torch::zeros_like(flat);
+  for (int64_t e = 0; e < static_cast<int64_t>(experts->size()); ++e) {
+    // (token, slot) pairs routed to expert e; a token picks an expert at most once.
+    const std::vector<torch::Tensor> hits = torch::where(chosen == e);
+    const torch::Tensor& tokens = hits[0];
+    if (tokens.numel() == 0) continue;
+    const torch::Tensor weight = weights.index({tokens, hits[1]}).unsqueeze(-1);
+    const torch::Tensor y = experts->ptr<MLPImpl>(e)->forward(flat.index_select(0, tokens)) * weight;
+    out = out.index_add(0, tokens, y);
+  }
+  return out.view(x.sizes());
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
@@ -234,9 +291,13 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   return Project(down_proj, gate * up);
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config) : placement_(config.norm_placement) {
+DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config, int64_t index) : placement_(config.norm_placement) {
   self_attn = register_module("self_attn", Attention(config));
-  mlp = register_module("mlp", MLP(config));
+  if (config.layer_sparse[index]) {
+    moe = register_module(config.mixtral_names ? "block_sparse_moe" : "mlp", SparseMoe(config));
+  } else {
+    mlp = register_module("mlp", MLP(config, config.intermediate_size, kMlpNames));
+  }
   auto norm = [&](const char* name) { return register_module(name, RMSNorm(config.hidden_size, config.rms_norm_eps, config.norm)); };
   if (placement_ != NormPlacement::kPost) input_layernorm = norm("input_layernorm");
   post_attention_layernorm = norm("post_attention_layernorm");
@@ -246,18 +307,19 @@ DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config) : placement_(con
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                         const torch::Tensor& mask, KVCache* cache, int64_t layer) {
+  auto feed_forward = [&](const torch::Tensor& h) { return moe ? moe(h) : mlp(h); };
   switch (placement_) {
     case NormPlacement::kPre: {
       const torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
-      return h + mlp(post_attention_layernorm(h));
+      return h + feed_forward(post_attention_layernorm(h));
     }
     case NormPlacement::kSandwich: {
       const torch::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), cos, sin, mask, cache, layer));
-      return h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)));
+      return h + post_feedforward_layernorm(feed_forward(pre_feedforward_layernorm(h)));
     }
     case NormPlacement::kPost: {
       const torch::Tensor h = x + post_attention_layernorm(self_attn(x, cos, sin, mask, cache, layer));
-      return h + post_feedforward_layernorm(mlp(h));
+      return h + post_feedforward_layernorm(feed_forward(h));
     }
   }
   TORCH_CHECK(false, "unknown norm placement");
@@ -266,7 +328,7 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 DecoderModelImpl::DecoderModelImpl(const DecoderConfig& config) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderLayer(config));
+  for (int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderLayer(config, i));
   norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps, config.norm));
 }
 
@@ -280,6 +342,11 @@ CausalLMImpl::CausalLMImpl(const DecoderConfig& config) : config_(config) {
   TORCH_CHECK(static_cast<int64_t>(config.rope_attention_scaling.size()) == tables, "ropeAttentionScaling must hold one entry per rotary table");
   TORCH_CHECK(2 * config.rope_inv_freq.size(1) <= config.head_dim, "rotary tables turn ", 2 * config.rope_inv_freq.size(1),
               " features, more than head_dim ", config.head_dim);
+  TORCH_CHECK(static_cast<int64_t>(config.layer_sparse.size()) == config.num_layers, "layerSparse must hold one entry per layer");
+  TORCH_CHECK(config.num_experts > 0 || std::count(config.layer_sparse.begin(), config.layer_sparse.end(), 1) == 0,
+              "layerSparse marks sparse layers but numExperts is 0");
+  TORCH_CHECK(config.experts_per_token <= config.num_experts, "numExpertsPerTok (", config.experts_per_token,
+              ") exceeds numExperts (", config.num_experts, ")");
   for (int64_t table : config.layer_rope) TORCH_CHECK(table >= -1 && table < tables, "layerRope names rotary table ", table, " of ", tables);
   model = register_module("model", DecoderModel(config));
   if (!config.tie_word_embeddings) lm_head = register_module("lm_head", MakeLinear(config.hidden_size, config.vocab_size, false));

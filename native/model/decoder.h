@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,13 +47,23 @@ struct DecoderConfig {
   std::vector<double> rope_attention_scaling;  // per table: cos and sin are multiplied by it
   std::vector<int64_t> layer_rope;             // per layer: its table, -1 for none
   std::vector<int64_t> layer_window;           // per layer: keys within this many positions of the query; 0 = all
+  // Sparse mixture-of-experts MLPs on the layers marked in layer_sparse (Qwen3-MoE, Mixtral).
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;        // renormalise the chosen experts' probabilities to sum to 1
+  bool mixtral_names = false;         // block_sparse_moe.experts.E.w1 / w3 / w2 rather than mlp.experts.E.gate/up/down_proj
+  std::vector<int64_t> layer_sparse;  // per layer: 1 for a sparse MoE MLP
 };
 
 // Keys and values of every layer. Generation preallocates them to the longest sequence so decode steps write in
-// place; training uses a growable cache whose appends are differentiable (a shared prompt's keys/values computed
-// once, with gradients flowing back from every completion that attends to them).
+// place, except on sliding-window layers, which keep only the last window − 1 positions (all a later query can
+// see), so their memory stays at the window; training uses a growable cache whose appends are differentiable (a
+// shared prompt's keys/values computed once, with gradients flowing back from every completion that attends to
+// them). Append returns the most recent keys of the sequence, so attention masks cover their last k.size(2) keys.
 struct KVCache {
   std::vector<torch::Tensor> keys, values;  // each [batch, kv_heads, positions, head_dim]
+  std::vector<int64_t> keep;                 // per layer: positions a windowed layer retains; 0 = all
   int64_t length = 0;                        // positions filled
   bool preallocated = true;
 
@@ -100,7 +111,8 @@ TORCH_MODULE(Attention);
 
 class MLPImpl : public torch::nn::Module {
  public:
-  explicit MLPImpl(const DecoderConfig& config);
+  // intermediate: the width (the dense MLP's, or one expert's); names: gate, up, down projection names.
+  MLPImpl(const DecoderConfig& config, int64_t intermediate, const std::array<const char*, 3>& names);
   torch::Tensor forward(const torch::Tensor& x);
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, gate_up_proj{nullptr}, down_proj{nullptr};
 
@@ -109,13 +121,29 @@ class MLPImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MLP);
 
+// Top-k routing as transformers: softmax over all experts in float32, the k largest (optionally renormalised), each
+// token's output the weighted sum of its chosen experts' SwiGLU MLPs. Tokens are gathered per expert.
+class SparseMoeImpl : public torch::nn::Module {
+ public:
+  explicit SparseMoeImpl(const DecoderConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear gate{nullptr};  // the router: hidden → experts, no bias
+  torch::nn::ModuleList experts;
+
+ private:
+  int64_t top_k_;
+  bool norm_topk_prob_;
+};
+TORCH_MODULE(SparseMoe);
+
 class DecoderLayerImpl : public torch::nn::Module {
  public:
-  explicit DecoderLayerImpl(const DecoderConfig& config);
+  DecoderLayerImpl(const DecoderConfig& config, int64_t index);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
                         KVCache* cache, int64_t layer);
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
+  SparseMoe moe{nullptr};  // in place of mlp on sparse layers
   // HF names: post_attention_layernorm is the pre-MLP norm in the pre placement, the post-attention one otherwise.
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr}, pre_feedforward_layernorm{nullptr},
       post_feedforward_layernorm{nullptr};

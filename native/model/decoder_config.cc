@@ -61,6 +61,12 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.final_softcap = NumberFieldOr(config, "finalSoftcap", 0);
   out.layer_rope = IntListField(config, "layerRope");
   out.layer_window = IntListField(config, "layerWindow");
+  out.num_experts = static_cast<int64_t>(NumberFieldOr(config, "numExperts", 0));
+  out.experts_per_token = static_cast<int64_t>(NumberFieldOr(config, "numExpertsPerTok", 0));
+  out.moe_intermediate_size = static_cast<int64_t>(NumberFieldOr(config, "moeIntermediateSize", 0));
+  out.norm_topk_prob = BoolFieldOr(config, "normTopkProb", false);
+  out.mixtral_names = BoolFieldOr(config, "mixtralNames", false);
+  out.layer_sparse = IntListField(config, "layerSparse");
   // Rotary tables: ropeInvFreq is one array of inverse frequencies per table, all the same length.
   out.rope_attention_scaling = NumberList(config.Get("ropeAttentionScaling"), "ropeAttentionScaling");
   const Napi::Value tables = config.Get("ropeInvFreq");

@@ -51,13 +51,46 @@ FAMILIES = {
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", dict()),
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", dict(num_hidden_layers=4, no_rope_layer_interval=2,
                                                              tie_word_embeddings=True)),
+    # Sparse MoE: top-2 of 4 experts; Qwen3-MoE with one dense layer (mlp_only_layers) and unnormalised top-k.
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", dict(
+        head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, mlp_only_layers=[1],
+        norm_topk_prob=False)),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(intermediate_size=16, num_local_experts=4,
+                                                           num_experts_per_tok=2, sliding_window=5)),
 }
+
+# transformers 5 keeps each layer's experts as two stacked parameters and writes them per expert on save; the
+# golden tensors use the checkpoint's (and our) per-expert names. Mixtral's checkpoints call them w1 / w3 / w2.
+EXPERT_NAMES = {"qwen3_moe": ("mlp", "gate_proj", "up_proj", "down_proj"),
+                "mixtral": ("block_sparse_moe", "w1", "w3", "w2")}
+
+
+def checkpoint_names(family, named):
+    """(name, tensor) pairs of model.named_parameters() form → the checkpoint's names and per-expert tensors."""
+    if family not in EXPERT_NAMES:
+        return dict(named)
+    block, gate, up, down = EXPERT_NAMES[family]
+    out = {}
+    for name, tensor in named:
+        prefix = name.replace(".mlp.", f".{block}.").rsplit(".experts.", 1)[0]
+        if name.endswith("experts.gate_up_proj"):
+            for e, both in enumerate(tensor):
+                g, u = both.chunk(2, dim=0)
+                out[f"{prefix}.experts.{e}.{gate}.weight"] = g
+                out[f"{prefix}.experts.{e}.{up}.weight"] = u
+        elif name.endswith("experts.down_proj"):
+            for e, d in enumerate(tensor):
+                out[f"{prefix}.experts.{e}.{down}.weight"] = d
+        else:
+            out[name.replace(".mlp.gate.", f".{block}.gate.")] = tensor
+    return out
 
 
 def build(family, seed):
     config_name, model_name, fields = FAMILIES[family]
     config = getattr(transformers, config_name)(**{**SHAPE, **fields})
     config._attn_implementation = "eager"
+    config._experts_implementation = "eager"  # the reference loop; grouped_mm has no float64
     torch.manual_seed(seed)
     model = getattr(transformers, model_name)(config).eval()
     # Large biases and norm weights far from their init, so that a missing bias or a wrong norm form shows.
@@ -166,17 +199,18 @@ def main(families):
             loss = loss_of(model, x[f"{kind}_ids"], mask)
             loss.backward()
             meta[f"loss_{kind}"] = loss.item()
-            meta[f"grad_norm_{kind}"] = {n: p.grad.norm().item() for n, p in model.named_parameters()}
-            for n, p in model.named_parameters():
-                t[f"grad.{kind}.{n}"] = p.grad.clone()
+            grads = checkpoint_names(family, [(n, p.grad.clone()) for n, p in model.named_parameters()])
+            meta[f"grad_norm_{kind}"] = {n: g.norm().item() for n, g in grads.items()}
+            for n, g in grads.items():
+                t[f"grad.{kind}.{n}"] = g
 
         meta["adamw"] = dict(lr=1e-2, betas=[0.9, 0.999], eps=1e-8, weight_decay=0.01)
         model.zero_grad()
         loss_of(model, x["full_ids"]).backward()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
         opt.step()
-        for n, p in model.named_parameters():
-            t[f"adamw_step1.{n}"] = p.detach().clone()
+        for n, p in checkpoint_names(family, [(n, p.detach().clone()) for n, p in model.named_parameters()]).items():
+            t[f"adamw_step1.{n}"] = p
         with torch.no_grad():
             meta["loss_full_after_adamw_step1"] = loss_of(model, x["full_ids"]).item()
 

@@ -3,7 +3,8 @@
 // file is either honoured, known not to change the numbers, or refused by name — never silently ignored.
 import { ropeTables } from "./rope.js";
 
-export type ModelType = "qwen2" | "qwen3" | "llama" | "mistral" | "gemma2" | "gemma3_text" | "phi3" | "olmo2" | "smollm3";
+export type ModelType =
+  | "qwen2" | "qwen3" | "llama" | "mistral" | "gemma2" | "gemma3_text" | "phi3" | "olmo2" | "smollm3" | "qwen3_moe" | "mixtral";
 
 /** Normalisation: x/rms(x)·w, or Gemma's x/rms(x)·(1 + w). */
 export type NormKind = "rms" | "rms_one_plus";
@@ -46,7 +47,17 @@ export interface DecoderConfig {
   /** Per layer: its rotary table (-1: no rotary embedding, SmolLM3's NoPE layers) and attention window (0: full). */
   layerRope: number[];
   layerWindow: number[];
+  /** Sparse mixture-of-experts MLPs (0 experts: dense model); layerSparse[i] = 1 where layer i has one. */
+  numExperts: number;
+  numExpertsPerTok: number;
+  moeIntermediateSize: number;
+  normTopkProb: boolean;
+  /** Mixtral's checkpoint names (block_sparse_moe.experts.E.w1/w3/w2). */
+  mixtralNames: boolean;
+  layerSparse: number[];
 }
+
+type Moe = Pick<DecoderConfig, "numExperts" | "numExpertsPerTok" | "moeIntermediateSize" | "normTopkProb" | "mixtralNames" | "layerSparse">;
 
 export type ModelDtype = "float32" | "bfloat16" | "float16";
 
@@ -70,6 +81,8 @@ export class ConfigError extends Error {
 
 const ARCHITECTURES: Record<ModelType, string> = {
   qwen2: "Qwen2ForCausalLM",
+  qwen3_moe: "Qwen3MoeForCausalLM",
+  mixtral: "MixtralForCausalLM",
   qwen3: "Qwen3ForCausalLM",
   llama: "LlamaForCausalLM",
   mistral: "MistralForCausalLM",
@@ -111,7 +124,17 @@ interface Family {
   defaultRopeTheta: number;
   /** Layer kinds when the file has no layer_types (transformers 4.x files). */
   layerKinds(raw: Record<string, unknown>, layers: number): LayerKind[];
+  moe?(read: Readers, layers: number): Moe;
 }
+
+interface Readers {
+  integer(field: string, fallback?: number): number;
+  flag(field: string, fallback: boolean): boolean;
+  fail(field: string, problem: string): never;
+  raw: Record<string, unknown>;
+}
+
+const MOE_FIELDS = ["num_local_experts", "num_experts_per_tok", "output_router_logits", "router_aux_loss_coef"];
 
 type LayerKind = "full_attention" | "sliding_attention";
 const LAYER_KINDS = new Set<string>(["full_attention", "sliding_attention"]);
@@ -207,6 +230,46 @@ const FAMILIES: Record<ModelType, Family> = {
     biases: attentionBias,
     layerKinds: allFull,
   },
+  // Qwen3 attention; sparse MLPs except on mlp_only_layers and off the decoder_sparse_step grid.
+  qwen3_moe: {
+    ...llamaLike,
+    fields: ["attention_bias", "use_sliding_window", "sliding_window", "max_window_layers", "num_experts", "moe_intermediate_size",
+      "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob", ...MOE_FIELDS],
+    qkNorm: "head",
+    defaultHeadDim: 128,
+    biases: attentionBias,
+    layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
+    moe: ({ integer, flag, fail, raw }, layers) => {
+      // transformers 5 writes num_local_experts, 4.x num_experts.
+      const numExperts = raw.num_local_experts !== undefined ? integer("num_local_experts") : integer("num_experts", 128);
+      const step = integer("decoder_sparse_step", 1);
+      const dense = (raw.mlp_only_layers ?? []) as number[];
+      if (!Array.isArray(dense) || dense.some((i) => !Number.isInteger(i))) fail("mlp_only_layers", "must list layer indices");
+      return {
+        numExperts,
+        numExpertsPerTok: integer("num_experts_per_tok", 8),
+        moeIntermediateSize: integer("moe_intermediate_size", 768),
+        normTopkProb: flag("norm_topk_prob", false),
+        mixtralNames: false,
+        layerSparse: Array.from({ length: layers }, (_, i) => Number(!dense.includes(i) && (i + 1) % step === 0)),
+      };
+    },
+  },
+  // Mistral attention, every MLP sparse over experts of intermediate_size, top-k renormalised.
+  mixtral: {
+    ...llamaLike,
+    fields: ["sliding_window", "router_jitter_noise", ...MOE_FIELDS],
+    biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    layerKinds: (raw, layers) => FAMILIES.mistral.layerKinds(raw, layers),
+    moe: ({ integer }, layers) => ({
+      numExperts: integer("num_local_experts", 8),
+      numExpertsPerTok: integer("num_experts_per_tok", 2),
+      moeIntermediateSize: integer("intermediate_size"),
+      normTopkProb: true,
+      mixtralNames: true,
+      layerSparse: Array(layers).fill(1),
+    }),
+  },
   smollm3: {
     ...llamaLike,
     fields: ["attention_bias", "mlp_bias", "use_sliding_window", "sliding_window", "max_window_layers", "no_rope_layers",
@@ -264,12 +327,17 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   }
   if (raw.pretraining_tp !== undefined && raw.pretraining_tp !== 1) fail("pretraining_tp", `${JSON.stringify(raw.pretraining_tp)} is not supported (only 1)`);
   if (raw.use_bidirectional_attention === true) fail("use_bidirectional_attention", "true is not supported (causal attention only)");
+  // transformers then adds router_aux_loss_coef × the load-balancing loss to the LM loss, which ours does not.
+  if (raw.output_router_logits === true) fail("output_router_logits", "true is not supported (the LM loss has no router auxiliary term)");
+  if (raw.router_jitter_noise !== undefined && raw.router_jitter_noise !== 0) {
+    fail("router_jitter_noise", `${JSON.stringify(raw.router_jitter_noise)} is not supported (must be 0)`);
+  }
 
   const hiddenSize = integer("hidden_size");
   const numHeads = integer("num_attention_heads");
   const numKvHeads = integer("num_key_value_heads", numHeads);
   if (numHeads % numKvHeads !== 0) fail("num_key_value_heads", `(${numKvHeads}) must divide num_attention_heads (${numHeads})`);
-  if (raw.head_dim === undefined && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
+  if ((raw.head_dim ?? null) === null && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
     fail("num_attention_heads", `(${numHeads}) must divide hidden_size (${hiddenSize}) when head_dim is not given`);
   }
   const headDim = integer("head_dim", family.defaultHeadDim ?? hiddenSize / numHeads);
@@ -334,6 +402,11 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const gemma = type === "gemma2" || type === "gemma3_text";
   const queryScalar = gemma ? number("query_pre_attn_scalar", 256) : headDim;
 
+  const moe: Moe = family.moe
+    ? family.moe({ integer, flag, fail, raw }, numLayers)
+    : { numExperts: 0, numExpertsPerTok: 0, moeIntermediateSize: 0, normTopkProb: false, mixtralNames: false, layerSparse: Array(numLayers).fill(0) };
+  if (moe.numExpertsPerTok > moe.numExperts) fail("num_experts_per_tok", `(${moe.numExpertsPerTok}) exceeds the number of experts (${moe.numExperts})`);
+
   const eosTokenIds = tokenIds(raw.eos_token_id);
   const pad = raw.pad_token_id;
   const bos = raw.bos_token_id;
@@ -362,6 +435,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     ropeAttentionScaling: rope.attentionScaling,
     layerRope,
     layerWindow,
+    ...moe,
     maxPositionEmbeddings,
     bosTokenId: Number.isInteger(bos) ? (bos as number) : null,
     eosTokenIds,
@@ -425,11 +499,13 @@ export function decoderConfigOf(config: ModelConfig): DecoderConfig {
   const {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, embedScale, attentionScale, attnSoftcap,
-    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow, numExperts, numExpertsPerTok, moeIntermediateSize,
+    normTopkProb, mixtralNames, layerSparse,
   } = config;
   return {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, embedScale, attentionScale, attnSoftcap,
-    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow, numExperts, numExpertsPerTok, moeIntermediateSize,
+    normTopkProb, mixtralNames, layerSparse,
   };
 }

@@ -16,7 +16,7 @@ const GOLDEN = process.env.COMLRL_GOLDEN_DIR ?? path.resolve(__dirname, "..", ".
 if (process.env.CI && !existsSync(GOLDEN)) throw new Error(`golden reference files not found at ${GOLDEN}`);
 const SHARED = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
 // Committed beside this file; a transformers-5 file for each family the decoder runs.
-const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3"];
+const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral"];
 const MODELS: [string, string][] = [
   ...(existsSync(GOLDEN) ? SHARED.map((name): [string, string] => [name, path.join(GOLDEN, name)]) : []),
   ...FAMILIES.map((name): [string, string] => [name, path.join(__dirname, name)]),
