@@ -8,7 +8,7 @@ one thread, fixed seeds. Run with the project's reference venv (CI never runs th
 
     /work/venv/bin/python scripts/golden/make_family_goldens.py [family ...]
 
-Models are deliberately smaller than the four 4.46 goldens (hidden 32, vocab 96, 12 tokens) so that every family's
+Models are deliberately smaller than the four 4.46 goldens (hidden 32, intermediate 32, vocab 64, 12 tokens) so that every family's
 files stay a few hundred KB.
 """
 import json
@@ -21,8 +21,8 @@ import transformers
 from safetensors.torch import save_file
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "golden")
-VOCAB, LENGTH, LENGTHS_RIGHT, NEW_TOKENS = 96, 12, (12, 8, 5), 12
-SHAPE = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+VOCAB, LENGTH, LENGTHS_RIGHT, NEW_TOKENS = 64, 12, (12, 8, 5), 12
+SHAPE = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.1, pad_token_id=0, bos_token_id=1,
              eos_token_id=2)
 
