@@ -1,6 +1,8 @@
 #include "decoder.h"
 
 #include <cmath>
+#include <algorithm>
+#include <map>
 
 #include "../kernels/cpu_features.h"
 #include "../kernels/rms_norm.h"
@@ -11,6 +13,13 @@ namespace comlrl {
 
 KVCache::KVCache(const DecoderConfig& config, int64_t batch, int64_t capacity, const torch::TensorOptions& options) {
   for (int64_t i = 0; i < config.num_layers; ++i) {
+    const int64_t window = config.layer_window[i];
+    keep.push_back(window > 0 && window - 1 < capacity ? window - 1 : 0);
+    if (keep.back() > 0) {
+      keys.emplace_back();
+      values.emplace_back();
+      continue;
+    }
     keys.push_back(torch::empty({batch, config.num_kv_heads, capacity, config.head_dim}, options));
     values.push_back(torch::empty({batch, config.num_kv_heads, capacity, config.head_dim}, options));
   }
@@ -20,12 +29,22 @@ KVCache KVCache::Growable(int64_t num_layers) {
   KVCache cache;
   cache.keys.resize(num_layers);
   cache.values.resize(num_layers);
+  cache.keep.assign(num_layers, 0);
   cache.preallocated = false;
   return cache;
 }
 
 std::pair<torch::Tensor, torch::Tensor> KVCache::Append(int64_t layer, const torch::Tensor& k, const torch::Tensor& v) {
   const int64_t added = k.size(2);
+  if (keep[layer] > 0) {
+    // This step's queries see the retained keys and their own; later ones only the last keep of them.
+    const torch::Tensor all_k = keys[layer].defined() ? torch::cat({keys[layer], k}, 2) : k;
+    const torch::Tensor all_v = values[layer].defined() ? torch::cat({values[layer], v}, 2) : v;
+    const int64_t kept = std::min(keep[layer], all_k.size(2));
+    keys[layer] = all_k.narrow(2, all_k.size(2) - kept, kept).clone();
+    values[layer] = all_v.narrow(2, all_v.size(2) - kept, kept).clone();
+    return {all_k, all_v};
+  }
   if (preallocated) {
     keys[layer].narrow(2, length, added).copy_(k);
     values[layer].narrow(2, length, added).copy_(v);
@@ -37,25 +56,33 @@ std::pair<torch::Tensor, torch::Tensor> KVCache::Append(int64_t layer, const tor
 }
 
 void KVCache::SelectRows(const torch::Tensor& index) {
-  for (auto& tensor : keys) tensor = tensor.index_select(0, index);
-  for (auto& tensor : values) tensor = tensor.index_select(0, index);
+  for (auto* list : {&keys, &values}) {
+    for (auto& tensor : *list) {
+      if (tensor.defined()) tensor = tensor.index_select(0, index);
+    }
+  }
 }
 
 void KVCache::RepeatRows(int64_t times) {
   if (times == 1) return;
-  for (auto& tensor : keys) tensor = tensor.repeat_interleave(times, 0);
-  for (auto& tensor : values) tensor = tensor.repeat_interleave(times, 0);
+  for (auto* list : {&keys, &values}) {
+    for (auto& tensor : *list) {
+      if (tensor.defined()) tensor = tensor.repeat_interleave(times, 0);
+    }
+  }
 }
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}));
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps, NormKind kind) : eps_(eps), kind_(kind) {
+  // Gemma stores w of (1 + w), initialised to 0.
+  weight = register_parameter("weight", kind == NormKind::kRms ? torch::ones({dim}) : torch::zeros({dim}));
 }
 
-// As transformers: normalise in float32, cast back, then scale.
+// As transformers: normalise in float32; Llama casts back then scales, Gemma scales by (1 + w) in float32 then casts.
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  if (FusedRmsNormApplies(x, weight)) return FusedRmsNorm(x, weight, eps_);
+  if (kind_ == NormKind::kRms && FusedRmsNormApplies(x, weight)) return FusedRmsNorm(x, weight, eps_);
   const torch::Tensor h = x.to(torch::kFloat32);
   const torch::Tensor normed = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  if (kind_ == NormKind::kRmsOnePlus) return (normed * (1.0 + weight.to(torch::kFloat32))).to(x.scalar_type());
   return weight * normed.to(x.scalar_type());
 }
 
@@ -97,11 +124,21 @@ torch::Tensor RotateHalf(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
-// cos, sin: [batch, 1, queries, head_dim], broadcast over heads.
-torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+torch::Tensor Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   if (FusedRopeApplies(x, cos)) return FusedRope(x, cos, sin);
   return x * cos + RotateHalf(x) * sin;
 }
+
+// cos, sin: [batch, 1, queries, rotary_dim], broadcast over heads. With partial rotary (rotary_dim < head_dim) only
+// the first rotary_dim features turn, as transformers does; no tables (a NoPE layer) leaves x as it is.
+torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  if (!cos.defined()) return x;
+  const int64_t rotary = cos.size(-1), dim = x.size(-1);
+  if (rotary == dim) return Rotate(x, cos, sin);
+  return torch::cat({Rotate(x.narrow(-1, 0, rotary), cos, sin), x.narrow(-1, rotary, dim - rotary)}, -1);
+}
+
+torch::Tensor SoftCap(const torch::Tensor& x, double cap) { return cap > 0 ? torch::tanh(x / cap) * cap : x; }
 
 // Reentrant gradient checkpointing for one decoder layer: the forward keeps only the layer's input; the backward
 // recomputes the layer with grad enabled and backpropagates through it (accumulating its parameters' gradients).
@@ -131,24 +168,51 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 }  // namespace
 
 AttentionImpl::AttentionImpl(const DecoderConfig& config)
-    : num_heads_(config.num_heads), num_kv_heads_(config.num_kv_heads), head_dim_(config.head_dim) {
-  q_proj = register_module("q_proj", MakeLinear(config.hidden_size, config.num_heads * config.head_dim, config.qkv_bias));
-  k_proj = register_module("k_proj", MakeLinear(config.hidden_size, config.num_kv_heads * config.head_dim, config.qkv_bias));
-  v_proj = register_module("v_proj", MakeLinear(config.hidden_size, config.num_kv_heads * config.head_dim, config.qkv_bias));
-  o_proj = register_module("o_proj", MakeLinear(config.num_heads * config.head_dim, config.hidden_size, config.o_bias));
-  if (config.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(config.head_dim, config.rms_norm_eps));
-    k_norm = register_module("k_norm", RMSNorm(config.head_dim, config.rms_norm_eps));
+    : num_heads_(config.num_heads),
+      num_kv_heads_(config.num_kv_heads),
+      head_dim_(config.head_dim),
+      qk_norm_(config.qk_norm),
+      scale_(config.attention_scale),
+      softcap_(config.attn_softcap) {
+  const int64_t q_width = config.num_heads * config.head_dim, kv_width = config.num_kv_heads * config.head_dim;
+  if (config.fused_projections) {
+    qkv_proj = register_module("qkv_proj", MakeLinear(config.hidden_size, q_width + 2 * kv_width, config.qkv_bias));
+  } else {
+    q_proj = register_module("q_proj", MakeLinear(config.hidden_size, q_width, config.qkv_bias));
+    k_proj = register_module("k_proj", MakeLinear(config.hidden_size, kv_width, config.qkv_bias));
+    v_proj = register_module("v_proj", MakeLinear(config.hidden_size, kv_width, config.qkv_bias));
+  }
+  o_proj = register_module("o_proj", MakeLinear(q_width, config.hidden_size, config.o_bias));
+  if (config.qk_norm != QkNorm::kNone) {
+    const bool per_head = config.qk_norm == QkNorm::kHead;
+    q_norm = register_module("q_norm", RMSNorm(per_head ? config.head_dim : q_width, config.rms_norm_eps, config.norm));
+    k_norm = register_module("k_norm", RMSNorm(per_head ? config.head_dim : kv_width, config.rms_norm_eps, config.norm));
   }
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                      const torch::Tensor& mask, KVCache* cache, int64_t layer) {
   const int64_t batch = x.size(0), queries = x.size(1);
-  torch::Tensor q = Project(q_proj, x).view({batch, queries, num_heads_, head_dim_});
-  torch::Tensor k = Project(k_proj, x).view({batch, queries, num_kv_heads_, head_dim_});
-  torch::Tensor v = Project(v_proj, x).view({batch, queries, num_kv_heads_, head_dim_}).transpose(1, 2);
-  if (q_norm) {
+  torch::Tensor q, k, v;
+  if (qkv_proj) {
+    const torch::Tensor qkv = Project(qkv_proj, x);
+    const int64_t q_width = num_heads_ * head_dim_, kv_width = num_kv_heads_ * head_dim_;
+    q = qkv.narrow(-1, 0, q_width);
+    k = qkv.narrow(-1, q_width, kv_width);
+    v = qkv.narrow(-1, q_width + kv_width, kv_width);
+  } else {
+    q = Project(q_proj, x);
+    k = Project(k_proj, x);
+    v = Project(v_proj, x);
+  }
+  if (qk_norm_ == QkNorm::kFull) {
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  q = q.reshape({batch, queries, num_heads_, head_dim_});
+  k = k.reshape({batch, queries, num_kv_heads_, head_dim_});
+  v = v.reshape({batch, queries, num_kv_heads_, head_dim_}).transpose(1, 2);
+  if (qk_norm_ == QkNorm::kHead) {
     q = q_norm(q);
     k = k_norm(k);
   }
@@ -159,49 +223,131 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   // query axis, [batch, kv_heads, group * queries, head_dim].
   const int64_t group = num_heads_ / num_kv_heads_;
   const int64_t keys = k.size(2);
+  // A windowed cache returns only the most recent keys: the mask's last `keys` columns.
+  const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
-  torch::Tensor scores = Matmul(grouped_q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  torch::Tensor scores = SoftCap(Matmul(grouped_q, k.transpose(-1, -2)) * scale_, softcap_);
   scores = scores.view({batch, num_kv_heads_, group, queries, keys}).to(torch::kFloat32);
-  scores = scores.masked_fill(mask.logical_not(), std::numeric_limits<float>::lowest());
+  scores = scores.masked_fill(key_mask.logical_not(), std::numeric_limits<float>::lowest());
   torch::Tensor weights = torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys});
   torch::Tensor out = Matmul(weights, v).view({batch, num_heads_, queries, head_dim_});
   return Project(o_proj, out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
 }
 
-MLPImpl::MLPImpl(const DecoderConfig& config) {
-  gate_proj = register_module("gate_proj", MakeLinear(config.hidden_size, config.intermediate_size, config.mlp_bias));
-  up_proj = register_module("up_proj", MakeLinear(config.hidden_size, config.intermediate_size, config.mlp_bias));
-  down_proj = register_module("down_proj", MakeLinear(config.intermediate_size, config.hidden_size, config.mlp_bias));
+MLPImpl::MLPImpl(const DecoderConfig& config, int64_t inner, const std::array<const char*, 3>& names)
+    : activation_(config.activation) {
+  const int64_t hidden = config.hidden_size;
+  if (config.fused_projections) {
+    gate_up_proj = register_module("gate_up_proj", MakeLinear(hidden, 2 * inner, config.mlp_bias));
+  } else {
+    gate_proj = register_module(names[0], MakeLinear(hidden, inner, config.mlp_bias));
+    up_proj = register_module(names[1], MakeLinear(hidden, inner, config.mlp_bias));
+  }
+  down_proj = register_module(names[2], MakeLinear(inner, hidden, config.mlp_bias));
+}
+
+constexpr std::array<const char*, 3> kMlpNames = {"gate_proj", "up_proj", "down_proj"};
+constexpr std::array<const char*, 3> kMixtralExpertNames = {"w1", "w3", "w2"};
+
+SparseMoeImpl::SparseMoeImpl(const DecoderConfig& config) : top_k_(config.experts_per_token), norm_topk_prob_(config.norm_topk_prob) {
+  gate = register_module("gate", MakeLinear(config.hidden_size, config.num_experts, false));
+  experts = register_module("experts", torch::nn::ModuleList());
+  for (int64_t e = 0; e < config.num_experts; ++e) {
+    experts->push_back(MLP(config, config.moe_intermediate_size, config.mixtral_names ? kMixtralExpertNames : kMlpNames));
+  }
+}
+
+torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+  const torch::Tensor probs = torch::softmax(Project(gate, flat).to(torch::kFloat32), -1);
+  auto [weights, chosen] = probs.topk(top_k_, -1);
+  if (norm_topk_prob_) weights = weights / weights.sum(-1, /*keepdim=*/true);
+  weights = weights.to(x.scalar_type());
+  torch::Tensor out = torch::zeros_like(flat);
+  for (int64_t e = 0; e < static_cast<int64_t>(experts->size()); ++e) {
+    // (token, slot) pairs routed to expert e; a token picks an expert at most once.
+    const std::vector<torch::Tensor> hits = torch::where(chosen == e);
+    const torch::Tensor& tokens = hits[0];
+    if (tokens.numel() == 0) continue;
+    const torch::Tensor weight = weights.index({tokens, hits[1]}).unsqueeze(-1);
+    const torch::Tensor y = experts->ptr<MLPImpl>(e)->forward(flat.index_select(0, tokens)) * weight;
+    out = out.index_add(0, tokens, y);
+  }
+  return out.view(x.sizes());
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  return Project(down_proj, torch::silu(Project(gate_proj, x)) * Project(up_proj, x));
+  torch::Tensor gate, up;
+  if (gate_up_proj) {
+    const torch::Tensor both = Project(gate_up_proj, x);
+    const int64_t inner = both.size(-1) / 2;
+    gate = both.narrow(-1, 0, inner);
+    up = both.narrow(-1, inner, inner);
+  } else {
+    gate = Project(gate_proj, x);
+    up = Project(up_proj, x);
+  }
+  gate = activation_ == Activation::kSilu ? torch::silu(gate) : torch::gelu(gate, "tanh");
+  return Project(down_proj, gate * up);
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config) {
+DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config, int64_t index) : placement_(config.norm_placement) {
   self_attn = register_module("self_attn", Attention(config));
-  mlp = register_module("mlp", MLP(config));
-  input_layernorm = register_module("input_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
-  post_attention_layernorm = register_module("post_attention_layernorm", RMSNorm(config.hidden_size, config.rms_norm_eps));
+  if (config.layer_sparse[index]) {
+    moe = register_module(config.mixtral_names ? "block_sparse_moe" : "mlp", SparseMoe(config));
+  } else {
+    mlp = register_module("mlp", MLP(config, config.intermediate_size, kMlpNames));
+  }
+  auto norm = [&](const char* name) { return register_module(name, RMSNorm(config.hidden_size, config.rms_norm_eps, config.norm)); };
+  if (placement_ != NormPlacement::kPost) input_layernorm = norm("input_layernorm");
+  post_attention_layernorm = norm("post_attention_layernorm");
+  if (placement_ == NormPlacement::kSandwich) pre_feedforward_layernorm = norm("pre_feedforward_layernorm");
+  if (placement_ != NormPlacement::kPre) post_feedforward_layernorm = norm("post_feedforward_layernorm");
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                         const torch::Tensor& mask, KVCache* cache, int64_t layer) {
-  const torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
-  return h + mlp(post_attention_layernorm(h));
+  auto feed_forward = [&](const torch::Tensor& h) { return moe ? moe(h) : mlp(h); };
+  switch (placement_) {
+    case NormPlacement::kPre: {
+      const torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
+      return h + feed_forward(post_attention_layernorm(h));
+    }
+    case NormPlacement::kSandwich: {
+      const torch::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), cos, sin, mask, cache, layer));
+      return h + post_feedforward_layernorm(feed_forward(pre_feedforward_layernorm(h)));
+    }
+    case NormPlacement::kPost: {
+      const torch::Tensor h = x + post_attention_layernorm(self_attn(x, cos, sin, mask, cache, layer));
+      return h + post_feedforward_layernorm(feed_forward(h));
+    }
+  }
+  TORCH_CHECK(false, "unknown norm placement");
 }
 
 DecoderModelImpl::DecoderModelImpl(const DecoderConfig& config) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderLayer(config));
-  norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps));
+  for (int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderLayer(config, i));
+  norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps, config.norm));
 }
 
 CausalLMImpl::CausalLMImpl(const DecoderConfig& config) : config_(config) {
   TORCH_CHECK(config.num_heads % config.num_kv_heads == 0, "num_attention_heads (", config.num_heads,
               ") must be a multiple of num_key_value_heads (", config.num_kv_heads, ")");
-  TORCH_CHECK(config.head_dim % 2 == 0, "head_dim must be even for rotary embeddings, got ", config.head_dim);
+  TORCH_CHECK(static_cast<int64_t>(config.layer_rope.size()) == config.num_layers &&
+                  static_cast<int64_t>(config.layer_window.size()) == config.num_layers,
+              "layerRope and layerWindow must hold one entry per layer (", config.num_layers, ")");
+  const int64_t tables = config.rope_inv_freq.size(0);
+  TORCH_CHECK(static_cast<int64_t>(config.rope_attention_scaling.size()) == tables, "ropeAttentionScaling must hold one entry per rotary table");
+  TORCH_CHECK(2 * config.rope_inv_freq.size(1) <= config.head_dim, "rotary tables turn ", 2 * config.rope_inv_freq.size(1),
+              " features, more than head_dim ", config.head_dim);
+  TORCH_CHECK(static_cast<int64_t>(config.layer_sparse.size()) == config.num_layers, "layerSparse must hold one entry per layer");
+  TORCH_CHECK(config.num_experts > 0 || std::count(config.layer_sparse.begin(), config.layer_sparse.end(), 1) == 0,
+              "layerSparse marks sparse layers but numExperts is 0");
+  TORCH_CHECK(config.experts_per_token <= config.num_experts, "numExpertsPerTok (", config.experts_per_token,
+              ") exceeds numExperts (", config.num_experts, ")");
+  for (int64_t table : config.layer_rope) TORCH_CHECK(table >= -1 && table < tables, "layerRope names rotary table ", table, " of ", tables);
   model = register_module("model", DecoderModel(config));
   if (!config.tie_word_embeddings) lm_head = register_module("lm_head", MakeLinear(config.hidden_size, config.vocab_size, false));
 }
@@ -212,29 +358,44 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   const int64_t past = cache ? cache->length : 0;
   TORCH_CHECK(keys == past + queries, "attention mask covers ", keys, " positions, expected ", past + queries);
   torch::Tensor h = model->embed_tokens(inputs.input_ids);
+  // Gemma rounds √hidden to the activation dtype before scaling.
+  if (config_.embed_scale) h = h * torch::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)), h.options());
   if (hidden_states) hidden_states->push_back(h);
 
-  // Rotary tables in float32 as transformers computes them, cast to the activation dtype.
-  const auto float_options = torch::TensorOptions().dtype(torch::kFloat32).device(h.device());
-  const torch::Tensor exponents = torch::arange(0, config_.head_dim, 2, float_options.dtype(torch::kInt64)).to(torch::kFloat32);
-  const torch::Tensor inv_freq = 1.0 / torch::pow(config_.rope_theta, exponents / static_cast<double>(config_.head_dim));
-  const torch::Tensor freqs = inputs.position_ids.to(torch::kFloat32).unsqueeze(-1) * inv_freq;
-  const torch::Tensor angles = torch::cat({freqs, freqs}, -1).unsqueeze(1);
-  const torch::Tensor cos = angles.cos().to(h.scalar_type()), sin = angles.sin().to(h.scalar_type());
-
-  // May query i attend to key j: j is a real token and not in the query's future.
-  torch::Tensor allowed = inputs.attention_mask.to(torch::kBool).view({-1, 1, keys});
-  if (queries > 1) {
-    const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(h.device());
-    const torch::Tensor query_pos = torch::arange(past, past + queries, index_options).view({queries, 1});
-    allowed = allowed & (torch::arange(keys, index_options).view({1, keys}) <= query_pos).unsqueeze(0);
+  // Each rotary table's cos/sin in float32 as transformers computes them, times its attention scaling, cast to the
+  // activation dtype.
+  const torch::Tensor positions = inputs.position_ids.to(torch::kFloat32).unsqueeze(-1);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> rotary;
+  for (int64_t t = 0; t < config_.rope_inv_freq.size(0); ++t) {
+    const torch::Tensor freqs = positions * config_.rope_inv_freq[t].to(h.device());
+    const torch::Tensor angles = torch::cat({freqs, freqs}, -1).unsqueeze(1);
+    const double scaling = config_.rope_attention_scaling[t];
+    rotary.emplace_back((angles.cos() * scaling).to(h.scalar_type()), (angles.sin() * scaling).to(h.scalar_type()));
   }
-  const torch::Tensor mask = allowed.view({-1, 1, 1, queries, keys});
+
+  // May query i attend to key j: j is a real token, not in the query's future and, for a sliding-window layer, fewer
+  // than `window` positions behind it (transformers' sliding_window_overlay: j > i − window).
+  const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(h.device());
+  const torch::Tensor query_pos = torch::arange(past, past + queries, index_options).view({queries, 1});
+  const torch::Tensor key_pos = torch::arange(keys, index_options).view({1, keys});
+  const torch::Tensor real = inputs.attention_mask.to(torch::kBool).view({-1, 1, keys});
+  std::map<int64_t, torch::Tensor> masks;
+  auto mask_for = [&](int64_t window) -> const torch::Tensor& {
+    auto found = masks.find(window);
+    if (found != masks.end()) return found->second;
+    torch::Tensor allowed = real & (key_pos <= query_pos).unsqueeze(0);
+    if (window > 0) allowed = allowed & (key_pos > query_pos - window).unsqueeze(0);
+    return masks.emplace(window, allowed.view({-1, 1, 1, queries, keys})).first->second;
+  };
 
   const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled() && !cache;
   const int64_t num_layers = static_cast<int64_t>(model->layers->size());
   for (int64_t i = 0; i < num_layers; ++i) {
     auto layer = model->layers->ptr<DecoderLayerImpl>(i);
+    const int64_t table = config_.layer_rope[i];
+    const torch::Tensor cos = table >= 0 ? rotary[table].first : torch::Tensor();
+    const torch::Tensor sin = table >= 0 ? rotary[table].second : torch::Tensor();
+    const torch::Tensor& mask = mask_for(config_.layer_window[i]);
     h = checkpoint ? CheckpointedLayer::apply(h, cos, sin, mask, reinterpret_cast<int64_t>(layer.get()))
                    : layer->forward(h, cos, sin, mask, cache, i);
     if (hidden_states && i + 1 < num_layers) hidden_states->push_back(h);
@@ -246,7 +407,7 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
 }
 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {
-  return Project(hidden, lm_head ? lm_head->weight : model->embed_tokens->weight, torch::Tensor());
+  return SoftCap(Project(hidden, lm_head ? lm_head->weight : model->embed_tokens->weight, torch::Tensor()), config_.final_softcap);
 }
 
 }  // namespace comlrl

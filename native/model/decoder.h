@@ -1,15 +1,25 @@
-// One decoder covers the Qwen2 / Qwen2.5 / Qwen3 / Llama family: RMSNorm, RoPE, grouped-query attention, SwiGLU MLP,
-// optional q/k/v/o biases, optional per-head q/k RMSNorm, tied or untied embeddings. Parameter names are the Hugging
-// Face ones ("model.layers.0.self_attn.q_proj.weight"), so checkpoints map one to one.
+// One decoder whose parts the config chooses (Llama, Qwen2/3, Mistral, Gemma 2/3, Phi-3, OLMo 2, SmolLM3): RMSNorm or
+// Gemma's (1 + w) RMSNorm placed before, around or after each block; rotary tables per layer (or none), partial
+// rotary; grouped-query attention with optional biases, q/k norms, sliding windows and soft-capping; SiLU or GELU-tanh
+// gated MLPs, fused projections where the checkpoint stores them. Parameter names are the Hugging Face ones
+// ("model.layers.0.self_attn.q_proj.weight"), so checkpoints map one to one.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace comlrl {
+
+enum class NormKind { kRms, kRmsOnePlus };
+// Where each layer's norms sit: before attention and MLP (Llama), before and after both (Gemma), after both (OLMo 2).
+enum class NormPlacement { kPre, kSandwich, kPost };
+enum class Activation { kSilu, kGeluTanh };
+// q/k RMSNorm over each head (Qwen3, Gemma 3) or over the whole projection (OLMo 2).
+enum class QkNorm { kNone, kHead, kFull };
 
 struct DecoderConfig {
   int64_t vocab_size = 0;
@@ -19,20 +29,41 @@ struct DecoderConfig {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
-  double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;
   bool o_bias = false;
   bool mlp_bias = false;
-  bool qk_norm = false;
+  QkNorm qk_norm = QkNorm::kNone;
+  NormKind norm = NormKind::kRms;
+  NormPlacement norm_placement = NormPlacement::kPre;
+  Activation activation = Activation::kSilu;
+  bool fused_projections = false;  // Phi-3's qkv_proj and gate_up_proj
+  bool embed_scale = false;        // embeddings × √hidden_size (Gemma)
+  double attention_scale = 0;      // q·k multiplier
+  double attn_softcap = 0;         // tanh soft-capping of scores / final logits; 0 = none
+  double final_softcap = 0;
+  torch::Tensor rope_inv_freq;                // float32 [tables, rotary_dim / 2], computed from the config in TypeScript
+  std::vector<double> rope_attention_scaling;  // per table: cos and sin are multiplied by it
+  std::vector<int64_t> layer_rope;             // per layer: its table, -1 for none
+  std::vector<int64_t> layer_window;           // per layer: keys within this many positions of the query; 0 = all
+  // Sparse mixture-of-experts MLPs on the layers marked in layer_sparse (Qwen3-MoE, Mixtral).
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;        // renormalise the chosen experts' probabilities to sum to 1
+  bool mixtral_names = false;         // block_sparse_moe.experts.E.w1 / w3 / w2 rather than mlp.experts.E.gate/up/down_proj
+  std::vector<int64_t> layer_sparse;  // per layer: 1 for a sparse MoE MLP
 };
 
 // Keys and values of every layer. Generation preallocates them to the longest sequence so decode steps write in
-// place; training uses a growable cache whose appends are differentiable (a shared prompt's keys/values computed
-// once, with gradients flowing back from every completion that attends to them).
+// place, except on sliding-window layers, which keep only the last window − 1 positions (all a later query can
+// see), so their memory stays at the window; training uses a growable cache whose appends are differentiable (a
+// shared prompt's keys/values computed once, with gradients flowing back from every completion that attends to
+// them). Append returns the most recent keys of the sequence, so attention masks cover their last k.size(2) keys.
 struct KVCache {
   std::vector<torch::Tensor> keys, values;  // each [batch, kv_heads, positions, head_dim]
+  std::vector<int64_t> keep;                 // per layer: positions a windowed layer retains; 0 = all
   int64_t length = 0;                        // positions filled
   bool preallocated = true;
 
@@ -51,46 +82,74 @@ struct KVCache {
 
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t dim, double eps);
+  RMSNormImpl(int64_t dim, double eps, NormKind kind);
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor weight;
 
  private:
   double eps_;
+  NormKind kind_;
 };
 TORCH_MODULE(RMSNorm);
 
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const DecoderConfig& config);
-  // mask: bool [batch, 1, 1, queries, keys], true where a query may attend to a key.
+  // mask: bool [batch, 1, 1, queries, keys], true where a query may attend to a key. cos/sin undefined: no rotary.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
                         KVCache* cache, int64_t layer);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, qkv_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 
  private:
   int64_t num_heads_, num_kv_heads_, head_dim_;
+  QkNorm qk_norm_;
+  double scale_, softcap_;
 };
 TORCH_MODULE(Attention);
 
 class MLPImpl : public torch::nn::Module {
  public:
-  explicit MLPImpl(const DecoderConfig& config);
+  // intermediate: the width (the dense MLP's, or one expert's); names: gate, up, down projection names.
+  MLPImpl(const DecoderConfig& config, int64_t intermediate, const std::array<const char*, 3>& names);
   torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, gate_up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  Activation activation_;
 };
 TORCH_MODULE(MLP);
 
+// Top-k routing as transformers: softmax over all experts in float32, the k largest (optionally renormalised), each
+// token's output the weighted sum of its chosen experts' SwiGLU MLPs. Tokens are gathered per expert.
+class SparseMoeImpl : public torch::nn::Module {
+ public:
+  explicit SparseMoeImpl(const DecoderConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear gate{nullptr};  // the router: hidden → experts, no bias
+  torch::nn::ModuleList experts;
+
+ private:
+  int64_t top_k_;
+  bool norm_topk_prob_;
+};
+TORCH_MODULE(SparseMoe);
+
 class DecoderLayerImpl : public torch::nn::Module {
  public:
-  explicit DecoderLayerImpl(const DecoderConfig& config);
+  DecoderLayerImpl(const DecoderConfig& config, int64_t index);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
                         KVCache* cache, int64_t layer);
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
-  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  SparseMoe moe{nullptr};  // in place of mlp on sparse layers
+  // HF names: post_attention_layernorm is the pre-MLP norm in the pre placement, the post-attention one otherwise.
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr}, pre_feedforward_layernorm{nullptr},
+      post_feedforward_layernorm{nullptr};
+
+ private:
+  NormPlacement placement_;
 };
 TORCH_MODULE(DecoderLayer);
 
@@ -131,7 +190,6 @@ class CausalLMImpl : public torch::nn::Module {
 
  private:
   DecoderConfig config_;
-  torch::Tensor inv_freq_;
   bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(CausalLM);

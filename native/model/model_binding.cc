@@ -5,6 +5,7 @@
 #include "../bridge/bridge.h"
 #include "../bridge/parameter_access.h"
 #include "batch_input.h"
+#include "decoder_config.h"
 #include "generate.h"
 #include "weights.h"
 
@@ -13,26 +14,6 @@ namespace comlrl {
 Napi::FunctionReference NativeModel::constructor_;
 
 namespace {
-
-DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
-  DecoderConfig out;
-  auto integer = [&](const char* field) { return static_cast<int64_t>(NumberField(config, field)); };
-  out.vocab_size = integer("vocabSize");
-  out.hidden_size = integer("hiddenSize");
-  out.intermediate_size = integer("intermediateSize");
-  out.num_layers = integer("numLayers");
-  out.num_heads = integer("numHeads");
-  out.num_kv_heads = integer("numKvHeads");
-  out.head_dim = integer("headDim");
-  out.rope_theta = NumberField(config, "ropeTheta");
-  out.rms_norm_eps = NumberField(config, "rmsNormEps");
-  out.tie_word_embeddings = BoolFieldOr(config, "tieWordEmbeddings", false);
-  out.qkv_bias = BoolFieldOr(config, "qkvBias", false);
-  out.o_bias = BoolFieldOr(config, "oBias", false);
-  out.mlp_bias = BoolFieldOr(config, "mlpBias", false);
-  out.qk_norm = BoolFieldOr(config, "qkNorm", false);
-  return out;
-}
 
 at::Generator MakeGenerator(const torch::Device& device, uint64_t seed) {
   at::Generator generator = device.is_cuda() ? at::detail::getCUDAHooks().getDefaultCUDAGenerator(device.index()).clone()

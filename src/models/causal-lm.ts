@@ -329,7 +329,9 @@ export class CausalLM {
         const index = { metadata: { total_size: saved.totalBytes }, weight_map: weightMap };
         await writeFileAtomic(path.join(tmp, "model.safetensors.index.json"), `${JSON.stringify(index, null, 2)}\n`);
       }
-      await writeFileAtomic(path.join(tmp, "config.json"), hfJson({ ...this.config.raw, torch_dtype: dtype }));
+      // transformers 5 writes `dtype`, 4.x `torch_dtype`: keep the file's own key.
+      const dtypeKey = this.config.raw.torch_dtype !== undefined && this.config.raw.dtype === undefined ? "torch_dtype" : "dtype";
+      await writeFileAtomic(path.join(tmp, "config.json"), hfJson({ ...this.config.raw, [dtypeKey]: dtype }));
       await writeFileAtomic(path.join(tmp, "generation_config.json"), hfJson(this.generationConfig));
       if (options.tokenizer) await options.tokenizer.saveTo(tmp);
     });

@@ -1,7 +1,18 @@
-// Hugging Face config.json for the decoder family we run (Qwen2 / Qwen2.5, Qwen3, Llama), read into the one
-// normalised shape the native decoder takes. Anything we would compute wrongly is refused, naming file and field.
+// Hugging Face config.json, as transformers 4.x or 5.x writes it, read into the one normalised shape the native
+// decoder takes: which norm, activation, positions, attention form and window each layer uses. Every field of the
+// file is either honoured, known not to change the numbers, or refused by name — never silently ignored.
+import { ropeTables } from "./rope.js";
 
-export type ModelType = "qwen2" | "qwen3" | "llama";
+export type ModelType =
+  | "qwen2" | "qwen3" | "llama" | "mistral" | "gemma2" | "gemma3_text" | "phi3" | "olmo2" | "smollm3" | "qwen3_moe" | "mixtral";
+
+/** Normalisation: x/rms(x)·w, or Gemma's x/rms(x)·(1 + w). */
+export type NormKind = "rms" | "rms_one_plus";
+/** Where the norms sit: before each block (Llama), before and after (Gemma 2/3), after only (OLMo 2). */
+export type NormPlacement = "pre" | "sandwich" | "post";
+export type Activation = "silu" | "gelu_tanh";
+/** Per-head q/k RMSNorm (Qwen3, Gemma 3) or one over the whole projection (OLMo 2). */
+export type QkNorm = "none" | "head" | "full";
 
 /** The architecture as the native decoder needs it. */
 export interface DecoderConfig {
@@ -12,14 +23,43 @@ export interface DecoderConfig {
   numHeads: number;
   numKvHeads: number;
   headDim: number;
-  ropeTheta: number;
   rmsNormEps: number;
   tieWordEmbeddings: boolean;
   qkvBias: boolean;
   oBias: boolean;
   mlpBias: boolean;
-  qkNorm: boolean;
+  qkNorm: QkNorm;
+  norm: NormKind;
+  normPlacement: NormPlacement;
+  activation: Activation;
+  /** Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj. */
+  fusedProjections: boolean;
+  /** Multiply the embeddings by √hidden_size (Gemma). */
+  embedScale: boolean;
+  /** Attention scores are q·k × this (1/√head_dim, or Gemma's 1/√query_pre_attn_scalar). */
+  attentionScale: number;
+  /** tanh soft-capping of attention scores and of the final logits; 0 = none. */
+  attnSoftcap: number;
+  finalSoftcap: number;
+  /** Rotary tables (inverse frequencies and the cos/sin factor) the layers choose from. */
+  ropeInvFreq: number[][]; // [tables][rotaryDim/2]
+  ropeAttentionScaling: number[]; // [tables]
+  /** Per layer: its rotary table (-1: no rotary embedding, SmolLM3's NoPE layers) and attention window (0: full). */
+  layerRope: number[];
+  layerWindow: number[];
+  /** Sparse mixture-of-experts MLPs (0 experts: dense model); layerSparse[i] = 1 where layer i has one. */
+  numExperts: number;
+  numExpertsPerTok: number;
+  moeIntermediateSize: number;
+  normTopkProb: boolean;
+  /** Mixtral's checkpoint names (block_sparse_moe.experts.E.w1/w3/w2). */
+  mixtralNames: boolean;
+  layerSparse: number[];
 }
+
+type Moe = Pick<DecoderConfig, "numExperts" | "numExpertsPerTok" | "moeIntermediateSize" | "normTopkProb" | "mixtralNames" | "layerSparse">;
+
+export type ModelDtype = "float32" | "bfloat16" | "float16";
 
 export interface ModelConfig extends DecoderConfig {
   modelType: ModelType;
@@ -27,6 +67,10 @@ export interface ModelConfig extends DecoderConfig {
   bosTokenId: number | null;
   eosTokenIds: number[];
   padTokenId: number | null;
+  /** The checkpoint's storage dtype (transformers 5 `dtype`, 4.x `torch_dtype`). */
+  dtype: ModelDtype;
+  /** The attention implementation the file asks for (all compute the same numbers; ours is chosen natively). */
+  attnImplementation: string | null;
   /** config.json as read (or as createTinyModel wrote it); saving keeps its other fields. */
   raw: Record<string, unknown>;
 }
@@ -37,9 +81,208 @@ export class ConfigError extends Error {
 
 const ARCHITECTURES: Record<ModelType, string> = {
   qwen2: "Qwen2ForCausalLM",
+  qwen3_moe: "Qwen3MoeForCausalLM",
+  mixtral: "MixtralForCausalLM",
   qwen3: "Qwen3ForCausalLM",
   llama: "LlamaForCausalLM",
+  mistral: "MistralForCausalLM",
+  gemma2: "Gemma2ForCausalLM",
+  gemma3_text: "Gemma3ForCausalLM",
+  phi3: "Phi3ForCausalLM",
+  olmo2: "Olmo2ForCausalLM",
+  smollm3: "SmolLM3ForCausalLM",
 };
+
+// Fields that never change what the model computes: bookkeeping, token ids (read below), generation defaults.
+const METADATA = new Set([
+  "architectures", "model_type", "transformers_version", "_name_or_path", "_attn_implementation_autoset", "use_cache",
+  "initializer_range", "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype", "attn_implementation",
+  "_attn_implementation", "max_position_embeddings", "tokenizer_class", "id2label", "label2id", "return_dict",
+  "output_attentions", "output_hidden_states", "problem_type", "is_decoder", "is_encoder_decoder", "add_cross_attention",
+  "tie_encoder_decoder", "chunk_size_feed_forward", "cache_implementation", "sep_token_id", "decoder_start_token_id",
+  "torchscript", "use_bfloat16", "prefix", "task_specific_params", "finetuning_task", "pruned_heads", "tf_legacy_loss",
+]);
+
+// Fields every family below reads.
+const COMMON = [
+  "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+  "head_dim", "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "tie_word_embeddings",
+  "layer_types", "attention_dropout",
+];
+
+interface Family {
+  /** Fields this family honours beyond COMMON. */
+  fields: string[];
+  norm: NormKind;
+  normPlacement: NormPlacement;
+  normEpsField: string;
+  activationField: string;
+  qkNorm: QkNorm;
+  /** Biases given the file's attention_bias / mlp_bias. */
+  biases(flag: (field: string, fallback: boolean) => boolean): { qkvBias: boolean; oBias: boolean; mlpBias: boolean };
+  defaultHeadDim?: number;
+  defaultRopeTheta: number;
+  /** Layer kinds when the file has no layer_types (transformers 4.x files). */
+  layerKinds(raw: Record<string, unknown>, layers: number): LayerKind[];
+  moe?(read: Readers, layers: number): Moe;
+}
+
+interface Readers {
+  integer(field: string, fallback?: number): number;
+  flag(field: string, fallback: boolean): boolean;
+  fail(field: string, problem: string): never;
+  raw: Record<string, unknown>;
+}
+
+const MOE_FIELDS = ["num_local_experts", "num_experts_per_tok", "output_router_logits", "router_aux_loss_coef"];
+
+type LayerKind = "full_attention" | "sliding_attention";
+const LAYER_KINDS = new Set<string>(["full_attention", "sliding_attention"]);
+
+const allFull = (_raw: Record<string, unknown>, layers: number): LayerKind[] => Array(layers).fill("full_attention");
+const attentionBias = (flag: (field: string, fallback: boolean) => boolean) => {
+  const bias = flag("attention_bias", false);
+  return { qkvBias: bias, oBias: bias, mlpBias: false };
+};
+const llamaLike = {
+  norm: "rms",
+  normPlacement: "pre",
+  normEpsField: "rms_norm_eps",
+  activationField: "hidden_act",
+  qkNorm: "none",
+  defaultRopeTheta: 10000,
+} as const;
+
+const FAMILIES: Record<ModelType, Family> = {
+  // Qwen2 always has q/k/v biases and no o_proj bias; sliding windows on layers ≥ max_window_layers.
+  qwen2: {
+    ...llamaLike,
+    fields: ["use_sliding_window", "sliding_window", "max_window_layers"],
+    biases: () => ({ qkvBias: true, oBias: false, mlpBias: false }),
+    layerKinds: (raw, layers) =>
+      Array.from({ length: layers }, (_, i) =>
+        raw.use_sliding_window === true && i >= ((raw.max_window_layers as number | undefined) ?? 28) ? "sliding_attention" : "full_attention",
+      ),
+  },
+  // Qwen3's head_dim defaults to 128 in transformers, independent of hidden_size.
+  qwen3: {
+    ...llamaLike,
+    fields: ["attention_bias", "use_sliding_window", "sliding_window", "max_window_layers"],
+    qkNorm: "head",
+    defaultHeadDim: 128,
+    biases: attentionBias,
+    layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
+  },
+  llama: {
+    ...llamaLike,
+    fields: ["attention_bias", "mlp_bias", "pretraining_tp"],
+    biases: (flag) => ({ ...attentionBias(flag), mlpBias: flag("mlp_bias", false) }),
+    layerKinds: allFull,
+  },
+  mistral: {
+    ...llamaLike,
+    fields: ["sliding_window"],
+    biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    layerKinds: (raw, layers) => Array(layers).fill(raw.sliding_window ? "sliding_attention" : "full_attention"),
+  },
+  // Gemma 2: (1 + w) norms around both blocks, √hidden embeddings, soft-capping, even layers local.
+  gemma2: {
+    fields: ["sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
+      "hidden_act", "attention_bias", "use_bidirectional_attention"],
+    norm: "rms_one_plus",
+    normPlacement: "sandwich",
+    normEpsField: "rms_norm_eps",
+    activationField: "hidden_activation",
+    qkNorm: "none",
+    biases: attentionBias,
+    defaultHeadDim: 256,
+    defaultRopeTheta: 10000,
+    layerKinds: (_raw, layers) => Array.from({ length: layers }, (_, i) => (i % 2 === 0 ? "sliding_attention" : "full_attention")),
+  },
+  // Gemma 3 (text): Gemma 2's layout plus per-head (1 + w) q/k norms, a local rotary base on the sliding layers.
+  gemma3_text: {
+    fields: ["sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
+      "hidden_act", "attention_bias", "sliding_window_pattern", "_sliding_window_pattern", "rope_local_base_freq", "use_bidirectional_attention"],
+    norm: "rms_one_plus",
+    normPlacement: "sandwich",
+    normEpsField: "rms_norm_eps",
+    activationField: "hidden_activation",
+    qkNorm: "head",
+    biases: attentionBias,
+    defaultHeadDim: 256,
+    defaultRopeTheta: 1e6,
+    layerKinds: (raw, layers) => {
+      const pattern = ((raw.sliding_window_pattern ?? raw._sliding_window_pattern) as number | undefined) ?? 6;
+      return Array.from({ length: layers }, (_, i) => ((i + 1) % pattern !== 0 ? "sliding_attention" : "full_attention"));
+    },
+  },
+  phi3: {
+    ...llamaLike,
+    fields: ["sliding_window", "resid_pdrop", "embd_pdrop", "original_max_position_embeddings"],
+    biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    layerKinds: (raw, layers) => Array(layers).fill(raw.sliding_window ? "sliding_attention" : "full_attention"),
+  },
+  olmo2: {
+    ...llamaLike,
+    fields: ["attention_bias"],
+    normPlacement: "post",
+    qkNorm: "full",
+    biases: attentionBias,
+    layerKinds: allFull,
+  },
+  // Qwen3 attention; sparse MLPs except on mlp_only_layers and off the decoder_sparse_step grid.
+  qwen3_moe: {
+    ...llamaLike,
+    fields: ["attention_bias", "use_sliding_window", "sliding_window", "max_window_layers", "num_experts", "moe_intermediate_size",
+      "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob", ...MOE_FIELDS],
+    qkNorm: "head",
+    defaultHeadDim: 128,
+    biases: attentionBias,
+    layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
+    moe: ({ integer, flag, fail, raw }, layers) => {
+      // transformers 5 writes num_local_experts, 4.x num_experts.
+      const numExperts = raw.num_local_experts !== undefined ? integer("num_local_experts") : integer("num_experts", 128);
+      const step = integer("decoder_sparse_step", 1);
+      const dense = (raw.mlp_only_layers ?? []) as number[];
+      if (!Array.isArray(dense) || dense.some((i) => !Number.isInteger(i))) fail("mlp_only_layers", "must list layer indices");
+      return {
+        numExperts,
+        numExpertsPerTok: integer("num_experts_per_tok", 8),
+        moeIntermediateSize: integer("moe_intermediate_size", 768),
+        normTopkProb: flag("norm_topk_prob", false),
+        mixtralNames: false,
+        layerSparse: Array.from({ length: layers }, (_, i) => Number(!dense.includes(i) && (i + 1) % step === 0)),
+      };
+    },
+  },
+  // Mistral attention, every MLP sparse over experts of intermediate_size, top-k renormalised.
+  mixtral: {
+    ...llamaLike,
+    fields: ["sliding_window", "router_jitter_noise", ...MOE_FIELDS],
+    biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    layerKinds: (raw, layers) => FAMILIES.mistral.layerKinds(raw, layers),
+    moe: ({ integer }, layers) => ({
+      numExperts: integer("num_local_experts", 8),
+      numExpertsPerTok: integer("num_experts_per_tok", 2),
+      moeIntermediateSize: integer("intermediate_size"),
+      normTopkProb: true,
+      mixtralNames: true,
+      layerSparse: Array(layers).fill(1),
+    }),
+  },
+  smollm3: {
+    ...llamaLike,
+    fields: ["attention_bias", "mlp_bias", "use_sliding_window", "sliding_window", "max_window_layers", "no_rope_layers",
+      "no_rope_layer_interval", "pretraining_tp"],
+    biases: (flag) => ({ ...attentionBias(flag), mlpBias: flag("mlp_bias", false) }),
+    defaultRopeTheta: 2e6,
+    layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
+  },
+};
+
+const ACTIVATIONS: Record<string, Activation> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh", gelu_new: "gelu_tanh" };
+const DTYPES = new Set<string>(["float32", "bfloat16", "float16"]);
+const ATTN_IMPLEMENTATIONS = new Set(["eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"]);
 
 function tokenIds(value: unknown): number[] {
   if (value === null || value === undefined) return [];
@@ -57,6 +300,11 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     fail("model_type", `"${modelType}" is not supported (supported: ${Object.keys(ARCHITECTURES).join(", ")})`);
   }
   const type = modelType as ModelType;
+  const family = FAMILIES[type];
+  const honoured = new Set([...COMMON, ...family.fields, family.normEpsField, family.activationField]);
+  for (const field of Object.keys(raw)) {
+    if (!METADATA.has(field) && !honoured.has(field)) fail(field, `is not supported for model_type "${type}" (it may change the computation)`);
+  }
   const integer = (field: string, fallback?: number): number => {
     const value = raw[field] ?? fallback;
     if (value === undefined || value === null) return fail(field, "is missing");
@@ -73,19 +321,91 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     if (typeof value !== "boolean") return fail(field, `must be true or false, got ${JSON.stringify(value)}`);
     return value;
   };
+  // Dropout only acts in training mode, which our trainers run deterministically: a non-zero rate would be ignored.
+  for (const field of ["attention_dropout", "resid_pdrop", "embd_pdrop"]) {
+    if (raw[field] !== undefined && raw[field] !== 0) fail(field, `${JSON.stringify(raw[field])} is not supported (dropout must be 0)`);
+  }
+  if (raw.pretraining_tp !== undefined && raw.pretraining_tp !== 1) fail("pretraining_tp", `${JSON.stringify(raw.pretraining_tp)} is not supported (only 1)`);
+  if (raw.use_bidirectional_attention === true) fail("use_bidirectional_attention", "true is not supported (causal attention only)");
+  // transformers then adds router_aux_loss_coef × the load-balancing loss to the LM loss, which ours does not.
+  if (raw.output_router_logits === true) fail("output_router_logits", "true is not supported (the LM loss has no router auxiliary term)");
+  if (raw.router_jitter_noise !== undefined && raw.router_jitter_noise !== 0) {
+    fail("router_jitter_noise", `${JSON.stringify(raw.router_jitter_noise)} is not supported (must be 0)`);
+  }
 
   const hiddenSize = integer("hidden_size");
   const numHeads = integer("num_attention_heads");
   const numKvHeads = integer("num_key_value_heads", numHeads);
   if (numHeads % numKvHeads !== 0) fail("num_key_value_heads", `(${numKvHeads}) must divide num_attention_heads (${numHeads})`);
-  // Qwen3's head_dim defaults to 128 in transformers, independent of hidden_size; the others derive it.
-  const headDim = integer("head_dim", type === "qwen3" ? 128 : hiddenSize / numHeads);
-  if (raw.hidden_act !== undefined && raw.hidden_act !== "silu") fail("hidden_act", `"${raw.hidden_act}" is not supported (only silu)`);
-  if (raw.rope_scaling !== undefined && raw.rope_scaling !== null) {
-    fail("rope_scaling", `${JSON.stringify(raw.rope_scaling)} is not supported (only plain RoPE)`);
+  if ((raw.head_dim ?? null) === null && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
+    fail("num_attention_heads", `(${numHeads}) must divide hidden_size (${hiddenSize}) when head_dim is not given`);
   }
-  if (raw.use_sliding_window === true) fail("use_sliding_window", "true is not supported (full attention only)");
-  const attentionBias = flag("attention_bias", false);
+  const headDim = integer("head_dim", family.defaultHeadDim ?? hiddenSize / numHeads);
+  const numLayers = integer("num_hidden_layers");
+  const maxPositionEmbeddings = integer("max_position_embeddings", 32768);
+
+  const activationName = raw[family.activationField] ?? (family.activationField === "hidden_activation" ? raw.hidden_act : undefined) ?? "silu";
+  const activation = ACTIVATIONS[activationName as string];
+  if (!activation) fail(family.activationField, `"${activationName}" is not supported (supported: ${Object.keys(ACTIVATIONS).join(", ")})`);
+
+  const dtypeField = raw.dtype !== undefined ? "dtype" : "torch_dtype";
+  const dtype = raw[dtypeField] ?? "float32";
+  if (!DTYPES.has(dtype as string)) fail(dtypeField, `${JSON.stringify(dtype)} is not supported (supported: ${[...DTYPES].join(", ")})`);
+  const implementation = raw.attn_implementation ?? raw._attn_implementation ?? null;
+  if (implementation !== null && !ATTN_IMPLEMENTATIONS.has(implementation as string)) {
+    fail("attn_implementation", `${JSON.stringify(implementation)} is not supported (supported: ${[...ATTN_IMPLEMENTATIONS].join(", ")})`);
+  }
+
+  // Layer kinds: transformers 5 writes them; 4.x files imply them from the family's own fields.
+  let kinds: LayerKind[];
+  if (raw.layer_types !== undefined && raw.layer_types !== null) {
+    const listed = raw.layer_types;
+    if (!Array.isArray(listed) || listed.length !== numLayers) fail("layer_types", `must list one kind per layer (num_hidden_layers = ${numLayers})`);
+    for (const kind of listed as unknown[]) {
+      if (!LAYER_KINDS.has(kind as string)) fail("layer_types", `holds "${kind}", which is not supported (supported: ${[...LAYER_KINDS].join(", ")})`);
+    }
+    kinds = listed as LayerKind[];
+  } else {
+    kinds = family.layerKinds(raw, numLayers);
+  }
+  const slidingWindow = raw.sliding_window ?? null;
+  if (slidingWindow !== null && (!Number.isInteger(slidingWindow) || (slidingWindow as number) <= 0)) {
+    fail("sliding_window", `must be a positive integer or null, got ${JSON.stringify(slidingWindow)}`);
+  }
+  // Qwen2 / Qwen3 / SmolLM3 window only when use_sliding_window is set, whatever layer_types says.
+  const windowed = !("use_sliding_window" in raw) || raw.use_sliding_window === true || !family.fields.includes("use_sliding_window");
+  const layerWindow = kinds.map((kind) => (kind === "sliding_attention" && windowed && slidingWindow !== null ? (slidingWindow as number) : 0));
+
+  const rope = ropeTables(raw, {
+    fail,
+    headDim,
+    maxPositionEmbeddings,
+    defaultTheta: family.defaultRopeTheta,
+    kinds,
+  });
+  const layerRope = rope.layerTable.slice();
+  if (type === "smollm3") {
+    // no_rope_layers[i] = 1 where layer i uses rotary embeddings (transformers derives it from the interval).
+    const interval = (raw.no_rope_layer_interval as number | undefined) ?? 4;
+    const uses = (raw.no_rope_layers as number[] | undefined) ?? Array.from({ length: numLayers }, (_, i) => Number((i + 1) % interval !== 0));
+    if (!Array.isArray(uses) || uses.length !== numLayers) fail("no_rope_layers", `must list one 0/1 per layer (${numLayers})`);
+    uses.forEach((use, i) => {
+      if (!use) layerRope[i] = -1;
+    });
+  }
+  const scalar = (field: string): number => {
+    const value = raw[field];
+    if (value === undefined || value === null) return 0;
+    if (typeof value !== "number" || !(value > 0)) return fail(field, `must be a positive number or null, got ${JSON.stringify(value)}`);
+    return value;
+  };
+  const gemma = type === "gemma2" || type === "gemma3_text";
+  const queryScalar = gemma ? number("query_pre_attn_scalar", 256) : headDim;
+
+  const moe: Moe = family.moe
+    ? family.moe({ integer, flag, fail, raw }, numLayers)
+    : { numExperts: 0, numExpertsPerTok: 0, moeIntermediateSize: 0, normTopkProb: false, mixtralNames: false, layerSparse: Array(numLayers).fill(0) };
+  if (moe.numExpertsPerTok > moe.numExperts) fail("num_experts_per_tok", `(${moe.numExpertsPerTok}) exceeds the number of experts (${moe.numExperts})`);
 
   const eosTokenIds = tokenIds(raw.eos_token_id);
   const pad = raw.pad_token_id;
@@ -95,32 +415,51 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     vocabSize: integer("vocab_size"),
     hiddenSize,
     intermediateSize: integer("intermediate_size"),
-    numLayers: integer("num_hidden_layers"),
+    numLayers,
     numHeads,
     numKvHeads,
     headDim,
-    ropeTheta: number("rope_theta", 10000),
-    rmsNormEps: number("rms_norm_eps", 1e-6),
-    tieWordEmbeddings: flag("tie_word_embeddings", false),
-    // Qwen2 always has q/k/v biases and no o_proj bias; Llama and Qwen3 put attention_bias on all four.
-    qkvBias: type === "qwen2" ? true : attentionBias,
-    oBias: type === "qwen2" ? false : attentionBias,
-    mlpBias: type === "llama" ? flag("mlp_bias", false) : false,
-    qkNorm: type === "qwen3",
-    maxPositionEmbeddings: integer("max_position_embeddings", 32768),
+    rmsNormEps: number(family.normEpsField, 1e-6),
+    tieWordEmbeddings: flag("tie_word_embeddings", gemma),
+    ...family.biases(flag),
+    qkNorm: family.qkNorm,
+    norm: family.norm,
+    normPlacement: family.normPlacement,
+    activation: activation as Activation,
+    fusedProjections: type === "phi3",
+    embedScale: gemma,
+    attentionScale: 1 / Math.sqrt(queryScalar),
+    attnSoftcap: scalar("attn_logit_softcapping"),
+    finalSoftcap: scalar("final_logit_softcapping"),
+    ropeInvFreq: rope.invFreq,
+    ropeAttentionScaling: rope.attentionScaling,
+    layerRope,
+    layerWindow,
+    ...moe,
+    maxPositionEmbeddings,
     bosTokenId: Number.isInteger(bos) ? (bos as number) : null,
     eosTokenIds,
     padTokenId: Number.isInteger(pad) ? (pad as number) : null,
+    dtype: dtype as ModelDtype,
+    attnImplementation: implementation as string | null,
     raw,
   };
 }
 
-export type DecoderShape = Omit<DecoderConfig, "qkvBias" | "oBias" | "mlpBias" | "qkNorm" | "headDim" | "numKvHeads"> & {
-  headDim?: number;
+export interface DecoderShape {
+  vocabSize: number;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
   numKvHeads?: number;
-};
+  headDim?: number;
+  ropeTheta: number;
+  rmsNormEps: number;
+  tieWordEmbeddings: boolean;
+}
 
-/** A config.json object for a new model of the given family and shape, as transformers would write it. */
+/** A config.json object for a new model of the given family and shape, in transformers 5's layout. */
 export function buildConfigJson(
   modelType: ModelType,
   shape: DecoderShape,
@@ -136,26 +475,37 @@ export function buildConfigJson(
     num_hidden_layers: shape.numLayers,
     num_attention_heads: shape.numHeads,
     num_key_value_heads: shape.numKvHeads ?? shape.numHeads,
-    hidden_act: "silu",
+    [FAMILIES[modelType].activationField]: FAMILIES[modelType].activationField === "hidden_activation" ? "gelu_pytorch_tanh" : "silu",
     max_position_embeddings: 4096,
     rms_norm_eps: shape.rmsNormEps,
-    rope_theta: shape.ropeTheta,
-    rope_scaling: null,
+    rope_parameters: { rope_type: "default", rope_theta: shape.ropeTheta },
     tie_word_embeddings: shape.tieWordEmbeddings,
     bos_token_id: tokens.bosTokenId,
     eos_token_id: tokens.eosTokenId,
-    torch_dtype: "float32",
+    dtype: "float32",
     use_cache: true,
     ...extra,
   };
   if (tokens.padTokenId !== undefined && tokens.padTokenId !== null) config.pad_token_id = tokens.padTokenId;
-  if (modelType === "qwen3" || shape.headDim !== undefined) config.head_dim = shape.headDim ?? shape.hiddenSize / shape.numHeads;
-  if (modelType !== "qwen2") config.attention_bias = false;
+  if (FAMILIES[modelType].defaultHeadDim !== undefined || shape.headDim !== undefined) {
+    config.head_dim = shape.headDim ?? shape.hiddenSize / shape.numHeads;
+  }
+  if (FAMILIES[modelType].fields.includes("attention_bias")) config.attention_bias = false;
   return config;
 }
 
 /** Just the fields the native decoder reads. */
 export function decoderConfigOf(config: ModelConfig): DecoderConfig {
-  const { vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, ropeTheta, rmsNormEps, tieWordEmbeddings, qkvBias, oBias, mlpBias, qkNorm } = config;
-  return { vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, ropeTheta, rmsNormEps, tieWordEmbeddings, qkvBias, oBias, mlpBias, qkNorm };
+  const {
+    vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
+    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, embedScale, attentionScale, attnSoftcap,
+    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow, numExperts, numExpertsPerTok, moeIntermediateSize,
+    normTopkProb, mixtralNames, layerSparse,
+  } = config;
+  return {
+    vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
+    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, embedScale, attentionScale, attnSoftcap,
+    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow, numExperts, numExpertsPerTok, moeIntermediateSize,
+    normTopkProb, mixtralNames, layerSparse,
+  };
 }

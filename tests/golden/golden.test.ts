@@ -1,6 +1,7 @@
-// Parity with transformers (llm.c style): every model in ../shared/golden is loaded by our core and checked against
-// the reference logits, hidden states, log-probs, loss, every gradient, one AdamW step, greedy generation and the
-// bytes of a saved checkpoint. Tolerances are stated beside each check.
+// Parity with transformers (llm.c style): every model in ../shared/golden (transformers 4.46) and every family in
+// tests/golden/<family> (transformers 5.x, made by scripts/golden/make_family_goldens.py) is loaded by our core and
+// checked against the reference logits, hidden states, log-probs, loss, every gradient, one AdamW step, greedy
+// generation and the bytes of a saved checkpoint. Tolerances are stated beside each check, the same for every family.
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -13,7 +14,13 @@ import { maxAbsDiff, norm, readSafetensors, type FixtureTensor } from "../suppor
 // must have them: a missing folder there is a failure, not a skip.
 const GOLDEN = process.env.COMLRL_GOLDEN_DIR ?? path.resolve(__dirname, "..", "..", "..", "shared", "golden");
 if (process.env.CI && !existsSync(GOLDEN)) throw new Error(`golden reference files not found at ${GOLDEN}`);
-const MODELS = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
+const SHARED = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
+// Committed beside this file; a transformers-5 file for each family the decoder runs.
+const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral"];
+const MODELS: [string, string][] = [
+  ...(existsSync(GOLDEN) ? SHARED.map((name): [string, string] => [name, path.join(GOLDEN, name)]) : []),
+  ...FAMILIES.map((name): [string, string] => [name, path.join(__dirname, name)]),
+];
 // fp32 vs fp64 logits differ by ≈ 5e-6 (golden.json); 1e-4 leaves room for summation order, not for bugs.
 const LOGIT_TOL = 1e-4;
 
@@ -22,8 +29,7 @@ function rows(t: FixtureTensor): number[][] {
   return Array.from({ length: b }, (_, i) => Array.from(t.data.subarray(i * l, (i + 1) * l)));
 }
 
-describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) => {
-  const dir = path.join(GOLDEN, name);
+describe.each(MODELS)("golden parity: %s", (name, dir) => {
   let model: CausalLM;
   let ref: Map<string, FixtureTensor>;
   let meta: Record<string, any>;
@@ -149,7 +155,7 @@ describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) =>
   });
 
   it("greedy generation: single prompts and a left-padded batch give the same tokens; step logits match", async () => {
-    const settings = { maxNewTokens: 16, eosTokenIds: [] as number[], padTokenId: 0, returnScores: true };
+    const settings = { maxNewTokens: t("gen.prompt0.new_tokens").shape[0], eosTokenIds: [] as number[], padTokenId: 0, returnScores: true };
     const vocab = model.config.vocabSize;
     for (const p of ["prompt0", "prompt1"]) {
       const out = await model.generate([Array.from(t(`gen.${p}`).data)], settings);
@@ -159,7 +165,7 @@ describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) =>
     const batch = await model.generate([Array.from(t("gen.prompt0").data), Array.from(t("gen.prompt1").data)], settings);
     expect(batch.completions.map((c) => Array.from(c))).toEqual(rows(t("gen.batch_left.new_tokens")));
     expect(maxAbsDiff(batch.scores!, t("gen.batch_left.scores").data)).toBeLessThan(LOGIT_TOL);
-    expect(batch.scores!.length).toBe(2 * 16 * vocab);
+    expect(batch.scores!.length).toBe(2 * t("gen.prompt0.new_tokens").shape[0] * vocab);
   });
 
   it("saves in f32 byte-identical to transformers' model.safetensors, and reloads bit-identically", async () => {
@@ -169,7 +175,7 @@ describe.skipIf(!existsSync(GOLDEN)).each(MODELS)("golden parity: %s", (name) =>
     const reloaded = await CausalLM.fromDirectory(out);
     try {
       const input = t("input.full_ids");
-      const args = { ids: Int32Array.from(input.data), batch: 3, length: 16 };
+      const args = { ids: Int32Array.from(input.data), batch: input.shape[0], length: input.shape[1] };
       const [a, b] = await Promise.all([model.native.forward(args), reloaded.native.forward(args)]);
       expect(Buffer.from(a.logits!.buffer).equals(Buffer.from(b.logits!.buffer))).toBe(true);
     } finally {

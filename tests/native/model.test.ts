@@ -333,7 +333,7 @@ describe("saving and loading", () => {
   });
 
   it("every supported architecture round-trips through save and load: same config, bit-identical weights and logits", async () => {
-    for (const modelType of ["qwen2", "qwen3", "llama"] as const) {
+    for (const modelType of ["qwen2", "qwen3", "llama", "mistral", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3"] as const) {
       const out = path.join(scratch, `arch-${modelType}`);
       await createTinyModel(out, { modelType, tieWordEmbeddings: modelType !== "llama", seed: 5 });
       const m = await CausalLM.fromDirectory(out);
@@ -342,7 +342,7 @@ describe("saving and loading", () => {
       const saved = path.join(scratch, `arch-${modelType}-saved`);
       await m.save(saved);
       const reloaded = await CausalLM.fromDirectory(saved);
-      expect(reloaded.config.raw, modelType).toEqual({ ...m.config.raw, torch_dtype: "float32" });
+      expect(reloaded.config.raw, modelType).toEqual({ ...m.config.raw, dtype: "float32" });
       for (const { name } of m.native.parameterNames()) {
         expect(Buffer.from(reloaded.native.getParameter(name).buffer).equals(Buffer.from(m.native.getParameter(name).buffer)), `${modelType} ${name}`).toBe(true);
       }

@@ -1,0 +1,156 @@
+// config.json → decoder config: both transformers layouts (4.x top-level rope_theta / rope_scaling / torch_dtype,
+// 5.x rope_parameters / dtype / layer_types), and the rule that every field which changes the computation is either
+// honoured or refused by name, checked by changing each field of every committed family config in turn.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
+
+const GOLDEN = path.resolve(__dirname, "..", "golden");
+const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral"];
+const read = (family: string): Record<string, any> => JSON.parse(readFileSync(path.join(GOLDEN, family, "config.json"), "utf8"));
+const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value));
+const decoder = (raw: Record<string, unknown>) => decoderConfigOf(parseModelConfig(raw));
+
+describe("transformers 5 layout", () => {
+  it("rope_parameters.rope_theta is honoured: θ = 1e6 gives 1e6's frequencies, the same as 4.x's top-level rope_theta", () => {
+    const v5 = read("qwen2_t5_theta1e6");
+    const tables = decoder(v5).ropeInvFreq;
+    expect(tables).toHaveLength(1);
+    tables[0].forEach((f, i) => expect(f).toBeCloseTo(1 / 1e6 ** ((2 * i) / 8), 12));
+    const v4 = clone(v5);
+    delete v4.rope_parameters;
+    v4.rope_theta = 1e6;
+    expect(decoder(v4).ropeInvFreq).toEqual(tables);
+    delete v4.rope_theta;
+    expect(decoder(v4).ropeInvFreq).not.toEqual(tables); // the 1e4 default: what the old parser computed
+  });
+
+  it("llama3 scaling reads the same from 5.x rope_parameters and 4.x rope_scaling, and is not plain RoPE", () => {
+    const v5 = read("llama3");
+    const v4 = clone(v5);
+    const { rope_theta, ...scaling } = v4.rope_parameters;
+    delete v4.rope_parameters;
+    Object.assign(v4, { rope_theta, rope_scaling: scaling });
+    expect(decoder(v4).ropeInvFreq).toEqual(decoder(v5).ropeInvFreq);
+    const plain = clone(v5);
+    plain.rope_parameters = { rope_type: "default", rope_theta };
+    expect(decoder(plain).ropeInvFreq).not.toEqual(decoder(v5).ropeInvFreq);
+  });
+
+  it("dtype (5.x) and torch_dtype (4.x) are read; layer_types sets each layer's window", () => {
+    expect(parseModelConfig(read("qwen2_t5_theta1e6")).dtype).toBe("float32");
+    const v4 = { ...read("qwen2_t5_theta1e6"), dtype: undefined, torch_dtype: "bfloat16" };
+    delete v4.dtype;
+    expect(parseModelConfig(v4).dtype).toBe("bfloat16");
+    expect(decoder(read("qwen2_sliding")).layerWindow).toEqual([0, 5, 5]);
+    expect(decoder(read("gemma3_text")).layerWindow).toEqual([5, 0, 5]);
+    expect(decoder(read("gemma3_text")).layerRope).toEqual([1, 0, 1]);
+    expect(decoder(read("smollm3")).layerRope).toEqual([0, -1, 0, -1]);
+  });
+
+  it("attn_implementation is accepted (every implementation computes the same numbers); an unknown one is refused", () => {
+    expect(parseModelConfig({ ...read("mistral"), attn_implementation: "sdpa" }).attnImplementation).toBe("sdpa");
+    expect(() => parseModelConfig({ ...read("mistral"), attn_implementation: "paged" })).toThrow(/attn_implementation "paged"/);
+  });
+});
+
+describe("refused by name", () => {
+  const cases: [string, (raw: Record<string, any>) => void, RegExp][] = [
+    ["an unknown field", (r) => (r.quantization_config = { quant_method: "gptq" }), /quantization_config is not supported for model_type "qwen2"/],
+    ["an unknown family", (r) => (r.model_type = "gpt_neox"), /model_type "gpt_neox" is not supported/],
+    ["a length-dependent rope_type", (r) => (r.rope_parameters = { rope_type: "dynamic", rope_theta: 1e4, factor: 2 }), /rope_parameters\.rope_type "dynamic" is not supported yet/],
+    ["longrope", (r) => (r.rope_parameters = { rope_type: "longrope", rope_theta: 1e4, short_factor: [1], long_factor: [1] }), /rope_type "longrope"/],
+    ["a rope key its type does not read", (r) => (r.rope_parameters = { rope_type: "linear", rope_theta: 1e4, factor: 2, beta_fast: 3 }), /rope_parameters\.beta_fast is not read by rope_type "linear"/],
+    ["rope_scaling beside a different rope_parameters", (r) => (r.rope_scaling = { rope_type: "linear", factor: 2 }), /rope_scaling and rope_parameters are both set and differ/],
+    ["a layer kind we do not run", (r) => (r.layer_types = ["chunked_attention", "full_attention"]), /layer_types holds "chunked_attention"/],
+    ["layer_types of the wrong length", (r) => (r.layer_types = ["full_attention"]), /layer_types must list one kind per layer/],
+    ["a dtype we do not load", (r) => (r.dtype = "float64"), /dtype "float64" is not supported/],
+    ["dropout", (r) => (r.attention_dropout = 0.1), /attention_dropout 0.1 is not supported/],
+    ["an activation", (r) => (r.hidden_act = "relu"), /hidden_act "relu" is not supported/],
+  ];
+  for (const [what, change, message] of cases) {
+    it(what, () => {
+      const raw = read("qwen2_t5_theta1e6");
+      change(raw);
+      expect(() => parseModelConfig(raw)).toThrow(ConfigError);
+      expect(() => parseModelConfig(raw)).toThrow(message);
+    });
+  }
+});
+
+// Fields whose change leaves these particular files' numbers alone, and why (each is honoured where it matters).
+const DORMANT: Record<string, string> = {
+  "qwen2_t5_theta1e6.use_sliding_window": "sliding_window is null",
+  "qwen2_t5_theta1e6.max_window_layers": "layer_types are given and sliding_window is null",
+  "qwen2_sliding.max_window_layers": "layer_types are given (transformers 5 derives them from it on save)",
+  "smollm3.max_window_layers": "layer_types are given",
+  "smollm3.use_sliding_window": "sliding_window is null",
+  "smollm3.layer_types": "sliding_window is null",
+  "qwen3_moe.use_sliding_window": "sliding_window is null",
+  "qwen3_moe.router_aux_loss_coef": "read only with output_router_logits, which is refused",
+  "mixtral.router_aux_loss_coef": "read only with output_router_logits, which is refused",
+  "smollm3.no_rope_layer_interval": "no_rope_layers are given",
+  "gemma3_text.sliding_window_pattern": "layer_types are given",
+  "gemma3_text._sliding_window_pattern": "layer_types are given",
+  "qwen2_t5_theta1e6.layer_types": "sliding_window is null",
+  "phi3.original_max_position_embeddings": "read only by llama3 / yarn / longrope rotary",
+  "phi3.partial_rotary_factor": "rope_parameters.partial_rotary_factor is given and wins, as in transformers",
+};
+
+function mutations(value: unknown): unknown[] {
+  // Two sizes of change: a small one (a scale the tiny models' rounding may absorb, e.g. yarn's ramp) and a large one.
+  if (typeof value === "number") return value === 0 ? [0.1] : Number.isInteger(value) ? [value * 2, value * 100] : [value * 3];
+  if (typeof value === "boolean") return [!value];
+  if (typeof value === "string") return ["bogus"];
+  if (Array.isArray(value)) {
+    if (value.every((v) => v === 0 || v === 1)) return [value.map((v) => 1 - v)];
+    return [value.map((v) => (v === "full_attention" ? "sliding_attention" : "full_attention"))];
+  }
+  return [];
+}
+
+describe.each(FAMILIES)("every field of %s is honoured or refused", (family) => {
+  const base = read(family);
+  const before = JSON.stringify(decoder(base));
+  const METADATA_CHECKED = new Set(["architectures", "model_type", "transformers_version", "use_cache", "initializer_range", "bos_token_id", "eos_token_id", "pad_token_id", "dtype", "max_position_embeddings"]);
+  const paths: string[][] = [];
+  for (const [key, value] of Object.entries(base)) {
+    if (METADATA_CHECKED.has(key) || value === null) continue;
+    if (typeof value === "object" && !Array.isArray(value)) {
+      for (const [inner, innerValue] of Object.entries(value as Record<string, unknown>)) {
+        if (typeof innerValue === "object" && innerValue !== null && !Array.isArray(innerValue)) {
+          for (const deep of Object.keys(innerValue)) paths.push([key, inner, deep]);
+        } else {
+          paths.push([key, inner]);
+        }
+      }
+    } else {
+      paths.push([key]);
+    }
+  }
+  it.each(paths.map((p) => [p.join("."), p]))("%s", (_name, fieldPath) => {
+    const field = (fieldPath as string[]).join(".");
+    let holder: Record<string, unknown> = base;
+    for (const key of (fieldPath as string[]).slice(0, -1)) holder = holder[key] as Record<string, unknown>;
+    const last = (fieldPath as string[]).at(-1)!;
+    let changedAny = false;
+    for (const changed of mutations(holder[last])) {
+      const raw = clone(base);
+      let target: Record<string, unknown> = raw;
+      for (const key of (fieldPath as string[]).slice(0, -1)) target = target[key] as Record<string, unknown>;
+      target[last] = changed;
+      let after: string;
+      try {
+        after = JSON.stringify(decoder(raw));
+      } catch (error) {
+        expect(error, field).toBeInstanceOf(ConfigError);
+        expect(String((error as Error).message), field).toContain(`${fieldPath[0]}`);
+        changedAny = true;
+        continue;
+      }
+      changedAny ||= after !== before;
+    }
+    if (!DORMANT[`${family}.${field}`]) expect(changedAny, `changing ${field} changed nothing`).toBe(true);
+  });
+});
