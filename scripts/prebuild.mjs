@@ -4,9 +4,10 @@
 // comlrl.json saying what it was built against, so `npm install` on a machine with the same libtorch skips the
 // native build (scripts/install.mjs picks the match).
 //   --variants cpu,cuda   which variants to build (default: every one this libtorch offers)
-//   --from-build          store the existing build/Release/comlrl.node (built for this environment's variant) instead
+//   --from-build [DIR]    store the existing DIR/Release/comlrl.node (default build/; built for this environment's
+//                         COMLRL_VARIANT) instead of building
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,6 +31,7 @@ function prebuildDir(libtorch) {
 function store(built, libtorch) {
   const dir = prebuildDir(libtorch);
   mkdirSync(dir, { recursive: true });
+  rmSync(path.join(dir, "libs"), { recursive: true, force: true }); // links an install made here; never packed
   copyFileSync(built, path.join(dir, "comlrl.node.tmp"));
   renameSync(path.join(dir, "comlrl.node.tmp"), path.join(dir, "comlrl.node"));
   const info = {
@@ -71,8 +73,10 @@ function hasCuda() {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  if (process.argv.includes("--from-build")) {
-    const built = path.join(root, "build", "Release", "comlrl.node");
+  const from = process.argv.indexOf("--from-build");
+  if (from >= 0) {
+    const dir = process.argv[from + 1] && !process.argv[from + 1].startsWith("--") ? process.argv[from + 1] : "build";
+    const built = path.join(root, dir, "Release", "comlrl.node");
     if (!existsSync(built)) fail(`${built} does not exist; run \`npm run build:native\` first`);
     store(built, findLibtorch());
   } else {

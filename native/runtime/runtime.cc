@@ -8,6 +8,10 @@
 #include "../bridge/bridge.h"
 #include "caching_allocator.h"
 
+#if COMLRL_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 namespace comlrl {
 namespace {
 
@@ -57,6 +61,13 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
     out.Set("blasLibrary", BlasLibraryPath());
     out.Set("cpuCacheBytes", Napi::Number::New(env, static_cast<double>(CpuCacheBytes())));
     out.Set("cpuCacheLimitBytes", Napi::Number::New(env, static_cast<double>(CpuCacheLimitBytes())));
+#if COMLRL_WITH_CUDA
+    // Bytes in live tensors on cuda:0 (not the allocator's cached blocks): what a leak check watches.
+    if (torch::cuda::is_available()) {
+      const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+      out.Set("cudaAllocatedBytes", static_cast<double>(stats.allocated_bytes[0].current));
+    }
+#endif
     return out;
   });
 }

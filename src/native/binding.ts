@@ -6,6 +6,8 @@ export interface RuntimeInfo {
   cudaCompiled: boolean;
   cudaAvailable: boolean;
   cudaDeviceCount: number;
+  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only). */
+  cudaAllocatedBytes?: number;
   numThreads: number;
   /** The BLAS libtorch's matmuls run on, as that library describes itself. */
   blas: string;
