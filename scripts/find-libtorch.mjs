@@ -3,7 +3,9 @@
 // prebuild matcher. One source of truth: CMakeLists.txt, binding.gyp and scripts/install.mjs all ask this script.
 //
 //   node scripts/find-libtorch.mjs            JSON description
-//   node scripts/find-libtorch.mjs --field F  one field (cmakeDir, includeDirs, libDir, libs, version, variant, openmp, ...)
+//   node scripts/find-libtorch.mjs --field F  one field (cmakeDir, includeDirs, libDir, runtimeLibDirs, libs, linkFlags,
+//                                             cxxStandard, cxxFlags, version, variant, cudaFlag, openmp)
+// COMLRL_VARIANT=cpu|cuda chooses the variant of a CUDA libtorch; PYTHON names the interpreter asked for torch.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
@@ -100,9 +102,10 @@ function describe(cmakeDir, source, env = process.env) {
   const openmp = existsSync(atenConfig) && /#define AT_PARALLEL_OPENMP 1/.test(readFileSync(atenConfig, "utf8"));
   const parallelFlags = openmp ? ["-fopenmp"] : [];
   const standard = cxxStandard(includeRoot);
-  // Run path: first $ORIGIN/libs, where installing a prebuild links this machine's libtorch (see install.mjs), then
-  // the directories found here. DT_RPATH, not DT_RUNPATH: libtorch_cuda has no run path of its own, and only an
-  // RPATH of the addon is searched for the libraries it needs in turn (cuBLAS, NCCL, ... in the nvidia wheels).
+  // Run path: the directories found here, after $ORIGIN/libs (which binding.gyp and CMakeLists.txt put first: an
+  // installed prebuild finds this machine's libtorch linked there, see install.mjs). DT_RPATH, not DT_RUNPATH:
+  // libtorch_cuda has no run path of its own, and only an RPATH of the addon is searched for the libraries it needs
+  // in turn (cuBLAS, NCCL, ... in the nvidia wheels).
   const linkFlags = [
     `-L${libDir}`, ...libs.map((lib) => `-l${lib}`), "-Wl,--disable-new-dtags",
     ...runtimeLibDirs.map((dir) => `-Wl,-rpath,${dir}`), ...parallelFlags,
