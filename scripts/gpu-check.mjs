@@ -54,23 +54,21 @@ const tokenizer = await createTinyModel(modelDir, { seed: 1, hiddenSize: 512, nu
 const prompts = Array.from({ length: 8 }, (_, i) => tokenizer.encode(`the quick brown fox number ${i} jumps over`));
 const completions = prompts.map((p) => p.slice().reverse());
 
-await check("model core fp32 vs CPU fp32 (log-probs)", async () => {
+// The model core on the device in `dtype` against the CPU in fp32: relative error of the completions' log-probs.
+async function coreError(dtype) {
   const cpu = await CausalLM.load(modelDir, { device: "cpu", dtype: "float32" });
-  const dev = await CausalLM.load(modelDir, { device, dtype: "float32" });
+  const dev = await CausalLM.load(modelDir, { device, dtype });
   const error = relativeError((await dev.score(prompts, completions)).sum, (await cpu.score(prompts, completions)).sum);
   cpu.dispose();
   dev.dispose();
-  return { ok: error < FP32_TOLERANCE, detail: `relative error ${error.toExponential(2)} (tolerance ${FP32_TOLERANCE})`, error };
-});
-
-await check("model core bf16 vs CPU fp32 (log-probs)", async () => {
-  const cpu = await CausalLM.load(modelDir, { device: "cpu", dtype: "float32" });
-  const dev = await CausalLM.load(modelDir, { device, dtype: "bfloat16" });
-  const error = relativeError((await dev.score(prompts, completions)).sum, (await cpu.score(prompts, completions)).sum);
-  cpu.dispose();
-  dev.dispose();
-  return { ok: error < BF16_TOLERANCE, detail: `relative error ${error.toExponential(2)} (tolerance ${BF16_TOLERANCE})`, error };
-});
+  return error;
+}
+for (const [dtype, tolerance] of [["float32", FP32_TOLERANCE], ["bfloat16", BF16_TOLERANCE]]) {
+  await check(`model core ${dtype} vs CPU fp32 (log-probs)`, async () => {
+    const error = await coreError(dtype);
+    return { ok: error < tolerance, detail: `relative error ${error.toExponential(2)} (tolerance ${tolerance})`, error };
+  });
+}
 
 // Generation throughput, greedy, 64 new tokens after a 16-token prompt, against HF generate on the same device.
 const NEW_TOKENS = 64;
