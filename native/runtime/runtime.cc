@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <ATen/Version.h>
 #include <dlfcn.h>
 
 #include <chrono>
@@ -29,6 +30,12 @@ std::string BlasDescription() {
   }
   if (dlsym(RTLD_DEFAULT, "mkl_get_version_string")) return "MKL";
   if (dlsym(RTLD_DEFAULT, "bli_info_get_version_str")) return "BLIS";
+  // PyPI's wheels link MKL statically (no symbol to find): their build configuration names it, and its threading
+  // (MKL's GNU OpenMP layer in those builds, which follows torch's thread count).
+  const std::string config = at::show_config();
+  if (config.find("BLAS_INFO=mkl") != std::string::npos) {
+    return config.find("USE_OPENMP=ON") != std::string::npos ? "MKL, statically linked (openmp)" : "MKL, statically linked";
+  }
   return "reference BLAS (unoptimized)";
 }
 
