@@ -7,6 +7,7 @@
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "<!@(node scripts/find-libtorch.mjs --field includeDirs)"
       ],
+      "ldflags": ["-Wl,-rpath,'$$ORIGIN/libs'"],
       "libraries": ["<!@(node scripts/find-libtorch.mjs --field linkFlags)"],
       "defines": [
         "NAPI_VERSION=8",
@@ -14,8 +15,8 @@
         "NODE_ADDON_API_DISABLE_DEPRECATED",
         "COMLRL_WITH_CUDA=<!(node scripts/find-libtorch.mjs --field cudaFlag)"
       ],
-      "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++14", "-std=gnu++17"],
-      "cflags_cc": ["-std=c++17", "-fexceptions", "-frtti", "-O3", "-Wno-unused-parameter",
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++14", "-std=gnu++17", "-std=gnu++20"],
+      "cflags_cc": ["-std=c++<!(node scripts/find-libtorch.mjs --field cxxStandard)", "-fexceptions", "-frtti", "-O3", "-Wno-unused-parameter",
                     "<!@(node scripts/find-libtorch.mjs --field cxxFlags)"]
     }
   ]

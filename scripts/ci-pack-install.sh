@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CI: comlrl as a dependency. Packs the checkout, installs the tarball into a fresh project and trains from it with
 # plain node, twice: without a prebuild (the install builds the addon from source, with hoisted build tools) and with
-# one (`npm run prebuild`; the install must load it and build nothing). Prints both install times.
+# one (`npm run prebuild -- --from-build`; the install must pick the prebuild matching the libtorch it finds, link that
+# libtorch beside it, load it and build nothing). Prints both install times. COMLRL_PACK_FROM_SOURCE=0 skips the
+# first install (ci-torch2.sh: the source build is what Debian's stage already checked).
 # Needs dist/ (npm run build:ts) and a native build in the checkout (for the prebuild).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,10 +62,16 @@ pack_and_install() {
 }
 
 npm run --silent build:ts
-pack_and_install no-prebuild
-grep -q 'building the native addon' "$work/project-no-prebuild/install.log" || { echo "ci: the install without a prebuild did not build"; exit 1; }
+if [ "${COMLRL_PACK_FROM_SOURCE:-1}" != 0 ]; then
+  pack_and_install no-prebuild
+  grep -q 'building the native addon' "$work/project-no-prebuild/install.log" || { echo "ci: the install without a prebuild did not build"; exit 1; }
+fi
 
-npm run --silent prebuild
+npm run --silent prebuild -- --from-build
+# COMLRL_PACK_CUDA_BUILD=DIR: the CUDA variant built in DIR goes into the package too; the install must still pick
+# the prebuild of the variant it detects.
+if [ -n "${COMLRL_PACK_CUDA_BUILD:-}" ]; then COMLRL_VARIANT=cuda node scripts/prebuild.mjs --from-build "$COMLRL_PACK_CUDA_BUILD"; fi
+echo "ci: prebuilds packed: $(cd prebuilds && find . -name comlrl.node | sort | tr '\n' ' ')"
 pack_and_install prebuild
 if grep -q 'building the native addon' "$work/project-prebuild/install.log" || [ -e "$work/project-prebuild/node_modules/comlrl/build" ]; then
   echo "ci: the install with a matching prebuild built the addon anyway"

@@ -3,7 +3,9 @@
 // prebuild matcher. One source of truth: CMakeLists.txt, binding.gyp and scripts/install.mjs all ask this script.
 //
 //   node scripts/find-libtorch.mjs            JSON description
-//   node scripts/find-libtorch.mjs --field F  one field (cmakeDir, includeDirs, libDir, libs, version, variant, openmp, ...)
+//   node scripts/find-libtorch.mjs --field F  one field (cmakeDir, includeDirs, libDir, runtimeLibDirs, libs, linkFlags,
+//                                             cxxStandard, cxxFlags, version, variant, cudaFlag, openmp)
+// COMLRL_VARIANT=cpu|cuda chooses the variant of a CUDA libtorch; PYTHON names the interpreter asked for torch.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
@@ -22,8 +24,12 @@ export class LibtorchNotFoundError extends Error {
 }
 
 function readVersion(includeDirs) {
-  for (const dir of includeDirs) {
-    const file = path.join(dir, "torch", "csrc", "api", "include", "torch", "version.h");
+  // 2.x keeps the numbers in torch/headeronly/version.h, 1.13 in the C++ API's torch/version.h.
+  const files = includeDirs.flatMap((dir) => [
+    path.join(dir, "torch", "headeronly", "version.h"),
+    path.join(dir, "torch", "csrc", "api", "include", "torch", "version.h"),
+  ]);
+  for (const file of files) {
     if (!existsSync(file)) continue;
     const text = readFileSync(file, "utf8");
     const part = (name) => text.match(new RegExp(`#define TORCH_VERSION_${name} (\\d+)`))?.[1];
@@ -32,8 +38,36 @@ function readVersion(includeDirs) {
   return null;
 }
 
+// The C++ standard libtorch's headers demand: 2.x from PyTorch's wheels `#error` below C++20, 1.13 wants C++17.
+function cxxStandard(includeRoot) {
+  const aten = path.join(includeRoot, "ATen", "ATen.h");
+  return existsSync(aten) && /__cplusplus < 202002L/.test(readFileSync(aten, "utf8")) ? 20 : 17;
+}
+
+// Where a CUDA libtorch's CUDA headers and libraries live. A PyTorch wheel takes them from the nvidia-* wheels beside
+// it (site-packages/nvidia/<part>/{include,lib}); a libtorch archive from CUDA_HOME or /usr/local/cuda.
+function cudaDirs(root, env) {
+  const nvidia = path.resolve(root, "..", "nvidia");
+  const parts = existsSync(nvidia) ? readdirSync(nvidia).map((part) => path.join(nvidia, part)) : [];
+  const toolkit = [env.CUDA_HOME, env.CUDA_PATH, "/usr/local/cuda"].filter(Boolean).filter((dir) => existsSync(path.join(dir, "include")));
+  const dirs = [...parts, ...toolkit.slice(0, 1)];
+  return {
+    includeDirs: dirs.map((dir) => path.join(dir, "include")).filter(existsSync),
+    libDirs: [...dirs.map((dir) => path.join(dir, "lib")), ...toolkit.slice(0, 1).map((dir) => path.join(dir, "lib64"))].filter(existsSync),
+  };
+}
+
+// Whether the libraries libtorch_cuda needs at load time (cuBLAS stands for the set) are where the addon will look:
+// a wheel installed with --no-deps has libtorch_cuda but not cuBLAS, and only its CPU half can be used.
+function cudaRuntimePresent(libDir, cudaLibDirs) {
+  return [libDir, ...cudaLibDirs, "/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64"].some(
+    (dir) => existsSync(dir) && readdirSync(dir).some((f) => /^libcublas\.so/.test(f)),
+  );
+}
+
 // Describes the libtorch whose CMake package lives in cmakeDir, or returns null when that is not a libtorch.
-function describe(cmakeDir, source) {
+// COMLRL_VARIANT=cpu builds against a CUDA libtorch's CPU half only; =cuda insists on CUDA.
+function describe(cmakeDir, source, env = process.env) {
   if (!existsSync(path.join(cmakeDir, "TorchConfig.cmake"))) return null;
   // Bundled layout: <root>/share/cmake/Torch. Debian layout: /usr/lib/<triplet>/cmake/Torch with headers in /usr/include.
   const bundledRoot = path.resolve(cmakeDir, "..", "..", "..");
@@ -41,53 +75,77 @@ function describe(cmakeDir, source) {
   const root = bundled ? bundledRoot : "/usr";
   const includeRoot = path.join(root, "include");
   const libDir = bundled ? path.join(root, "lib") : path.resolve(cmakeDir, "..", "..");
-  const includeDirs = [includeRoot, path.join(includeRoot, "torch", "csrc", "api", "include")];
+  const torchIncludeDirs = [includeRoot, path.join(includeRoot, "torch", "csrc", "api", "include")];
   const version = readVersion([includeRoot]);
   if (!version) return null;
   const libFiles = existsSync(libDir) ? readdirSync(libDir) : [];
-  const cuda = libFiles.some((f) => /^libtorch_cuda\.(so|dylib)/.test(f) || f === "torch_cuda.lib");
-  const libs = ["torch", "torch_cpu", "c10", ...(cuda ? ["torch_cuda", "c10_cuda"] : [])];
+  const hasCudaLib = libFiles.some((f) => /^libtorch_cuda\.(so|dylib)/.test(f) || f === "torch_cuda.lib");
+  const cuda = hasCudaLib ? cudaDirs(root, env) : { includeDirs: [], libDirs: [] };
+  const cudaUsable = hasCudaLib && cudaRuntimePresent(libDir, cuda.libDirs);
+  const requested = env.COMLRL_VARIANT;
+  if (requested !== undefined && requested !== "cpu" && requested !== "cuda") {
+    throw new LibtorchNotFoundError(`COMLRL_VARIANT must be "cpu" or "cuda", got "${requested}".`);
+  }
+  if (requested === "cuda" && !hasCudaLib) throw new LibtorchNotFoundError(`COMLRL_VARIANT=cuda but the libtorch in ${libDir} has no libtorch_cuda.`);
+  const variant = requested ?? (cudaUsable ? "cuda" : "cpu");
+  const withCuda = variant === "cuda";
+  // libtorch_cpu of a CUDA build still NEEDS libcudart and libcupti: their directories go on the rpath either way.
+  const runtimeLibDirs = [libDir, ...cuda.libDirs];
+  // A CUDA libtorch's libtorch.so NEEDS libtorch_cuda: its CPU half links libtorch_cpu alone.
+  const libs = withCuda ? ["torch", "torch_cpu", "c10", "torch_cuda", "c10_cuda"] : [...(hasCudaLib ? [] : ["torch"]), "torch_cpu", "c10"];
   // The ABI define must match the one libtorch was built with: a mismatch links but fails at load time.
   const config = readFileSync(path.join(cmakeDir, "TorchConfig.cmake"), "utf8");
-  const cxxFlags = [...config.matchAll(/set\(TORCH_CXX_FLAGS "([^"]*)"\)/g)].at(-1)?.[1].split(/\s+/).filter(Boolean) ?? [];
+  const abiFlags = [...config.matchAll(/set\(TORCH_CXX_FLAGS "([^"]*)"\)/g)].at(-1)?.[1].split(/\s+/).filter(Boolean) ?? [];
   // ATen's parallel_for is a header template: built without -fopenmp, its `omp parallel` is dropped and every
   // parallel loop the addon writes runs on one thread, whatever the intra-op thread count says.
   const atenConfig = path.join(includeRoot, "ATen", "Config.h");
   const openmp = existsSync(atenConfig) && /#define AT_PARALLEL_OPENMP 1/.test(readFileSync(atenConfig, "utf8"));
   const parallelFlags = openmp ? ["-fopenmp"] : [];
-  const linkFlags = [`-L${libDir}`, ...libs.map((lib) => `-l${lib}`), `-Wl,-rpath,${libDir}`, ...parallelFlags];
+  const standard = cxxStandard(includeRoot);
+  // Run path: the directories found here, after $ORIGIN/libs (which binding.gyp and CMakeLists.txt put first: an
+  // installed prebuild finds this machine's libtorch linked there, see install.mjs). DT_RPATH, not DT_RUNPATH:
+  // libtorch_cuda has no run path of its own, and only an RPATH of the addon is searched for the libraries it needs
+  // in turn (cuBLAS, NCCL, ... in the nvidia wheels).
+  const linkFlags = [
+    `-L${libDir}`, ...libs.map((lib) => `-l${lib}`), "-Wl,--disable-new-dtags",
+    ...runtimeLibDirs.map((dir) => `-Wl,-rpath,${dir}`), ...parallelFlags,
+  ];
   return {
-    source, cmakeDir, root, includeDirs, libDir, libs, linkFlags, cxxFlags: [...cxxFlags, ...parallelFlags], version,
-    variant: cuda ? "cuda" : "cpu", cudaFlag: cuda ? 1 : 0, openmp: openmp ? 1 : 0,
+    source, cmakeDir, root, includeDirs: [...torchIncludeDirs, ...(withCuda ? cuda.includeDirs : [])], libDir, runtimeLibDirs, libs,
+    linkFlags, cxxStandard: standard, cxxFlags: [...abiFlags, ...parallelFlags], version,
+    variant, cudaFlag: withCuda ? 1 : 0, openmp: openmp ? 1 : 0,
   };
 }
 
-function fromPrefixList(list, source) {
+function fromPrefixList(list, source, env) {
   for (const prefix of list.split(path.delimiter).filter(Boolean)) {
     for (const candidate of [prefix, path.join(prefix, "share", "cmake", "Torch"), path.join(prefix, "lib", "cmake", "Torch")]) {
-      const found = describe(candidate, source);
+      const found = describe(candidate, source, env);
       if (found) return found;
     }
   }
   return null;
 }
 
-function fromPython() {
+// python3 on PATH (a venv's when one is active): torch's location is asked of the import system without importing
+// torch, which would fail for a wheel installed without its nvidia-* dependencies (`import torch` preloads cuBLAS).
+function fromPython(env) {
+  const python = env.PYTHON ?? "python3";
   try {
-    const prefix = execFileSync("python3", ["-c", "import torch.utils; print(torch.utils.cmake_prefix_path)"], {
+    const dir = execFileSync(python, ["-c", "import importlib.util as u; s = u.find_spec('torch'); print(s.submodule_search_locations[0] if s else '')"], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
       timeout: 60_000,
     }).trim();
-    return prefix ? fromPrefixList(prefix, "python3 torch") : null;
+    return dir ? describe(path.join(dir, "share", "cmake", "Torch"), `${python} torch`, env) : null;
   } catch {
-    return null; // no python3 or no torch module: the next source is tried
+    return null; // no python3: the next source is tried
   }
 }
 
-function fromSystem() {
+function fromSystem(env) {
   for (const base of ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib"]) {
-    const found = describe(path.join(base, "cmake", "Torch"), "system");
+    const found = describe(path.join(base, "cmake", "Torch"), "system", env);
     if (found) return found;
   }
   return null;
@@ -95,7 +153,7 @@ function fromSystem() {
 
 export function findLibtorch(env = process.env) {
   if (env.LIBTORCH) {
-    const found = describe(path.join(env.LIBTORCH, "share", "cmake", "Torch"), "LIBTORCH") ?? describe(env.LIBTORCH, "LIBTORCH");
+    const found = describe(path.join(env.LIBTORCH, "share", "cmake", "Torch"), "LIBTORCH", env) ?? describe(env.LIBTORCH, "LIBTORCH", env);
     if (!found) {
       throw new LibtorchNotFoundError(
         `LIBTORCH=${env.LIBTORCH} is not a libtorch directory (expected ${path.join(env.LIBTORCH, "share", "cmake", "Torch", "TorchConfig.cmake")} and include/torch).`,
@@ -104,12 +162,12 @@ export function findLibtorch(env = process.env) {
     return found;
   }
   if (env.Torch_DIR) {
-    const found = describe(env.Torch_DIR, "Torch_DIR");
+    const found = describe(env.Torch_DIR, "Torch_DIR", env);
     if (!found) throw new LibtorchNotFoundError(`Torch_DIR=${env.Torch_DIR} holds no TorchConfig.cmake with libtorch headers.`);
     return found;
   }
-  const fromPrefix = env.CMAKE_PREFIX_PATH ? fromPrefixList(env.CMAKE_PREFIX_PATH, "CMAKE_PREFIX_PATH") : null;
-  const found = fromPrefix ?? fromPython() ?? fromSystem();
+  const fromPrefix = env.CMAKE_PREFIX_PATH ? fromPrefixList(env.CMAKE_PREFIX_PATH, "CMAKE_PREFIX_PATH", env) : null;
+  const found = fromPrefix ?? fromPython(env) ?? fromSystem(env);
   if (!found) throw new LibtorchNotFoundError("No libtorch found (looked at LIBTORCH, Torch_DIR, CMAKE_PREFIX_PATH, python3's torch, the system).");
   return found;
 }

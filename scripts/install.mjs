@@ -3,12 +3,13 @@
 //   COMLRL_BUILD=gyp    build with node-gyp instead of cmake-js
 //   COMLRL_SKIP_BUILD=1 do nothing (packaging, docs builds)
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { findLibtorch } from "./find-libtorch.mjs";
+import { SELECTED_FILE, prebuildPlatformDir } from "./prebuild.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -16,23 +17,47 @@ function log(message) {
   console.log(`comlrl: ${message}`);
 }
 
+// Libraries in these directories are found by the loader without a run path; they are not linked into libs/.
+const SYSTEM_LIB_DIRS = new Set(["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/lib64", "/lib", "/lib64"]);
+
+// A prebuild's run path starts at $ORIGIN/libs: link the shared libraries of this machine's libtorch (and, for a
+// wheel, of its nvidia-* wheels) there, since where they live differs from the machine the prebuild was built on.
+function linkLibraries(dir, libtorch) {
+  const libs = path.join(dir, "libs");
+  rmSync(libs, { recursive: true, force: true });
+  mkdirSync(libs);
+  let count = 0;
+  for (const libDir of libtorch.runtimeLibDirs.filter((d) => !SYSTEM_LIB_DIRS.has(d))) {
+    for (const file of readdirSync(libDir).filter((f) => /\.so(\.|$)/.test(f))) {
+      if (existsSync(path.join(libs, file))) continue; // the first directory to hold a library wins, as on a run path
+      symlinkSync(path.join(libDir, file), path.join(libs, file));
+      count += 1;
+    }
+  }
+  return count;
+}
+
+/** The prebuild for this machine's libtorch (version and variant), linked and loaded once here; else null. */
 function matchingPrebuild(libtorch) {
-  const dir = path.join(root, "prebuilds", `${process.platform}-${process.arch}`);
-  const infoFile = path.join(dir, "comlrl.json");
-  if (!existsSync(infoFile)) return null;
-  const info = JSON.parse(readFileSync(infoFile, "utf8"));
-  if (info.torchVersion !== libtorch.version || info.variant !== libtorch.variant) {
-    log(`prebuild in ${dir} is for libtorch ${info.torchVersion} (${info.variant}); building from source instead`);
+  const platformDir = prebuildPlatformDir(root);
+  const name = `${libtorch.variant}-torch${libtorch.version}`;
+  const dir = path.join(platformDir, name);
+  if (!existsSync(path.join(dir, "comlrl.node"))) {
+    const offered = existsSync(platformDir) ? readdirSync(platformDir).filter((d) => existsSync(path.join(platformDir, d, "comlrl.node"))) : [];
+    log(`no prebuild for ${name} (the package has ${offered.length ? offered.join(", ") : "none"}); building from source instead`);
     return null;
   }
+  const linked = linkLibraries(dir, libtorch);
   const file = path.join(dir, "comlrl.node");
   try {
     createRequire(import.meta.url)(file);
-    return file;
   } catch (error) {
     log(`prebuild ${file} does not load (${error.message.split("\n")[0]}); building from source instead`);
     return null;
   }
+  writeFileSync(path.join(platformDir, SELECTED_FILE), `${JSON.stringify({ prebuild: name }, null, 2)}\n`);
+  if (linked) log(`linked ${linked} libraries of libtorch ${libtorch.version} into ${path.join(dir, "libs")}`);
+  return file;
 }
 
 // Build tools are found through Node's module resolution, not in ./node_modules/.bin: installed as a dependency,

@@ -1,22 +1,91 @@
 #!/usr/bin/env node
-// `npm run prebuild`: copies the built addon to prebuilds/<platform>-<arch>/ with the libtorch it was built against,
-// so `npm install` on a machine with the same libtorch skips the native build.
-import { copyFileSync, existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+// `npm run prebuild`: builds the addon for each variant this machine's libtorch offers (cpu; cuda too when it is a
+// CUDA libtorch) and stores it as prebuilds/<platform>-<arch>/<variant>-torch<version>/comlrl.node with a
+// comlrl.json saying what it was built against, so `npm install` on a machine with the same libtorch skips the
+// native build (scripts/install.mjs picks the match).
+//   --variants cpu,cuda   which variants to build (default: every one this libtorch offers)
+//   --from-build [DIR]    store the existing DIR/Release/comlrl.node (default build/; built for this environment's
+//                         COMLRL_VARIANT) instead of building
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { findLibtorch } from "./find-libtorch.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const built = path.join(root, "build", "Release", "comlrl.node");
-if (!existsSync(built)) {
-  console.error(`comlrl: ${built} does not exist; run \`npm run build:native\` first`);
+
+/** prebuilds/<platform>-<arch>: every prebuild for this machine kind, one folder per libtorch variant and version. */
+export function prebuildPlatformDir(base = root) {
+  return path.join(base, "prebuilds", `${process.platform}-${process.arch}`);
+}
+
+/** The file in prebuildPlatformDir where install.mjs records the prebuild it chose; src/native/loader.ts reads it. */
+export const SELECTED_FILE = "selected.json";
+
+/** prebuilds/<platform>-<arch>/<variant>-torch<version>: where install.mjs looks for a match. */
+function prebuildDir(libtorch) {
+  return path.join(prebuildPlatformDir(), `${libtorch.variant}-torch${libtorch.version}`);
+}
+
+function store(built, libtorch) {
+  const dir = prebuildDir(libtorch);
+  mkdirSync(dir, { recursive: true });
+  rmSync(path.join(dir, "libs"), { recursive: true, force: true }); // links an install made here; never packed
+  copyFileSync(built, path.join(dir, "comlrl.node.tmp"));
+  renameSync(path.join(dir, "comlrl.node.tmp"), path.join(dir, "comlrl.node"));
+  const info = {
+    torchVersion: libtorch.version, variant: libtorch.variant, cxxStandard: libtorch.cxxStandard, napiVersion: 8,
+    platform: process.platform, arch: process.arch,
+  };
+  writeFileSync(path.join(dir, "comlrl.json"), `${JSON.stringify(info, null, 2)}\n`);
+  console.log(`comlrl: wrote ${path.join(dir, "comlrl.node")} for libtorch ${libtorch.version} (${libtorch.variant})`);
+}
+
+function fail(message) {
+  console.error(`comlrl: ${message}`);
   process.exit(1);
 }
-const libtorch = findLibtorch();
-const dir = path.join(root, "prebuilds", `${process.platform}-${process.arch}`);
-mkdirSync(dir, { recursive: true });
-copyFileSync(built, path.join(dir, "comlrl.node.tmp"));
-renameSync(path.join(dir, "comlrl.node.tmp"), path.join(dir, "comlrl.node"));
-const info = { torchVersion: libtorch.version, variant: libtorch.variant, napiVersion: 8, platform: process.platform, arch: process.arch };
-writeFileSync(path.join(dir, "comlrl.json"), `${JSON.stringify(info, null, 2)}\n`);
-console.log(`comlrl: wrote ${path.join(dir, "comlrl.node")} for libtorch ${libtorch.version} (${libtorch.variant})`);
+
+function buildVariant(variant) {
+  const env = { ...process.env, COMLRL_VARIANT: variant };
+  const libtorch = findLibtorch(env);
+  const out = path.join("build", `prebuild-${variant}`);
+  const cmakeJs = path.join(root, "node_modules", "cmake-js", "bin", "cmake-js");
+  console.log(`comlrl: building the ${variant} variant against libtorch ${libtorch.version} in ${out}`);
+  const result = spawnSync(process.execPath, [cmakeJs, "compile", "--out", out], {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...env, CMAKE_BUILD_PARALLEL_LEVEL: process.env.CMAKE_BUILD_PARALLEL_LEVEL ?? String(availableParallelism()) },
+  });
+  if (result.status !== 0) fail(`the ${variant} build failed (cmake-js exited with ${result.status ?? result.signal})`);
+  store(path.join(root, out, "Release", "comlrl.node"), libtorch);
+}
+
+/** Whether this libtorch has a CUDA half (COMLRL_VARIANT=cuda is accepted for it). */
+function hasCuda() {
+  try {
+    findLibtorch({ ...process.env, COMLRL_VARIANT: "cuda" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const from = process.argv.indexOf("--from-build");
+  if (from >= 0) {
+    const dir = process.argv[from + 1] && !process.argv[from + 1].startsWith("--") ? process.argv[from + 1] : "build";
+    const built = path.join(root, dir, "Release", "comlrl.node");
+    if (!existsSync(built)) fail(`${built} does not exist; run \`npm run build:native\` first`);
+    store(built, findLibtorch());
+  } else {
+    const at = process.argv.indexOf("--variants");
+    const offered = hasCuda() ? ["cpu", "cuda"] : ["cpu"];
+    const variants = at >= 0 ? process.argv[at + 1].split(",") : offered;
+    for (const variant of variants) {
+      if (variant !== "cpu" && variant !== "cuda") fail(`--variants takes cpu and/or cuda, got "${variant}"`);
+      buildVariant(variant);
+    }
+  }
+}

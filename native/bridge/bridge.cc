@@ -7,10 +7,16 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+
+#if COMLRL_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace comlrl {
@@ -83,7 +89,7 @@ void FinishJob(Napi::Env env, Napi::Function, std::nullptr_t*, Job* job) {
 // A FIFO of jobs served by one detached thread. Lanes are never destroyed: their threads end with the process.
 class Lane {
  public:
-  Lane() {
+  explicit Lane(std::string name) : name_(std::move(name)) {
     std::thread([this] { Serve(); }).detach();
   }
 
@@ -96,7 +102,26 @@ class Lane {
   }
 
  private:
+#if COMLRL_WITH_CUDA
+  // A CUDA lane's jobs run on a stream of their own (one per lane, from libtorch's pool), so that work for
+  // different GPUs, and collectives on the CPU lane, overlap instead of queueing on each device's default stream.
+  // Pool streams do not synchronise with other streams: a job ends only when its GPU work has, so that whatever
+  // reads its results next (the JS thread, another lane, a collective) sees them complete.
+  std::optional<c10::cuda::CUDAStream> BindStream() {
+    if (name_.rfind("cuda", 0) != 0) return std::nullopt;
+    const torch::Device device(name_);
+    const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
+    c10::cuda::set_device(index);
+    c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index);
+    c10::cuda::setCurrentCUDAStream(stream);
+    return stream;
+  }
+#endif
+
   void Serve() {
+#if COMLRL_WITH_CUDA
+    const std::optional<c10::cuda::CUDAStream> stream = BindStream();
+#endif
     for (;;) {
       Job* job;
       {
@@ -114,6 +139,9 @@ class Lane {
       }
       try {
         job->resolver = job->work();
+#if COMLRL_WITH_CUDA
+        if (stream) stream->synchronize();
+#endif
       } catch (const std::exception& error) {
         job->error = ShortMessage(error);
       } catch (...) {
@@ -124,6 +152,7 @@ class Lane {
     }
   }
 
+  const std::string name_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Job*> jobs_;
@@ -135,7 +164,7 @@ Lane& LaneNamed(const std::string& name) {
   static std::map<std::string, Lane*> lanes;
   std::lock_guard<std::mutex> lock(mutex);
   Lane*& lane = lanes[name];
-  if (!lane) lane = new Lane();
+  if (!lane) lane = new Lane(name);
   return *lane;
 }
 

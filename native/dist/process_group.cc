@@ -7,11 +7,25 @@
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #define COMLRL_HAVE_GLOO 1
 #else
 #define COMLRL_HAVE_GLOO 0
+#endif
+
+// NCCL, for gradients and parameters that live on GPUs, exists only in a CUDA libtorch (libtorch_cuda exports the
+// process group) with nccl.h at hand (a PyTorch wheel's nvidia-nccl; a CUDA toolkit install). Small payloads and
+// barriers stay on Gloo, as torch.distributed's "cpu:gloo,cuda:nccl" does.
+#if COMLRL_WITH_CUDA && COMLRL_HAVE_GLOO && __has_include(<nccl.h>)
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define COMLRL_HAVE_NCCL 1
+#else
+#define COMLRL_HAVE_NCCL 0
 #endif
 
 #include <chrono>
@@ -38,6 +52,11 @@ struct ProcessGroupState {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
 #endif
+#if COMLRL_HAVE_NCCL
+  // Set when the group was created with ncclDevice: the CUDA device this rank reduces GPU tensors on.
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
+#endif
+  int nccl_device = -1;
   // The first failure: a group whose peer died stays failed, so later calls report the cause at once.
   std::mutex failure_mutex;
   std::string failure;
@@ -167,9 +186,30 @@ void OverCpu(ProcessGroupState& state, const torch::Tensor& tensor, const char* 
   if (!direct) tensor.copy_(buffers[0]);
 }
 
+// Whether tensors on `device` are reduced by NCCL in place (on their GPU) rather than staged through Gloo.
+bool OnNccl(const ProcessGroupState& state, const torch::Device& device) {
+#if COMLRL_HAVE_NCCL
+  return state.nccl && device.is_cuda() && device.index() == state.nccl_device;
+#else
+  return false;
+#endif
+}
+
+// NCCL's results and the copies out of its buckets run on this lane's CUDA stream; the device's other lanes read
+// the gradients next, so the collective is finished on the device before it resolves.
+void SynchronizeNccl(const ProcessGroupState& state) {
+#if COMLRL_HAVE_NCCL
+  if (state.nccl) torch::cuda::synchronize(state.nccl_device);
+#endif
+}
+
+// Sums `tensors` over the ranks, with NCCL when they sit on this rank's NCCL device, else with Gloo.
 c10::intrusive_ptr<c10d::Work> AllReduceSum(ProcessGroupState& state, std::vector<at::Tensor>& tensors) {
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
+#if COMLRL_HAVE_NCCL
+  if (OnNccl(state, tensors[0].device())) return state.nccl->allreduce(tensors, options);
+#endif
   return state.group->allreduce(tensors, options);
 }
 
@@ -213,6 +253,7 @@ void NativeProcessGroup::Init(Napi::Env env, Napi::Object exports) {
                                    {
                                        StaticMethod("create", &NativeProcessGroup::Create),
                                        StaticMethod("glooAvailable", &NativeProcessGroup::GlooAvailable),
+                                       StaticMethod("ncclAvailable", &NativeProcessGroup::NcclAvailable),
                                        InstanceMethod("rank", &NativeProcessGroup::Rank),
                                        InstanceMethod("worldSize", &NativeProcessGroup::WorldSize),
                                        InstanceMethod("allReduceGradients", &NativeProcessGroup::AllReduceGradients),
@@ -234,6 +275,8 @@ NativeProcessGroup::NativeProcessGroup(const Napi::CallbackInfo& info) : Napi::O
 
 Napi::Value NativeProcessGroup::GlooAvailable(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), COMLRL_HAVE_GLOO != 0); }
 
+Napi::Value NativeProcessGroup::NcclAvailable(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), COMLRL_HAVE_NCCL != 0); }
+
 Napi::Value NativeProcessGroup::Create(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Object options = ObjectArg(info, 0, "options");
@@ -244,6 +287,17 @@ Napi::Value NativeProcessGroup::Create(const Napi::CallbackInfo& info) {
     const int master_port = IntegerField(options, "masterPort", 1, 65535);
     state->timeout = std::chrono::milliseconds(IntegerField(options, "timeoutMs", 1, 1e9));
     const std::string interface = options.Get("interface").IsString() ? StringField(options, "interface") : "";
+    if (!options.Get("ncclDevice").IsUndefined()) {
+      state->nccl_device = IntegerField(options, "ncclDevice", 0, 1 << 10);
+      if (!COMLRL_HAVE_NCCL) {
+        throw ArgumentError("ncclDevice given, but this build of comlrl has no NCCL process group (it needs a CUDA libtorch and nccl.h; " +
+                            std::string(COMLRL_WITH_CUDA ? "nccl.h was not found at build time" : "this is a CPU build") + ")");
+      }
+      if (!torch::cuda::is_available() || state->nccl_device >= static_cast<int>(torch::cuda::device_count())) {
+        throw ArgumentError("ncclDevice " + std::to_string(state->nccl_device) + " is not a CUDA device here (" +
+                            std::to_string(torch::cuda::is_available() ? torch::cuda::device_count() : 0) + " CUDA devices)");
+      }
+    }
 #if COMLRL_HAVE_GLOO
     return RunAsync(info.Env(), kLane, [state, master_addr, master_port, interface]() -> Resolver {
       try {
@@ -256,7 +310,18 @@ Napi::Value NativeProcessGroup::Create(const Napi::CallbackInfo& info) {
         state->store = c10::make_intrusive<c10d::TCPStore>(master_addr, store_options);
         auto group_options = c10d::ProcessGroupGloo::Options::create(state->timeout);
         group_options->devices.push_back(GlooDevice(interface, master_addr));
-        state->group = c10::make_intrusive<c10d::ProcessGroupGloo>(state->store, state->rank, state->world_size, group_options);
+        // Each backend keeps its rendezvous keys under its own prefix of the one store.
+        state->group = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo", state->store), state->rank,
+                                                                   state->world_size, group_options);
+#if COMLRL_HAVE_NCCL
+        if (state->nccl_device >= 0) {
+          auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+          nccl_options->timeout = state->timeout;
+          // Communicators are created at the first collective on the device, not here.
+          state->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("nccl", state->store), state->rank,
+                                                                    state->world_size, nccl_options);
+        }
+#endif
       } catch (const std::exception& error) {
         throw std::runtime_error("rank " + std::to_string(state->rank) + " of " + std::to_string(state->world_size) + " could not join the group at " +
                                  master_addr + ":" + std::to_string(master_port) + " within " + std::to_string(state->timeout.count()) +
@@ -335,7 +400,9 @@ Napi::Value NativeProcessGroup::AllReduceGradients(const Napi::CallbackInfo& inf
         int64_t filled = 0;
         auto launch = [&]() {
           if (bucket.slots.empty()) return;
-          bucket.flat = torch::empty({filled}, torch::kFloat32);
+          // Buckets of GPU gradients stay on the GPU under NCCL; everything else is reduced from CPU memory.
+          const torch::Device device = bucket.slots.front().parameter.device();
+          bucket.flat = torch::empty({filled}, torch::TensorOptions().dtype(torch::kFloat32).device(OnNccl(*state, device) ? device : torch::kCPU));
           for (const auto& slot : bucket.slots) {
             auto target = bucket.flat.narrow(0, slot.offset, slot.parameter.numel());
             const auto& grad = slot.parameter.grad();
@@ -362,7 +429,9 @@ Napi::Value NativeProcessGroup::AllReduceGradients(const Napi::CallbackInfo& inf
         for (size_t p = 0; p < parameters.size(); ++p) {
           if (present[p] == 0) continue;
           const int64_t numel = parameters[p].numel();
-          if (filled > 0 && filled + numel > bucket_elements) launch();
+          // A bucket holds parameters of one device, so each bucket is reduced by one backend.
+          const bool other_device = filled > 0 && bucket.slots.back().parameter.device() != parameters[p].device();
+          if (filled > 0 && (filled + numel > bucket_elements || other_device)) launch();
           bucket.slots.push_back({parameters[p], filled});
           filled += numel;
         }
@@ -372,6 +441,7 @@ Napi::Value NativeProcessGroup::AllReduceGradients(const Napi::CallbackInfo& inf
           ScatterBack(done);
         }
       }
+      SynchronizeNccl(*state);
       torch::Tensor summed = scalars.narrow(0, 1, value_count).clone();
       const double seconds = SecondsSince(start);
       return [total, summed, bytes, seconds](Napi::Env env) -> Napi::Value {
@@ -405,6 +475,14 @@ Napi::Value NativeProcessGroup::BroadcastParameters(const Napi::CallbackInfo& in
       int64_t bytes = 0;
       auto broadcast = [&](const torch::Tensor& tensor) {
         if (!tensor.defined() || tensor.numel() == 0) return;
+#if COMLRL_HAVE_NCCL
+        if (OnNccl(*state, tensor.device()) && tensor.is_contiguous()) {
+          std::vector<at::Tensor> buffers{tensor.detach()};
+          state->Wait(state->nccl->broadcast(buffers, options), "broadcastParameters");
+          bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
+          return;
+        }
+#endif
         OverCpu(*state, tensor.detach(), "broadcastParameters", [&](std::vector<at::Tensor>& buffers) { return state->group->broadcast(buffers, options); });
         bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
       };
@@ -412,6 +490,7 @@ Napi::Value NativeProcessGroup::BroadcastParameters(const Napi::CallbackInfo& in
         for (const auto& parameter : module->Module().parameters()) broadcast(parameter);
         for (const auto& buffer : module->Module().buffers()) broadcast(buffer);
       }
+      SynchronizeNccl(*state);
       const double seconds = SecondsSince(start);
       return [bytes, seconds](Napi::Env env) -> Napi::Value { return Traffic(env, bytes, seconds); };
     });

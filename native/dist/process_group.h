@@ -1,4 +1,4 @@
-// NativeProcessGroup: one c10d process group (Gloo over a TCPStore rendezvous) and the collectives data-parallel
+// NativeProcessGroup: one c10d process group (Gloo over a TCPStore rendezvous, plus NCCL for GPU tensors) and the collectives data-parallel
 // training needs: gradient all-reduce and parameter broadcast over models and value heads, and all-reduce,
 // broadcast and all-gather of small payloads, plus a barrier. Every collective runs on the group's compute lane in
 // the order JS issued it (c10d requires the same order on every rank), and a peer that dies or stalls past the
@@ -20,9 +20,12 @@ class NativeProcessGroup : public Napi::ObjectWrap<NativeProcessGroup> {
   explicit NativeProcessGroup(const Napi::CallbackInfo& info);
 
  private:
-  // create({ rank, worldSize, masterAddr, masterPort, timeoutMs, interface? }) -> Promise<NativeProcessGroup>
+  // create({ rank, worldSize, masterAddr, masterPort, timeoutMs, interface?, ncclDevice? }) -> Promise<NativeProcessGroup>
+  // With ncclDevice (a CUDA device index), gradients and parameters on that GPU are reduced by NCCL there.
   static Napi::Value Create(const Napi::CallbackInfo& info);
   static Napi::Value GlooAvailable(const Napi::CallbackInfo& info);
+  // Whether this build can reduce GPU tensors with NCCL (create({ ncclDevice })).
+  static Napi::Value NcclAvailable(const Napi::CallbackInfo& info);
   std::shared_ptr<ProcessGroupState> Live() const;
   Napi::Value Rank(const Napi::CallbackInfo& info);
   Napi::Value WorldSize(const Napi::CallbackInfo& info);

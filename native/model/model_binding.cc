@@ -16,8 +16,9 @@ Napi::FunctionReference NativeModel::constructor_;
 namespace {
 
 at::Generator MakeGenerator(const torch::Device& device, uint64_t seed) {
-  at::Generator generator = device.is_cuda() ? at::detail::getCUDAHooks().getDefaultCUDAGenerator(device.index()).clone()
-                                             : at::detail::createCPUGenerator(seed);
+  // defaultGenerator(device) is the one spelling of "this device's generator" in both 1.13 and 2.x (2.x dropped
+  // getCUDAHooks().getDefaultCUDAGenerator).
+  at::Generator generator = device.is_cuda() ? at::globalContext().defaultGenerator(device).clone() : at::detail::createCPUGenerator(seed);
   generator.set_current_seed(seed);
   return generator;
 }

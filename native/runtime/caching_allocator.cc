@@ -2,6 +2,7 @@
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -29,10 +30,13 @@ class CachingCpuAllocator final : public c10::Allocator {
  public:
   explicit CachingCpuAllocator(size_t limit) : limit_(limit) {}
 
-  c10::DataPtr allocate(size_t bytes) const override {
-    void* data = bytes < kMinCachedBytes ? c10::alloc_cpu(bytes) : Self().TakeBlock(bytes);
-    return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
-  }
+  // libtorch 2.x made allocate() non-const and added copy_data() (used by Storage copies) as a pure virtual.
+#if TORCH_VERSION_MAJOR >= 2
+  c10::DataPtr allocate(size_t bytes) override { return Allocate(bytes); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+#else
+  c10::DataPtr allocate(size_t bytes) const override { return Allocate(bytes); }
+#endif
 
   c10::DeleterFnPtr raw_deleter() const override { return &Release; }
 
@@ -47,6 +51,11 @@ class CachingCpuAllocator final : public c10::Allocator {
   static CachingCpuAllocator& Self();
 
   static void Release(void* data) { Self().GiveBack(data); }
+
+  c10::DataPtr Allocate(size_t bytes) const {
+    void* data = bytes < kMinCachedBytes ? c10::alloc_cpu(bytes) : Self().TakeBlock(bytes);
+    return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
+  }
 
   void* TakeBlock(size_t bytes) {
     const size_t size = (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;

@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <ATen/Version.h>
 #include <dlfcn.h>
 
 #include <chrono>
@@ -7,6 +8,10 @@
 
 #include "../bridge/bridge.h"
 #include "caching_allocator.h"
+
+#if COMLRL_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 namespace comlrl {
 namespace {
@@ -25,6 +30,12 @@ std::string BlasDescription() {
   }
   if (dlsym(RTLD_DEFAULT, "mkl_get_version_string")) return "MKL";
   if (dlsym(RTLD_DEFAULT, "bli_info_get_version_str")) return "BLIS";
+  // PyPI's wheels link MKL statically (no symbol to find): their build configuration names it, and its threading
+  // (MKL's GNU OpenMP layer in those builds, which follows torch's thread count).
+  const std::string config = at::show_config();
+  if (config.find("BLAS_INFO=mkl") != std::string::npos) {
+    return config.find("USE_OPENMP=ON") != std::string::npos ? "MKL, statically linked (openmp)" : "MKL, statically linked";
+  }
   return "reference BLAS (unoptimized)";
 }
 
@@ -57,6 +68,13 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
     out.Set("blasLibrary", BlasLibraryPath());
     out.Set("cpuCacheBytes", Napi::Number::New(env, static_cast<double>(CpuCacheBytes())));
     out.Set("cpuCacheLimitBytes", Napi::Number::New(env, static_cast<double>(CpuCacheLimitBytes())));
+#if COMLRL_WITH_CUDA
+    // Bytes in live tensors on cuda:0 (not the allocator's cached blocks): what a leak check watches.
+    if (torch::cuda::is_available()) {
+      const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+      out.Set("cudaAllocatedBytes", static_cast<double>(stats.allocated_bytes[0].current));
+    }
+#endif
     return out;
   });
 }

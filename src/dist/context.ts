@@ -1,7 +1,7 @@
 // DistributedContext: this process's place in a data-parallel job and the collectives trainers use, over one c10d
 // process group. Every collective must be called by every rank, in the same order; one that a dead or stalled
 // peer cannot complete rejects with a TorchError after the job's timeout instead of hanging.
-import type { CollectiveTraffic, NativeModel, NativeProcessGroup, NativeValueHead } from "../native/binding.js";
+import type { CollectiveTraffic, NativeAddon, NativeModel, NativeProcessGroup, NativeValueHead } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { readDistributedEnvironment, DistributedEnvironmentError, type DistributedEnvironment } from "./environment.js";
 
@@ -18,6 +18,13 @@ export interface CommunicationStats {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** The CUDA device a rank's NCCL group uses: its local rank, when this build has NCCL and that GPU exists. */
+function ncclDevice(native: NativeAddon, localRank: number): number | null {
+  if (!native.NativeProcessGroup?.ncclAvailable()) return null;
+  const { cudaAvailable, cudaDeviceCount } = native.runtimeInfo();
+  return cudaAvailable && localRank < cudaDeviceCount ? localRank : null;
+}
+
 export class DistributedContext {
   readonly stats: CommunicationStats = { gradientReductions: 0, gradientBytes: 0, gradientSeconds: 0, broadcastBytes: 0 };
 
@@ -30,6 +37,7 @@ export class DistributedContext {
   static async connect(environment: DistributedEnvironment): Promise<DistributedContext> {
     const native = addon();
     if (!native.NativeProcessGroup) throw new DistributedEnvironmentError("this comlrl addon was built without process groups: rebuild it (npm run build:native)");
+    const nccl = ncclDevice(native, environment.localRank);
     const group = await native.NativeProcessGroup.create({
       rank: environment.rank,
       worldSize: environment.worldSize,
@@ -37,6 +45,9 @@ export class DistributedContext {
       masterPort: environment.masterPort,
       timeoutMs: environment.timeoutMs,
       ...(environment.interface ? { interface: environment.interface } : {}),
+      // A rank on a GPU machine reduces its GPU tensors with NCCL on its local GPU (communicators start lazily,
+      // at the first collective on that GPU, so a job on CPU devices pays nothing).
+      ...(nccl !== null ? { ncclDevice: nccl } : {}),
     });
     return new DistributedContext(group, environment);
   }

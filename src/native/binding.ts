@@ -6,6 +6,8 @@ export interface RuntimeInfo {
   cudaCompiled: boolean;
   cudaAvailable: boolean;
   cudaDeviceCount: number;
+  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only). */
+  cudaAllocatedBytes?: number;
   numThreads: number;
   /** The BLAS libtorch's matmuls run on, as that library describes itself. */
   blas: string;
@@ -264,7 +266,18 @@ export interface NativeProcessGroup {
 }
 
 export interface NativeProcessGroupStatic {
-  create(options: { rank: number; worldSize: number; masterAddr: string; masterPort: number; timeoutMs: number; interface?: string }): Promise<NativeProcessGroup>;
+  /** With ncclDevice (a CUDA device index), gradients and parameters on that GPU are reduced there by NCCL. */
+  create(options: {
+    rank: number;
+    worldSize: number;
+    masterAddr: string;
+    masterPort: number;
+    timeoutMs: number;
+    interface?: string;
+    ncclDevice?: number;
+  }): Promise<NativeProcessGroup>;
   /** Whether this build has Gloo process groups (libtorch's Gloo headers were found). */
   glooAvailable(): boolean;
+  /** Whether this build has NCCL (a CUDA libtorch with nccl.h at build time). */
+  ncclAvailable(): boolean;
 }

@@ -1,4 +1,5 @@
-// Finds and loads the native addon: the local build first, then a prebuild recorded for this machine's libtorch.
+// Finds and loads the native addon: the local build first, then the prebuild `npm install` chose for this machine's
+// libtorch (install.mjs matches libtorch version and variant and records its choice).
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -13,12 +14,14 @@ export const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.u
 export interface PrebuildInfo {
   torchVersion: string;
   variant: "cpu" | "cuda";
+  cxxStandard: number;
   napiVersion: number;
   platform: string;
   arch: string;
 }
 
-export function prebuildDir(root = packageRoot): string {
+/** prebuilds/<platform>-<arch>: one folder per prebuild, named <variant>-torch<version>. */
+export function prebuildPlatformDir(root = packageRoot): string {
   return path.join(root, "prebuilds", `${process.platform}-${process.arch}`);
 }
 
@@ -27,21 +30,26 @@ export function readPrebuildInfo(dir: string): PrebuildInfo | null {
   return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as PrebuildInfo) : null;
 }
 
+/** The prebuild folder `npm install` chose for this machine's libtorch (scripts/install.mjs writes selected.json). */
+export function selectedPrebuild(root = packageRoot): string | null {
+  const file = path.join(prebuildPlatformDir(root), "selected.json");
+  if (!existsSync(file)) return null;
+  const { prebuild } = JSON.parse(readFileSync(file, "utf8")) as { prebuild: string };
+  return path.join(prebuildPlatformDir(root), prebuild);
+}
+
 export class AddonLoadError extends Error {
   override name = "AddonLoadError";
 }
 
 function candidates(root: string): Array<{ file: string; note: string }> {
   if (process.env.COMLRL_ADDON) return [{ file: path.resolve(process.env.COMLRL_ADDON), note: "from COMLRL_ADDON" }];
-  const prebuild = prebuildDir(root);
-  const info = readPrebuildInfo(prebuild);
-  return [
-    { file: path.join(root, "build", "Release", "comlrl.node"), note: "local build" },
-    {
-      file: path.join(prebuild, "comlrl.node"),
-      note: info ? `prebuild for libtorch ${info.torchVersion} (${info.variant})` : "prebuild",
-    },
-  ];
+  const local = { file: path.join(root, "build", "Release", "comlrl.node"), note: "local build" };
+  const selected = selectedPrebuild(root);
+  if (!selected) return [local];
+  const info = readPrebuildInfo(selected);
+  const note = info ? `prebuild for libtorch ${info.torchVersion} (${info.variant}), chosen at install` : "prebuild chosen at install";
+  return [local, { file: path.join(selected, "comlrl.node"), note }];
 }
 
 /** Loads the addon of the package at root: its local build, else its prebuild. Throws AddonLoadError naming each try. */

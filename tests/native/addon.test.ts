@@ -1,11 +1,11 @@
 // The foundation: the addon loads (local build and prebuild), libtorch errors become TorchErrors, async calls keep
 // the event loop alive, and the runtime reports threads and an optimized BLAS.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { addon, addonPath, AddonLoadError, loadAddonFrom, packageRoot } from "../../src/native/loader.js";
+import { addon, addonPath, AddonLoadError, loadAddonFrom, packageRoot, prebuildPlatformDir, selectedPrebuild } from "../../src/native/loader.js";
 import { runtimeInfo, setNumThreads } from "../../src/runtime.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-addon-"));
@@ -18,36 +18,48 @@ describe("loading", () => {
     expect(addonPath()).toBe(path.join(packageRoot, "build", "Release", "comlrl.node"));
   });
 
-  it("loads from a prebuild when there is no local build", () => {
-    const run = spawnSync(process.execPath, [path.join(packageRoot, "scripts", "prebuild.mjs")], { encoding: "utf8" });
+  // The prebuild of this build, as `npm run prebuild` stores it: prebuilds/<platform>-<arch>/<variant>-torch<version>.
+  function storedPrebuild(): { name: string; dir: string } {
+    const run = spawnSync(process.execPath, [path.join(packageRoot, "scripts", "prebuild.mjs"), "--from-build"], { encoding: "utf8" });
     expect(run.status, run.stderr).toBe(0);
+    const info = runtimeInfo();
+    const name = `${info.cudaCompiled ? "cuda" : "cpu"}-torch${info.torchVersion}`;
+    return { name, dir: path.join(prebuildPlatformDir(packageRoot), name) };
+  }
+
+  it("loads the prebuild chosen at install when there is no local build", () => {
+    const { name, dir: stored } = storedPrebuild();
     const root = path.join(scratch, "package-with-prebuild");
-    const dir = path.join(root, "prebuilds", `${process.platform}-${process.arch}`);
+    const dir = path.join(prebuildPlatformDir(root), name);
     mkdirSync(dir, { recursive: true });
-    const prebuilt = path.join(packageRoot, "prebuilds", `${process.platform}-${process.arch}`);
-    copyFileSync(path.join(prebuilt, "comlrl.node"), path.join(dir, "comlrl.node"));
-    copyFileSync(path.join(prebuilt, "comlrl.json"), path.join(dir, "comlrl.json"));
+    for (const file of ["comlrl.node", "comlrl.json"]) copyFileSync(path.join(stored, file), path.join(dir, file));
+    expect(() => loadAddonFrom(root)).toThrow(AddonLoadError); // not chosen by an install yet
+    writeFileSync(path.join(prebuildPlatformDir(root), "selected.json"), JSON.stringify({ prebuild: name }));
     const { addon: fromPrebuild, file } = loadAddonFrom(root);
     expect(file).toBe(path.join(dir, "comlrl.node"));
     expect(fromPrebuild.runtimeInfo().torchVersion).toBe(runtimeInfo().torchVersion);
   });
 
-  it("install uses a prebuild that matches the detected libtorch", () => {
+  it("install uses the prebuild that matches the detected libtorch's version and variant, and records it", () => {
+    const { name } = storedPrebuild();
     const root = path.join(scratch, "package-with-prebuild");
     mkdirSync(path.join(root, "scripts"), { recursive: true });
-    for (const script of ["install.mjs", "find-libtorch.mjs"]) {
+    for (const script of ["install.mjs", "find-libtorch.mjs", "prebuild.mjs"]) {
       copyFileSync(path.join(packageRoot, "scripts", script), path.join(root, "scripts", script));
     }
+    rmSync(path.join(prebuildPlatformDir(root), "selected.json"), { force: true });
     const run = spawnSync(process.execPath, [path.join(root, "scripts", "install.mjs")], { encoding: "utf8" });
     expect(run.status, run.stderr).toBe(0);
-    expect(run.stdout).toContain("using prebuild");
+    expect(run.stdout).toContain(`using prebuild ${path.join(prebuildPlatformDir(root), name, "comlrl.node")}`);
+    expect(selectedPrebuild(root)).toBe(path.join(prebuildPlatformDir(root), name));
   });
 
   it("names every file it tried and the libtorch it expected when nothing loads", () => {
     const empty = path.join(scratch, "empty-package");
-    const brokenDir = path.join(empty, "prebuilds", `${process.platform}-${process.arch}`);
+    const brokenDir = path.join(prebuildPlatformDir(empty), "cpu-torch0.0.0");
     mkdirSync(brokenDir, { recursive: true });
     writeFileSync(path.join(brokenDir, "comlrl.node"), "not a shared object");
+    writeFileSync(path.join(prebuildPlatformDir(empty), "selected.json"), JSON.stringify({ prebuild: "cpu-torch0.0.0" }));
     let error: unknown;
     try {
       loadAddonFrom(empty);
