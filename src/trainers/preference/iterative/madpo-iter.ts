@@ -16,7 +16,8 @@ import { PREFERENCE_EVAL_SETTINGS } from "../madpo.js";
 import { PreferencePairs } from "../pairs.js";
 import { PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PreferenceActors, type PreferenceOptions } from "../setup.js";
 import { scoreCandidates } from "./candidates.js";
-import { iterationStages, ITERATIVE_OPTION_KEYS, IterativeRound, roundSetUp, type IterativeOptions } from "./round.js";
+import { iterationStages, IterativeRound } from "./round.js";
+import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
 
 export interface MADPOIterTrainerOptions extends TaskOptions<MADPOIterConfigInput | MADPOIterConfig>, PreferenceOptions, IterativeOptions {}
 

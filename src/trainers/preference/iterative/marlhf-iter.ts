@@ -22,7 +22,8 @@ import { RlhfPhases } from "../rlhf-phases.js";
 import { actorExtras, type RLLearner } from "../rl-phase.js";
 import { setUpPreferenceActors, type PreferenceActors } from "../setup.js";
 import { scoreCandidates, type Candidates } from "./candidates.js";
-import { iterationStages, IterativeRound, ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round.js";
+import { iterationStages, IterativeRound } from "./round.js";
+import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
