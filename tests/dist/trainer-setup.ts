@@ -88,62 +88,41 @@ function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: st
   });
 }
 
+/** The MARLHF family's settings: two candidates' worth of pairs per item, a reward model on the trainer's device. */
+function rlhfSettings(o: DdpTrainerOptions) {
+  return {
+    ...(o.ddp ? { parallelTraining: "ddp" as const } : {}),
+    numTrainEpochs: o.epochs,
+    numGenerations: 2,
+    maxNewTokens: 4,
+    temperature: 1,
+    topP: 1,
+    topK: null,
+    agentLearningRate: 2e-3,
+    rewardLearningRate: 1e-3,
+    preferenceNumCandidates: 4,
+    preferencePairsPerSample: 2,
+    rewardTrainBatchSize: 2,
+    rewardHeldOutFraction: 0,
+    rewardModelDevice: null,
+    rolloutBufferSize: 2,
+    loggingSteps: 1,
+    evalInterval: 0,
+    seed: 3,
+  };
+}
+
 function makeMarlhf(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MARLHFTrainer> {
   return MARLHFTrainer.create({
     ...ddpTask(base, tokenizer, outputDir, o),
-    config: {
-      ...(o.ddp ? { parallelTraining: "ddp" as const } : {}),
-      rlAlgorithm: o.kind === "MARLHF-IAC" ? "iac" : "maac",
-      numTrainEpochs: o.epochs,
-      numGenerations: 2,
-      maxNewTokens: 4,
-      temperature: 1,
-      topP: 1,
-      topK: null,
-      agentLearningRate: 2e-3,
-      criticLearningRate: 2e-3,
-      rewardLearningRate: 1e-3,
-      preferenceNumCandidates: 4,
-      preferencePairsPerSample: 2,
-      rewardTrainBatchSize: 2,
-      rewardHeldOutFraction: 0,
-      rewardModelDevice: null,
-      rolloutBufferSize: 2,
-      loggingSteps: 1,
-      evalInterval: 0,
-      seed: 3,
-    },
+    config: { ...rlhfSettings(o), rlAlgorithm: o.kind === "MARLHF-IAC" ? "iac" : "maac", criticLearningRate: 2e-3 },
   });
 }
 
 function makeMarlhfIter(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MARLHFIterTrainer> {
   return MARLHFIterTrainer.create({
     ...ddpTask(base, tokenizer, outputDir, o),
-    config: {
-      ...(o.ddp ? { parallelTraining: "ddp" as const } : {}),
-      numIterations: 3,
-      numTrainEpochs: o.epochs,
-      comparatorPolicy: "history",
-      pairSelection: "random",
-      preferenceReplayMode: "all_history",
-      numGenerations: 2,
-      maxNewTokens: 4,
-      temperature: 1,
-      topP: 1,
-      topK: 0,
-      agentLearningRate: 2e-3,
-      rewardLearningRate: 1e-3,
-      preferenceNumCandidates: 4,
-      preferencePairsPerSample: 2,
-      rewardTrainBatchSize: 2,
-      rewardHeldOutFraction: 0,
-      rewardModelDevice: null,
-      rolloutBufferSize: 2,
-      trainBatchSize: 2,
-      loggingSteps: 1,
-      evalInterval: 0,
-      seed: 3,
-    },
+    config: { ...rlhfSettings(o), numIterations: 3, comparatorPolicy: "history", pairSelection: "random", preferenceReplayMode: "all_history", trainBatchSize: 2 },
   });
 }
 
