@@ -101,8 +101,9 @@ export class Replicas {
    */
   shard(stage: TrainingStage): TrainingStage {
     const { rank, worldSize } = this.context;
-    // The shard rule needs one list of steps on every rank; a stage over data a rank collected itself (preference
-    // pairs) may differ in length, which would leave ranks waiting for each other: say so instead.
+    // The shard rule needs one list of steps on every rank; a stage over data only one rank holds (a dataset that
+    // differs between ranks, collected pairs not gathered) may differ in length, which would leave ranks waiting for
+    // each other: say so instead.
     const checkSameSteps = async () => {
       const [most, negatedLeast] = await this.context.allReduce([stage.steps, -stage.steps], "max");
       if (most !== -negatedLeast) {
