@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
 import { fixedSamples, makeDdpTrainer, weightsOf, type DdpKind } from "./trainer-setup.js";
 
@@ -41,9 +42,9 @@ if (scenario === "update") {
     },
   });
   await trainer.train({ checkpointDir, checkpointInterval: 1, ...(resume ? { resumeFromCheckpoint: resume } : {}) });
-  // MARLHFIter: the last iteration's training pairs, as this rank holds them.
+  // The iterative trainers: the last iteration's training pairs, as this rank holds them.
   const trained: object = trainer;
-  const pairs = trained instanceof MARLHFIterTrainer ? trained.preferences.pairs.map((p) => ({ item: p.itemIndex, winner: p.winnerTexts, loser: p.loserTexts })) : null;
+  const pairs = trained instanceof MARLHFIterTrainer || trained instanceof MADPOIterTrainer ? trained.preferences.pairs.map((p) => ({ item: p.itemIndex, winner: p.winnerTexts, loser: p.loserTexts })) : null;
   result = { weights: weightsOf(trainer), progress: trainer.progress, pairs };
   await trainer.close();
 }

@@ -134,6 +134,15 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
     expect(readdirSync(path.join(replay, tag)).sort()).toEqual(["iteration_0002.json", "iteration_0003.json"]);
   });
 
+  it("MADPOIter: every rank's pairs gathered, the same replay sample and DPO order drawn, actors bit-identical over 2 ranks", async () => {
+    const run = await runRanks("train-MADPO-ITER", ["train", "1", path.join(root, "train-MADPO-ITER", "checkpoints"), "", "0", "6", "MADPO-ITER"]);
+    expect(run.ranks[0].weights.length).toBeGreaterThan(0);
+    expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);
+    expect(run.ranks[1].progress).toEqual(run.ranks[0].progress);
+    expect(run.ranks[0].pairs.length).toBeGreaterThan(0);
+    expect(run.ranks[1].pairs).toEqual(run.ranks[0].pairs);
+  });
+
   it("ranks whose datasets differ in length fail at once, naming the stage and the step counts", async () => {
     const out = path.join(root, "mismatch");
     mkdirSync(out, { recursive: true });
