@@ -189,6 +189,27 @@ def gpt2_hub_variant(model, x):
         json.dump(meta, f, indent=1)
 
 
+def phi3_longrope_variant(x):
+    """phi3's weights under longrope scaling (short factors below original_max_position_embeddings, an attention
+    factor of √(1 + ln 8 / ln 16)): config.json and the logits only; the test borrows phi3/model.safetensors."""
+    out = os.path.join(OUT, "phi3_longrope")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(OUT, "phi3", "config.json")) as f:
+        raw = json.load(f)
+    raw["original_max_position_embeddings"] = 16
+    raw["rope_parameters"] = {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                              "short_factor": [1.3, 2.0], "long_factor": [4.0, 8.0]}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(raw, f, indent=2)
+    model = transformers.Phi3ForCausalLM.from_pretrained(os.path.join(OUT, "phi3"), config=transformers.Phi3Config.from_pretrained(out),
+                                                         attn_implementation="eager").eval()
+    with torch.no_grad():
+        t = {"input.full_ids": x["full_ids"], "logits.full": model(input_ids=x["full_ids"]).logits}
+    save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(out, "golden.safetensors"))
+    with open(os.path.join(out, "golden.json"), "w") as f:
+        json.dump({"transformers_version": transformers.__version__, "torch_version": torch.__version__}, f, indent=1)
+
+
 def main(families):
     torch.set_num_threads(1)
     x = inputs()
@@ -255,6 +276,8 @@ def main(families):
             json.dump(meta, f, indent=1)
         if family == "gpt2":
             gpt2_hub_variant(build(family, seed), x)
+        if family == "phi3":
+            phi3_longrope_variant(x)
         size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
         print(f"{family}: seed {seed}, fp32-fp64 {meta['fp32_vs_fp64_logits_max_abs']:.2e}, margin {margin:.3g}, {size // 1024} KB")
 

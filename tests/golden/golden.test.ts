@@ -2,7 +2,7 @@
 // tests/golden/<family> (transformers 5.x, made by scripts/golden/make_family_goldens.py) is loaded by our core and
 // checked against the reference logits, hidden states, log-probs, loss, every gradient, one AdamW step, greedy
 // generation and the bytes of a saved checkpoint. Tolerances are stated beside each check, the same for every family.
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -203,6 +203,28 @@ describe("golden parity: gpt2 as the hub stores it", () => {
       expect(maxAbsDiff(out.logits!, ref.get("logits.full")!.data)).toBeLessThan(LOGIT_TOL);
       const { loss } = await model.causalLMLossBackward(args);
       expect(Math.abs(loss - meta.loss_full)).toBeLessThan(1e-5);
+    } finally {
+      model.dispose();
+    }
+  });
+});
+
+// longrope below original_max_position_embeddings: phi3's weights with short factors, partial rotary and the
+// attention factor, against transformers' logits (make_family_goldens.py writes config and logits only).
+describe("golden parity: phi3 with longrope scaling", () => {
+  it("logits as transformers below original_max_position_embeddings (16); a position from there on is refused", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "comlrl-longrope-"));
+    copyFileSync(path.join(__dirname, "phi3", "model.safetensors"), path.join(dir, "model.safetensors"));
+    copyFileSync(path.join(__dirname, "phi3_longrope", "config.json"), path.join(dir, "config.json"));
+    const ref = readSafetensors(path.join(__dirname, "phi3_longrope", "golden.safetensors"));
+    const model = await CausalLM.fromDirectory(dir);
+    try {
+      const input = ref.get("input.full_ids")!;
+      const args = { ids: Int32Array.from(input.data), batch: input.shape[0], length: input.shape[1] };
+      const out = await model.native.forward(args);
+      expect(maxAbsDiff(out.logits!, ref.get("logits.full")!.data)).toBeLessThan(LOGIT_TOL);
+      const late = { ...args, positionIds: Int32Array.from(input.data, (_, i) => 5 + (i % input.shape[1])) };
+      await expect(model.native.forward(late)).rejects.toThrow(/position 16 is past the model's limit of 16 positions: rope_parameters\.rope_type "longrope"/);
     } finally {
       model.dispose();
     }
