@@ -1,5 +1,5 @@
 // The preference trainers on the demo's task, "cover the vowels", from the demo's tiny base model (recipes in
-// src/cli/demo-preference.ts): MADPO and MARLHF. Prints each run's task reward on 64 held-out items before and after
+// src/demo/preference.ts): MADPO and MARLHF. Prints each run's task reward on 64 held-out items before and after
 // training, the reward model's held-out pairwise accuracy per epoch, and the training time; writes metrics under --out.
 //   npx tsx examples/preference-cover-vowels.ts [--algorithm madpo|marlhf|both] [--seed 3] [--out runs/preference]
 import path from "node:path";

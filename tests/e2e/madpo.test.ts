@@ -166,7 +166,7 @@ describe("MADPO", () => {
     await expect(MADPOTrainer.create(options({ centralizedAdapter: { buildPrompt: () => "x", parseCompletion: () => ["", ""] } }))).rejects.toThrow(/only used with collaborationMode "centralized"/);
   });
 
-  // On the demo's own base model (recipe: src/cli/demo-preference.ts). Measured (2 cores): 1024 pairs, task reward
+  // On the demo's own base model (recipe: src/demo/preference.ts). Measured (2 cores): 1024 pairs, task reward
   // 0.30 → 0.56 in about 33 s (seeds 5 and 7: 0.30 → 0.60, 0.26 → 0.72); β = 0.5 got 0.30 → 0.53 from the same pairs.
   it("raises the demo task's reward from the demo's base model", async () => {
     const demoBase = path.join(scratch, "demo-base");

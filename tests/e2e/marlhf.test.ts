@@ -146,10 +146,11 @@ describe("MARLHF", () => {
     await trainer.close();
   }, 120_000);
 
-  // MARLHF learning on the demo's own task and base model (recipe: src/cli/demo-preference.ts). Measured (2 cores,
+  // MARLHF learning on the demo's own task and base model (recipe: src/demo/preference.ts). Measured (2 cores,
   // quiet): 2048 pairs, held-out accuracy 0.66 0.70 0.72 0.75 over the four epochs (training pairs: 1.00, so more
   // pairs, not more epochs, is what helps), task reward 0.30 → 0.57 in about 150 s. Without the reference KL the policy drifts to where the reward
-  // model is wrong (0.36, then 0.20 after eight epochs), so the KL term is part of the recipe, as in RLHF.
+  // model is wrong (0.36, then 0.20 after eight epochs), so the KL term is part of the recipe, as in RLHF. The figures here are from the
+  // five-epoch unfiltered recipe this test used before; the assertion below states the current recipe's numbers.
   it("on the demo task: the reward model ranks held-out pairs well above chance and RL against it raises the task reward", async () => {
     const demoBase = path.join(scratch, "demo-base");
     const demoTokenizer = await createDemoBaseModel(demoBase, 1);
@@ -161,10 +162,10 @@ describe("MARLHF", () => {
     expect(trainer.rewardHeldOutPairs.length).toBe(16 * 32);
     expect(accuracy).toHaveLength(4);
     expect(accuracy.at(-1)).toBeGreaterThan(0.65);
-    // With one intra-op thread per test worker (as CI runs it) this seed measures 0.30 → 0.40 on this machine kind
-    // (+0.0999, seen in three separate checkouts); 0.08 keeps the claim (RL raises the task reward) without sitting on
-    // that edge.
-    expect(after).toBeGreaterThan(before + 0.08);
+    // With one intra-op thread per test worker (as CI runs it), top-50 sampling and two RL epochs (the recipe's
+    // comment says why): seed 3 0.244 → 0.475, seed 7 0.253 → 0.413, seed 5 0.28 → 0.39 (at the same step of a longer
+    // run). The recipe without a top-k filter sat on a +0.08 edge that float rounding moved either way.
+    expect(after).toBeGreaterThan(before + 0.1);
     await trainer.close();
   }, 600_000);
 
