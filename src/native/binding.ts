@@ -129,6 +129,8 @@ export interface NativeModel {
     temperature?: number;
     topP?: number;
     topK?: number;
+    /** Hugging Face's repetition_penalty (> 0; 1: off). */
+    repetitionPenalty?: number;
     eosTokenIds: Int32Array;
     padTokenId: number;
     returnLogprobs?: boolean;
