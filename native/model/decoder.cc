@@ -72,13 +72,16 @@ void KVCache::RepeatRows(int64_t times) {
   }
 }
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps, NormKind kind) : eps_(eps), kind_(kind) {
+NormImpl::NormImpl(int64_t dim, double eps, NormKind kind) : eps_(eps), kind_(kind) {
   // Gemma stores w of (1 + w), initialised to 0.
-  weight = register_parameter("weight", kind == NormKind::kRms ? torch::ones({dim}) : torch::zeros({dim}));
+  weight = register_parameter("weight", kind == NormKind::kRmsOnePlus ? torch::zeros({dim}) : torch::ones({dim}));
+  if (kind == NormKind::kLayer) bias = register_parameter("bias", torch::zeros({dim}));
 }
 
-// As transformers: normalise in float32; Llama casts back then scales, Gemma scales by (1 + w) in float32 then casts.
-torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+// As transformers: RMSNorm normalises in float32; Llama casts back then scales, Gemma scales by (1 + w) in float32
+// then casts. LayerNorm runs in the input's dtype, as torch.nn.LayerNorm.
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  if (kind_ == NormKind::kLayer) return torch::layer_norm(x, {weight.size(0)}, weight, bias, eps_);
   if (kind_ == NormKind::kRms && FusedRmsNormApplies(x, weight)) return FusedRmsNorm(x, weight, eps_);
   const torch::Tensor h = x.to(torch::kFloat32);
   const torch::Tensor normed = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
@@ -87,10 +90,6 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
 }
 
 namespace {
-
-torch::nn::Linear MakeLinear(int64_t in, int64_t out, bool bias) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
-}
 
 // A bf16 matmul on a CPU without bf16 instructions runs in fp32 on widened copies, rounded once to bf16: what a bf16
 // GEMM accumulating in fp32 computes, ~35× sooner. Autograd carries the casts, so gradients reach the bf16 weights.
@@ -113,10 +112,6 @@ torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight, const
     return torch::nn::functional::linear(Widened(x), Widened(weight), Widened(bias)).to(x.scalar_type());
   }
   return torch::nn::functional::linear(x, weight, bias);
-}
-
-torch::Tensor Project(const torch::nn::Linear& linear, const torch::Tensor& x) {
-  return Project(x, linear->weight, linear->bias);
 }
 
 torch::Tensor RotateHalf(const torch::Tensor& x) {
@@ -167,6 +162,13 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
 }  // namespace
 
+DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias, bool conv1d) : conv1d_(conv1d) {
+  weight = register_parameter("weight", conv1d ? torch::zeros({in, out}) : torch::zeros({out, in}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+}
+
+torch::Tensor DenseImpl::forward(const torch::Tensor& x) { return Project(x, conv1d_ ? weight.t() : weight, bias); }
+
 AttentionImpl::AttentionImpl(const DecoderConfig& config)
     : num_heads_(config.num_heads),
       num_kv_heads_(config.num_kv_heads),
@@ -175,18 +177,19 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
       scale_(config.attention_scale),
       softcap_(config.attn_softcap) {
   const int64_t q_width = config.num_heads * config.head_dim, kv_width = config.num_kv_heads * config.head_dim;
+  const bool gpt2 = config.gpt2_layout;
   if (config.fused_projections) {
-    qkv_proj = register_module("qkv_proj", MakeLinear(config.hidden_size, q_width + 2 * kv_width, config.qkv_bias));
+    qkv_proj = register_module(gpt2 ? "c_attn" : "qkv_proj", Dense(config.hidden_size, q_width + 2 * kv_width, config.qkv_bias, gpt2));
   } else {
-    q_proj = register_module("q_proj", MakeLinear(config.hidden_size, q_width, config.qkv_bias));
-    k_proj = register_module("k_proj", MakeLinear(config.hidden_size, kv_width, config.qkv_bias));
-    v_proj = register_module("v_proj", MakeLinear(config.hidden_size, kv_width, config.qkv_bias));
+    q_proj = register_module("q_proj", Dense(config.hidden_size, q_width, config.qkv_bias));
+    k_proj = register_module("k_proj", Dense(config.hidden_size, kv_width, config.qkv_bias));
+    v_proj = register_module("v_proj", Dense(config.hidden_size, kv_width, config.qkv_bias));
   }
-  o_proj = register_module("o_proj", MakeLinear(q_width, config.hidden_size, config.o_bias));
+  o_proj = register_module(gpt2 ? "c_proj" : "o_proj", Dense(q_width, config.hidden_size, config.o_bias, gpt2));
   if (config.qk_norm != QkNorm::kNone) {
     const bool per_head = config.qk_norm == QkNorm::kHead;
-    q_norm = register_module("q_norm", RMSNorm(per_head ? config.head_dim : q_width, config.rms_norm_eps, config.norm));
-    k_norm = register_module("k_norm", RMSNorm(per_head ? config.head_dim : kv_width, config.rms_norm_eps, config.norm));
+    q_norm = register_module("q_norm", Norm(per_head ? config.head_dim : q_width, config.rms_norm_eps, config.norm));
+    k_norm = register_module("k_norm", Norm(per_head ? config.head_dim : kv_width, config.rms_norm_eps, config.norm));
   }
 }
 
@@ -195,15 +198,15 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t batch = x.size(0), queries = x.size(1);
   torch::Tensor q, k, v;
   if (qkv_proj) {
-    const torch::Tensor qkv = Project(qkv_proj, x);
+    const torch::Tensor qkv = qkv_proj(x);
     const int64_t q_width = num_heads_ * head_dim_, kv_width = num_kv_heads_ * head_dim_;
     q = qkv.narrow(-1, 0, q_width);
     k = qkv.narrow(-1, q_width, kv_width);
     v = qkv.narrow(-1, q_width + kv_width, kv_width);
   } else {
-    q = Project(q_proj, x);
-    k = Project(k_proj, x);
-    v = Project(v_proj, x);
+    q = q_proj(x);
+    k = k_proj(x);
+    v = v_proj(x);
   }
   if (qk_norm_ == QkNorm::kFull) {
     q = q_norm(q);
@@ -231,26 +234,30 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   scores = scores.masked_fill(key_mask.logical_not(), std::numeric_limits<float>::lowest());
   torch::Tensor weights = torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys});
   torch::Tensor out = Matmul(weights, v).view({batch, num_heads_, queries, head_dim_});
-  return Project(o_proj, out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
+  return o_proj(out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
 }
 
 MLPImpl::MLPImpl(const DecoderConfig& config, int64_t inner, const std::array<const char*, 3>& names)
     : activation_(config.activation) {
   const int64_t hidden = config.hidden_size;
-  if (config.fused_projections) {
-    gate_up_proj = register_module("gate_up_proj", MakeLinear(hidden, 2 * inner, config.mlp_bias));
+  const bool conv1d = config.gpt2_layout;
+  if (!config.gated_mlp) {
+    up_proj = register_module(names[1], Dense(hidden, inner, config.mlp_bias, conv1d));
+  } else if (config.fused_projections) {
+    gate_up_proj = register_module("gate_up_proj", Dense(hidden, 2 * inner, config.mlp_bias));
   } else {
-    gate_proj = register_module(names[0], MakeLinear(hidden, inner, config.mlp_bias));
-    up_proj = register_module(names[1], MakeLinear(hidden, inner, config.mlp_bias));
+    gate_proj = register_module(names[0], Dense(hidden, inner, config.mlp_bias));
+    up_proj = register_module(names[1], Dense(hidden, inner, config.mlp_bias));
   }
-  down_proj = register_module(names[2], MakeLinear(inner, hidden, config.mlp_bias));
+  down_proj = register_module(names[2], Dense(inner, hidden, config.mlp_bias, conv1d));
 }
 
 constexpr std::array<const char*, 3> kMlpNames = {"gate_proj", "up_proj", "down_proj"};
 constexpr std::array<const char*, 3> kMixtralExpertNames = {"w1", "w3", "w2"};
+constexpr std::array<const char*, 3> kGpt2MlpNames = {"", "c_fc", "c_proj"};
 
 SparseMoeImpl::SparseMoeImpl(const DecoderConfig& config) : top_k_(config.experts_per_token), norm_topk_prob_(config.norm_topk_prob) {
-  gate = register_module("gate", MakeLinear(config.hidden_size, config.num_experts, false));
+  gate = register_module("gate", Dense(config.hidden_size, config.num_experts, false));
   experts = register_module("experts", torch::nn::ModuleList());
   for (int64_t e = 0; e < config.num_experts; ++e) {
     experts->push_back(MLP(config, config.moe_intermediate_size, config.mixtral_names ? kMixtralExpertNames : kMlpNames));
@@ -259,7 +266,7 @@ SparseMoeImpl::SparseMoeImpl(const DecoderConfig& config) : top_k_(config.expert
 
 torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x) {
   const torch::Tensor flat = x.reshape({-1, x.size(-1)});
-  const torch::Tensor probs = torch::softmax(Project(gate, flat).to(torch::kFloat32), -1);
+  const torch::Tensor probs = torch::softmax(gate(flat).to(torch::kFloat32), -1);
   auto [weights, chosen] = probs.topk(top_k_, -1);
   if (norm_topk_prob_) weights = weights / weights.sum(-1, /*keepdim=*/true);
   weights = weights.to(x.scalar_type());
@@ -277,30 +284,32 @@ torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x) {
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+  auto activate = [&](const torch::Tensor& t) { return activation_ == Activation::kSilu ? torch::silu(t) : torch::gelu(t, "tanh"); };
+  if (!gate_proj && !gate_up_proj) return down_proj(activate(up_proj(x)));
   torch::Tensor gate, up;
   if (gate_up_proj) {
-    const torch::Tensor both = Project(gate_up_proj, x);
+    const torch::Tensor both = gate_up_proj(x);
     const int64_t inner = both.size(-1) / 2;
     gate = both.narrow(-1, 0, inner);
     up = both.narrow(-1, inner, inner);
   } else {
-    gate = Project(gate_proj, x);
-    up = Project(up_proj, x);
+    gate = gate_proj(x);
+    up = up_proj(x);
   }
-  gate = activation_ == Activation::kSilu ? torch::silu(gate) : torch::gelu(gate, "tanh");
-  return Project(down_proj, gate * up);
+  return down_proj(activate(gate) * up);
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config, int64_t index) : placement_(config.norm_placement) {
-  self_attn = register_module("self_attn", Attention(config));
+  const bool gpt2 = config.gpt2_layout;
+  self_attn = register_module(gpt2 ? "attn" : "self_attn", Attention(config));
   if (config.layer_sparse[index]) {
     moe = register_module(config.mixtral_names ? "block_sparse_moe" : "mlp", SparseMoe(config));
   } else {
-    mlp = register_module("mlp", MLP(config, config.intermediate_size, kMlpNames));
+    mlp = register_module("mlp", MLP(config, config.intermediate_size, gpt2 ? kGpt2MlpNames : kMlpNames));
   }
-  auto norm = [&](const char* name) { return register_module(name, RMSNorm(config.hidden_size, config.rms_norm_eps, config.norm)); };
-  if (placement_ != NormPlacement::kPost) input_layernorm = norm("input_layernorm");
-  post_attention_layernorm = norm("post_attention_layernorm");
+  auto norm = [&](const char* name) { return register_module(name, Norm(config.hidden_size, config.rms_norm_eps, config.norm)); };
+  if (placement_ != NormPlacement::kPost) input_layernorm = norm(gpt2 ? "ln_1" : "input_layernorm");
+  post_attention_layernorm = norm(gpt2 ? "ln_2" : "post_attention_layernorm");
   if (placement_ == NormPlacement::kSandwich) pre_feedforward_layernorm = norm("pre_feedforward_layernorm");
   if (placement_ != NormPlacement::kPre) post_feedforward_layernorm = norm("post_feedforward_layernorm");
 }
@@ -326,10 +335,14 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 }
 
 DecoderModelImpl::DecoderModelImpl(const DecoderConfig& config) {
-  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
-  layers = register_module("layers", torch::nn::ModuleList());
+  const bool gpt2 = config.gpt2_layout;
+  embed_tokens = register_module(gpt2 ? "wte" : "embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
+  if (config.learned_positions > 0) {
+    position_embeddings = register_module("wpe", torch::nn::Embedding(config.learned_positions, config.hidden_size));
+  }
+  layers = register_module(gpt2 ? "h" : "layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderLayer(config, i));
-  norm = register_module("norm", RMSNorm(config.hidden_size, config.rms_norm_eps, config.norm));
+  norm = register_module(gpt2 ? "ln_f" : "norm", Norm(config.hidden_size, config.rms_norm_eps, config.norm));
 }
 
 CausalLMImpl::CausalLMImpl(const DecoderConfig& config) : config_(config) {
@@ -343,13 +356,15 @@ CausalLMImpl::CausalLMImpl(const DecoderConfig& config) : config_(config) {
   TORCH_CHECK(2 * config.rope_inv_freq.size(1) <= config.head_dim, "rotary tables turn ", 2 * config.rope_inv_freq.size(1),
               " features, more than head_dim ", config.head_dim);
   TORCH_CHECK(static_cast<int64_t>(config.layer_sparse.size()) == config.num_layers, "layerSparse must hold one entry per layer");
+  TORCH_CHECK(config.learned_positions == 0 || config.position_limit == config.learned_positions,
+              "learnedPositions needs positionLimit at the table's end (", config.learned_positions, ")");
   TORCH_CHECK(config.num_experts > 0 || std::count(config.layer_sparse.begin(), config.layer_sparse.end(), 1) == 0,
               "layerSparse marks sparse layers but numExperts is 0");
   TORCH_CHECK(config.experts_per_token <= config.num_experts, "numExpertsPerTok (", config.experts_per_token,
               ") exceeds numExperts (", config.num_experts, ")");
   for (int64_t table : config.layer_rope) TORCH_CHECK(table >= -1 && table < tables, "layerRope names rotary table ", table, " of ", tables);
-  model = register_module("model", DecoderModel(config));
-  if (!config.tie_word_embeddings) lm_head = register_module("lm_head", MakeLinear(config.hidden_size, config.vocab_size, false));
+  model = register_module(config.gpt2_layout ? "transformer" : "model", DecoderModel(config));
+  if (!config.tie_word_embeddings) lm_head = register_module("lm_head", Dense(config.hidden_size, config.vocab_size, false));
 }
 
 torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache, std::vector<torch::Tensor>* hidden_states) {
@@ -360,6 +375,13 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   torch::Tensor h = model->embed_tokens(inputs.input_ids);
   // Gemma rounds √hidden to the activation dtype before scaling.
   if (config_.embed_scale) h = h * torch::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)), h.options());
+  if (config_.position_limit > 0) {
+    // Checked before the lookup: an index past GPT-2's table is a device-side assert on CUDA, not a readable error.
+    const int64_t last = inputs.position_ids.max().item<int64_t>();
+    TORCH_CHECK(last < config_.position_limit, "position ", last, " is past the model's limit of ", config_.position_limit,
+                " positions: ", config_.position_limit_reason);
+  }
+  if (model->position_embeddings) h = h + model->position_embeddings(inputs.position_ids);
   if (hidden_states) hidden_states->push_back(h);
 
   // Each rotary table's cos/sin in float32 as transformers computes them, times its attention scaling, cast to the

@@ -1,8 +1,10 @@
-// One decoder whose parts the config chooses (Llama, Qwen2/3, Mistral, Gemma 2/3, Phi-3, OLMo 2, SmolLM3): RMSNorm or
-// Gemma's (1 + w) RMSNorm placed before, around or after each block; rotary tables per layer (or none), partial
-// rotary; grouped-query attention with optional biases, q/k norms, sliding windows and soft-capping; SiLU or GELU-tanh
-// gated MLPs, fused projections where the checkpoint stores them. Parameter names are the Hugging Face ones
-// ("model.layers.0.self_attn.q_proj.weight"), so checkpoints map one to one.
+// One decoder whose parts the config chooses (Llama, Qwen2/3, Mistral, Gemma 2/3, Phi-3, OLMo 2, SmolLM3, GPT-2):
+// RMSNorm, Gemma's (1 + w) RMSNorm or LayerNorm with bias, placed before, around or after each block; rotary tables
+// per layer (or none), partial rotary, or learned absolute positions; grouped-query attention with optional biases,
+// q/k norms, sliding windows and soft-capping; SiLU or GELU-tanh gated MLPs or a plain GELU MLP, fused projections
+// where the checkpoint stores them. Parameter names and shapes are the Hugging Face ones
+// ("model.layers.0.self_attn.q_proj.weight", GPT-2's "transformer.h.0.attn.c_attn.weight"), so checkpoints map one
+// to one.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,7 +16,7 @@
 
 namespace comlrl {
 
-enum class NormKind { kRms, kRmsOnePlus };
+enum class NormKind { kRms, kRmsOnePlus, kLayer };
 // Where each layer's norms sit: before attention and MLP (Llama), before and after both (Gemma), after both (OLMo 2).
 enum class NormPlacement { kPre, kSandwich, kPost };
 enum class Activation { kSilu, kGeluTanh };
@@ -29,7 +31,7 @@ struct DecoderConfig {
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
-  double rms_norm_eps = 1e-6;
+  double rms_norm_eps = 1e-6;  // every norm's epsilon, LayerNorm's too
   bool tie_word_embeddings = false;
   bool qkv_bias = false;
   bool o_bias = false;
@@ -38,12 +40,20 @@ struct DecoderConfig {
   NormKind norm = NormKind::kRms;
   NormPlacement norm_placement = NormPlacement::kPre;
   Activation activation = Activation::kSilu;
-  bool fused_projections = false;  // Phi-3's qkv_proj and gate_up_proj
+  bool fused_projections = false;  // Phi-3's qkv_proj and gate_up_proj, GPT-2's c_attn
+  bool gated_mlp = true;           // act(gate) · up; false: GPT-2's act(c_fc) alone
+  // GPT-2's module names (transformer.wte, transformer.h.N.attn.c_attn, ...) and Conv1D weights stored [in, out].
+  bool gpt2_layout = false;
+  int64_t learned_positions = 0;   // rows of a learned absolute position embedding (GPT-2's wpe); 0 = none
+  // Positions at or past this are refused (0: none), with position_limit_reason saying why: GPT-2's table ends
+  // there, or dynamic / longrope RoPE would start to change its frequencies with each call's length.
+  int64_t position_limit = 0;
+  std::string position_limit_reason;
   bool embed_scale = false;        // embeddings × √hidden_size (Gemma)
   double attention_scale = 0;      // q·k multiplier
   double attn_softcap = 0;         // tanh soft-capping of scores / final logits; 0 = none
   double final_softcap = 0;
-  torch::Tensor rope_inv_freq;                // float32 [tables, rotary_dim / 2], computed from the config in TypeScript
+  torch::Tensor rope_inv_freq;                // float32 [tables, rotary_dim / 2], computed from the config in TypeScript; 0 tables: no RoPE
   std::vector<double> rope_attention_scaling;  // per table: cos and sin are multiplied by it
   std::vector<int64_t> layer_rope;             // per layer: its table, -1 for none
   std::vector<int64_t> layer_window;           // per layer: keys within this many positions of the query; 0 = all
@@ -80,17 +90,30 @@ struct KVCache {
   KVCache() = default;
 };
 
-class RMSNormImpl : public torch::nn::Module {
+class NormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t dim, double eps, NormKind kind);
+  NormImpl(int64_t dim, double eps, NormKind kind);
   torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor weight;
+  torch::Tensor weight, bias;  // bias: LayerNorm only
 
  private:
   double eps_;
   NormKind kind_;
 };
-TORCH_MODULE(RMSNorm);
+TORCH_MODULE(Norm);
+
+// x·Wᵀ + b with W held as the checkpoint stores it: [out, in] as torch.nn.Linear, or [in, out] as GPT-2's Conv1D, so
+// that parameter names, shapes and gradients are the checkpoint's.
+class DenseImpl : public torch::nn::Module {
+ public:
+  DenseImpl(int64_t in, int64_t out, bool bias, bool conv1d = false);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight, bias;
+
+ private:
+  bool conv1d_;
+};
+TORCH_MODULE(Dense);
 
 class AttentionImpl : public torch::nn::Module {
  public:
@@ -99,8 +122,8 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
                         KVCache* cache, int64_t layer);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, qkv_proj{nullptr}, o_proj{nullptr};
-  RMSNorm q_norm{nullptr}, k_norm{nullptr};
+  Dense q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, qkv_proj{nullptr}, o_proj{nullptr};
+  Norm q_norm{nullptr}, k_norm{nullptr};
 
  private:
   int64_t num_heads_, num_kv_heads_, head_dim_;
@@ -111,10 +134,11 @@ TORCH_MODULE(Attention);
 
 class MLPImpl : public torch::nn::Module {
  public:
-  // intermediate: the width (the dense MLP's, or one expert's); names: gate, up, down projection names.
+  // intermediate: the width (the dense MLP's, or one expert's); names: gate (unused without gating), up, down
+  // projection names.
   MLPImpl(const DecoderConfig& config, int64_t intermediate, const std::array<const char*, 3>& names);
   torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, gate_up_proj{nullptr}, down_proj{nullptr};
+  Dense gate_proj{nullptr}, up_proj{nullptr}, gate_up_proj{nullptr}, down_proj{nullptr};
 
  private:
   Activation activation_;
@@ -127,7 +151,7 @@ class SparseMoeImpl : public torch::nn::Module {
  public:
   explicit SparseMoeImpl(const DecoderConfig& config);
   torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear gate{nullptr};  // the router: hidden → experts, no bias
+  Dense gate{nullptr};  // the router: hidden → experts, no bias
   torch::nn::ModuleList experts;
 
  private:
@@ -144,8 +168,9 @@ class DecoderLayerImpl : public torch::nn::Module {
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
   SparseMoe moe{nullptr};  // in place of mlp on sparse layers
-  // HF names: post_attention_layernorm is the pre-MLP norm in the pre placement, the post-attention one otherwise.
-  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr}, pre_feedforward_layernorm{nullptr},
+  // HF names: post_attention_layernorm is the pre-MLP norm in the pre placement, the post-attention one otherwise;
+  // GPT-2 calls the two pre norms ln_1 and ln_2.
+  Norm input_layernorm{nullptr}, post_attention_layernorm{nullptr}, pre_feedforward_layernorm{nullptr},
       post_feedforward_layernorm{nullptr};
 
  private:
@@ -153,13 +178,14 @@ class DecoderLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderLayer);
 
-// The transformer body ("model." in HF names).
+// The transformer body ("model." in HF names; GPT-2's "transformer." with wte, wpe, h, ln_f).
 class DecoderModelImpl : public torch::nn::Module {
  public:
   explicit DecoderModelImpl(const DecoderConfig& config);
   torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::Embedding position_embeddings{nullptr};  // learned absolute positions, or null
   torch::nn::ModuleList layers;
-  RMSNorm norm{nullptr};
+  Norm norm{nullptr};
 };
 TORCH_MODULE(DecoderModel);
 
@@ -186,7 +212,7 @@ class CausalLMImpl : public torch::nn::Module {
 
   const DecoderConfig& config() const { return config_; }
   DecoderModel model{nullptr};
-  torch::nn::Linear lm_head{nullptr};  // null when tied to the embeddings
+  Dense lm_head{nullptr};  // null when tied to the embeddings
 
  private:
   DecoderConfig config_;

@@ -50,11 +50,16 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.o_bias = BoolFieldOr(config, "oBias", false);
   out.mlp_bias = BoolFieldOr(config, "mlpBias", false);
   out.qk_norm = EnumField<QkNorm>(config, "qkNorm", {{"none", QkNorm::kNone}, {"head", QkNorm::kHead}, {"full", QkNorm::kFull}});
-  out.norm = EnumField<NormKind>(config, "norm", {{"rms", NormKind::kRms}, {"rms_one_plus", NormKind::kRmsOnePlus}});
+  out.norm = EnumField<NormKind>(config, "norm", {{"rms", NormKind::kRms}, {"rms_one_plus", NormKind::kRmsOnePlus}, {"layer", NormKind::kLayer}});
   out.norm_placement = EnumField<NormPlacement>(
       config, "normPlacement", {{"pre", NormPlacement::kPre}, {"sandwich", NormPlacement::kSandwich}, {"post", NormPlacement::kPost}});
   out.activation = EnumField<Activation>(config, "activation", {{"silu", Activation::kSilu}, {"gelu_tanh", Activation::kGeluTanh}});
   out.fused_projections = BoolFieldOr(config, "fusedProjections", false);
+  out.gated_mlp = BoolFieldOr(config, "gatedMlp", true);
+  out.gpt2_layout = BoolFieldOr(config, "gpt2Layout", false);
+  out.learned_positions = static_cast<int64_t>(NumberFieldOr(config, "learnedPositions", 0));
+  out.position_limit = static_cast<int64_t>(NumberFieldOr(config, "positionLimit", 0));
+  if (out.position_limit > 0) out.position_limit_reason = StringField(config, "positionLimitReason");
   out.embed_scale = BoolFieldOr(config, "embedScale", false);
   out.attention_scale = NumberField(config, "attentionScale");
   out.attn_softcap = NumberFieldOr(config, "attnSoftcap", 0);
@@ -67,7 +72,7 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.norm_topk_prob = BoolFieldOr(config, "normTopkProb", false);
   out.mixtral_names = BoolFieldOr(config, "mixtralNames", false);
   out.layer_sparse = IntListField(config, "layerSparse");
-  // Rotary tables: ropeInvFreq is one array of inverse frequencies per table, all the same length.
+  // Rotary tables: ropeInvFreq is one array of inverse frequencies per table, all the same length; none without RoPE.
   out.rope_attention_scaling = NumberList(config.Get("ropeAttentionScaling"), "ropeAttentionScaling");
   const Napi::Value tables = config.Get("ropeInvFreq");
   if (!tables.IsArray()) throw ArgumentError("config.ropeInvFreq must be an array of arrays of numbers");
@@ -79,8 +84,7 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
     }
     rows.push_back(torch::tensor(row, torch::kFloat64).to(torch::kFloat32));
   }
-  if (rows.empty()) throw ArgumentError("config.ropeInvFreq must hold at least one table");
-  out.rope_inv_freq = torch::stack(rows);
+  out.rope_inv_freq = rows.empty() ? torch::zeros({0, 0}) : torch::stack(rows);
   return out;
 }
 

@@ -9,6 +9,19 @@
 #include "../io/safetensors.h"
 
 namespace comlrl {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// GPT-2 checkpoints saved from the base model (the hub's gpt2 itself) name tensors without "transformer." and carry
+// the causal-mask buffers attn.bias / attn.masked_bias, which are not weights; transformers accepts both.
+const char kGpt2Prefix[] = "transformer.";
+
+bool IsGpt2MaskBuffer(const std::string& name) { return EndsWith(name, ".attn.bias") || EndsWith(name, ".attn.masked_bias"); }
+
+}  // namespace
 
 std::vector<std::pair<std::string, torch::Tensor>> CheckpointTensors(CausalLMImpl& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
@@ -26,10 +39,16 @@ void LoadWeights(CausalLMImpl& model, const std::vector<std::string>& files) {
   }
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
-  for (auto& [name, parameter] : CheckpointTensors(model)) {
-    const auto found = owner.find(name);
+  const bool gpt2 = model.config().gpt2_layout;
+  for (auto& [model_name, parameter] : CheckpointTensors(model)) {
+    std::string name = model_name;
+    auto found = owner.find(name);
+    if (found == owner.end() && gpt2 && name.rfind(kGpt2Prefix, 0) == 0) {
+      name = name.substr(sizeof(kGpt2Prefix) - 1);
+      found = owner.find(name);
+    }
     if (found == owner.end()) {
-      throw ArgumentError("weights: tensor \"" + name + "\" is missing from " + (files.size() == 1 ? files[0] : "every shard"));
+      throw ArgumentError("weights: tensor \"" + model_name + "\" is missing from " + (files.size() == 1 ? files[0] : "every shard"));
     }
     const TensorEntry& entry = found->second->entries().at(name);
     if (torch::IntArrayRef(entry.shape) != parameter.sizes()) {
@@ -41,7 +60,7 @@ void LoadWeights(CausalLMImpl& model, const std::vector<std::string>& files) {
   }
   for (const auto& [name, file] : owner) {
     const bool ignorable = name.find("rotary_emb.inv_freq") != std::string::npos ||
-                           (name == "lm_head.weight" && model.config().tie_word_embeddings);
+                           (name == "lm_head.weight" && model.config().tie_word_embeddings) || (gpt2 && IsGpt2MaskBuffer(name));
     if (!used.count(name) && !ignorable) {
       throw ArgumentError("weights: " + file->path() + " holds tensor \"" + name + "\", which this architecture does not have");
     }
@@ -51,12 +70,13 @@ void LoadWeights(CausalLMImpl& model, const std::vector<std::string>& files) {
 void InitWeights(CausalLMImpl& model, double std, at::Generator& generator) {
   torch::NoGradGuard no_grad;
   for (auto& [name, parameter] : CheckpointTensors(model)) {
-    const bool is_bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-    const bool is_norm = name.find("norm") != std::string::npos;
-    if (is_norm) {
-      parameter.fill_(1.0);
-    } else if (is_bias) {
+    const bool is_bias = EndsWith(name, ".bias");
+    // GPT-2 calls its norms ln_1, ln_2 and ln_f.
+    const bool is_norm = name.find("norm") != std::string::npos || name.find(".ln_") != std::string::npos;
+    if (is_bias) {
       parameter.zero_();
+    } else if (is_norm) {
+      parameter.fill_(1.0);
     } else {
       parameter.normal_(0.0, std, generator);
     }

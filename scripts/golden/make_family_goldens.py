@@ -26,9 +26,13 @@ SHAPE = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=32, num_hidden_
              num_key_value_heads=2, max_position_embeddings=128, initializer_range=0.1, pad_token_id=0, bos_token_id=1,
              eos_token_id=2)
 
-# family -> (config class, model class, config fields beyond SHAPE). Each family's fields are the ones that select
-# a decoder part, set so that the part changes the numbers (windows shorter than the sequence, scaling that moves
-# frequencies at these positions).
+# GPT-2 names the same shape its own way (and has no kv heads); 32 positions cover the longest generated sequence.
+GPT2_SHAPE = dict(vocab_size=VOCAB, n_embd=32, n_inner=32, n_layer=2, n_head=4, n_positions=32, initializer_range=0.1,
+                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+# family -> (config class, model class, config fields beyond the shape[, the shape if not SHAPE]). Each family's
+# fields are the ones that select a decoder part, set so that the part changes the numbers (windows shorter than the
+# sequence, scaling that moves frequencies at these positions).
 FAMILIES = {
     # The defect of issue 20: transformers 5 writes rope_theta inside rope_parameters.
     "qwen2_t5_theta1e6": ("Qwen2Config", "Qwen2ForCausalLM", dict(rope_parameters={"rope_type": "default", "rope_theta": 1e6})),
@@ -57,6 +61,9 @@ FAMILIES = {
         norm_topk_prob=False)),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM", dict(intermediate_size=16, num_local_experts=4,
                                                            num_experts_per_tok=2, sliding_window=5)),
+    # Learned positions, LayerNorm, Conv1D weights, gelu_new; dropout off (ours runs none, so a file must say 0).
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(activation_function="gelu_new", attn_pdrop=0.0, resid_pdrop=0.0,
+                                                   embd_pdrop=0.0), GPT2_SHAPE),
 }
 
 # transformers 5 keeps each layer's experts as two stacked parameters and writes them per expert on save; the
@@ -87,8 +94,8 @@ def checkpoint_names(family, named):
 
 
 def build(family, seed):
-    config_name, model_name, fields = FAMILIES[family]
-    config = getattr(transformers, config_name)(**{**SHAPE, **fields})
+    config_name, model_name, fields, *shape = FAMILIES[family]
+    config = getattr(transformers, config_name)(**{**(shape[0] if shape else SHAPE), **fields})
     config._attn_implementation = "eager"
     config._experts_implementation = "eager"  # the reference loop; grouped_mm has no float64
     torch.manual_seed(seed)
@@ -96,7 +103,7 @@ def build(family, seed):
     # Large biases and norm weights far from their init, so that a missing bias or a wrong norm form shows.
     with torch.no_grad():
         for name, param in model.named_parameters():
-            if "norm" in name or name.endswith(".bias"):
+            if "norm" in name or ".ln_" in name or name.endswith(".bias"):
                 param.add_(torch.randn_like(param) * 0.1)
     return model
 
@@ -153,6 +160,54 @@ def generation(model, x):
         t["gen.batch_left.scores"] = torch.stack(g.logits, 1)
         margins += [s.topk(2, -1).values.diff().abs().min().item() for s in g.logits]
     return t, min(margins)
+
+
+def gpt2_hub_variant(model, x):
+    """The tiny GPT-2 as the hub's gpt2 stores itself: float16, saved from the base model (no "transformer." prefix),
+    with the causal-mask buffers attn.bias / attn.masked_bias, and config.json's 4.x torch_dtype. Reference: what
+    transformers computes after loading it in float32."""
+    out = os.path.join(OUT, "gpt2_hub")
+    os.makedirs(out, exist_ok=True)
+    n = model.config.n_positions
+    tensors = {k.removeprefix("transformer."): v.detach().half().contiguous() for k, v in model.state_dict().items()}
+    for i in range(model.config.n_layer):
+        tensors[f"h.{i}.attn.bias"] = torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n)
+        tensors[f"h.{i}.attn.masked_bias"] = torch.tensor(-1e4, dtype=torch.float16)
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    config = model.config.to_dict()
+    config.pop("dtype", None)
+    config["torch_dtype"] = "float16"
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    loaded = transformers.GPT2LMHeadModel.from_pretrained(out, dtype=torch.float32, attn_implementation="eager").eval()
+    with torch.no_grad():
+        t = {"input.full_ids": x["full_ids"], "logits.full": loaded(input_ids=x["full_ids"]).logits}
+        meta = {"transformers_version": transformers.__version__, "torch_version": torch.__version__,
+                "loss_full": loss_of(loaded, x["full_ids"]).item()}
+    save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(out, "golden.safetensors"))
+    with open(os.path.join(out, "golden.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+
+
+def phi3_longrope_variant(x):
+    """phi3's weights under longrope scaling (short factors below original_max_position_embeddings, an attention
+    factor of √(1 + ln 8 / ln 16)): config.json and the logits only; the test borrows phi3/model.safetensors."""
+    out = os.path.join(OUT, "phi3_longrope")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(OUT, "phi3", "config.json")) as f:
+        raw = json.load(f)
+    raw["original_max_position_embeddings"] = 16
+    raw["rope_parameters"] = {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                              "short_factor": [1.3, 2.0], "long_factor": [4.0, 8.0]}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(raw, f, indent=2)
+    model = transformers.Phi3ForCausalLM.from_pretrained(os.path.join(OUT, "phi3"), config=transformers.Phi3Config.from_pretrained(out),
+                                                         attn_implementation="eager").eval()
+    with torch.no_grad():
+        t = {"input.full_ids": x["full_ids"], "logits.full": model(input_ids=x["full_ids"]).logits}
+    save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(out, "golden.safetensors"))
+    with open(os.path.join(out, "golden.json"), "w") as f:
+        json.dump({"transformers_version": transformers.__version__, "torch_version": torch.__version__}, f, indent=1)
 
 
 def main(families):
@@ -219,6 +274,10 @@ def main(families):
         meta["tensors"] = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in tensors.items()}
         with open(os.path.join(out, "golden.json"), "w") as f:
             json.dump(meta, f, indent=1)
+        if family == "gpt2":
+            gpt2_hub_variant(build(family, seed), x)
+        if family == "phi3":
+            phi3_longrope_variant(x)
         size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
         print(f"{family}: seed {seed}, fp32-fp64 {meta['fp32_vs_fp64_logits_max_abs']:.2e}, margin {margin:.3g}, {size // 1024} KB")
 

@@ -38,7 +38,7 @@ export function copyCeilingResult(spec: CopyCeilingCase, m: Measured): CopyCeili
 export function generationResult(spec: GenerationCase, m: Measured, readGBps: number): GenerationResult {
   const { prefillSeconds, parameterBytes, parameterCount } = m.details;
   const decodeSteps = spec.newTokens - 1;
-  const kvBytes = kvCacheBytes(BENCH_MODELS[spec.model].shape, spec.batch, spec.promptLength + spec.newTokens / 2, DTYPE_BYTES[spec.dtype]);
+  const kvBytes = kvCacheBytes(BENCH_MODELS[spec.model], spec.batch, spec.promptLength + spec.newTokens / 2, DTYPE_BYTES[spec.dtype]);
   const bytesPerDecodeStep = parameterBytes + kvBytes;
   const decodeSeconds = m.samples.seconds.map((seconds) => seconds - prefillSeconds);
   if (decodeSteps < 1 || decodeSeconds.some((s) => s <= 0)) {
@@ -60,11 +60,15 @@ export function generationResult(spec: GenerationCase, m: Measured, readGBps: nu
   };
 }
 
-/** Achieved FLOP/s counts 6 × parameters × tokens per step (forward 2, backward 4), attention's own FLOPs aside. */
+/**
+ * Achieved FLOP/s counts 6 × parameters × tokens per step (forward 2, backward 4), attention's own FLOPs aside; for a
+ * mixture of experts only the parameters a token uses (its chosen experts).
+ */
 export function trainingResult(spec: TrainingCase, m: Measured, matmulGflops: number): TrainingResult {
   const { parameterCount } = m.details;
   const tokens = spec.rows * spec.tokensPerRow;
-  const gflops = m.samples.seconds.map((s) => (6 * parameterCount * tokens) / s / 1e9);
+  const used = parameterCount - (BENCH_MODELS[spec.model].idleParameters ?? 0);
+  const gflops = m.samples.seconds.map((s) => (6 * used * tokens) / s / 1e9);
   return {
     case: spec,
     parameterCount,

@@ -1,14 +1,22 @@
 // The model shapes the suite measures, built in memory with random weights (nothing is read from disk): a tiny model
-// like the demo's, the 12M shape the peer figures were measured on, a ~20M one, and Qwen2.5-0.5B's shape.
+// like the demo's, the 12M shape the peer figures were measured on, a ~20M one, Qwen2.5-0.5B's shape, and two
+// families whose work differs from a dense decoder's: a sparse mixture of experts and a sliding-window model.
 import { CausalLM } from "../models/causal-lm.js";
-import { buildConfigJson, type DecoderShape } from "../models/config.js";
+import { buildConfigJson, type DecoderShape, type RotaryModelType } from "../models/config.js";
 import { SeededRandom } from "../util/random.js";
 import { TORCH_DTYPE, type BenchDtype, type BenchModelName } from "./types.js";
 
 export interface BenchModel {
   label: string;
   shape: DecoderShape & { numKvHeads: number };
+  /** The family and its config fields beyond the shape; absent: Qwen2. */
+  family?: { modelType: RotaryModelType; fields: Record<string, unknown> };
+  /** Parameters a token does not use: the experts its router does not pick (MoE). */
+  idleParameters?: number;
 }
+
+// The 12M shape with 8 SwiGLU experts of 256 per layer, 2 chosen per token (Qwen3-MoE routing, renormalised).
+const MOE = { experts: 8, perToken: 2, width: 256, hidden: 256, layers: 4 };
 
 const common = { rmsNormEps: 1e-6, tieWordEmbeddings: true } as const;
 
@@ -29,6 +37,20 @@ export const BENCH_MODELS: Record<BenchModelName, BenchModel> = {
     label: "Qwen2.5-0.5B shape",
     shape: { vocabSize: 151936, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, ropeTheta: 1e6, ...common },
   },
+  moe: {
+    label: `Qwen3-MoE, 12M's attention, ${MOE.experts} experts of ${MOE.width} (top ${MOE.perToken})`,
+    shape: { vocabSize: 32000, hiddenSize: MOE.hidden, intermediateSize: 1024, numLayers: MOE.layers, numHeads: 4, numKvHeads: 2, headDim: 64, ropeTheta: 1e6, ...common },
+    family: {
+      modelType: "qwen3_moe",
+      fields: { num_experts: MOE.experts, num_experts_per_tok: MOE.perToken, moe_intermediate_size: MOE.width, norm_topk_prob: true },
+    },
+    idleParameters: MOE.layers * (MOE.experts - MOE.perToken) * 3 * MOE.hidden * MOE.width,
+  },
+  sliding: {
+    label: "Mistral, 12M's shape, sliding window 32",
+    shape: { vocabSize: 32000, hiddenSize: 256, intermediateSize: 1024, numLayers: 4, numHeads: 4, numKvHeads: 2, ropeTheta: 1e4, ...common },
+    family: { modelType: "mistral", fields: { sliding_window: 32 } },
+  },
 };
 
 export function headDim(shape: DecoderShape): number {
@@ -44,15 +66,19 @@ export function parameterCount(shape: BenchModel["shape"]): number {
   return v * h * (shape.tieWordEmbeddings ? 1 : 2) + numLayers * layer + h;
 }
 
-/** Bytes of K and V one decode step reads for `rows` sequences holding `context` positions each. */
-export function kvCacheBytes(shape: BenchModel["shape"], rows: number, context: number, bytesPerElement: number): number {
-  return 2 * shape.numLayers * shape.numKvHeads * headDim(shape) * context * rows * bytesPerElement;
+/** Bytes of K and V one decode step reads for `rows` sequences holding `context` positions each (a sliding-window
+ * layer keeps only its window). */
+export function kvCacheBytes(model: BenchModel, rows: number, context: number, bytesPerElement: number): number {
+  const { shape } = model;
+  const window = model.family?.fields.sliding_window as number | undefined;
+  const positions = window ? Math.min(context, window) : context;
+  return 2 * shape.numLayers * shape.numKvHeads * headDim(shape) * positions * rows * bytesPerElement;
 }
 
 export function buildBenchModel(name: BenchModelName, dtype: BenchDtype, device: string): CausalLM {
-  const { shape } = BENCH_MODELS[name];
+  const { shape, family } = BENCH_MODELS[name];
   // The last id is EOS; the benchmarks pass no stop ids, so every row generates exactly the tokens asked for.
-  const config = buildConfigJson("qwen2", shape, { bosTokenId: null, eosTokenId: shape.vocabSize - 1 });
+  const config = buildConfigJson(family?.modelType ?? "qwen2", shape, { bosTokenId: null, eosTokenId: shape.vocabSize - 1 }, family?.fields);
   return CausalLM.create(config, { dtype: TORCH_DTYPE[dtype], device, seed: 0 });
 }
 

@@ -83,6 +83,8 @@ export function planCases(mode: Mode): Plan {
       ...generationModels.flatMap((model) => DTYPES.flatMap((dtype) => [1, 8, 32].map((batch) => generationCase(model, dtype, batch, "suite", repeats(model, batch, dtype))))),
       ...(["12m", "0.5b"] as const).flatMap((model) => [1, 8].map((batch) => generationCase(model, "fp32", batch, "peer", repeats(model, batch)))),
       ...trainingModels.flatMap((model) => DTYPES.map((dtype) => trainingCase(model, dtype, repeats(model, 1, dtype)))),
+      // The families whose work differs from a dense decoder's: one generation and one training row each.
+      ...(["moe", "sliding"] as const).flatMap((model) => [generationCase(model, "fp32", 8, "suite", repeats(model)), trainingCase(model, "fp32", repeats(model))]),
       ...trainerCases(16, 3),
       ...layoutCases(16, 3, [[1, 2], [2, 1], [1, 1]]),
       ...algorithmCases(16, 3, true),

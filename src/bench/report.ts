@@ -177,7 +177,7 @@ export function renderMarkdown(r: BenchResult): string {
     "",
     "Every figure is min / median / max over the runs of its benchmark (one value when it ran once). Each benchmark runs in",
     "its own process after a warm-up; peak RSS is that process's maximum resident set, Node and libtorch (~200 MiB) included.",
-    `Models, random weights, Qwen2 layout, tied embeddings: ${shapes}.`,
+    `Models, random weights, tied embeddings, Qwen2 layout unless named: ${shapes}.`,
     "",
     "## Ceilings",
     "",

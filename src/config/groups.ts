@@ -1,5 +1,5 @@
-// Field groups every trainer config is assembled from: sampling, placement, evaluation, reference KL and the runtime
-// settings (seed, dtype, clipping, AdamW). A trainer takes the groups it needs and changes defaults with withDefault;
+// Field groups every trainer config is assembled from: sampling, placement, evaluation, reference KL, the runtime
+// settings (seed, dtype, clipping, AdamW) and the training schedule of the MAGRPO and preference families. A trainer takes the groups it needs and changes defaults with withDefault;
 // MAGRPO's own fields (advantages, buffers, the rollout tree) stay in magrpo.ts.
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, field, float, int, nullable, oneOf, reject } from "./fields.js";
@@ -99,6 +99,26 @@ export const RUNTIME_FIELDS = {
   weightDecay: float({ default: 0.01, min: 0 }),
   adamBetas: betas,
   adamEps: float({ default: 1e-8, above: 0 }),
+};
+
+/** How long and how fast a trainer trains its agents, how often it logs, and for how many roles. */
+export interface TrainingConfig {
+  /** Passes over the train dataset (MADPO: over its preference pairs). */
+  readonly numTrainEpochs: number;
+  /** AdamW learning rate of every agent. */
+  readonly agentLearningRate: number;
+  /** Least env-step gap between two train-metric logs. */
+  readonly loggingSteps: number;
+  /** Validated only: the trainer's own numAgents argument decides the agent count (spec §1.2). */
+  readonly numAgents: number;
+}
+
+export const TRAINING_FIELDS = {
+  numTrainEpochs: int({ default: 20, min: 1 }),
+  // (ours) CoMLRL leaves the learning rate unchecked; negative makes no sense, 0 is a valid frozen dry run.
+  agentLearningRate: float({ default: 5e-6, min: 0 }),
+  loggingSteps: int({ default: 50, min: 1 }),
+  numAgents: int({ default: 2, min: 1 }),
 };
 
 /** Every group: what a trainer config that samples, places, evaluates and may use reference KL starts from. */

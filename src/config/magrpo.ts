@@ -1,21 +1,14 @@
 // MAGRPO-family configs (CoMLRL spec §2.1): MAGRPO, its REINFORCE / ReMax / RLOO baselines, and centralized MAGRPO.
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefault, type FieldSpec, type ValuesOf } from "./fields.js";
-import { GROUP_FIELDS, type GroupConfig } from "./groups.js";
+import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
 export type JointMode = "aligned" | "cross";
 export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
 
-export interface MAGRPOConfig extends GroupConfig {
-  /** Passes over the train dataset. */
-  readonly numTrainEpochs: number;
-  /** AdamW learning rate of every agent. */
-  readonly agentLearningRate: number;
-  /** Least env-step gap between two train-metric logs. */
-  readonly loggingSteps: number;
-  /** Validated only: the trainer's own numAgents argument decides the agent count (spec §1.2). */
-  readonly numAgents: number;
+/** How MAGRPO rolls out and buffers (MADPO's config holds them too, for MARLHF's RL phase, which reads them by name). */
+export interface RolloutConfig {
   /** >1 needs an external transition. */
   readonly numTurns: number;
   /** Kept for compatibility; newest MAGRPO returns are undiscounted and ignore it. */
@@ -34,6 +27,8 @@ export interface MAGRPOConfig extends GroupConfig {
   readonly advantageNormalization: boolean;
   readonly advantageMode: AdvantageMode;
 }
+
+export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig {}
 
 export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
   /** One joint policy writes every role's part; upstream has the field with this as its only allowed value. */
@@ -60,11 +55,7 @@ export interface ConfigSource {
 /** MAGRPO's fields (MARLHF's RL phase builds its MAGRPO config from the same names). */
 export const MAGRPO_FIELDS = {
   ...GROUP_FIELDS,
-  numTrainEpochs: int({ default: 20, min: 1 }),
-  // (ours) CoMLRL leaves the learning rate unchecked; negative makes no sense, 0 is a valid frozen dry run.
-  agentLearningRate: float({ default: 5e-6, min: 0 }),
-  loggingSteps: int({ default: 50, min: 1 }),
-  numAgents: int({ default: 2, min: 1 }),
+  ...TRAINING_FIELDS,
   numTurns: int({ default: 2, min: 1 }),
   // (ours) A discount outside [0, 1] is never meant.
   discount: float({ default: 1.0, min: 0, max: 1 }),

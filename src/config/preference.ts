@@ -3,51 +3,22 @@
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
-import {
-  EVAL_FIELDS,
-  PLACEMENT_FIELDS,
-  REFERENCE_KL_FIELDS,
-  RUNTIME_FIELDS,
-  SAMPLING_FIELDS,
-  type EvalConfig,
-  type PlacementFields,
-  type ReferenceKlConfig,
-  type RuntimeConfig,
-} from "./groups.js";
-import type { AdvantageMode, ConfigSource, JointMode } from "./magrpo.js";
+import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
+import type { AdvantageMode, ConfigSource, RolloutConfig } from "./magrpo.js";
 
 export type CollaborationMode = "decentralized" | "centralized";
 export type PairSelection = "reward_gap" | "all" | "random";
 export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
 
-export interface MADPOConfig extends PlacementFields, EvalConfig, ReferenceKlConfig, RuntimeConfig {
-  /** Passes over the preference pair set (MARLHF: over the train items in its RL phase). */
-  readonly numTrainEpochs: number;
-  readonly agentLearningRate: number;
-  readonly loggingSteps: number;
-  /** The role count; validated only, as in MAGRPO (the trainer's numAgents decides). */
-  readonly numAgents: number;
+/**
+ * MADPO's fields. numTrainEpochs counts passes over the pairs (MARLHF: over the train items in its RL phase). The
+ * rollout fields (RolloutConfig) are there for MARLHF's RL phase: of them MADPO reads only trainBatchSize (pairs per
+ * DPO step), and it checks numTurns 1 and jointMode "aligned" (pairs are single-turn aligned joint responses).
+ * Candidates are sampled with the group's settings; numGenerations is MARLHF's RL phase's own.
+ */
+export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, TrainingConfig, RolloutConfig {
   /** "centralized": one actor writes every role's part through an adapter (spec §6.6). */
   readonly collaborationMode: CollaborationMode;
-  readonly maxNewTokens: number;
-  readonly temperature: number;
-  readonly topP: number;
-  readonly topK: number | null;
-  /** Must be 1: pairs are single-turn joint responses. */
-  readonly numTurns: number;
-  /** Kept for the shared MAGRPO machinery (MARLHF's RL phase); MADPO does not read it. */
-  readonly discount: number;
-  /** Must be "aligned": candidate k of every agent forms joint candidate k. */
-  readonly jointMode: JointMode;
-  readonly earlyTerminationThreshold: number | null;
-  readonly externalPromptPassthrough: boolean;
-  /** MARLHF's RL phase: node samples an agent collects before it updates. */
-  readonly rolloutBufferSize: number;
-  /** Pairs per DPO step (MARLHF's RL phase: samples per optimizer step); defaults to rolloutBufferSize. */
-  readonly trainBatchSize: number;
-  /** Used only by MARLHF's RL phase. */
-  readonly advantageNormalization: boolean;
-  readonly advantageMode: AdvantageMode;
   /** Aligned joint candidates sampled per train item before training; at least 2. */
   readonly preferenceNumCandidates: number;
   /** Pairs kept per item after selection; null keeps all (required with pairSelection "all"). */
@@ -109,18 +80,11 @@ export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "a
   readonly rlAlgorithm?: RLAlgorithm | "mareforce";
 };
 
-const { numGenerations: _generationsAreMarlhfs, ...CANDIDATE_SAMPLING_FIELDS } = SAMPLING_FIELDS;
+const { numGenerations: _generationsAreMarlhfs, ...CANDIDATE_GROUP_FIELDS } = GROUP_FIELDS;
 
 export const MADPO_FIELDS = {
-  ...CANDIDATE_SAMPLING_FIELDS,
-  ...PLACEMENT_FIELDS,
-  ...EVAL_FIELDS,
-  ...REFERENCE_KL_FIELDS,
-  ...RUNTIME_FIELDS,
-  numTrainEpochs: int({ default: 20, min: 1 }),
-  agentLearningRate: float({ default: 5e-6, min: 0 }),
-  loggingSteps: int({ default: 50, min: 1 }),
-  numAgents: int({ default: 2, min: 1 }),
+  ...CANDIDATE_GROUP_FIELDS,
+  ...TRAINING_FIELDS,
   collaborationMode: oneOf(["decentralized", "centralized"], { default: "decentralized" }),
   numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: preference pairs are single-turn joint responses") }),
   discount: float({ default: 1.0, min: 0, max: 1 }),

@@ -43,18 +43,6 @@ export class Replicas {
     private readonly seed: number,
   ) {}
 
-  get isMain(): boolean {
-    return this.context.isMain;
-  }
-
-  get rank(): number {
-    return this.context.rank;
-  }
-
-  get worldSize(): number {
-    return this.context.worldSize;
-  }
-
   /** Each module once, in registration order. */
   private modules(): Array<NativeModel | NativeValueHead> {
     const out: Array<NativeModel | NativeValueHead> = [];
@@ -77,8 +65,8 @@ export class Replicas {
   async join(): Promise<void> {
     const modules = this.modules();
     if (modules.length > 0) await this.context.broadcastParameters(modules);
-    if (!this.joined && !this.streamsRestored && this.rank > 0) {
-      this.generators().forEach(({ model }, i) => model.setSeed(this.seed + RANK_SEED_STRIDE * this.rank + i));
+    if (!this.joined && !this.streamsRestored && this.context.rank > 0) {
+      this.generators().forEach(({ model }, i) => model.setSeed(this.seed + RANK_SEED_STRIDE * this.context.rank + i));
     }
     for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;
@@ -103,7 +91,7 @@ export class Replicas {
     if (!this.joined) throw new ReplicaError("data-parallel training: call trainer.synchronizeReplicas() before updating outside train()");
     const given = local.loss !== undefined;
     const { totalWeight, values } = await this.context.allReduceGradients(modules, local.samples, [given ? local.samples * local.loss! : 0, given ? 1 : 0]);
-    return { samples: totalWeight, ...(values[1] === this.worldSize ? { loss: totalWeight > 0 ? values[0] / totalWeight : 0 } : {}) };
+    return { samples: totalWeight, ...(values[1] === this.context.worldSize ? { loss: totalWeight > 0 ? values[0] / totalWeight : 0 } : {}) };
   }
 
   /**
@@ -112,9 +100,10 @@ export class Replicas {
    * runs the same number of steps. Evaluation follows rank 0's steps, on every rank at once.
    */
   shard(stage: TrainingStage): TrainingStage {
-    const { rank, worldSize } = this;
-    // The shard rule needs one list of steps on every rank; a stage over data a rank collected itself (preference
-    // pairs) may differ in length, which would leave ranks waiting for each other: say so instead.
+    const { rank, worldSize } = this.context;
+    // The shard rule needs one list of steps on every rank; a stage over data only one rank holds (a dataset that
+    // differs between ranks, collected pairs not gathered) may differ in length, which would leave ranks waiting for
+    // each other: say so instead.
     const checkSameSteps = async () => {
       const [most, negatedLeast] = await this.context.allReduce([stage.steps, -stage.steps], "max");
       if (most !== -negatedLeast) {
@@ -162,14 +151,14 @@ export class Replicas {
   /** This rank's part of a checkpoint written by a run of the same world size; returns the RNG state to restore. */
   restoreState(saved: { worldSize?: number; ranks?: RankState[] }, progress: { envStep: number; update: number }): number | null {
     const savedWorld = saved.worldSize ?? 1;
-    if (savedWorld !== this.worldSize) {
-      throw new ReplicaError(`the checkpoint was written by a run of ${savedWorld} rank(s), this run has ${this.worldSize}: resume with the same world size`);
+    if (savedWorld !== this.context.worldSize) {
+      throw new ReplicaError(`the checkpoint was written by a run of ${savedWorld} rank(s), this run has ${this.context.worldSize}: resume with the same world size`);
     }
-    const mine = saved.ranks?.[this.rank];
+    const mine = saved.ranks?.[this.context.rank];
     if (!mine) return null;
     for (const { name, model } of this.generators()) {
       const state = mine.generators[name];
-      if (state === undefined) throw new ReplicaError(`the checkpoint has no sampling stream of ${name} for rank ${this.rank}`);
+      if (state === undefined) throw new ReplicaError(`the checkpoint has no sampling stream of ${name} for rank ${this.context.rank}`);
       model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")));
     }
     progress.envStep = mine.envStep;

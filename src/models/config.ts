@@ -4,10 +4,11 @@
 import { ropeTables } from "./rope.js";
 
 export type ModelType =
-  | "qwen2" | "qwen3" | "llama" | "mistral" | "gemma2" | "gemma3_text" | "phi3" | "olmo2" | "smollm3" | "qwen3_moe" | "mixtral";
+  | "qwen2" | "qwen3" | "llama" | "mistral" | "gemma2" | "gemma3_text" | "phi3" | "olmo2" | "smollm3" | "qwen3_moe" | "mixtral"
+  | "gpt2";
 
-/** Normalisation: x/rms(x)·w, or Gemma's x/rms(x)·(1 + w). */
-export type NormKind = "rms" | "rms_one_plus";
+/** Normalisation: x/rms(x)·w, Gemma's x/rms(x)·(1 + w), or LayerNorm with bias (GPT-2). */
+export type NormKind = "rms" | "rms_one_plus" | "layer";
 /** Where the norms sit: before each block (Llama), before and after (Gemma 2/3), after only (OLMo 2). */
 export type NormPlacement = "pre" | "sandwich" | "post";
 export type Activation = "silu" | "gelu_tanh";
@@ -23,6 +24,7 @@ export interface DecoderConfig {
   numHeads: number;
   numKvHeads: number;
   headDim: number;
+  /** Every norm's epsilon (LayerNorm's too). */
   rmsNormEps: number;
   tieWordEmbeddings: boolean;
   qkvBias: boolean;
@@ -32,8 +34,17 @@ export interface DecoderConfig {
   norm: NormKind;
   normPlacement: NormPlacement;
   activation: Activation;
-  /** Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj. */
+  /** Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj; GPT-2 q/k/v as one c_attn. */
   fusedProjections: boolean;
+  /** act(gate)·up MLPs; false: act(up) alone (GPT-2). */
+  gatedMlp: boolean;
+  /** GPT-2's module names (transformer.h.N.attn.c_attn) and Conv1D weights stored [in, out]. */
+  gpt2Layout: boolean;
+  /** Rows of a learned absolute position embedding (GPT-2's wpe, n_positions); 0: none. */
+  learnedPositions: number;
+  /** Positions at or past this are refused (0: none), the error saying positionLimitReason. */
+  positionLimit: number;
+  positionLimitReason: string;
   /** Multiply the embeddings by √hidden_size (Gemma). */
   embedScale: boolean;
   /** Attention scores are q·k × this (1/√head_dim, or Gemma's 1/√query_pre_attn_scalar). */
@@ -41,7 +52,7 @@ export interface DecoderConfig {
   /** tanh soft-capping of attention scores and of the final logits; 0 = none. */
   attnSoftcap: number;
   finalSoftcap: number;
-  /** Rotary tables (inverse frequencies and the cos/sin factor) the layers choose from. */
+  /** Rotary tables (inverse frequencies and the cos/sin factor) the layers choose from; none with learned positions. */
   ropeInvFreq: number[][]; // [tables][rotaryDim/2]
   ropeAttentionScaling: number[]; // [tables]
   /** Per layer: its rotary table (-1: no rotary embedding, SmolLM3's NoPE layers) and attention window (0: full). */
@@ -91,6 +102,7 @@ const ARCHITECTURES: Record<ModelType, string> = {
   phi3: "Phi3ForCausalLM",
   olmo2: "Olmo2ForCausalLM",
   smollm3: "SmolLM3ForCausalLM",
+  gpt2: "GPT2LMHeadModel",
 };
 
 // Fields that never change what the model computes: bookkeeping, token ids (read below), generation defaults.
@@ -103,16 +115,19 @@ const METADATA = new Set([
   "torchscript", "use_bfloat16", "prefix", "task_specific_params", "finetuning_task", "pruned_heads", "tf_legacy_loss",
 ]);
 
-// Fields every family below reads.
-const COMMON = [
-  "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-  "head_dim", "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "tie_word_embeddings",
-  "layer_types", "attention_dropout",
+// Fields every family below reads (under its own names where it has aliases).
+const SHAPE = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "tie_word_embeddings"];
+// ...and every rotary family.
+const ROTARY = [
+  "num_key_value_heads", "head_dim", "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "layer_types",
+  "attention_dropout",
 ];
 
 interface Family {
-  /** Fields this family honours beyond COMMON. */
+  /** Fields this family honours beyond SHAPE (and ROTARY). */
   fields: string[];
+  /** The file's names for SHAPE fields and max_position_embeddings, where they differ (GPT-2's n_embd, ...). */
+  aliases?: Record<string, string>;
   norm: NormKind;
   normPlacement: NormPlacement;
   normEpsField: string;
@@ -121,7 +136,10 @@ interface Family {
   /** Biases given the file's attention_bias / mlp_bias. */
   biases(flag: (field: string, fallback: boolean) => boolean): { qkvBias: boolean; oBias: boolean; mlpBias: boolean };
   defaultHeadDim?: number;
-  defaultRopeTheta: number;
+  /** RoPE's base when the file gives none; absent for a family with learned absolute positions (GPT-2). */
+  defaultRopeTheta?: number;
+  /** transformers' defaults for fields the file may leave out, where they differ from the Llama-like ones below. */
+  defaults?: Record<string, unknown>;
   /** Layer kinds when the file has no layer_types (transformers 4.x files). */
   layerKinds(raw: Record<string, unknown>, layers: number): LayerKind[];
   moe?(read: Readers, layers: number): Moe;
@@ -278,6 +296,24 @@ const FAMILIES: Record<ModelType, Family> = {
     defaultRopeTheta: 2e6,
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
   },
+  // GPT-2: learned positions, LayerNorm with bias before each block, fused c_attn, a plain GELU MLP, biases on every
+  // projection. The summary_* fields configure GPT2DoubleHeadsModel's multiple-choice head, not the LM; n_ctx is
+  // an old alias transformers no longer reads.
+  gpt2: {
+    fields: ["n_positions", "n_inner", "attn_pdrop", "resid_pdrop", "embd_pdrop", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
+      "reorder_and_upcast_attn", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
+      "summary_first_dropout", "n_ctx"],
+    aliases: { hidden_size: "n_embd", num_hidden_layers: "n_layer", num_attention_heads: "n_head", intermediate_size: "n_inner",
+      max_position_embeddings: "n_positions" },
+    norm: "layer",
+    normPlacement: "pre",
+    normEpsField: "layer_norm_epsilon",
+    activationField: "activation_function",
+    qkNorm: "none",
+    biases: () => ({ qkvBias: true, oBias: true, mlpBias: true }),
+    layerKinds: allFull,
+    defaults: { activation_function: "gelu_new", layer_norm_epsilon: 1e-5, n_positions: 1024, tie_word_embeddings: true },
+  },
 };
 
 const ACTIVATIONS: Record<string, Activation> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh", gelu_new: "gelu_tanh" };
@@ -301,28 +337,33 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   }
   const type = modelType as ModelType;
   const family = FAMILIES[type];
-  const honoured = new Set([...COMMON, ...family.fields, family.normEpsField, family.activationField]);
+  const gpt2 = type === "gpt2";
+  const rotary = family.defaultRopeTheta !== undefined;
+  // The file's name for a field, and its value there or transformers' default for the family.
+  const named = (field: string): string => family.aliases?.[field] ?? field;
+  const given = (field: string): unknown => raw[named(field)] ?? family.defaults?.[named(field)];
+  const honoured = new Set([...SHAPE.map(named), ...(rotary ? ROTARY : []), ...family.fields, family.normEpsField, family.activationField]);
   for (const field of Object.keys(raw)) {
     if (!METADATA.has(field) && !honoured.has(field)) fail(field, `is not supported for model_type "${type}" (it may change the computation)`);
   }
   const integer = (field: string, fallback?: number): number => {
-    const value = raw[field] ?? fallback;
-    if (value === undefined || value === null) return fail(field, "is missing");
-    if (!Number.isInteger(value) || (value as number) <= 0) return fail(field, `must be a positive integer, got ${JSON.stringify(value)}`);
+    const value = given(field) ?? fallback;
+    if (value === undefined || value === null) return fail(named(field), "is missing");
+    if (!Number.isInteger(value) || (value as number) <= 0) return fail(named(field), `must be a positive integer, got ${JSON.stringify(value)}`);
     return value as number;
   };
   const number = (field: string, fallback: number): number => {
-    const value = raw[field] ?? fallback;
-    if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return fail(field, `must be a positive number, got ${JSON.stringify(value)}`);
+    const value = given(field) ?? fallback;
+    if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return fail(named(field), `must be a positive number, got ${JSON.stringify(value)}`);
     return value;
   };
   const flag = (field: string, fallback: boolean): boolean => {
-    const value = raw[field] ?? fallback;
-    if (typeof value !== "boolean") return fail(field, `must be true or false, got ${JSON.stringify(value)}`);
+    const value = given(field) ?? fallback;
+    if (typeof value !== "boolean") return fail(named(field), `must be true or false, got ${JSON.stringify(value)}`);
     return value;
   };
   // Dropout only acts in training mode, which our trainers run deterministically: a non-zero rate would be ignored.
-  for (const field of ["attention_dropout", "resid_pdrop", "embd_pdrop"]) {
+  for (const field of ["attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop"]) {
     if (raw[field] !== undefined && raw[field] !== 0) fail(field, `${JSON.stringify(raw[field])} is not supported (dropout must be 0)`);
   }
   if (raw.pretraining_tp !== undefined && raw.pretraining_tp !== 1) fail("pretraining_tp", `${JSON.stringify(raw.pretraining_tp)} is not supported (only 1)`);
@@ -332,19 +373,24 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   if (raw.router_jitter_noise !== undefined && raw.router_jitter_noise !== 0) {
     fail("router_jitter_noise", `${JSON.stringify(raw.router_jitter_noise)} is not supported (must be 0)`);
   }
+  // GPT-2's variants: scores divided by the layer number (Mistral's GPT-2 runs), and scores upcast to float32 before
+  // scaling, which changes bf16 rounding.
+  for (const field of ["scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"]) {
+    if (flag(field, false)) fail(field, "true is not supported");
+  }
 
   const hiddenSize = integer("hidden_size");
   const numHeads = integer("num_attention_heads");
   const numKvHeads = integer("num_key_value_heads", numHeads);
   if (numHeads % numKvHeads !== 0) fail("num_key_value_heads", `(${numKvHeads}) must divide num_attention_heads (${numHeads})`);
   if ((raw.head_dim ?? null) === null && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
-    fail("num_attention_heads", `(${numHeads}) must divide hidden_size (${hiddenSize}) when head_dim is not given`);
+    fail(named("num_attention_heads"), `(${numHeads}) must divide ${named("hidden_size")} (${hiddenSize}) when head_dim is not given`);
   }
   const headDim = integer("head_dim", family.defaultHeadDim ?? hiddenSize / numHeads);
   const numLayers = integer("num_hidden_layers");
   const maxPositionEmbeddings = integer("max_position_embeddings", 32768);
 
-  const activationName = raw[family.activationField] ?? (family.activationField === "hidden_activation" ? raw.hidden_act : undefined) ?? "silu";
+  const activationName = given(family.activationField) ?? (family.activationField === "hidden_activation" ? raw.hidden_act : undefined) ?? "silu";
   const activation = ACTIVATIONS[activationName as string];
   if (!activation) fail(family.activationField, `"${activationName}" is not supported (supported: ${Object.keys(ACTIVATIONS).join(", ")})`);
 
@@ -376,13 +422,9 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const windowed = !("use_sliding_window" in raw) || raw.use_sliding_window === true || !family.fields.includes("use_sliding_window");
   const layerWindow = kinds.map((kind) => (kind === "sliding_attention" && windowed && slidingWindow !== null ? (slidingWindow as number) : 0));
 
-  const rope = ropeTables(raw, {
-    fail,
-    headDim,
-    maxPositionEmbeddings,
-    defaultTheta: family.defaultRopeTheta,
-    kinds,
-  });
+  const rope = rotary
+    ? ropeTables(raw, { fail, headDim, maxPositionEmbeddings, defaultTheta: family.defaultRopeTheta!, kinds })
+    : { invFreq: [], attentionScaling: [], layerTable: Array<number>(numLayers).fill(-1), positionLimit: 0, positionLimitReason: "" };
   const layerRope = rope.layerTable.slice();
   if (type === "smollm3") {
     // no_rope_layers[i] = 1 where layer i uses rotary embeddings (transformers derives it from the interval).
@@ -401,6 +443,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   };
   const gemma = type === "gemma2" || type === "gemma3_text";
   const queryScalar = gemma ? number("query_pre_attn_scalar", 256) : headDim;
+  // GPT-2's scale_attn_weights: false leaves q·k unscaled.
+  const attentionScale = gpt2 && !flag("scale_attn_weights", true) ? 1 : 1 / Math.sqrt(queryScalar);
 
   const moe: Moe = family.moe
     ? family.moe({ integer, flag, fail, raw }, numLayers)
@@ -414,7 +458,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     modelType: type,
     vocabSize: integer("vocab_size"),
     hiddenSize,
-    intermediateSize: integer("intermediate_size"),
+    intermediateSize: integer("intermediate_size", gpt2 ? 4 * hiddenSize : undefined),
     numLayers,
     numHeads,
     numKvHeads,
@@ -426,9 +470,15 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     norm: family.norm,
     normPlacement: family.normPlacement,
     activation: activation as Activation,
-    fusedProjections: type === "phi3",
+    fusedProjections: type === "phi3" || gpt2,
+    gatedMlp: !gpt2,
+    gpt2Layout: gpt2,
+    learnedPositions: gpt2 ? maxPositionEmbeddings : 0,
+    ...(gpt2
+      ? { positionLimit: maxPositionEmbeddings, positionLimitReason: "n_positions, where GPT-2's learned position table ends" }
+      : { positionLimit: rope.positionLimit, positionLimitReason: rope.positionLimitReason }),
     embedScale: gemma,
-    attentionScale: 1 / Math.sqrt(queryScalar),
+    attentionScale,
     attnSoftcap: scalar("attn_logit_softcapping"),
     finalSoftcap: scalar("final_logit_softcapping"),
     ropeInvFreq: rope.invFreq,
@@ -459,9 +509,12 @@ export interface DecoderShape {
   tieWordEmbeddings: boolean;
 }
 
+/** The families whose configs buildConfigJson writes (GPT-2's fields have other names and no RoPE). */
+export type RotaryModelType = Exclude<ModelType, "gpt2">;
+
 /** A config.json object for a new model of the given family and shape, in transformers 5's layout. */
 export function buildConfigJson(
-  modelType: ModelType,
+  modelType: RotaryModelType,
   shape: DecoderShape,
   tokens: { bosTokenId: number | null; eosTokenId: number; padTokenId?: number | null },
   extra: Record<string, unknown> = {},
@@ -498,14 +551,14 @@ export function buildConfigJson(
 export function decoderConfigOf(config: ModelConfig): DecoderConfig {
   const {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
-    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, embedScale, attentionScale, attnSoftcap,
-    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow, numExperts, numExpertsPerTok, moeIntermediateSize,
-    normTopkProb, mixtralNames, layerSparse,
+    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
+    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse,
   } = config;
   return {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
-    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, embedScale, attentionScale, attnSoftcap,
-    finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow, numExperts, numExpertsPerTok, moeIntermediateSize,
-    normTopkProb, mixtralNames, layerSparse,
+    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
+    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse,
   };
 }

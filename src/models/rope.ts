@@ -1,11 +1,19 @@
 // Rotary position embeddings from a config.json: both layouts (transformers 4.x's top-level rope_theta / rope_scaling,
 // 5.x's rope_parameters, flat or one dict per layer kind) and the inverse frequencies of each rope_type as
 // transformers' modeling_rope_utils computes them. The native decoder only multiplies positions by these tables.
+//
+// dynamic and longrope are the exception: transformers recomputes their frequencies in each forward call from that
+// call's largest position (dynamic also keeps the largest it has seen), so past the pretraining length the numbers
+// depend on how a sequence is split into calls — one call in training, prompt then completions when we score with a
+// shared prompt cache, one token at a time in generation. Below that length both are fixed tables, computed here
+// exactly; from it on the decoder refuses the position (positionLimit) rather than compute something else.
 
 export interface RopeTable {
   invFreq: number[];
   /** transformers' attention_scaling: cos and sin are multiplied by it (yarn, longrope). */
   attentionScaling: number;
+  /** The first position at which transformers would change this table (dynamic, longrope); 0: never. */
+  positionLimit: number;
 }
 
 interface RopeContext {
@@ -26,9 +34,9 @@ const TYPE_KEYS: Record<string, string[]> = {
   linear: ["factor"],
   llama3: ["factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"],
   yarn: ["factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "original_max_position_embeddings", "truncate"],
+  dynamic: ["factor"],
+  longrope: ["factor", "attention_factor", "short_factor", "long_factor", "original_max_position_embeddings"],
 };
-// These change their frequencies with the sequence length at run time; refused until the native side recomputes them.
-const LENGTH_DEPENDENT = new Set(["dynamic", "longrope"]);
 const BASE_KEYS = ["rope_type", "type", "rope_theta", "partial_rotary_factor"];
 
 function exponents(dim: number): number[] {
@@ -36,7 +44,10 @@ function exponents(dim: number): number[] {
 }
 
 /** The rotary tables and which one each layer uses. */
-export function ropeTables(raw: Params, context: RopeContext): { invFreq: number[][]; attentionScaling: number[]; layerTable: number[] } {
+export function ropeTables(
+  raw: Params,
+  context: RopeContext,
+): { invFreq: number[][]; attentionScaling: number[]; layerTable: number[]; positionLimit: number; positionLimitReason: string } {
   const { fail } = context;
   const scaling = raw.rope_scaling ?? null;
   const parameters = raw.rope_parameters ?? null;
@@ -61,10 +72,17 @@ export function ropeTables(raw: Params, context: RopeContext): { invFreq: number
 
   const tables: RopeTable[] = [];
   const index = new Map<string, number>();
+  let positionLimit = 0;
+  let positionLimitReason = "";
   for (const [kind, dict] of dicts) {
     const where = nestedKinds.length > 0 ? `rope_parameters.${kind}` : scaling !== null ? "rope_scaling" : "rope_parameters";
     index.set(kind, tables.length);
-    tables.push(table(dict, where));
+    const made = table(dict, where);
+    tables.push(made);
+    if (made.positionLimit > 0 && (positionLimit === 0 || made.positionLimit < positionLimit)) {
+      positionLimit = made.positionLimit;
+      positionLimitReason = `${where}.rope_type "${dict.rope_type ?? dict.type}" from here on recomputes its frequencies from each call's length in transformers, which we do not reproduce`;
+    }
   }
   const layerTable = context.kinds.map((kind) => {
     const found = index.get(kind) ?? index.get("*");
@@ -76,11 +94,12 @@ export function ropeTables(raw: Params, context: RopeContext): { invFreq: number
     invFreq: tables.map((t) => t.invFreq),
     attentionScaling: tables.map((t) => t.attentionScaling),
     layerTable,
+    positionLimit,
+    positionLimitReason,
   };
 
   function table(dict: Params, where: string): RopeTable {
     const type = (dict.rope_type ?? dict.type ?? "default") as string;
-    if (LENGTH_DEPENDENT.has(type)) fail(`${where}.rope_type`, `"${type}" is not supported yet (its frequencies change with the sequence length)`);
     const keys = TYPE_KEYS[type];
     if (!keys) fail(`${where}.rope_type`, `"${type}" is not supported (supported: ${Object.keys(TYPE_KEYS).join(", ")})`);
     for (const key of Object.keys(dict)) {
@@ -102,7 +121,28 @@ export function ropeTables(raw: Params, context: RopeContext): { invFreq: number
     switch (type) {
       case "linear": {
         const factor = factorOf("factor");
-        return { invFreq: base.map((f) => f / factor), attentionScaling: 1 };
+        return { invFreq: base.map((f) => f / factor), attentionScaling: 1, positionLimit: 0 };
+      }
+      case "dynamic": {
+        // NTK: θ·(factor·length/max − (factor − 1))^(dim/(dim − 2)) with length clamped up to max_position_embeddings:
+        // plain θ until a call reaches that length.
+        factorOf("factor");
+        return { invFreq: base, attentionScaling: 1, positionLimit: context.maxPositionEmbeddings };
+      }
+      case "longrope": {
+        // Short factors until a call passes the pretraining length, then long ones; cos/sin scaled throughout.
+        const original = originalMax();
+        const factors = (key: string): number[] => {
+          const list = dict[key];
+          if (!Array.isArray(list) || list.length !== dim / 2) fail(`${where}.${key}`, `must list ${dim / 2} numbers (rotary dimensions / 2)`);
+          return (list as unknown[]).map((value) => positive(key, value));
+        };
+        const short = factors("short_factor");
+        factors("long_factor");
+        const factor = dict.factor === undefined || dict.factor === null ? context.maxPositionEmbeddings / original : factorOf("factor");
+        const given = dict.attention_factor;
+        const attention = given === undefined || given === null ? (factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(original))) : positive("attention_factor", given);
+        return { invFreq: base.map((f, i) => f / short[i]), attentionScaling: attention, positionLimit: original };
       }
       case "llama3": {
         const factor = factorOf("factor");
@@ -118,7 +158,7 @@ export function ropeTables(raw: Params, context: RopeContext): { invFreq: number
           const smooth = (context / wavelen - low) / (high - low);
           return (1 - smooth) * (f / factor) + smooth * f;
         });
-        return { invFreq, attentionScaling: 1 };
+        return { invFreq, attentionScaling: 1, positionLimit: 0 };
       }
       case "yarn": {
         const original = originalMax();
@@ -145,10 +185,10 @@ export function ropeTables(raw: Params, context: RopeContext): { invFreq: number
           const extrapolation = 1 - Math.min(1, Math.max(0, (i - low) / (high - low)));
           return (f / factor) * (1 - extrapolation) + f * extrapolation;
         });
-        return { invFreq, attentionScaling: positive("attention_factor", attention) };
+        return { invFreq, attentionScaling: positive("attention_factor", attention), positionLimit: 0 };
       }
       default:
-        return { invFreq: base, attentionScaling: 1 };
+        return { invFreq: base, attentionScaling: 1, positionLimit: 0 };
     }
   }
 }

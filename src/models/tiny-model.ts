@@ -2,13 +2,13 @@
 // byte-level BPE tokenizer, written as an HF directory. Tests, examples and the demo use these; nothing is downloaded.
 import path from "node:path";
 import { CausalLM } from "./causal-lm.js";
-import { buildConfigJson, type ModelType } from "./config.js";
+import { buildConfigJson, type RotaryModelType } from "./config.js";
 import { buildByteLevelBpeTokenizer } from "./tiny-tokenizer.js";
 import { ComlrlTokenizer } from "./tokenizer.js";
 import { makeDirs } from "../util/make-dirs.js";
 
 export interface TinyModelOptions {
-  modelType?: ModelType;
+  modelType?: RotaryModelType;
   hiddenSize?: number;
   intermediateSize?: number;
   numLayers?: number;

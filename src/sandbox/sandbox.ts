@@ -15,6 +15,7 @@ import type { Readable } from "node:stream";
 import { CANDIDATE_SOURCE } from "./candidate.js";
 import { cgroupSupport, RunCgroup } from "./cgroup.js";
 import { GRADER_SOURCE } from "./grader.js";
+import { limiter } from "../util/limiter.js";
 
 /** "bwrap": contained (the default); "none": runs the code directly on this machine, limits only, no isolation. */
 export type SandboxMode = "bwrap" | "none";
@@ -122,8 +123,6 @@ const RUNNER_ENV = { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", HOME: "/tmp", PYTHO
 // ---------------------------------------------------------------- bounded parallelism
 
 let maxParallel = Math.max(1, availableParallelism());
-let running = 0;
-const waiting: (() => void)[] = [];
 
 /** How many sandboxed processes may run at once (default: the number of CPUs). */
 export function setSandboxParallelism(limit: number): void {
@@ -131,16 +130,7 @@ export function setSandboxParallelism(limit: number): void {
   maxParallel = limit;
 }
 
-async function withSlot<T>(run: () => Promise<T>): Promise<T> {
-  if (running >= maxParallel) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  try {
-    return await run();
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
+const withSlot = limiter(() => maxParallel);
 
 // ---------------------------------------------------------------- the command line
 

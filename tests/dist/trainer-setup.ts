@@ -6,6 +6,8 @@ import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
+import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
 
@@ -13,13 +15,18 @@ export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
   return createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
 }
 
+export type DdpKind = "MAGRPO" | "IAC" | "MAAC" | "MARLHF-IAC" | "MARLHF-MAAC" | "MARLHF-ITER" | "MADPO-ITER";
+
 export interface DdpTrainerOptions {
   ddp: boolean;
   /**
    * MAGRPO (default); IAC runs two turns that end early on some items, so ranks hold different sample counts;
-   * MARLHF-IAC / MARLHF-MAAC: MARLHF with an actor-critic RL phase, hosted in MARLHF's data-parallel job.
+   * MARLHF-IAC / MARLHF-MAAC: MARLHF with an actor-critic RL phase, hosted in MARLHF's data-parallel job;
+   * MARLHF-ITER: three MARLHFIter iterations against the history comparator (which loads the policy checkpoint rank 0
+   * wrote), pairs drawn at random and trained from the whole replay history (both draw from the shuffle generator);
+   * MADPO-ITER: two MADPOIter iterations, pairs drawn at random, the replay sampled with lambda_decay.
    */
-  kind?: "MAGRPO" | "IAC" | "MAAC" | "MARLHF-IAC" | "MARLHF-MAAC";
+  kind?: DdpKind;
   epochs: number;
   trainBatchSize?: number;
   items?: number;
@@ -41,6 +48,8 @@ function ddpTask(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o:
 export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
   if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
   if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+  if (o.kind === "MARLHF-ITER") return makeMarlhfIter(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+  if (o.kind === "MADPO-ITER") return makeMadpoIter(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
   return MAGRPOTrainer.create({
     ...ddpTask(base, tokenizer, outputDir, o),
     config: {
@@ -82,38 +91,55 @@ function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: st
   });
 }
 
+/** The preference trainers' settings: four candidates per item, two pairs kept of each. */
+function preferenceSettings(o: DdpTrainerOptions) {
+  return {
+    ...(o.ddp ? { parallelTraining: "ddp" as const } : {}),
+    numTrainEpochs: o.epochs,
+    maxNewTokens: 4,
+    temperature: 1,
+    topP: 1,
+    topK: null,
+    agentLearningRate: 2e-3,
+    preferenceNumCandidates: 4,
+    preferencePairsPerSample: 2,
+    rolloutBufferSize: 2,
+    loggingSteps: 1,
+    evalInterval: 0,
+    seed: 3,
+  };
+}
+
+/** The MARLHF family's: a reward model on the trainer's device, trained on every pair; two RL generations. */
+function rlhfSettings(o: DdpTrainerOptions) {
+  return { ...preferenceSettings(o), numGenerations: 2, rewardLearningRate: 1e-3, rewardTrainBatchSize: 2, rewardHeldOutFraction: 0, rewardModelDevice: null };
+}
+
 function makeMarlhf(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MARLHFTrainer> {
   return MARLHFTrainer.create({
     ...ddpTask(base, tokenizer, outputDir, o),
-    config: {
-      ...(o.ddp ? { parallelTraining: "ddp" as const } : {}),
-      rlAlgorithm: o.kind === "MARLHF-IAC" ? "iac" : "maac",
-      numTrainEpochs: o.epochs,
-      numGenerations: 2,
-      maxNewTokens: 4,
-      temperature: 1,
-      topP: 1,
-      topK: null,
-      agentLearningRate: 2e-3,
-      criticLearningRate: 2e-3,
-      rewardLearningRate: 1e-3,
-      preferenceNumCandidates: 4,
-      preferencePairsPerSample: 2,
-      rewardTrainBatchSize: 2,
-      rewardHeldOutFraction: 0,
-      rewardModelDevice: null,
-      rolloutBufferSize: 2,
-      loggingSteps: 1,
-      evalInterval: 0,
-      seed: 3,
-    },
+    config: { ...rlhfSettings(o), rlAlgorithm: o.kind === "MARLHF-IAC" ? "iac" : "maac", criticLearningRate: 2e-3 },
   });
 }
 
-/** Every agent's and critic's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
-export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer | MARLHFTrainer): string[] {
+function makeMarlhfIter(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MARLHFIterTrainer> {
+  return MARLHFIterTrainer.create({
+    ...ddpTask(base, tokenizer, outputDir, o),
+    config: { ...rlhfSettings(o), numIterations: 3, comparatorPolicy: "history", pairSelection: "random", preferenceReplayMode: "all_history", trainBatchSize: 2 },
+  });
+}
+
+function makeMadpoIter(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MADPOIterTrainer> {
+  return MADPOIterTrainer.create({
+    ...ddpTask(base, tokenizer, outputDir, o),
+    config: { ...preferenceSettings(o), numIterations: 2, pairSelection: "random", preferenceReplayMode: "lambda_decay", preferenceReplayLambda: 0.5, trainBatchSize: 2 },
+  });
+}
+
+/** Every agent's, critic's and reward model's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
+export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer | MARLHFTrainer | MARLHFIterTrainer | MADPOIterTrainer): string[] {
   const critics = trainer instanceof MARLHFTrainer ? (trainer.actorCritic?.critics ?? []) : "critics" in trainer ? trainer.critics : [];
-  const rewardModel = trainer instanceof MARLHFTrainer ? [trainer.rewardModel.model.native, trainer.rewardModel.head.native] : [];
+  const rewardModel = trainer instanceof MARLHFTrainer || trainer instanceof MARLHFIterTrainer ? [trainer.rewardModel.model.native, trainer.rewardModel.head.native] : [];
   const modules = [...trainer.agents.map((a) => a.model.native), ...critics.flatMap((c) => [c.model.native, c.valueHead.native]), ...rewardModel];
   return modules.flatMap((m) =>
     m.parameterNames().map(({ name }) => {

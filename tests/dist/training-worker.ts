@@ -1,12 +1,15 @@
 // One rank (or the only process) of the data-parallel trainer tests:
 //   node --import tsx training-worker.ts <scenario> <base> <outDir> [args...]
-// "update": two updates over this rank's share of fixed samples; "train": MAGRPO on cover-the-vowels with
-// checkpoints (optionally resuming, optionally slowed so a test can kill it mid-run). Writes <outDir>/rank-<r>.json.
+// "update": two updates over this rank's share of fixed samples; "train": MAGRPO (or the kind named) on
+// cover-the-vowels with checkpoints (optionally resuming, optionally slowed so a test can kill it mid-run). Writes
+// <outDir>/rank-<r>.json.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
-import { fixedSamples, makeDdpTrainer, weightsOf } from "./trainer-setup.js";
+import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
+import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
+import { fixedSamples, makeDdpTrainer, weightsOf, type DdpKind } from "./trainer-setup.js";
 
 const [scenario, base, outDir, ...args] = process.argv.slice(2);
 const rank = Number(process.env.RANK ?? 0);
@@ -29,7 +32,7 @@ if (scenario === "update") {
   const delay = Number(slowMs);
   const trainer = await makeDdpTrainer(base, tokenizer, path.join(outDir, "run"), {
     ddp,
-    kind: kind as "MAGRPO" | "IAC" | "MAAC" | "MARLHF-IAC" | "MARLHF-MAAC",
+    kind: kind as DdpKind,
     epochs: Number(epochs),
     // "a,b": rank 0 gets a items, rank 1 b (a dataset that differs between ranks).
     items: Number(items.split(",")[rank] ?? items),
@@ -39,7 +42,10 @@ if (scenario === "update") {
     },
   });
   await trainer.train({ checkpointDir, checkpointInterval: 1, ...(resume ? { resumeFromCheckpoint: resume } : {}) });
-  result = { weights: weightsOf(trainer), progress: trainer.progress };
+  // The iterative trainers: the last iteration's training pairs, as this rank holds them.
+  const trained: object = trainer;
+  const pairs = trained instanceof MARLHFIterTrainer || trained instanceof MADPOIterTrainer ? trained.preferences.pairs.map((p) => ({ item: p.itemIndex, winner: p.winnerTexts, loser: p.loserTexts })) : null;
+  result = { weights: weightsOf(trainer), progress: trainer.progress, pairs };
   await trainer.close();
 }
 writeFileSync(path.join(outDir, `rank-${rank}.json`), JSON.stringify(result));

@@ -108,6 +108,41 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
     expect(run.ranks[1].progress).toEqual(run.ranks[0].progress);
   });
 
+  it("MARLHFIter: every rank's pairs gathered, the same training pairs drawn, actors and the replaced reward model bit-identical; rank 0 writes the files; a 2-rank resume over the same directory continues exactly", async () => {
+    const name = "train-MARLHF-ITER";
+    const run = await runRanks(name, ["train", "1", path.join(root, name, "checkpoints"), "", "0", "6", "MARLHF-ITER"]);
+    // The weights include the second iteration's reward model, put in place of the first: its steps reduce gradients too.
+    expect(run.ranks[0].weights.length).toBeGreaterThan(0);
+    expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);
+    expect(run.ranks[1].progress).toEqual(run.ranks[0].progress);
+    // Drawn from the whole replay at random: alike only if both ranks hold the same shards and draw alike.
+    expect(run.ranks[0].pairs.length).toBeGreaterThan(0);
+    expect(run.ranks[1].pairs).toEqual(run.ranks[0].pairs);
+    // Rank r collected items r, r + 2, r + 4; each shard holds both ranks' pairs in item order.
+    const replay = path.join(run.out, "run", "preference_replay");
+    const items = [1, 2, 3].flatMap((k) => read(path.join(replay, `iteration_000${k}.json`)).pairs.map((p: { item_index: number }) => p.item_index));
+    expect(new Set(items.map((i: number) => i % 2))).toEqual(new Set([0, 1]));
+    expect(readdirSync(path.join(run.out, "run", "policy_checkpoints")).sort()).toEqual(["initial", "iteration_0000", "iteration_0001", "iteration_0002"]);
+
+    // checkpoint-3: iteration 1 done (collect, reward_model, rl). Resumed beside the first run's files, in artefact
+    // directories each rank would name differently on its own: iteration 3's comparator loads iteration 2's policy
+    // checkpoint from where rank 0 wrote it.
+    const resumed = await runRanks(name, ["train", "1", path.join(root, name, "resumed"), path.join(run.out, "checkpoints", "checkpoint-3"), "0", "6", "MARLHF-ITER"]);
+    expect(resumed.ranks[0].weights).toEqual(run.ranks[0].weights);
+    expect(resumed.ranks[1].weights).toEqual(run.ranks[0].weights);
+    const [tag] = readdirSync(replay).filter((f) => f.startsWith("resume-"));
+    expect(readdirSync(path.join(replay, tag)).sort()).toEqual(["iteration_0002.json", "iteration_0003.json"]);
+  });
+
+  it("MADPOIter: every rank's pairs gathered, the same replay sample and DPO order drawn, actors bit-identical over 2 ranks", async () => {
+    const run = await runRanks("train-MADPO-ITER", ["train", "1", path.join(root, "train-MADPO-ITER", "checkpoints"), "", "0", "6", "MADPO-ITER"]);
+    expect(run.ranks[0].weights.length).toBeGreaterThan(0);
+    expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);
+    expect(run.ranks[1].progress).toEqual(run.ranks[0].progress);
+    expect(run.ranks[0].pairs.length).toBeGreaterThan(0);
+    expect(run.ranks[1].pairs).toEqual(run.ranks[0].pairs);
+  });
+
   it("ranks whose datasets differ in length fail at once, naming the stage and the step counts", async () => {
     const out = path.join(root, "mismatch");
     mkdirSync(out, { recursive: true });

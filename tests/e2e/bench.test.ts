@@ -110,6 +110,7 @@ describe("bench suite pieces", () => {
       for (const dtype of ["fp32", "bf16"]) for (const batch of [1, 8, 32]) expect(ids).toContain(`generate/${model}/${dtype}/b${batch}/64+128`);
     for (const model of ["12m", "0.5b"]) for (const batch of [1, 8]) expect(ids).toContain(`generate/${model}/fp32/b${batch}/32+64`);
     for (const model of ["tiny", "12m", "20m", "0.5b"]) for (const dtype of ["fp32", "bf16"]) expect(ids).toContain(`train/${model}/${dtype}/8x128`);
+    for (const model of ["moe", "sliding"]) expect(ids).toEqual(expect.arrayContaining([`generate/${model}/fp32/b8/64+128`, `train/${model}/fp32/8x128`]));
     expect(ids).toEqual(expect.arrayContaining(["trainer/demo/batched", "trainer/demo/perCompletion", "trainer/demo/layout/1x2", "trainer/demo/layout/2x1", "trainer/demo/layout/1x1", "trainer/demo/iac", "trainer/demo/maac", "trainer/demo/madpo", "trainer/demo/marlhf"]));
     expect(new Set(ids).size).toBe(ids.length);
   });

@@ -74,8 +74,13 @@ describe.each(Object.keys(TRAINER_KINDS))("exact resume: %s", (kind) => {
       if (Date.now() > deadline) throw new Error(`child never wrote checkpoint-1: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    // Kill once the run has written records past checkpoint-1 (polled, not a fixed sleep: on a loaded machine 300 ms
+    // could pass with nothing written, and the test then failed for want of a mid-epoch kill).
     const atCheckpoint = stream(out).length;
-    await new Promise((r) => setTimeout(r, 300));
+    while (stream(out).length <= atCheckpoint) {
+      if (Date.now() > deadline) throw new Error(`child wrote nothing after checkpoint-1: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     child.kill("SIGKILL");
     expect(await exited).toBe(-1);
     expect(existsSync(path.join(checkpoints, "checkpoint-3"))).toBe(false);

@@ -117,6 +117,33 @@ describe("MARLHFIter", () => {
     await trainer.close();
   }, 180_000);
 
+  it("an iteration without training pairs trains neither a reward model nor RL (as CoMLRL 1.4.3 skips it); the next one trains both, and each writes its policy checkpoint", async () => {
+    let calls = 0;
+    // Iteration 1 (3 items × current and comparator): every candidate scores alike, so every comparison ties.
+    const tiedFirst: RewardFunction = (completions, context) => (calls++ < 6 ? completions[0].map(() => 0.5) : coverVowelsRewardFunc(completions, context));
+    const policies = path.join(scratch, `policies-${run}`);
+    const trainer = await MARLHFIterTrainer.create(options({ rewardFunc: tiedFirst, config: { policyCheckpointDir: policies } }));
+    const models = new Set<JointRewardModel>();
+    const step = trainer.rewardModelStep.bind(trainer);
+    trainer.rewardModelStep = (batch) => (models.add(trainer.rewardModel), step(batch));
+    await trainer.train();
+
+    const metrics = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
+    const training = metrics.filter((m) => m["iter/training_pairs"] !== undefined).map((m) => m["iter/training_pairs"] as number);
+    expect(training[0]).toBe(0);
+    expect(training[1]).toBeGreaterThan(0);
+    // Only iteration 2 trains: one reward model (the first, never replaced), rewardNumTrainEpochs 2 over its pairs …
+    expect(models.size).toBe(1);
+    expect(metrics.filter((m) => m.kind === "update" && typeof m["reward_model/loss"] === "number")).toHaveLength(2 * Math.ceil(training[1] / 2));
+    // … and one RL epoch: env steps are 3 items × 4 candidates per collection, plus 3 items × 2 joint actions once.
+    expect(trainer.progress.envStep).toBe(2 * 12 + 6);
+    const rlSteps = metrics.filter((m) => m.kind === "train" && typeof m["turn_1/reward_mean"] === "number").map((m) => m.step as number);
+    expect(rlSteps.length).toBeGreaterThan(0);
+    expect(Math.min(...rlSteps)).toBeGreaterThan(24);
+    expect(readdirSync(policies).sort()).toEqual(["initial", "iteration_0000", "iteration_0001"]);
+    await trainer.close();
+  }, 120_000);
+
   it("MAAC RL phase: a fresh reward model per iteration, the hosted centralized critic trained", async () => {
     const trainer = await MARLHFIterTrainer.create(options({ config: { rlAlgorithm: "maac", rewardNumTrainEpochs: 1, criticLearningRate: 1e-3 } }));
     expect(trainer.components.all.map((c) => c.name)).toEqual(["agent_0", "agent_1", "reward_model", "reward_model/head", "critic", "critic/value_head"]);

@@ -142,7 +142,7 @@ describe("non-finite losses", () => {
     const before = weightsOf(trainer);
     await trainer.train();
     expect(weightsOf(trainer)).toEqual(before);
-    for (const agent of [0, 1]) expect(messages.some((m) => new RegExp(`agent ${agent}: non-finite loss \\(NaN\\); minibatch of \\d+ skipped`).test(m)), `agent ${agent}`).toBe(true);
+    for (const agent of [0, 1]) expect(messages.some((m) => new RegExp(`agent ${agent}: non-finite loss \\(NaN\\); a minibatch of \\d+ skipped`).test(m)), `agent ${agent}`).toBe(true);
     await trainer.close();
   });
 });

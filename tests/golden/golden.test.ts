@@ -2,7 +2,7 @@
 // tests/golden/<family> (transformers 5.x, made by scripts/golden/make_family_goldens.py) is loaded by our core and
 // checked against the reference logits, hidden states, log-probs, loss, every gradient, one AdamW step, greedy
 // generation and the bytes of a saved checkpoint. Tolerances are stated beside each check, the same for every family.
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +16,7 @@ const GOLDEN = process.env.COMLRL_GOLDEN_DIR ?? path.resolve(__dirname, "..", ".
 if (process.env.CI && !existsSync(GOLDEN)) throw new Error(`golden reference files not found at ${GOLDEN}`);
 const SHARED = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
 // Committed beside this file; a transformers-5 file for each family the decoder runs.
-const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral"];
+const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral", "gpt2"];
 const MODELS: [string, string][] = [
   ...(existsSync(GOLDEN) ? SHARED.map((name): [string, string] => [name, path.join(GOLDEN, name)]) : []),
   ...FAMILIES.map((name): [string, string] => [name, path.join(__dirname, name)]),
@@ -180,6 +180,53 @@ describe.each(MODELS)("golden parity: %s", (name, dir) => {
       expect(Buffer.from(a.logits!.buffer).equals(Buffer.from(b.logits!.buffer))).toBe(true);
     } finally {
       reloaded.dispose();
+    }
+  });
+});
+
+// The hub's own gpt2 checkpoint is stored unlike a transformers 5 save: float16, without the "transformer." prefix,
+// with causal-mask buffers, torch_dtype in config.json. The tiny model saved that way (make_family_goldens.py) must
+// load into float32 and compute what transformers computes after loading it in float32.
+describe("golden parity: gpt2 as the hub stores it", () => {
+  const dir = path.join(__dirname, "gpt2_hub");
+
+  it("loads the float16, prefix-less checkpoint into float32: logits and loss as transformers", async () => {
+    const ref = readSafetensors(path.join(dir, "golden.safetensors"));
+    const meta = JSON.parse(readFileSync(path.join(dir, "golden.json"), "utf8"));
+    const model = await CausalLM.fromDirectory(dir);
+    try {
+      expect(model.config.dtype).toBe("float16");
+      expect(model.native.info().dtype).toBe("float32");
+      const input = ref.get("input.full_ids")!;
+      const args = { ids: Int32Array.from(input.data), batch: input.shape[0], length: input.shape[1] };
+      const out = await model.native.forward(args);
+      expect(maxAbsDiff(out.logits!, ref.get("logits.full")!.data)).toBeLessThan(LOGIT_TOL);
+      const { loss } = await model.causalLMLossBackward(args);
+      expect(Math.abs(loss - meta.loss_full)).toBeLessThan(1e-5);
+    } finally {
+      model.dispose();
+    }
+  });
+});
+
+// longrope below original_max_position_embeddings: phi3's weights with short factors, partial rotary and the
+// attention factor, against transformers' logits (make_family_goldens.py writes config and logits only).
+describe("golden parity: phi3 with longrope scaling", () => {
+  it("logits as transformers below original_max_position_embeddings (16); a position from there on is refused", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "comlrl-longrope-"));
+    copyFileSync(path.join(__dirname, "phi3", "model.safetensors"), path.join(dir, "model.safetensors"));
+    copyFileSync(path.join(__dirname, "phi3_longrope", "config.json"), path.join(dir, "config.json"));
+    const ref = readSafetensors(path.join(__dirname, "phi3_longrope", "golden.safetensors"));
+    const model = await CausalLM.fromDirectory(dir);
+    try {
+      const input = ref.get("input.full_ids")!;
+      const args = { ids: Int32Array.from(input.data), batch: input.shape[0], length: input.shape[1] };
+      const out = await model.native.forward(args);
+      expect(maxAbsDiff(out.logits!, ref.get("logits.full")!.data)).toBeLessThan(LOGIT_TOL);
+      const late = { ...args, positionIds: Int32Array.from(input.data, (_, i) => 5 + (i % input.shape[1])) };
+      await expect(model.native.forward(late)).rejects.toThrow(/position 16 is past the model's limit of 16 positions: rope_parameters\.rope_type "longrope"/);
+    } finally {
+      model.dispose();
     }
   });
 });

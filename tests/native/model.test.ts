@@ -410,8 +410,8 @@ describe("saving and loading", () => {
   it("names the file and field for bad config.json", async () => {
     const malformed = brokenCopy("malformed-config", (_, config) => writeFileSync(config, "{ not json"));
     await expect(CausalLM.fromDirectory(malformed)).rejects.toThrow(/config\.json: malformed JSON/);
-    const unsupported = brokenCopy("gpt2-config", (_, config) => writeFileSync(config, JSON.stringify({ model_type: "gpt2" })));
-    await expect(CausalLM.fromDirectory(unsupported)).rejects.toThrow(/config\.json: model_type "gpt2" is not supported/);
+    const unsupported = brokenCopy("neox-config", (_, config) => writeFileSync(config, JSON.stringify({ model_type: "gpt_neox" })));
+    await expect(CausalLM.fromDirectory(unsupported)).rejects.toThrow(/config\.json: model_type "gpt_neox" is not supported/);
     const noHidden = brokenCopy("no-hidden", (_, config) => {
       const c = JSON.parse(readFileSync(config, "utf8"));
       delete c.hidden_size;
@@ -419,6 +419,23 @@ describe("saving and loading", () => {
     });
     await expect(CausalLM.fromDirectory(noHidden)).rejects.toThrow(/config\.json: hidden_size is missing/);
     await expect(CausalLM.fromDirectory(path.join(scratch, "nowhere"))).rejects.toThrow(/no such model directory/);
+  });
+
+  it("refuses positions past GPT-2's table and from where dynamic / longrope RoPE would rescale, naming why", async () => {
+    const gpt2 = await CausalLM.fromDirectory(path.join(__dirname, "..", "golden", "gpt2"));
+    const positions = (from: number) => Int32Array.from({ length: 4 }, (_, i) => from + i);
+    const args = { ids: Int32Array.from([3, 4, 5, 6]), batch: 1, length: 4 };
+    await expect(gpt2.native.forward({ ...args, positionIds: positions(28) })).resolves.toBeDefined();
+    await expect(gpt2.native.forward({ ...args, positionIds: positions(29) })).rejects.toThrow(/position 32 is past the model's limit of 32 positions: n_positions/);
+    await expect(gpt2.generate([[3, 4, 5, 6]], { maxNewTokens: 40, eosTokenIds: [] })).rejects.toThrow(/limit of 32 positions/);
+    gpt2.dispose();
+    const shape = { vocabSize: 64, hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 2, ropeTheta: 1e4, rmsNormEps: 1e-6, tieWordEmbeddings: true };
+    const dynamic = CausalLM.create(
+      buildConfigJson("llama", shape, { bosTokenId: null, eosTokenId: 63 }, { max_position_embeddings: 8, rope_parameters: { rope_type: "dynamic", rope_theta: 1e4, factor: 2 } }),
+    );
+    await expect(dynamic.native.forward({ ids: Int32Array.from({ length: 8 }, (_, i) => i), batch: 1, length: 8 })).resolves.toBeDefined();
+    await expect(dynamic.native.forward({ ids: Int32Array.from({ length: 9 }, (_, i) => i), batch: 1, length: 9 })).rejects.toThrow(/rope_parameters\.rope_type "dynamic"/);
+    dynamic.dispose();
   });
 
   it("refuses a device that does not exist", async () => {

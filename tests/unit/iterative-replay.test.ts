@@ -61,8 +61,8 @@ describe("replay modes", () => {
     });
     const { mkdirSync } = await import("node:fs");
     mkdirSync(replay.dir, { recursive: true });
-    await replay.write(0, [pair("a"), pair("b"), pair("c")]);
-    await replay.write(1, []);
+    await replay.write(0, [pair("a"), pair("b"), pair("c")], true);
+    await replay.write(1, [], true);
     expect(replay.records.map((r) => r.iteration)).toEqual([0]);
     expect(replay.select(1, { mode: "current", k: null, lambda: null, sampleSize: null }, new SeededRandom(1))).toEqual([]);
     expect(replay.select(1, { mode: "all_history", k: null, lambda: null, sampleSize: null }, new SeededRandom(1))).toHaveLength(3);
@@ -139,7 +139,7 @@ describe("Python interop of replay shards", () => {
         winnerFromText: false,
         loserFromText: true,
       },
-    ]);
+    ], true);
     const checked = runPython(
       `import json, sys
 shard = json.load(open(sys.argv[1]))

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
 
 const GOLDEN = path.resolve(__dirname, "..", "golden");
-const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral"];
+const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral", "gpt2"];
 const read = (family: string): Record<string, any> => JSON.parse(readFileSync(path.join(GOLDEN, family, "config.json"), "utf8"));
 const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value));
 const decoder = (raw: Record<string, unknown>) => decoderConfigOf(parseModelConfig(raw));
@@ -49,6 +49,46 @@ describe("transformers 5 layout", () => {
     expect(decoder(read("smollm3")).layerRope).toEqual([0, -1, 0, -1]);
   });
 
+  it("dynamic: plain RoPE up to max_position_embeddings, where transformers starts rescaling per call; positions from there are refused", () => {
+    const raw = { ...read("llama3"), rope_parameters: { rope_type: "dynamic", rope_theta: 500000.0, factor: 8.0 } };
+    const config = decoder(raw);
+    expect(config.ropeInvFreq).toEqual(decoder({ ...raw, rope_parameters: { rope_type: "default", rope_theta: 500000.0 } }).ropeInvFreq);
+    expect(config.positionLimit).toBe(128);
+    expect(config.positionLimitReason).toMatch(/rope_parameters\.rope_type "dynamic"/);
+  });
+
+  it("longrope: short factors and transformers' attention factor below original_max_position_embeddings (values from transformers 5.24)", () => {
+    const raw = {
+      ...read("phi3"),
+      original_max_position_embeddings: 32,
+      rope_parameters: { rope_type: "longrope", rope_theta: 1e4, partial_rotary_factor: 0.5, short_factor: [1.0, 1.5], long_factor: [2.0, 4.0] },
+    };
+    const config = decoder(raw);
+    // ROPE_INIT_FUNCTIONS["longrope"](Phi3Config(**raw)): inv_freq [1.0, 0.006666666828095913], attention 1.1832159566199232.
+    expect(config.ropeInvFreq[0][0]).toBe(1);
+    expect(config.ropeInvFreq[0][1]).toBeCloseTo(0.006666666828095913, 8);
+    expect(config.ropeAttentionScaling[0]).toBeCloseTo(1.1832159566199232, 14);
+    expect(config.positionLimit).toBe(32);
+    expect(config.positionLimitReason).toMatch(/"longrope"/);
+  });
+
+  it("GPT-2 reads its own field names and transformers' defaults for the ones a file leaves out", () => {
+    const raw = read("gpt2");
+    const config = decoder(raw);
+    expect(config).toMatchObject({ hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 4, headDim: 8, intermediateSize: 32, norm: "layer",
+      activation: "gelu_tanh", gatedMlp: false, gpt2Layout: true, fusedProjections: true, learnedPositions: 32, positionLimit: 32,
+      tieWordEmbeddings: true, qkvBias: true, oBias: true, mlpBias: true, ropeInvFreq: [], layerRope: [-1, -1] });
+    expect(config.attentionScale).toBeCloseTo(1 / Math.sqrt(8), 15);
+    const bare = clone(raw);
+    for (const field of ["n_inner", "activation_function", "layer_norm_epsilon", "n_positions", "tie_word_embeddings", "scale_attn_weights"]) delete bare[field];
+    expect(decoder(bare)).toMatchObject({ intermediateSize: 128, activation: "gelu_tanh", rmsNormEps: 1e-5, learnedPositions: 1024, tieWordEmbeddings: true });
+    expect(decoder({ ...raw, scale_attn_weights: false }).attentionScale).toBe(1);
+    delete bare.n_embd;
+    expect(() => parseModelConfig(bare)).toThrow(/n_embd is missing/);
+    expect(() => parseModelConfig({ ...raw, rope_theta: 1e4 })).toThrow(/rope_theta is not supported for model_type "gpt2"/);
+    expect(() => parseModelConfig({ ...raw, attn_pdrop: 0.1 })).toThrow(/attn_pdrop 0.1 is not supported/);
+  });
+
   it("attn_implementation is accepted (every implementation computes the same numbers); an unknown one is refused", () => {
     expect(parseModelConfig({ ...read("mistral"), attn_implementation: "sdpa" }).attnImplementation).toBe("sdpa");
     expect(() => parseModelConfig({ ...read("mistral"), attn_implementation: "paged" })).toThrow(/attn_implementation "paged"/);
@@ -59,8 +99,7 @@ describe("refused by name", () => {
   const cases: [string, (raw: Record<string, any>) => void, RegExp][] = [
     ["an unknown field", (r) => (r.quantization_config = { quant_method: "gptq" }), /quantization_config is not supported for model_type "qwen2"/],
     ["an unknown family", (r) => (r.model_type = "gpt_neox"), /model_type "gpt_neox" is not supported/],
-    ["a length-dependent rope_type", (r) => (r.rope_parameters = { rope_type: "dynamic", rope_theta: 1e4, factor: 2 }), /rope_parameters\.rope_type "dynamic" is not supported yet/],
-    ["longrope", (r) => (r.rope_parameters = { rope_type: "longrope", rope_theta: 1e4, short_factor: [1], long_factor: [1] }), /rope_type "longrope"/],
+    ["longrope factors of the wrong length", (r) => (r.rope_parameters = { rope_type: "longrope", rope_theta: 1e4, short_factor: [1], long_factor: [1] }), /rope_parameters\.short_factor must list 4 numbers/],
     ["a rope key its type does not read", (r) => (r.rope_parameters = { rope_type: "linear", rope_theta: 1e4, factor: 2, beta_fast: 3 }), /rope_parameters\.beta_fast is not read by rope_type "linear"/],
     ["rope_scaling beside a different rope_parameters", (r) => (r.rope_scaling = { rope_type: "linear", factor: 2 }), /rope_scaling and rope_parameters are both set and differ/],
     ["a layer kind we do not run", (r) => (r.layer_types = ["chunked_attention", "full_attention"]), /layer_types holds "chunked_attention"/],
@@ -96,6 +135,11 @@ const DORMANT: Record<string, string> = {
   "qwen2_t5_theta1e6.layer_types": "sliding_window is null",
   "phi3.original_max_position_embeddings": "read only by llama3 / yarn / longrope rotary",
   "phi3.partial_rotary_factor": "rope_parameters.partial_rotary_factor is given and wins, as in transformers",
+  "gpt2.add_cross_attention": "cross-attention runs only on encoder states, which a causal LM never gets (its weights are refused on load)",
+  "gpt2.summary_type": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
+  "gpt2.summary_use_proj": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
+  "gpt2.summary_proj_to_labels": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
+  "gpt2.summary_first_dropout": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
 };
 
 function mutations(value: unknown): unknown[] {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { madpoConfig, marlhfConfig, rewardModelDeviceGiven } from "../../src/config/index.js";
 import { dpoObjective, negLogSigmoid } from "../../src/trainers/preference/dpo.js";
-import { selectPairs } from "../../src/trainers/preference/pairs.js";
+import { gatherItems, selectPairs } from "../../src/trainers/preference/pairs.js";
 import { jointText, resolveRewardModelDevice } from "../../src/trainers/preference/reward-model.js";
 import { SeededRandom } from "../../src/util/random.js";
 
@@ -151,6 +151,28 @@ describe("pair selection", () => {
 
   it("gives no pair when every candidate ties", () => {
     expect(selectPairs([0.4, 0.4, 0.4], "reward_gap", 16, new SeededRandom(0))).toEqual([]);
+  });
+});
+
+describe("gathering collected items across ranks", () => {
+  it("keeps each item once, from the lowest rank that ran it, in item order, and every rank takes rank 0's generator", async () => {
+    // 5 items over 2 ranks: rank 0 ran 0, 2, 4; rank 1 ran 1, 3 and item 0 again to pad its last round.
+    const ranks = [
+      { records: [0, 2, 4].map((itemIndex) => ({ itemIndex, rank: 0 })), random: 111 },
+      { records: [1, 3, 0].map((itemIndex) => ({ itemIndex, rank: 1 })), random: 222 },
+    ];
+    const random = new SeededRandom(0);
+    random.setState(222);
+    const host = { random, gather: async <T>() => ranks as T[] };
+    const items = await gatherItems(host, ranks[1].records);
+    expect(items).toEqual([
+      { itemIndex: 0, rank: 0 },
+      { itemIndex: 1, rank: 1 },
+      { itemIndex: 2, rank: 0 },
+      { itemIndex: 3, rank: 1 },
+      { itemIndex: 4, rank: 0 },
+    ]);
+    expect(random.getState()).toBe(111);
   });
 });
 

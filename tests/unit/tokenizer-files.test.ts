@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { ModelType } from "../../src/models/config.js";
+import type { RotaryModelType } from "../../src/models/config.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { buildByteLevelBpeTokenizer } from "../../src/models/tiny-tokenizer.js";
 import { bpeSlowFiles, ComlrlTokenizer, slowTokenizerClass } from "../../src/models/tokenizer.js";
@@ -97,7 +97,7 @@ const TEXTS = [
 ];
 
 describe("saved tokenizers carry slow-loader files", () => {
-  for (const modelType of ["qwen2", "qwen3", "llama"] as ModelType[]) {
+  for (const modelType of ["qwen2", "qwen3", "llama"] as RotaryModelType[]) {
     it(`${modelType} tiny model: vocab.json and merges.txt match tokenizer.json and encode like the fast tokenizer`, async () => {
       const dir = path.join(scratch, modelType);
       const fast = await createTinyModel(dir, { modelType, numLayers: 1, hiddenSize: 16, numHeads: 2 });

@@ -102,7 +102,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
         loss = result.loss;
       }
       const head = agent.valueHead;
-      await this.stepIfFinite(name, agent.optimizer, loss, agent, minibatch, () => (agent.model.zeroGrad(), head.native.zeroGrad()));
+      await this.stepIfFinite(name, agent.optimizer, loss, agent, minibatch, () => (agent.model.zeroGrad(), head.zeroGrad()));
       return;
     }
     const actorLoss = some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0;
@@ -113,6 +113,6 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
       : 0;
-    await this.stepIfFinite(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.native.zeroGrad()));
+    await this.stepIfFinite(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
   }
 }

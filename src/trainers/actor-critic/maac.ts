@@ -129,6 +129,6 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss
       : 0;
-    await this.stepIfFinite("critic", critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.native.zeroGrad()));
+    await this.stepIfFinite("critic", critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
   }
 }

@@ -5,20 +5,18 @@
 // pass. Both learned phases run inside this trainer's host (rlhf-phases.ts). Evaluation always uses the task reward.
 import { marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
 import { runtimeInfo } from "../../runtime.js";
-import { defaultOutputDir } from "../actors.js";
-import { construct } from "../construction.js";
-import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
-import { evaluateAgents } from "../evaluation.js";
-import { Trainer, type TrainingStage } from "../lifecycle/trainer.js";
+import { resolveAgentCount, type ModelSource } from "../agents.js";
+import type { Trainer, TrainingStage } from "../lifecycle/trainer.js";
 import { checkOptionKeys } from "../options.js";
 import { MAGRPO_OPTION_KEYS, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
-import { pairSettings, PREFERENCE_EVAL_SETTINGS } from "./madpo.js";
-import { PreferencePairs, type PreferencePair } from "./pairs.js";
+import { pairSettings } from "./madpo.js";
+import type { PreferencePair, PreferencePairs } from "./pairs.js";
+import { constructPreferenceTrainer, PreferenceTrainer } from "./preference-trainer.js";
 import type { JointRewardModel } from "./reward-model.js";
 import type { RewardModelStepMetrics } from "./reward-model-stage.js";
 import { RlhfPhases } from "./rlhf-phases.js";
 import { actorExtras, type ActorCriticLearner, type RlhfConfig, type RLLearner } from "./rl-phase.js";
-import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PreferenceActors, type PreferenceOptions } from "./setup.js";
+import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, type PreferenceActors, type PreferenceOptions } from "./setup.js";
 
 export type { RewardModelStepMetrics };
 
@@ -40,43 +38,23 @@ export function marlhfTrainerConfig<C extends RlhfConfig, I>(options: { config?:
   return config;
 }
 
-export class MARLHFTrainer extends Trainer<MARLHFConfig> {
+export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainerOptions> {
   readonly algorithm = "MARLHF";
-  readonly preferences = new PreferencePairs();
   private phases!: RlhfPhases;
-
-  private constructor(
-    config: MARLHFConfig,
-    private readonly actors: PreferenceActors,
-    private readonly options: MARLHFTrainerOptions,
-    outputDir: string,
-  ) {
-    super(config, options, outputDir);
-  }
 
   static async create(options: MARLHFTrainerOptions): Promise<MARLHFTrainer> {
     checkOptionKeys(options, MARLHF_OPTION_KEYS, "MARLHFTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfConfig(input));
-    return construct({
+    return constructPreferenceTrainer({
       algorithm: "MARLHF",
       options,
       config,
-      load: () => setUpPreferenceActors(options, config, "MARLHF", actorExtras(config)),
-      make: (actors) => new MARLHFTrainer(config, actors, options, defaultOutputDir("MARLHFTrainer", options.outputDir)),
-      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      actorExtras: actorExtras(config),
+      make: (actors, outputDir) => new MARLHFTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));
       },
     });
-  }
-
-  get agents(): Agent[] {
-    return this.actors.agents;
-  }
-
-  /** The role count (numAgents); one centralized actor writes for all of them. */
-  get numRoles(): number {
-    return this.actors.numRoles;
   }
 
   /** The RL phase's learner (MAGRPO's, IAC's or MAAC's), running in this trainer's host. */
@@ -116,33 +94,14 @@ export class MARLHFTrainer extends Trainer<MARLHFConfig> {
     return this.phases.rl.generate(prompts, k);
   }
 
-  protected override runConfig(): Record<string, unknown> {
-    return { ...super.runConfig(), numRoles: this.numRoles, numActorModels: this.agents.length };
-  }
-
   /** Pairs once, the reward model on them, then the RL phase against the reward model. */
   protected stages(): TrainingStage[] {
     const pairs = pairStage(this.host, this.options.trainDataset, collectionEnvironment(this.agents, this.actors.environment), pairSettings(this.config), this.preferences);
     return [pairs, this.phases.rewardModel.stage((batch) => this.rewardModelStep(batch)), this.phases.rlStage()];
   }
 
-  /** Held-out evaluation with the task reward (COMLRL-SPEC §3.4), on the agents' evaluation streams. */
-  evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
-    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    return evaluateAgents(this.agents, this.actors.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
-  }
-
   protected override assertCheckpointable(): void {
     this.phases.rl.checkpointable();
-  }
-
-  protected override async saveCheckpointFiles(dir: string): Promise<void> {
-    await this.preferences.save(dir);
-  }
-
-  protected override restoreCheckpointState(state: Record<string, unknown>, dir: string): void {
-    super.restoreCheckpointState(state, dir);
-    this.preferences.load(dir);
   }
 }
 

@@ -11,6 +11,7 @@ import { rolloutItem, type RolloutEnvironment } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
 import { writeFileChecked } from "../../util/atomic.js";
 import type { SeededRandom } from "../../util/random.js";
+import type { StageHost } from "../lifecycle/stage-host.js";
 
 export interface PreferencePair {
   itemIndex: number;
@@ -121,14 +122,15 @@ export class PreferencePairs {
     }
   }
 
-  /**
-   * Every rank's pairs, in rank order, on every rank (data parallelism: each rank collected its share of the items;
-   * what follows trains on all of them); the pairs as they are in one process.
-   */
-  async gather(gatherFromRanks: <T>(local: readonly T[]) => Promise<T[]>): Promise<void> {
-    const pairs = await gatherFromRanks(this.pairs.map(pairToJson));
-    const tied = await gatherFromRanks(this.itemsWithoutPairs);
-    this.replace(pairs, tied);
+  /** Every rank's pairs on every rank, as one process collects them (see gatherItems). */
+  async gather(host: Pick<StageHost, "gather" | "random">): Promise<void> {
+    const byItem = new Map<number, Array<Record<string, unknown>>>(this.itemsWithoutPairs.map((i) => [i, []]));
+    for (const p of this.pairs) byItem.set(p.itemIndex, [...(byItem.get(p.itemIndex) ?? []), pairToJson(p)]);
+    const items = await gatherItems(host, [...byItem].map(([itemIndex, pairs]) => ({ itemIndex, pairs })));
+    this.replace(
+      items.flatMap((r) => r.pairs),
+      items.filter((r) => r.pairs.length === 0).map((r) => r.itemIndex),
+    );
   }
 
   async save(dir: string): Promise<void> {
@@ -157,8 +159,23 @@ export class PreferencePairs {
   }
 }
 
+/**
+ * What each rank collected per item (plain JSON, one record per item it ran), on every rank: each item once, from the
+ * lowest rank that ran it (its owner: a higher rank runs an item again only to pad its last round of steps), in item
+ * order, as one process collects them. Every rank then takes rank 0's shuffle generator, so that what is drawn over
+ * the gathered pairs next (a replay sample, the training order) is drawn alike on every rank. In one process: the
+ * records in item order.
+ */
+export async function gatherItems<T extends { itemIndex: number }>(host: Pick<StageHost, "gather" | "random">, local: readonly T[]): Promise<T[]> {
+  const ranks = await host.gather([{ records: local, random: host.random.getState() }]);
+  host.random.setState(ranks[0].random);
+  const owned = new Map<number, T>();
+  for (const record of ranks.flatMap((rank) => rank.records)) if (!owned.has(record.itemIndex)) owned.set(record.itemIndex, record);
+  return [...owned.values()].sort((a, b) => a.itemIndex - b.itemIndex);
+}
+
 /** A pair in the checkpoint's JSON layout (CoMLRL's keys, token ids as plain arrays). */
-function pairToJson(p: PreferencePair): Record<string, unknown> {
+export function pairToJson(p: PreferencePair): Record<string, unknown> {
   return {
     item_index: p.itemIndex,
     prompts: p.prompts,

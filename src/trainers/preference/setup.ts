@@ -77,7 +77,7 @@ export function pairStage(host: StageHost, items: Item[], environment: RolloutEn
     },
     endEpoch: async () => {
       // Data parallel: each rank collected its share of the items; every rank trains on all the pairs.
-      await pairs.gather((local) => host.gather(local));
+      await pairs.gather(host);
       pairs.assertUsable(items.length);
       const tied = pairs.itemsWithoutPairs.length;
       if (tied > 0) host.console(`${tied} of ${items.length} train items gave no preference pair (all candidates tied): items ${pairs.itemsWithoutPairs.join(", ")}`);

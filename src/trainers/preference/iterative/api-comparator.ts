@@ -10,6 +10,7 @@ import type { IterativeFields } from "../../../config/index.js";
 import { isSecretName, redactUrl } from "../../../config/secrets.js";
 import type { Item } from "../../../rollout/types.js";
 import type { AgentSampler, ComparatorSource } from "./comparators.js";
+import { limiter } from "../../../util/limiter.js";
 
 export class ComparatorApiError extends Error {
   override name = "ComparatorApiError";
@@ -22,22 +23,6 @@ const BACKOFF_MS = 250;
 const MAX_REDIRECTS = 5;
 /** The most bytes an answer may have: completions are text, far below this; a larger body is refused, not retried. */
 export const COMPARATOR_MAX_RESPONSE_BYTES = 16 * 2 ** 20;
-
-/** A counting semaphore: at most `limit` holders at once, served in arrival order. */
-function limiter(limit: number) {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(work: () => Promise<T>): Promise<T> => {
-    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    active++;
-    try {
-      return await work();
-    } finally {
-      active--;
-      waiting.shift()?.();
-    }
-  };
-}
 
 /** The value at a dotted path ("data.outputs.0"), or undefined. */
 function dotted(value: unknown, fieldPath: string): unknown {
@@ -67,7 +52,7 @@ const dropNulls = (body: Record<string, unknown>) => Object.fromEntries(Object.e
 export function apiComparator(c: ApiComparatorConfig, note: (message: string) => void, env: NodeJS.ProcessEnv = process.env): ComparatorSource {
   const url = c.comparatorApiUrl!;
   const format = c.comparatorApiFormat;
-  const run = limiter(c.comparatorApiConcurrency);
+  const run = limiter(() => c.comparatorApiConcurrency);
 
   const headers = (): Record<string, string> => {
     const h: Record<string, string> = { "content-type": "application/json", ...(c.comparatorApiHeaders ?? {}) };

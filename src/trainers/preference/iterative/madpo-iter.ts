@@ -4,38 +4,28 @@
 // iterations) — then the iteration's policy checkpoint when they are kept. The round and the DPO stage are composed
 // here, both in this trainer's host.
 import { madpoIterConfig, type MADPOIterConfig, type MADPOIterConfigInput } from "../../../config/index.js";
-import { defaultOutputDir } from "../../actors.js";
-import { construct } from "../../construction.js";
-import { registerAgents, resolveAgentCount, type Agent } from "../../agents.js";
-import { evaluateAgents } from "../../evaluation.js";
-import { Trainer, type TrainingStage } from "../../lifecycle/trainer.js";
+import { resolveAgentCount } from "../../agents.js";
+import type { TrainingStage } from "../../lifecycle/trainer.js";
 import { checkOptionKeys } from "../../options.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../../task-options.js";
 import { DpoTraining } from "../dpo-stage.js";
-import { PREFERENCE_EVAL_SETTINGS } from "../madpo.js";
-import { PreferencePairs } from "../pairs.js";
-import { PREFERENCE_OPTION_KEYS, setUpPreferenceActors, type PreferenceActors, type PreferenceOptions } from "../setup.js";
+import { constructPreferenceTrainer, PreferenceTrainer } from "../preference-trainer.js";
+import { PREFERENCE_OPTION_KEYS, type PreferenceActors, type PreferenceOptions } from "../setup.js";
 import { scoreCandidates } from "./candidates.js";
-import { iterationStages, ITERATIVE_OPTION_KEYS, IterativeRound, roundSetUp, type IterativeOptions } from "./round.js";
+import { iterationStages, IterativeRound } from "./round.js";
+import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
 
 export interface MADPOIterTrainerOptions extends TaskOptions<MADPOIterConfigInput | MADPOIterConfig>, PreferenceOptions, IterativeOptions {}
 
 const MADPO_ITER_OPTION_KEYS = { ...TASK_OPTION_KEYS, ...PREFERENCE_OPTION_KEYS, ...ITERATIVE_OPTION_KEYS } as const satisfies Record<keyof MADPOIterTrainerOptions, true>;
 
-export class MADPOIterTrainer extends Trainer<MADPOIterConfig> {
+export class MADPOIterTrainer extends PreferenceTrainer<MADPOIterConfig, MADPOIterTrainerOptions> {
   readonly algorithm = "MADPOIter";
-  /** The current iteration's training pairs. */
-  readonly preferences = new PreferencePairs();
   private readonly dpo: DpoTraining;
   private round!: IterativeRound;
 
-  private constructor(
-    config: MADPOIterConfig,
-    private readonly actors: PreferenceActors,
-    private readonly options: MADPOIterTrainerOptions,
-    outputDir: string,
-  ) {
-    super(config, options, outputDir);
+  private constructor(config: MADPOIterConfig, actors: PreferenceActors, options: MADPOIterTrainerOptions, outputDir: string) {
+    super(config, actors, options, outputDir);
     this.dpo = new DpoTraining(this.host, config, actors.agents, actors.environment.concurrent, this.preferences, Boolean(options.evalDataset?.length));
   }
 
@@ -44,27 +34,17 @@ export class MADPOIterTrainer extends Trainer<MADPOIterConfig> {
     const centralized = madpoIterConfig(options.config).collaborationMode === "centralized";
     const config = madpoIterConfig(resolveAgentCount(options.config, options.numAgents, centralized ? undefined : options.agents));
     const { centralizedComparatorAdapter: _adapter, comparatorAgents: _comparators, ...actorOptions } = options;
-    return construct({
+    return constructPreferenceTrainer({
       algorithm: "MADPOIter",
       options,
       config,
-      load: () => setUpPreferenceActors(actorOptions, config, "MADPOIter"),
-      make: (actors) => new MADPOIterTrainer(config, actors, options, defaultOutputDir("MADPOIterTrainer", options.outputDir)),
-      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      actorOptions,
+      make: (actors, outputDir) => new MADPOIterTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         const { rewardFunc, rewardProcessor } = actors.environment;
         trainer.round = new IterativeRound(roundSetUp(trainer, actors, options, (candidates, context) => scoreCandidates(candidates, rewardFunc, rewardProcessor, context)));
       },
     });
-  }
-
-  get agents(): Agent[] {
-    return this.actors.agents;
-  }
-
-  /** The role count (numAgents); one centralized actor writes for all of them. */
-  get numRoles(): number {
-    return this.actors.numRoles;
   }
 
   protected override iterations(): number {
@@ -76,27 +56,12 @@ export class MADPOIterTrainer extends Trainer<MADPOIterConfig> {
     return iterationStages(this.progress, this.round, this.preferences, [this.dpo.stage()]);
   }
 
-  /** Held-out evaluation with the task reward (COMLRL-SPEC §3.4), on the agents' evaluation streams. */
-  evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
-    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    return evaluateAgents(this.agents, this.actors.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
-  }
-
-  protected override runConfig(): Record<string, unknown> {
-    return { ...super.runConfig(), numRoles: this.numRoles, numActorModels: this.agents.length };
-  }
-
-  protected override async saveCheckpointFiles(dir: string): Promise<void> {
-    await this.preferences.save(dir);
-  }
-
   protected override checkpointState(): Record<string, unknown> {
     return { ...super.checkpointState(), round: this.round.state() };
   }
 
   protected override restoreCheckpointState(state: Record<string, unknown>, dir: string): void {
     super.restoreCheckpointState(state, dir);
-    this.preferences.load(dir);
     this.round.restore(state.round as Record<string, unknown>, `resume-${this.progress.unitsDone}-${Date.now()}`);
   }
 

@@ -8,21 +8,17 @@
 // reward until one was trained); evaluation always uses the task reward.
 import { marlhfIterConfig, type MARLHFIterConfig, type MARLHFIterConfigInput } from "../../../config/index.js";
 import { RewardProcessors } from "../../../rollout/rewards.js";
-import { defaultOutputDir } from "../../actors.js";
-import { construct } from "../../construction.js";
-import { registerAgents, type Agent } from "../../agents.js";
-import { evaluateAgents } from "../../evaluation.js";
-import { Trainer, type TrainingStage } from "../../lifecycle/trainer.js";
+import type { TrainingStage } from "../../lifecycle/trainer.js";
 import { checkOptionKeys } from "../../options.js";
-import { PREFERENCE_EVAL_SETTINGS } from "../madpo.js";
 import { MARLHF_OPTION_KEYS, marlhfTrainerConfig, rlhfSetUp, type MARLHFTrainerOptions } from "../marlhf.js";
-import { PreferencePairs, type PreferencePair } from "../pairs.js";
+import type { PreferencePair } from "../pairs.js";
+import { constructPreferenceTrainer, PreferenceTrainer } from "../preference-trainer.js";
 import type { RewardModelStepMetrics } from "../reward-model-stage.js";
 import { RlhfPhases } from "../rlhf-phases.js";
 import { actorExtras, type RLLearner } from "../rl-phase.js";
-import { setUpPreferenceActors, type PreferenceActors } from "../setup.js";
 import { scoreCandidates, type Candidates } from "./candidates.js";
-import { iterationStages, IterativeRound, ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round.js";
+import { iterationStages, IterativeRound } from "./round.js";
+import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
 
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
@@ -30,44 +26,29 @@ export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "co
 
 const MARLHF_ITER_OPTION_KEYS = { ...MARLHF_OPTION_KEYS, ...ITERATIVE_OPTION_KEYS } as const satisfies Record<keyof MARLHFIterTrainerOptions, true>;
 
-export class MARLHFIterTrainer extends Trainer<MARLHFIterConfig> {
+export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLHFIterTrainerOptions> {
   readonly algorithm = "MARLHFIter";
-  /** The current iteration's training pairs. */
-  readonly preferences = new PreferencePairs();
   private phases!: RlhfPhases;
   private round!: IterativeRound;
   /** Whether the current reward model has been stepped (so the next iteration starts a fresh one and may score with it). */
   private rewardModelTrained = false;
 
-  private constructor(
-    config: MARLHFIterConfig,
-    private readonly actors: PreferenceActors,
-    private readonly options: MARLHFIterTrainerOptions,
-    outputDir: string,
-  ) {
-    super(config, options, outputDir);
-  }
-
   static async create(options: MARLHFIterTrainerOptions): Promise<MARLHFIterTrainer> {
     checkOptionKeys(options, MARLHF_ITER_OPTION_KEYS, "MARLHFIterTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfIterConfig(input));
     const { centralizedComparatorAdapter: _adapter, comparatorAgents: _comparators, ...marlhfOptions } = options;
-    return construct({
+    return constructPreferenceTrainer({
       algorithm: "MARLHFIter",
       options,
       config,
-      load: () => setUpPreferenceActors(marlhfOptions, config, "MARLHFIter", actorExtras(config)),
-      make: (actors) => new MARLHFIterTrainer(config, actors, options, defaultOutputDir("MARLHFIterTrainer", options.outputDir)),
-      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      actorOptions: marlhfOptions,
+      actorExtras: actorExtras(config),
+      make: (actors, outputDir) => new MARLHFIterTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
         trainer.round = new IterativeRound(roundSetUp(trainer, actors, options, (candidates, context) => trainer.scorePairs(candidates, context)));
       },
     });
-  }
-
-  get agents(): Agent[] {
-    return this.actors.agents;
   }
 
   /** The RL phase's learner (MAGRPO's, IAC's or MAAC's), running in this trainer's host. */
@@ -123,22 +104,8 @@ export class MARLHFIterTrainer extends Trainer<MARLHFIterConfig> {
     return iterationStages(this.progress, this.round, this.preferences, [freshRewardModel, this.phases.rlStage()]);
   }
 
-  /** Held-out evaluation with the task reward (COMLRL-SPEC §3.4), on the agents' evaluation streams. */
-  evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
-    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    return evaluateAgents(this.agents, this.actors.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
-  }
-
   protected override assertCheckpointable(): void {
     this.phases.rl.checkpointable();
-  }
-
-  protected override runConfig(): Record<string, unknown> {
-    return { ...super.runConfig(), numRoles: this.actors.numRoles, numActorModels: this.agents.length };
-  }
-
-  protected override async saveCheckpointFiles(dir: string): Promise<void> {
-    await this.preferences.save(dir);
   }
 
   protected override checkpointState(): Record<string, unknown> {
@@ -147,7 +114,6 @@ export class MARLHFIterTrainer extends Trainer<MARLHFIterConfig> {
 
   protected override restoreCheckpointState(state: Record<string, unknown>, dir: string): void {
     super.restoreCheckpointState(state, dir);
-    this.preferences.load(dir);
     this.round.restore(state.round as Record<string, unknown>, `resume-${this.progress.unitsDone}-${Date.now()}`);
     this.rewardModelTrained = state.rewardModelTrained === true;
   }

@@ -23,9 +23,10 @@ export class PolicyCheckpoints {
     return this.written.has(label);
   }
 
-  async write(label: string, agents: readonly Agent[]): Promise<string> {
+  /** Records checkpoint `label` and, where `save` (the rank that writes files), saves the agents there. */
+  async write(label: string, agents: readonly Agent[], save: boolean): Promise<string> {
     const dir = path.join(this.dir, label);
-    for (const agent of agents) await agent.model.save(path.join(dir, `agent_${agent.index}`), { tokenizer: agent.tokenizer });
+    if (save) for (const agent of agents) await agent.model.save(path.join(dir, `agent_${agent.index}`), { tokenizer: agent.tokenizer });
     this.written.set(label, path.resolve(dir));
     return dir;
   }

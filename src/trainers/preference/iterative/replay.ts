@@ -10,8 +10,9 @@ import { CheckpointError } from "../../../checkpoint/checkpoint.js";
 import type { ReplayMode } from "../../../config/index.js";
 import type { ComlrlTokenizer } from "../../../models/tokenizer.js";
 import { writeFileAtomic } from "../../../util/atomic.js";
+import { makeDirs } from "../../../util/make-dirs.js";
 import type { SeededRandom } from "../../../util/random.js";
-import type { PreferencePair } from "../pairs.js";
+import { pairToJson, type PreferencePair } from "../pairs.js";
 
 export interface IterativePair extends PreferencePair {
   /** [winner, loser] task rewards before the reward processor. */
@@ -29,29 +30,20 @@ export function shardName(iteration: number): string {
   return `iteration_${String(iteration + 1).padStart(4, "0")}.json`;
 }
 
+/** A pair in a shard's layout: CoMLRL's fields, and ours beside them (the exact ids, and where they came from). */
+export function iterativePairToJson(p: IterativePair): Record<string, unknown> {
+  return {
+    ...pairToJson(p),
+    raw_rewards: p.rawRewards,
+    target_raw_reward: p.targetRawReward,
+    comparator_raw_reward: p.comparatorRawReward,
+    winner_from_text: p.winnerFromText,
+    loser_from_text: p.loserFromText,
+  };
+}
+
 export function shardJson(iteration: number, pairs: readonly IterativePair[]): string {
-  return JSON.stringify({
-    iteration: iteration + 1,
-    num_pairs: pairs.length,
-    pairs: pairs.map((p) => ({
-      prompts: p.prompts,
-      winner_completions: p.winnerTexts,
-      loser_completions: p.loserTexts,
-      winner_reward: p.winnerReward,
-      loser_reward: p.loserReward,
-      candidate_reward_mean: p.candidateRewardMean,
-      raw_rewards: p.rawRewards,
-      target_raw_reward: p.targetRawReward,
-      comparator_raw_reward: p.comparatorRawReward,
-      // Ours: the exact ids, and where they came from.
-      item_index: p.itemIndex,
-      prompt_ids: p.promptIds,
-      winner_ids: p.winnerIds.map((ids) => Array.from(ids)),
-      loser_ids: p.loserIds.map((ids) => Array.from(ids)),
-      winner_from_text: p.winnerFromText,
-      loser_from_text: p.loserFromText,
-    })),
-  });
+  return JSON.stringify({ iteration: iteration + 1, num_pairs: pairs.length, pairs: pairs.map(iterativePairToJson) });
 }
 
 const ID_FIELDS = ["prompt_ids", "winner_ids", "loser_ids"] as const;
@@ -66,12 +58,17 @@ export function readShard(file: string, tokenizers: readonly ComlrlTokenizer[]):
   } catch (error) {
     throw new CheckpointError(`replay shard ${file}: ${(error as Error).message}`);
   }
+  if (!Number.isInteger(json.iteration)) throw new CheckpointError(`replay shard ${file}: has no integer iteration`);
+  return { iteration: json.iteration as number, pairs: pairsFromJson(json.pairs, tokenizers, `replay shard ${file}`) };
+}
+
+/** A shard's pairs list (ours or CoMLRL's, see readShard) as pairs; `where` names the list in errors. */
+export function pairsFromJson(list: unknown, tokenizers: readonly ComlrlTokenizer[], where: string): IterativePair[] {
   const bad = (what: string): never => {
-    throw new CheckpointError(`replay shard ${file}: ${what}`);
+    throw new CheckpointError(`${where}: ${what}`);
   };
-  if (!Number.isInteger(json.iteration)) bad("has no integer iteration");
-  if (!Array.isArray(json.pairs)) bad("has no pairs list");
-  const pairs = (json.pairs as Array<Record<string, unknown>>).map((p, n): IterativePair => {
+  if (!Array.isArray(list)) bad("has no pairs list");
+  return (list as Array<Record<string, unknown>>).map((p, n): IterativePair => {
     const { prompts, winner_completions: winners, loser_completions: losers } = p;
     if (!isStrings(prompts) || !isStrings(winners) || !isStrings(losers) || winners.length !== prompts.length || losers.length !== prompts.length) {
       bad(`pair ${n}: prompts, winner_completions and loser_completions must be lists of one string per agent`);
@@ -114,7 +111,6 @@ export function readShard(file: string, tokenizers: readonly ComlrlTokenizer[]):
       loserFromText: hasIds ? p.loser_from_text === true : true,
     };
   });
-  return { iteration: json.iteration as number, pairs };
 }
 
 /** Every iteration_KKKK.json of a replay directory (CoMLRL's or ours), in iteration order, empty ones included. */
@@ -198,11 +194,17 @@ export class PreferenceReplay {
     return this.shards.find((s) => s.iteration === iteration)?.pairs ?? [];
   }
 
-  /** Writes iteration's shard atomically and registers it when it has pairs (replacing a shard of that iteration). */
-  async write(iteration: number, pairs: IterativePair[]): Promise<string> {
+  /**
+   * Registers iteration's shard when it has pairs (replacing a shard of that iteration) and, where `writeFile` (the
+   * rank that writes files), writes it atomically; the other ranks of a job register the same shard.
+   */
+  async write(iteration: number, pairs: IterativePair[], writeFile: boolean): Promise<string> {
     const file = path.join(this.dir, shardName(iteration));
     const text = shardJson(iteration, pairs);
-    await writeFileAtomic(file, text);
+    if (writeFile) {
+      await makeDirs(this.dir);
+      await writeFileAtomic(file, text);
+    }
     const index = this.shards.findIndex((s) => s.iteration === iteration);
     if (index >= 0) this.shards.splice(index, 1);
     if (pairs.length > 0) this.shards.push({ iteration, file: path.resolve(file), numPairs: pairs.length, sha256: sha256(text), pairs });

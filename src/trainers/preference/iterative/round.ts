@@ -1,122 +1,36 @@
-// What MADPOIter and MARLHFIter share (COMLRL-SPEC §6.5 steps 1–6, 8): the per-iteration collection stage — for
-// every train item the current policy's candidates (training's sampling stream; they count as env steps) and the
-// comparator's, both scored, paired index by index — then the iteration's replay shard, the training pairs chosen by
-// the replay mode, iter/* metrics, reward distributions, and the policy checkpoints. All of it is trainer state:
-// state()/restore() carry the shard records, the comparator's stream and the policy checkpoints across a resume.
-import { resolveDevices, type CudaFacts, type IterativeFields, type MADPOConfig } from "../../../config/index.js";
-import { CausalLM } from "../../../models/causal-lm.js";
-import { resolveModelSource } from "../../../models/hub.js";
-import { ComlrlTokenizer } from "../../../models/tokenizer.js";
-import type { WandbConfig } from "../../../logging/wandb.js";
+// What MADPOIter and MARLHFIter run every iteration (COMLRL-SPEC §6.5 steps 1–6, 8): the collection stage — for every
+// train item the current policy's candidates (training's sampling stream; they count as env steps) and the
+// comparator's, both scored, paired index by index — then, with every rank's items gathered, the iteration's replay
+// shard, the training pairs chosen by the replay mode, iter/* metrics and reward distributions; the iteration's
+// training (skipped when it has no training pairs); then its policy checkpoint. Rank 0 writes the files, every rank
+// holds the same shards and checkpoints. All of it is trainer state: state()/restore() carry the shard records, the
+// comparator's stream and the policy checkpoints across a resume. What a round is built from is in round-setup.ts.
 import { formatPrompt } from "../../../rollout/formatters.js";
-import { forEachAgent, type RolloutEnvironment } from "../../../rollout/tree.js";
+import { forEachAgent } from "../../../rollout/tree.js";
 import type { Item } from "../../../rollout/types.js";
-import type { Agent, ModelSource } from "../../agents.js";
 import { TaggedAdapter, type CentralizedAdapter } from "../../reinforce/centralized.js";
 import type { StageHost, TrainingStage, TrainProgress } from "../../lifecycle/stage-host.js";
-import { runtimeInfo } from "../../../runtime.js";
-import type { Actors } from "../../actors.js";
-import type { PreferencePairs } from "../pairs.js";
-import { apiComparator } from "./api-comparator.js";
-import { buildPairs, type Candidates, type ScoredCandidates } from "./candidates.js";
-import {
-  centralizedCandidates,
-  currentComparator,
-  currentCopyComparator,
-  decentralizedCandidates,
-  historyComparator,
-  modelComparator,
-  type AgentSampler,
-  type ComparatorModel,
-  type ComparatorSource,
-} from "./comparators.js";
+import { gatherItems, type PreferencePairs } from "../pairs.js";
+import { buildPairs, type Candidates } from "./candidates.js";
+import { centralizedCandidates, decentralizedCandidates, type AgentSampler, type ComparatorSource } from "./comparators.js";
 import { resolveArtefactDir, resumedArtefactDir } from "./dirs.js";
 import { INITIAL_CHECKPOINT, iterationCheckpointName, PolicyCheckpoints } from "./policy-checkpoints.js";
-import { PreferenceReplay, readReplayDir, type IterativePair, type ShardRecord } from "./replay.js";
+import { iterativePairToJson, pairsFromJson, PreferenceReplay, readReplayDir, type IterativePair, type ShardRecord } from "./replay.js";
 import { declaredRewardRange, writeRewardDistribution, type RewardSamples } from "./reward-distribution.js";
-import { makeDirs } from "../../../util/make-dirs.js";
+import { createComparator, type RoundSetup, type RoundTask } from "./round-setup.js";
 
-export type IterativeConfig = Omit<MADPOConfig, "pairSelection"> & IterativeFields;
-
-export interface IterativeOptions {
-  /** Centralized comparator generation: builds the joint prompt and splits answers (default: <agent_i> sections). */
-  centralizedComparatorAdapter?: CentralizedAdapter;
-  /** comparatorPolicy "model" with loaded models (or ids), one for all agents or one per agent. */
-  comparatorAgents?: ModelSource[] | null;
-}
-
-export const ITERATIVE_OPTION_KEYS = { centralizedComparatorAdapter: true, comparatorAgents: true } as const satisfies Record<keyof IterativeOptions, true>;
-
-/** What a round works on: its trainer's config, agents, task environment and train items, and how it labels candidates. */
-export interface RoundTask {
-  readonly config: IterativeConfig;
-  readonly agents: readonly Agent[];
-  readonly environment: RolloutEnvironment;
-  readonly items: Item[];
-  /** Labels candidates; the task reward unless the trainer scores with a learned model. */
-  score(candidates: Candidates, context: { item: Item; itemIndex: number; prompts: string[] }): Promise<ScoredCandidates>;
-}
-
-export interface RoundSetup {
-  /** The trainer's host: the round's counters, generator, logs and console are its. */
-  host: StageHost;
-  task: RoundTask;
-  options: IterativeOptions;
-  agentDevices: readonly string[];
-  facts: CudaFacts;
-  wandb: WandbConfig | null | undefined;
-  outputDir: string;
+/** One collected item as the ranks exchange it (plain JSON): its pairs, its candidates' raw rewards, its comparisons. */
+interface CollectedItem {
+  itemIndex: number;
+  pairs: Array<Record<string, unknown>>;
+  targetRawRewards: number[];
+  comparatorRawRewards: number[];
+  /** Aligned comparisons the current candidate won, of those made. */
+  wins: number;
+  comparisons: number;
 }
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-
-/** The comparator the config names, on its devices. */
-function createComparator(setup: RoundSetup, checkpoints: PolicyCheckpoints | null): ComparatorSource {
-  const { host, task, options, facts } = setup;
-  const c = task.config;
-  const agents = task.agents;
-  const devices = () => resolveDevices(c.comparatorDevices ?? [...setup.agentDevices], agents.length, "comparatorDevices", facts);
-  if (options.comparatorAgents != null && c.comparatorPolicy !== "model") throw new TypeError(`comparatorAgents is only used with comparatorPolicy "model" (got "${c.comparatorPolicy}")`);
-  switch (c.comparatorPolicy) {
-    case "current":
-      return currentComparator(agents, c.seed);
-    case "current_copy":
-      return currentCopyComparator(agents, devices(), c.seed);
-    case "history":
-      return historyComparator(agents, checkpoints!, c.comparatorHistoryK ?? 1, devices(), c.seed, (dir, device) => CausalLM.fromDirectory(dir, { device, dtype: c.dtype }), (label) =>
-        host.console(`history comparator: ${label}`),
-      );
-    case "api":
-      return apiComparator(c, (message) => host.console(message));
-    case "model": {
-      if (options.comparatorAgents != null && (c.comparatorAgents !== null || c.comparatorModelName !== null)) {
-        throw new TypeError("comparatorAgents is given both as a trainer option and in the config; give one");
-      }
-      const sources: ModelSource[] = options.comparatorAgents ?? (c.comparatorAgents ? [...c.comparatorAgents] : [c.comparatorModelName!]);
-      if (sources.length !== 1 && sources.length !== agents.length) throw new RangeError(`comparatorAgents must list 1 or ${agents.length} models, got ${sources.length}`);
-      return modelComparator(agents, c.seed, async () => {
-        const placed = devices();
-        const cache = new Map<string, Promise<ComparatorModel>>();
-        const load = (source: ModelSource, agent: number): Promise<ComparatorModel> => {
-          if (typeof source !== "string") return Promise.resolve({ model: source, tokenizer: agents[agent].tokenizer, owned: false });
-          const key = `${source}@${placed[agent]}`;
-          if (!cache.has(key)) {
-            cache.set(
-              key,
-              (async () => {
-                const dir = await resolveModelSource(source);
-                const tokenizer = await ComlrlTokenizer.fromDirectory(dir);
-                return { model: (await CausalLM.fromDirectory(dir, { device: placed[agent], dtype: c.dtype })).freeze(), tokenizer, owned: true };
-              })(),
-            );
-          }
-          return cache.get(key)!;
-        };
-        return Promise.all(agents.map((a) => load(sources.length === 1 ? sources[0] : sources[a.index], a.index)));
-      });
-    }
-  }
-}
 
 export class IterativeRound {
   readonly replay: PreferenceReplay;
@@ -125,12 +39,11 @@ export class IterativeRound {
   private readonly rewardRange: [number, number] | null;
   private distributionsDir: string;
   private readonly adapter: CentralizedAdapter;
-  /** The iteration being collected: its pairs and the rewards its distribution is drawn from. */
-  private pairs: IterativePair[] = [];
-  private samples: RewardSamples = { candidate: { target: [], comparator: [] }, selected: { target: [], comparator: [] } };
-  private wins = 0;
-  private comparisons = 0;
+  /** The items this rank collected in the current iteration. */
+  private collected: CollectedItem[] = [];
   private sampler: AgentSampler | null = null;
+  /** Whether every rank writes and reads the artefacts in the same directories (a resume picks them on each rank). */
+  private dirsAgreed = true;
 
   constructor(private readonly setup: RoundSetup) {
     const { task, wandb, outputDir } = setup;
@@ -180,8 +93,8 @@ export class IterativeRound {
       epochs: 1,
       steps: task.items.length,
       runStep: async (i) => {
-        const iteration = host.progress.iteration;
-        if (host.progress.itemIndex === 0) await this.beginIteration(iteration);
+        // This rank's first step of the iteration (under data parallelism its shard starts elsewhere than item 0).
+        if (host.progress.itemIndex === 0) await this.beginIteration(host.progress.iteration);
         const item = task.items[i];
         const prompts = task.environment.formatters.map((f, agent) => formatPrompt(f, item, agent));
         const context = { item, itemIndex: i, prompts };
@@ -190,57 +103,82 @@ export class IterativeRound {
         const current = await task.score(candidates, context);
         const comparator = await task.score(await this.comparatorCandidates(item, prompts, c.comparatorNumCandidates ?? c.preferenceNumCandidates), context);
         const pairs = buildPairs({ itemIndex: i, prompts, promptIds }, current, comparator, task.agents.map((a) => a.tokenizer), { pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample }, host.random);
-        this.pairs.push(...pairs);
-        this.samples.candidate.target.push(...current.rawRewards);
-        this.samples.candidate.comparator.push(...comparator.rawRewards);
-        const n = Math.min(current.rewards.length, comparator.rewards.length);
-        for (let j = 0; j < n; j++) this.wins += current.rewards[j] > comparator.rewards[j] ? 1 : 0;
-        this.comparisons += n;
+        const comparisons = Math.min(current.rewards.length, comparator.rewards.length);
+        const wins = current.rewards.slice(0, comparisons).filter((r, j) => r > comparator.rewards[j]).length;
+        this.collected.push({ itemIndex: i, pairs: pairs.map(iterativePairToJson), targetRawRewards: current.rawRewards, comparatorRawRewards: comparator.rawRewards, wins, comparisons });
         host.logger?.logTrain({ "iter/item_pairs": pairs.length, "iter/item_target_reward_mean": mean(current.rewards), "iter/item_comparator_reward_mean": mean(comparator.rewards) }, host.progress.envStep);
-        return { pairs: this.pairs.length };
+        return { pairs: this.collected.reduce((sum, r) => sum + r.pairs.length, 0) };
       },
       endEpoch: async () => {
-        const iteration = host.progress.iteration;
         this.comparator.end();
         this.sampler = null;
-        await makeDirs(this.replay.dir);
-        await this.replay.write(iteration, this.pairs);
-        const training = this.replay.select(iteration, { mode: c.preferenceReplayMode, k: c.preferenceReplayK, lambda: c.preferenceReplayLambda, sampleSize: c.preferenceReplaySampleSize }, host.random);
-        for (const p of this.pairs) {
-          if (p.targetRawReward !== null) this.samples.selected.target.push(p.targetRawReward);
-          if (p.comparatorRawReward !== null) this.samples.selected.comparator.push(p.comparatorRawReward);
-        }
-        host.logger?.logTrain(
-          {
-            "iter/iteration": iteration + 1,
-            "iter/num_pairs": this.pairs.length,
-            "iter/training_pairs": training.length,
-            "iter/replay_shards": this.replay.records.length,
-            "iter/target_reward_mean": mean(this.samples.candidate.target),
-            "iter/comparator_reward_mean": mean(this.samples.candidate.comparator),
-            "iter/target_win_rate": this.comparisons ? this.wins / this.comparisons : 0,
-          },
-          host.progress.envStep,
-        );
-        if (this.rewardRange) await writeRewardDistribution(this.distributionsDir, iteration, this.rewardRange, this.samples);
-        if (training.length === 0) host.console(`iteration ${iteration + 1}: no preference pairs (every comparison tied); training is skipped`);
-        onPairs(training);
+        onPairs(await this.endCollection(host.progress.iteration));
       },
     };
   }
 
   private async beginIteration(iteration: number): Promise<void> {
-    this.pairs = [];
-    this.samples = { candidate: { target: [], comparator: [] }, selected: { target: [], comparator: [] } };
-    this.wins = 0;
-    this.comparisons = 0;
-    if (iteration === 0 && this.policies && !this.policies.has(INITIAL_CHECKPOINT)) await this.policies.write(INITIAL_CHECKPOINT, this.task.agents);
+    await this.agreeDirs();
+    this.collected = [];
+    if (iteration === 0 && this.policies && !this.policies.has(INITIAL_CHECKPOINT)) await this.writePolicies(INITIAL_CHECKPOINT);
     this.sampler = await this.comparator.begin(iteration);
+  }
+
+  /** Every rank's items gathered: the iteration's shard, its training pairs, iter/* metrics and distributions. */
+  private async endCollection(iteration: number): Promise<IterativePair[]> {
+    const { host, task } = this;
+    const c = task.config;
+    await this.agreeDirs();
+    const items = await gatherItems(host, this.collected);
+    const pairs = pairsFromJson(
+      items.flatMap((r) => r.pairs),
+      task.agents.map((a) => a.tokenizer),
+      `iteration ${iteration + 1}'s pairs`,
+    );
+    await this.replay.write(iteration, pairs, this.setup.writesFiles);
+    const training = this.replay.select(iteration, { mode: c.preferenceReplayMode, k: c.preferenceReplayK, lambda: c.preferenceReplayLambda, sampleSize: c.preferenceReplaySampleSize }, host.random);
+    const samples: RewardSamples = {
+      candidate: { target: items.flatMap((r) => r.targetRawRewards), comparator: items.flatMap((r) => r.comparatorRawRewards) },
+      selected: { target: pairs.flatMap((p) => (p.targetRawReward === null ? [] : [p.targetRawReward])), comparator: pairs.flatMap((p) => (p.comparatorRawReward === null ? [] : [p.comparatorRawReward])) },
+    };
+    const comparisons = items.reduce((sum, r) => sum + r.comparisons, 0);
+    host.logger?.logTrain(
+      {
+        "iter/iteration": iteration + 1,
+        "iter/num_pairs": pairs.length,
+        "iter/training_pairs": training.length,
+        "iter/replay_shards": this.replay.records.length,
+        "iter/target_reward_mean": mean(samples.candidate.target),
+        "iter/comparator_reward_mean": mean(samples.candidate.comparator),
+        "iter/target_win_rate": comparisons ? items.reduce((sum, r) => sum + r.wins, 0) / comparisons : 0,
+      },
+      host.progress.envStep,
+    );
+    if (this.rewardRange && this.setup.writesFiles) await writeRewardDistribution(this.distributionsDir, iteration, this.rewardRange, samples);
+    if (training.length === 0) host.console(`iteration ${iteration + 1}: no preference pairs (every comparison tied); training is skipped`);
+    return training;
   }
 
   /** After an iteration's training: its policy checkpoint, when they are kept. */
   async endIteration(iteration: number): Promise<void> {
-    await this.policies?.write(iterationCheckpointName(iteration), this.task.agents);
+    await this.agreeDirs();
+    if (this.policies) await this.writePolicies(iterationCheckpointName(iteration));
+  }
+
+  /** Rank 0 saves the agents; every rank records the checkpoint, and waits until it is written (the history comparator loads it). */
+  private async writePolicies(label: string): Promise<void> {
+    await this.policies!.write(label, this.task.agents, this.setup.writesFiles);
+    await this.host.gather([]);
+  }
+
+  /** After a resume every rank takes rank 0's artefact directories (each rank picked its own resume-* name). */
+  private async agreeDirs(): Promise<void> {
+    if (this.dirsAgreed) return;
+    const [dirs] = await this.host.gather([{ replay: this.replay.dir, distributions: this.distributionsDir, policies: this.policies?.dir ?? null }]);
+    this.replay.dir = dirs.replay;
+    this.distributionsDir = dirs.distributions;
+    if (this.policies) this.policies.dir = dirs.policies!;
+    this.dirsAgreed = true;
   }
 
   state(): Record<string, unknown> {
@@ -255,6 +193,7 @@ export class IterativeRound {
     this.replay.dir = resumedArtefactDir(this.replay.dir, resumeTag);
     this.distributionsDir = resumedArtefactDir(this.distributionsDir, resumeTag);
     if (this.policies) this.policies.dir = resumedArtefactDir(this.policies.dir, resumeTag);
+    this.dirsAgreed = false;
   }
 
   dispose(): void {
@@ -262,49 +201,34 @@ export class IterativeRound {
   }
 }
 
-/** A round of an iterative trainer: its host, its agents and task environment, and how it labels candidates. */
-export function roundSetUp(
-  trainer: { readonly host: StageHost; readonly config: IterativeConfig; readonly outputDir: string },
-  actors: Pick<Actors, "agents" | "environment" | "placement">,
-  options: IterativeOptions & { trainDataset: Item[]; wandbConfig?: WandbConfig | null },
-  score: RoundTask["score"],
-): RoundSetup {
-  const info = runtimeInfo();
-  return {
-    host: trainer.host,
-    task: { config: trainer.config, agents: actors.agents, environment: actors.environment, items: options.trainDataset, score },
-    options,
-    agentDevices: actors.placement.agentDevices,
-    facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },
-    wandb: options.wandbConfig,
-    outputDir: trainer.outputDir,
-  };
-}
-
 /**
  * One iteration's stages: the round's collection (its training pairs become `preferences`), then `training`, whose
- * last stage writes the iteration's policy checkpoint after its last epoch.
+ * stages take no step when the iteration has no training pairs (CoMLRL skips its training then: MARLHFIter neither
+ * trains a reward model nor runs RL), and whose last stage writes the iteration's policy checkpoint after its last
+ * epoch, trained or not.
  */
 export function iterationStages(progress: TrainProgress, round: IterativeRound, preferences: PreferencePairs, training: TrainingStage[]): TrainingStage[] {
   const collect = round.collectStage((pairs) => {
     preferences.pairs.length = 0;
     preferences.pairs.push(...pairs);
   });
-  const last = training[training.length - 1];
-  const closing: TrainingStage = {
-    name: last.name,
-    get epochs() {
-      return last.epochs;
-    },
-    get steps() {
-      return last.steps;
-    },
-    runStep: (i) => last.runStep(i),
-    endEpoch: async () => {
-      await last.endEpoch?.();
-      if (progress.epoch + 1 >= last.epochs) await round.endIteration(progress.iteration);
-    },
-    ...(last.evaluateBefore ? { evaluateBefore: (i: number) => last.evaluateBefore!(i) } : {}),
-  };
-  return [collect, ...training.slice(0, -1), closing];
+  const trained = training.map((stage, s): TrainingStage => {
+    const last = s === training.length - 1;
+    return {
+      name: stage.name,
+      get epochs() {
+        return stage.epochs;
+      },
+      get steps() {
+        return preferences.pairs.length === 0 ? 0 : stage.steps;
+      },
+      runStep: (i) => stage.runStep(i),
+      endEpoch: async () => {
+        await stage.endEpoch?.();
+        if (last && progress.epoch + 1 >= stage.epochs) await round.endIteration(progress.iteration);
+      },
+      ...(stage.evaluateBefore ? { evaluateBefore: (i: number) => stage.evaluateBefore!(i) } : {}),
+    };
+  });
+  return [collect, ...trained];
 }

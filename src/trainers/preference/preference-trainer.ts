@@ -1,0 +1,95 @@
+// What every preference trainer (MADPO, MARLHF and their iterative forms) holds around the stages it composes: its
+// actors (with the role count, which centralized collaboration keeps apart from the one actor), the training pairs,
+// which every checkpoint carries, and evaluation with the task reward; and how each is constructed (construction.ts
+// with the preference actors). The stages — pair collection, DPO, the reward model, the RL phase, the iterative
+// round — are each trainer's own.
+import type { MADPOConfig } from "../../config/index.js";
+import type { RolloutSettings } from "../../rollout/tree.js";
+import { defaultOutputDir } from "../actors.js";
+import { registerAgents, type Agent } from "../agents.js";
+import { construct } from "../construction.js";
+import { evaluateAgents } from "../evaluation.js";
+import { Trainer } from "../lifecycle/trainer.js";
+import type { TaskOptions } from "../task-options.js";
+import { PreferencePairs } from "./pairs.js";
+import { setUpPreferenceActors, type PreferenceActors, type PreferenceOptions } from "./setup.js";
+
+type PreferenceConfig = Omit<MADPOConfig, "pairSelection">;
+
+/** Single-turn, one sample per agent, scored by the task reward. */
+const PREFERENCE_EVAL_SETTINGS: RolloutSettings = {
+  numGenerations: 1,
+  numTurns: 1,
+  jointMode: "aligned",
+  earlyTerminationThreshold: null,
+  externalPromptPassthrough: false,
+  rewardBatching: "node",
+};
+
+/**
+ * A preference trainer built by the one construction pipeline: its actors loaded from `actorOptions` (default: the
+ * trainer's options) and registered, then what `attach` loads beside them (a reward model, the RL phase, a round).
+ */
+export function constructPreferenceTrainer<T extends Trainer>(steps: {
+  algorithm: string;
+  options: TaskOptions<unknown> & PreferenceOptions;
+  config: PreferenceConfig;
+  actorOptions?: TaskOptions<unknown> & PreferenceOptions;
+  /** What an actor-critic RL phase needs of the actors (see setUpPreferenceActors). */
+  actorExtras?: Parameters<typeof setUpPreferenceActors>[3];
+  make(actors: PreferenceActors, outputDir: string): T;
+  attach?(trainer: T, actors: PreferenceActors): Promise<void>;
+}): Promise<T> {
+  const { algorithm, options, config } = steps;
+  return construct({
+    algorithm,
+    options,
+    config,
+    load: () => setUpPreferenceActors(steps.actorOptions ?? options, config, algorithm, steps.actorExtras),
+    make: (actors) => steps.make(actors, defaultOutputDir(`${algorithm}Trainer`, options.outputDir)),
+    register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+    ...(steps.attach ? { attach: steps.attach } : {}),
+  });
+}
+
+export abstract class PreferenceTrainer<C extends PreferenceConfig, O extends TaskOptions<unknown>> extends Trainer<C> {
+  /** The pairs being trained on: the run's (MADPO, MARLHF) or the current iteration's (the iterative trainers). */
+  readonly preferences = new PreferencePairs();
+
+  protected constructor(
+    config: C,
+    protected readonly actors: PreferenceActors,
+    protected readonly options: O,
+    outputDir: string,
+  ) {
+    super(config, options, outputDir);
+  }
+
+  get agents(): Agent[] {
+    return this.actors.agents;
+  }
+
+  /** The role count (numAgents); one centralized actor writes for all of them. */
+  get numRoles(): number {
+    return this.actors.numRoles;
+  }
+
+  /** Held-out evaluation with the task reward (COMLRL-SPEC §3.4), on the agents' evaluation streams. */
+  evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
+    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
+    return evaluateAgents(this.agents, this.actors.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
+  }
+
+  protected override runConfig(): Record<string, unknown> {
+    return { ...super.runConfig(), numRoles: this.numRoles, numActorModels: this.agents.length };
+  }
+
+  protected override async saveCheckpointFiles(dir: string): Promise<void> {
+    await this.preferences.save(dir);
+  }
+
+  protected override restoreCheckpointState(state: Record<string, unknown>, dir: string): void {
+    super.restoreCheckpointState(state, dir);
+    this.preferences.load(dir);
+  }
+}
