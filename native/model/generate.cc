@@ -3,6 +3,12 @@
 namespace comlrl {
 namespace {
 
+// transformers' logits processor: seen tokens' logits shrink towards 0 or, when negative, grow further from it.
+torch::Tensor PenalizeRepetitions(const torch::Tensor& logits, const torch::Tensor& seen, double penalty) {
+  const torch::Tensor penalized = torch::where(logits < 0, logits * penalty, logits / penalty);
+  return torch::where(seen, penalized, logits);
+}
+
 // transformers' warpers in their order: temperature, top-k, top-p. Filtered logits become -inf.
 torch::Tensor WarpLogits(torch::Tensor logits, const GenerateOptions& options) {
   if (options.temperature != 1.0) logits = logits / options.temperature;
@@ -37,13 +43,19 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   }
   torch::Tensor ids = torch::full({batch, prompt_width}, options.pad_token_id, index_options);
   torch::Tensor mask = torch::zeros({batch, prompt_width}, torch::kBool);
+  const bool penalize = options.repetition_penalty != 1.0;
+  // Which tokens each row has seen. Left pads are not among them: a row's penalty is what it would be generated alone.
+  torch::Tensor seen = penalize ? torch::zeros({batch, model.config().vocab_size}, torch::kBool) : torch::Tensor();
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t length = static_cast<int64_t>(prompts[b].size());
-    ids[b].narrow(0, prompt_width - length, length).copy_(torch::tensor(prompts[b], index_options));
+    const torch::Tensor prompt = torch::tensor(prompts[b], index_options);
+    ids[b].narrow(0, prompt_width - length, length).copy_(prompt);
     mask[b].narrow(0, prompt_width - length, length).fill_(true);
+    if (penalize) seen[b].index_fill_(0, prompt, true);
   }
   ids = ids.to(device);
   mask = mask.to(device);
+  if (penalize) seen = seen.to(device);
   // Positions count real tokens only, so left padding does not shift them (pads get 1, as transformers does).
   torch::Tensor positions = (mask.to(torch::kInt64).cumsum(-1) - 1).masked_fill(mask.logical_not(), 1);
 
@@ -61,6 +73,7 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
     full_mask = full_mask.repeat_interleave(options.num_return_sequences, 0);
     logits = logits.repeat_interleave(options.num_return_sequences, 0);
     next_position = next_position.repeat_interleave(options.num_return_sequences, 0);
+    if (penalize) seen = seen.repeat_interleave(options.num_return_sequences, 0);
   }
 
   const auto on_device = index_options.device(device);
@@ -70,14 +83,16 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   std::vector<torch::Tensor> steps, step_logprobs, step_scores;
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     if (options.return_scores) step_scores.push_back(logits);
+    const torch::Tensor processed = penalize ? PenalizeRepetitions(logits, seen, options.repetition_penalty) : logits;
     torch::Tensor token;
     if (options.do_sample) {
-      const torch::Tensor probs = WarpLogits(logits, options).softmax(-1);
+      const torch::Tensor probs = WarpLogits(processed, options).softmax(-1);
       token = torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(-1);
     } else {
-      token = logits.argmax(-1);
+      token = processed.argmax(-1);
     }
     token = token.masked_fill(finished, options.pad_token_id);
+    if (penalize) seen.scatter_(1, token.unsqueeze(-1), true);
     if (options.return_logprobs) {
       const torch::Tensor logprob = logits.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1);
       step_logprobs.push_back(logprob.masked_fill(finished, 0.0));

@@ -1,5 +1,5 @@
 // Batched KV-cached generation: one prefill per prompt shared by its samples, greedy or sampled decoding with
-// temperature / top-k / top-p, per-sequence stop on any EOS id, padding after stop.
+// repetition penalty and temperature / top-k / top-p, per-sequence stop on any EOS id, padding after stop.
 #pragma once
 
 #include <torch/torch.h>
@@ -17,6 +17,9 @@ struct GenerateOptions {
   double temperature = 1.0;
   double top_p = 1.0;
   int64_t top_k = 0;  // 0: no top-k filter
+  // transformers' repetition_penalty (> 0, 1: off): the logit of every token already in the row (its prompt or its
+  // completion so far) is divided by it when positive and multiplied by it when negative, greedy or sampled.
+  double repetition_penalty = 1.0;
   std::vector<int64_t> eos_token_ids;
   int64_t pad_token_id = 0;
   bool return_logprobs = false;  // log-probs of the chosen tokens under the model (temperature 1, no filtering)

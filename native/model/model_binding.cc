@@ -2,6 +2,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
+
 #include "../bridge/bridge.h"
 #include "../bridge/parameter_access.h"
 #include "batch_input.h"
@@ -168,7 +170,7 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
 }
 
 // generate({ prompts, promptLengths, maxNewTokens, numReturnSequences, doSample, temperature, topP, topK,
-//            eosTokenIds, padTokenId, returnLogprobs, returnScores })
+//            repetitionPenalty, eosTokenIds, padTokenId, returnLogprobs, returnScores })
 Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -182,6 +184,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     settings.temperature = NumberFieldOr(options, "temperature", 1.0);
     settings.top_p = NumberFieldOr(options, "topP", 1.0);
     settings.top_k = static_cast<int64_t>(NumberFieldOr(options, "topK", 0));
+    settings.repetition_penalty = NumberFieldOr(options, "repetitionPenalty", 1.0);
     settings.pad_token_id = static_cast<int64_t>(NumberField(options, "padTokenId"));
     settings.return_logprobs = BoolFieldOr(options, "returnLogprobs", false);
     settings.return_scores = BoolFieldOr(options, "returnScores", false);
@@ -189,6 +192,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     for (int64_t i = 0; i < eos.numel(); ++i) settings.eos_token_ids.push_back(eos.data_ptr<int32_t>()[i]);
     if (!(settings.temperature > 0)) throw ArgumentError("temperature must be positive");
     if (!(settings.top_p > 0 && settings.top_p <= 1)) throw ArgumentError("topP must be in (0, 1]");
+    if (!(settings.repetition_penalty > 0) || !std::isfinite(settings.repetition_penalty)) throw ArgumentError("repetitionPenalty must be a positive number");
     const std::string stream = options.Get("stream").IsUndefined() ? ModelState::kDefaultStream : StringField(options, "stream");
     // An unknown stream fails here, before any work is queued. Streams are only added on this thread, so reading the
     // map needs no lock (taking the model's mutex would wait out work in flight).

@@ -90,6 +90,7 @@ void NativeOptimizer::Init(Napi::Env env, Napi::Object exports) {
                                        InstanceMethod("learningRates", &NativeOptimizer::LearningRates),
                                        InstanceMethod("save", &NativeOptimizer::Save),
                                        InstanceMethod("load", &NativeOptimizer::Load),
+                                       InstanceMethod("reset", &NativeOptimizer::Reset),
                                        InstanceMethod("dispose", &NativeOptimizer::Dispose),
                                    });
   exports.Set("NativeOptimizer", cls);
@@ -277,6 +278,19 @@ Napi::Value NativeOptimizer::Load(const Napi::CallbackInfo& info) {
       } catch (const std::exception& error) {
         throw ArgumentError(path + ": " + ShortMessage(error));
       }
+      return nullptr;
+    });
+  });
+}
+
+// reset(): forgets every parameter's moments and step count, as a newly made optimizer over the same groups
+// (torch creates them again at the next step); learning rates and hyperparameters stay.
+Napi::Value NativeOptimizer::Reset(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    return RunAsync(info.Env(), state->device.str(), [state]() -> Resolver {
+      ModuleLocks locks(state->LockOrder());
+      state->adamw->state().clear();
       return nullptr;
     });
   });

@@ -33,6 +33,7 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
   Napi::Value LearningRates(const Napi::CallbackInfo& info);
   Napi::Value Save(const Napi::CallbackInfo& info);
   Napi::Value Load(const Napi::CallbackInfo& info);
+  Napi::Value Reset(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<State> state_;

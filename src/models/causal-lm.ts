@@ -31,6 +31,11 @@ export interface GenerationOptions {
    * generation_config.json's top_k, and to 50 when the file has none.
    */
   topK?: number | null;
+  /**
+   * Hugging Face's repetition_penalty (> 0; 1: off): a number wins; null or unset leaves it to generation_config.json's
+   * repetition_penalty, and to 1 when the file has none (Qwen2.5-Instruct ships 1.05).
+   */
+  repetitionPenalty?: number | null;
   /** Stop ids (default: the config's and generation_config.json's EOS ids). */
   eosTokenIds?: number[];
   /** Filler after a sequence ends (default: the config's pad id, else the first EOS id). */
@@ -159,6 +164,36 @@ function hfJson(value: Record<string, unknown>): string {
   return `${JSON.stringify(sort(value), null, 2)}\n`;
 }
 
+// generation_config.json fields that change what transformers' generate() samples but our sampler does not apply,
+// with transformers' defaults (which change nothing). top_k and repetition_penalty are applied; CoMLRL's trainers pass
+// do_sample, temperature, top_p and max_new_tokens themselves.
+const UNAPPLIED_SAMPLING_DEFAULTS: Record<string, unknown> = {
+  min_p: null,
+  typical_p: 1,
+  epsilon_cutoff: 0,
+  eta_cutoff: 0,
+  no_repeat_ngram_size: 0,
+  min_length: 0,
+  min_new_tokens: null,
+  bad_words_ids: null,
+  suppress_tokens: null,
+  begin_suppress_tokens: null,
+  sequence_bias: null,
+  forced_bos_token_id: null,
+  forced_eos_token_id: null,
+  exponential_decay_length_penalty: null,
+  renormalize_logits: false,
+};
+
+/** Says which sampling fields of a generation_config.json would make Hugging Face generate() sample otherwise. */
+function warnUnappliedSampling(generationConfig: Record<string, unknown>, file: string): void {
+  const unapplied = Object.keys(UNAPPLIED_SAMPLING_DEFAULTS).filter(
+    (key) => key in generationConfig && JSON.stringify(generationConfig[key]) !== JSON.stringify(UNAPPLIED_SAMPLING_DEFAULTS[key]),
+  );
+  if (unapplied.length === 0) return;
+  process.emitWarning(`${file}: ${unapplied.map((key) => `${key}=${JSON.stringify(generationConfig[key])}`).join(", ")} not applied: comlrl's sampler has no such setting, so it samples as transformers would without them`);
+}
+
 export class CausalLM {
   private constructor(
     readonly native: NativeModel,
@@ -182,6 +217,7 @@ export class CausalLM {
     const config = parseModelConfig(readJson(configFile), configFile);
     const generationFile = path.join(dir, "generation_config.json");
     const generationConfig = existsSync(generationFile) ? readJson(generationFile) : {};
+    warnUnappliedSampling(generationConfig, generationFile);
     const extraEos = (Array.isArray(generationConfig.eos_token_id) ? generationConfig.eos_token_id : [generationConfig.eos_token_id]).filter(
       (id): id is number => Number.isInteger(id),
     );
@@ -228,7 +264,9 @@ export class CausalLM {
       doSample: options.doSample ?? false,
       temperature: options.temperature ?? 1,
       topP: options.topP ?? 1,
-      topK: options.topK ?? this.defaultTopK(),
+      topK: options.topK ?? this.generationDefault("top_k", 50, (v) => Number.isInteger(v) && v >= 0, "a non-negative integer"),
+      repetitionPenalty:
+        options.repetitionPenalty ?? this.generationDefault("repetition_penalty", 1, (v) => Number.isFinite(v) && v > 0, "a positive number"),
       eosTokenIds: Int32Array.from(eos),
       padTokenId: pad,
       returnLogprobs: options.returnLogprobs ?? false,
@@ -246,13 +284,13 @@ export class CausalLM {
     return generation;
   }
 
-  /** generation_config.json's top_k, else transformers' GenerationConfig default (50). */
-  private defaultTopK(): number {
-    const topK = this.generationConfig.top_k ?? 50;
-    if (!Number.isInteger(topK) || (topK as number) < 0) {
-      throw new ConfigError(`${this.source ?? "generation config"}: generation_config.json top_k must be a non-negative integer, got ${JSON.stringify(topK)}`);
+  /** A sampling field of generation_config.json, else transformers' GenerationConfig default, as generate() merges them. */
+  private generationDefault(key: string, fallback: number, valid: (value: number) => boolean, expected: string): number {
+    const value = this.generationConfig[key] ?? fallback;
+    if (typeof value !== "number" || !valid(value)) {
+      throw new ConfigError(`${this.source ?? "generation config"}: generation_config.json ${key} must be ${expected}, got ${JSON.stringify(value)}`);
     }
-    return topK as number;
+    return value;
   }
 
   /** Log-probs of exactly the completion tokens of each (prompt, completion) row, in one batched pass. */

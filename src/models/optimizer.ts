@@ -72,6 +72,11 @@ export class Optimizer {
     return this.native.load(file);
   }
 
+  /** Forgets the moments and step counts, as a newly made optimizer over the same groups; learning rates stay. */
+  async reset(): Promise<void> {
+    return this.native.reset();
+  }
+
   dispose(): void {
     this.native.dispose();
   }

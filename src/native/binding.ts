@@ -129,6 +129,8 @@ export interface NativeModel {
     temperature?: number;
     topP?: number;
     topK?: number;
+    /** Hugging Face's repetition_penalty (> 0; 1: off). */
+    repetitionPenalty?: number;
     eosTokenIds: Int32Array;
     padTokenId: number;
     returnLogprobs?: boolean;
@@ -184,6 +186,8 @@ export interface NativeOptimizer {
   save(path: string): Promise<void>;
   /** Refuses, naming the file, a state whose group count or parameter shapes differ from this optimizer's. */
   load(path: string): Promise<void>;
+  /** Forgets every parameter's moments and step count (a new optimizer over the same groups). */
+  reset(): Promise<void>;
   dispose(): void;
 }
 

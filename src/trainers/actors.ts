@@ -8,6 +8,7 @@ import { buildFormatters } from "../rollout/formatters.js";
 import { RewardProcessors } from "../rollout/rewards.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
+import { withGenerationKwargs } from "./generation-kwargs.js";
 import { checkOneOf } from "./options.js";
 import type { TaskOptions } from "./task-options.js";
 
@@ -39,6 +40,8 @@ export async function setUpActors(
   extra: Pick<BuildAgentsOptions, "referencesAsCopies" | "valueHeads"> = {},
 ): Promise<Actors> {
   const n = config.numAgents;
+  const evalSampling = { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK, repetitionPenalty: null };
+  const sampling = withGenerationKwargs(evalSampling, options.generationKwargs);
   const sources = resolveModelSources(options.agentModel, options.agents, n);
   const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
   const info = runtimeInfo();
@@ -51,7 +54,8 @@ export async function setUpActors(
     dtype: config.dtype,
     seed: config.seed,
     optimizer: { lr: config.agentLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
-    sampling: { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK },
+    sampling,
+    evalSampling,
     ...extra,
   });
   const environment: RolloutEnvironment = {

@@ -95,6 +95,8 @@ export interface SamplingSettings {
   temperature: number;
   topP: number;
   topK: number | null;
+  /** null: the model's generation_config.json decides (else 1, off). */
+  repetitionPenalty: number | null;
 }
 
 export class Agent implements RolloutPolicy {
@@ -109,19 +111,22 @@ export class Agent implements RolloutPolicy {
     readonly referenceSource: string | null = null,
     /** A value head on the actor's own backbone (IAC without separate critics), trained by the same optimizer. */
     readonly valueHead: ValueHead | null = null,
+    /** What evaluation samples with: `sampling` without the trainer's generationKwargs. */
+    readonly evalSampling: SamplingSettings = sampling,
   ) {}
 
   /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
-  async sample(prompts: string[], k: number, stream = DEFAULT_STREAM): Promise<SampledCompletions> {
+  async sample(prompts: string[], k: number, stream = DEFAULT_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
     const promptIds = prompts.map((p) => this.tokenizer.encode(p));
     const generation = await this.model.generate(promptIds, {
       stream,
-      maxNewTokens: this.sampling.maxNewTokens,
+      maxNewTokens: sampling.maxNewTokens,
       numReturnSequences: k,
       doSample: true,
-      temperature: this.sampling.temperature,
-      topP: this.sampling.topP,
-      topK: this.sampling.topK,
+      temperature: sampling.temperature,
+      topP: sampling.topP,
+      topK: sampling.topK,
+      repetitionPenalty: sampling.repetitionPenalty,
       eosTokenIds: this.tokenizer.eosTokenIds,
       padTokenId: this.tokenizer.padTokenId,
     });
@@ -130,9 +135,9 @@ export class Agent implements RolloutPolicy {
     return { promptIds, completionIds, texts };
   }
 
-  /** The same agent sampling from the evaluation stream, without reference KL. */
+  /** The same agent sampling from the evaluation stream with its evaluation settings, without reference KL. */
   evalPolicy(): RolloutPolicy {
-    return { sample: (prompts, k) => this.sample(prompts, k, EVAL_STREAM) };
+    return { sample: (prompts, k) => this.sample(prompts, k, EVAL_STREAM, this.evalSampling) };
   }
 
   async referenceKl(promptIds: number[][], completions: Int32Array[][]): Promise<number[][]> {
@@ -152,7 +157,9 @@ export interface BuildAgentsOptions {
   dtype: Dtype;
   seed: number;
   optimizer: AdamWOptions;
+  /** Training's sampling settings, and evaluation's when they differ (the trainer's generationKwargs apply to training only). */
   sampling: SamplingSettings;
+  evalSampling?: SamplingSettings;
   /** References as deep copies of the agents even when they came from ids (IAC); otherwise ids are reloaded. */
   referencesAsCopies?: boolean;
   /** Puts a value head on every actor (its optimizer then covers backbone and head). */
@@ -209,7 +216,7 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
       const referenceSource = references[i] && typeof source === "string" && !options.referencesAsCopies ? source : null;
       const head = heads[i];
       const optimizer = new Optimizer(head ? [{ module: model }, { module: head }] : model, options.optimizer);
-      return new Agent(i, model, options.tokenizers[i], optimizer, options.sampling, references[i], referenceSource, head);
+      return new Agent(i, model, options.tokenizers[i], optimizer, options.sampling, references[i], referenceSource, head, options.evalSampling);
     });
   } catch (error) {
     heads.forEach((h) => h?.dispose());

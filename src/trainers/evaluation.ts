@@ -6,10 +6,13 @@ import { rolloutItem, type RolloutEnvironment, type RolloutNode, type RolloutSet
 import type { Item } from "../rollout/types.js";
 import { EVAL_STREAM, type Agent } from "./agents.js";
 
+/** What CoMLRL's eval_logger receives (agent_completions_turns, batch_items, prompts). */
 export interface EvalLoggerInput {
   /** [agent][sample][turn] */
   agentCompletionsTurns: string[][][];
   items: Item[];
+  /** Each item's `prompt` field ("" when it has none), not the formatted prompts. */
+  prompts: string[];
 }
 
 export interface EvaluationHooks {
@@ -52,7 +55,8 @@ export async function evaluateItems(
     metrics[`turn_${t + 1}/expected_return`] = mean(returnsByTurn[t]);
   });
   if (hooks.evalLogger && hooks.evalAggregator) {
-    const result = await hooks.evalLogger({ agentCompletionsTurns: completionsTurns, items });
+    const prompts = items.map((item) => (typeof item.prompt === "string" ? item.prompt : ""));
+    const result = await hooks.evalLogger({ agentCompletionsTurns: completionsTurns, items, prompts });
     Object.assign(metrics, hooks.evalAggregator(result, settings.numTurns));
   }
   return metrics;

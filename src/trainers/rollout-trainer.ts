@@ -66,6 +66,11 @@ export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends Ro
 
   protected abstract get rolloutSettings(): RolloutSettings;
 
+  /** How evaluation rolls out: CoMLRL's MAGRPO evaluation plays every turn, whatever the early-termination threshold. */
+  protected get evaluationSettings(): RolloutSettings {
+    return { ...this.rolloutSettings, earlyTerminationThreshold: null };
+  }
+
   /** One rolled-out item's samples (the episode's tree is `root`). */
   protected abstract samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<S[]>;
 
@@ -205,7 +210,7 @@ export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends Ro
   /** Held-out evaluation (COMLRL-SPEC §3.4) on the agents' evaluation streams, re-seeded so every eval draws alike. */
   async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
     const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    return evaluateAgents(this.agents, this.environment, this.rolloutSettings, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
+    return evaluateAgents(this.agents, this.environment, this.evaluationSettings, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
   }
 
   /** Chunks of `size` in order. */

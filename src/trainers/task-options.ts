@@ -4,6 +4,7 @@ import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { ExternalTransition, Formatter, Item, RewardFunction, RewardProcessor } from "../rollout/types.js";
 import type { ModelSource } from "./agents.js";
 import type { EvaluationHooks } from "./evaluation.js";
+import type { GenerationKwargs } from "./generation-kwargs.js";
 import { LIFECYCLE_OPTION_KEYS, type LifecycleOptions } from "./lifecycle/trainer.js";
 
 export interface TaskOptions<ConfigInput> extends LifecycleOptions, EvaluationHooks {
@@ -19,6 +20,8 @@ export interface TaskOptions<ConfigInput> extends LifecycleOptions, EvaluationHo
   trainDataset: Item[];
   evalDataset?: Item[] | null;
   config?: ConfigInput;
+  /** Hugging Face generate() arguments that override the sampling settings in training rollouts: CoMLRL's train(**kwargs). */
+  generationKwargs?: GenerationKwargs | null;
 }
 
 export const TASK_OPTION_KEYS = {
@@ -36,4 +39,5 @@ export const TASK_OPTION_KEYS = {
   config: true,
   evalLogger: true,
   evalAggregator: true,
+  generationKwargs: true,
 } as const satisfies Record<keyof TaskOptions<unknown>, true>;

@@ -144,6 +144,15 @@ describe("rollouts and targets", () => {
     expect(samples.map((s) => s.turn)).toEqual([0, 0]);
   });
 
+  it("evaluation stops early too, as CoMLRL's actor-critic evaluation rolls out like its training", async () => {
+    const trainer = await IACTrainer.create(
+      iac({ rewardFunc: () => [1], externalTransition: () => ["a", "b"], evalDataset: [{ prompt: "go" }], config: { numTurns: 3, numGenerations: 1, earlyTerminationThreshold: 0.5 } as never }),
+    );
+    const metrics = await trainer.evaluate();
+    await trainer.close();
+    expect(Object.keys(metrics).sort()).toEqual(["eval/turn_1/expected_return", "eval/turn_1/reward_mean"]);
+  });
+
   it("reference KL is subtracted from the reward: 0 for an untouched policy, positive after it moved", async () => {
     const trainer = await IACTrainer.create(iac({ config: { referenceKlEnabled: true, referenceKlCoef: 0.25, agentLearningRate: 5e-2 } as never }));
     const before = await trainer.collect([{ prompt: "x" }]);

@@ -10,6 +10,8 @@ import { readCheckpointMetadata } from "../../src/checkpoint/checkpoint.js";
 import { verifyManifest } from "../../src/checkpoint/manifest.js";
 import { readJsonlMetrics, readRunMetrics } from "../../src/logging/jsonl.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import type { RewardContext, RewardFunction } from "../../src/rollout/types.js";
+import { coverVowelsDataset, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { makeBase, makeTrainer, TRAINER_KINDS } from "../support/checkpoint-run.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-ckpt-"));
@@ -179,6 +181,40 @@ describe("crash safety and bad checkpoints", () => {
     await resumed.train({ resumeFromCheckpoint: path.join(checkpoints, "checkpoint-4") });
     await resumed.close();
     expect(restored).toEqual([{ saves: 2 }]);
+  });
+
+  it("stateful datasets and callbacks given as options are checkpointed by name without being listed, as CoMLRL finds them", async () => {
+    const out = path.join(scratch, "detected");
+    const checkpoints = path.join(out, "checkpoints");
+    /** A dataset and a reward function that count how often they were used, and report it as their state. */
+    const task = (restored: Record<string, unknown>) => {
+      const dataset = Object.assign(coverVowelsDataset(6), { epochs: 0, stateDict: () => ({ epochs: ++dataset.epochs }), loadStateDict: (state: unknown) => (restored.trainDataset = state) });
+      let calls = 0;
+      const rewardFunc = Object.assign((completions: string[][], ctx: RewardContext) => (calls++, coverVowelsRewardFunc(completions, ctx)), {
+        stateDict: () => ({ calls }),
+        loadStateDict: (state: unknown) => (restored.rewardFunc = state),
+      });
+      return { trainDataset: dataset, rewardFunc: rewardFunc as RewardFunction };
+    };
+    const trainer = await makeTrainer(base, tokenizer, out, 2, task({}));
+    await trainer.train({ checkpointDir: checkpoints });
+    await trainer.close();
+
+    const restored: Record<string, unknown> = {};
+    const resumed = await makeTrainer(base, tokenizer, path.join(scratch, "detected-resumed"), 2, task(restored));
+    await resumed.train({ resumeFromCheckpoint: path.join(checkpoints, "checkpoint-1") });
+    await resumed.close();
+    // 6 items × 1 node each in the first epoch.
+    expect(restored).toEqual({ trainDataset: { epochs: 1 }, rewardFunc: { calls: 6 } });
+
+    const plain = await makeTrainer(base, tokenizer, path.join(scratch, "detected-plain"), 2);
+    await expect(plain.train({ resumeFromCheckpoint: path.join(checkpoints, "checkpoint-1") })).rejects.toThrow(
+      /the checkpoint holds state for trainDataset, rewardFunc, which this trainer was not given with a stateDict/,
+    );
+    await plain.close();
+    const halfStateful = await makeTrainer(base, tokenizer, path.join(scratch, "detected-half"), 1, { rewardFunc: Object.assign(coverVowelsRewardFunc.bind(null), { stateDict: () => ({}) }) });
+    await expect(halfStateful.train({ checkpointDir: path.join(scratch, "detected-half", "checkpoints") })).rejects.toThrow(/rewardFunc provides stateDict but no loadStateDict/);
+    await halfStateful.close();
   });
 
   it("refuses missing, truncated and corrupted files by name", async () => {

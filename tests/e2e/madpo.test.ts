@@ -66,6 +66,11 @@ describe("MADPO", () => {
     expect(dpo).toHaveLength(Math.ceil(pairs.length / 2));
     expect(Object.keys(dpo[0])).toEqual(expect.arrayContaining(["dpo/reward_margin", "dpo/accuracy", "dpo/agent_0/delta_mean", "dpo/agent_1/delta_mean"]));
     expect(metrics.filter((r) => r.kind === "update")).toHaveLength(2 * dpo.length);
+    // CoMLRL's keys: each batch's mean candidate reward as turn 1's reward and return (batches of 2, the last one the rest).
+    for (const r of dpo) expect(r["turn_1/expected_return"]).toBe(r["turn_1/reward_mean"]);
+    const batchSizes = dpo.map((_, i) => (i < dpo.length - 1 ? 2 : pairs.length - 2 * (dpo.length - 1)));
+    const logged = dpo.reduce((sum, r, i) => sum + (r["turn_1/reward_mean"] as number) * batchSizes[i], 0);
+    expect(logged).toBeCloseTo(pairs.reduce((sum, p) => sum + p.candidateRewardMean, 0), 10);
     await trainer.close();
   });
 

@@ -147,6 +147,53 @@ describe("MAGRPO end to end", () => {
   });
 });
 
+describe("MAGRPO as CoMLRL 1.4.3 evaluates and samples", () => {
+  it("evaluation plays every turn although training terminates early; evalLogger gets the items and their prompts", async () => {
+    const seen: Array<{ turns: number[]; items: unknown[]; prompts: string[] }> = [];
+    const evalDataset = [{ prompt: "A" }, { prompt: "B", topic: "birds" }, { question: "no prompt field" }];
+    const trainer = await MAGRPOTrainer.create(
+      options({
+        externalTransition: ({ agentCompletions }) => agentCompletions.map((c) => `Revise: ${c}`),
+        evalDataset,
+        formatters: (item) => String(item.prompt ?? item.question),
+        evalLogger: ({ agentCompletionsTurns, items, prompts }) => {
+          seen.push({ turns: agentCompletionsTurns.flatMap((perAgent) => perAgent.map((turns) => turns.length)), items, prompts });
+          return [];
+        },
+        evalAggregator: () => ({}),
+        // Every reward is ≥ 0 > −1: every training node terminates after its first turn.
+        config: { numTurns: 2, earlyTerminationThreshold: -1, evalNumSamples: 3 } as never,
+      }),
+    );
+    await trainer.train();
+    expect(trainer.progress.envStep).toBe(2 * 2);
+    const metrics = await trainer.evaluate();
+    await trainer.close();
+    expect(metrics).toHaveProperty("eval/turn_2/reward_mean");
+    expect(seen).toEqual([{ turns: [2, 2, 2, 2, 2, 2], items: evalDataset, prompts: ["A", "B", ""] }]);
+  });
+
+  it("generationKwargs override the sampling settings of training rollouts, not of evaluation", async () => {
+    const trainer = await MAGRPOTrainer.create(options({ generationKwargs: { repetition_penalty: 1.3, top_k: 5, temperature: 0.9, do_sample: true } }));
+    try {
+      expect(trainer.agents[0].sampling).toMatchObject({ repetitionPenalty: 1.3, topK: 5, temperature: 0.9, topP: 0.6 });
+      expect(trainer.agents[1].evalSampling).toMatchObject({ repetitionPenalty: null, topK: 50, temperature: 0.6, topP: 0.6 });
+    } finally {
+      await trainer.close();
+    }
+  });
+
+  it("generationKwargs: an unknown argument or a bad value is an error naming it, before any model loads", async () => {
+    const bad = (generationKwargs: unknown) => MAGRPOTrainer.create(options({ generationKwargs: generationKwargs as never }));
+    await expect(bad({ top_n: 0.9 })).rejects.toThrow(/generationKwargs has no option "top_n" \(did you mean "top_p"\?\)/);
+    await expect(bad({ max_new_tokens: 8 })).rejects.toThrow(/generationKwargs has no option "max_new_tokens"/);
+    await expect(bad({ repetition_penalty: 0 })).rejects.toThrow(/generationKwargs\.repetition_penalty must be a positive number, got 0/);
+    await expect(bad({ top_k: null })).rejects.toThrow(/generationKwargs\.top_k must be a non-negative integer \(0: no top-k filter\), got null/);
+    await expect(bad({ do_sample: false })).rejects.toThrow(/generationKwargs\.do_sample must be true/);
+    await expect(bad([1.1])).rejects.toThrow(/generationKwargs must be an object/);
+  });
+});
+
 describe("MAGRPO errors", () => {
   it("refuses bad agent and tokenizer resolutions with clear messages", async () => {
     await expect(MAGRPOTrainer.create(options({ agents: null }))).rejects.toThrow(/Either agentModel or agents must be provided/);

@@ -9,6 +9,7 @@ import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { Optimizer } from "../../src/models/optimizer.js";
+import { createTinyModel } from "../../src/models/tiny-model.js";
 import { createDemoBaseModel } from "../../src/demo/recipes.js";
 import { marlhfDemoOptions, trainMeasuringTaskReward } from "../../src/demo/preference.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
@@ -284,6 +285,42 @@ describe("MARLHF", () => {
     parameters(restored.critics[1].model).forEach((t, i) => expect(Array.from(t)).toEqual(Array.from(trainedCritic[i])));
     await resumed.close();
   }, 180_000);
+
+  it("the actor-critic back-end is made afresh as the RL phase begins, as CoMLRL builds a new IAC trainer for it", async () => {
+    const other = path.join(scratch, "other-critic");
+    await createTinyModel(other, { seed: 12, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
+    const seenInRl: Float32Array[][] = [];
+    const trainer = await MARLHFTrainer.create(
+      options({
+        trainDataset: coverVowelsDataset(4),
+        evalDataset: coverVowelsDataset(1),
+        // Seen before every RL step after the first: the back-end as renewed, before its first update (buffers of 16
+        // samples fill only at the epoch's end).
+        evalLogger: () => {
+          if (trainer.progress.stage === 2 && trainer.progress.itemIndex >= 1) seenInRl.push([...parameters(ac.critics[0].valueHead), parameters(ac.critics[0].model)[0]]);
+          return [];
+        },
+        evalAggregator: () => ({}),
+        config: { ...acConfig, rlAlgorithm: "iac", evalInterval: 1, evalNumSamples: 1, rolloutBufferSize: 16 },
+      }),
+    );
+    const ac = trainer.actorCritic as IACTrainer;
+    const initialHead = parameters(ac.critics[0].valueHead);
+    const source = await CausalLM.fromDirectory(base);
+    const sourceEmbedding = parameters(source)[0];
+    source.dispose();
+    // What an earlier RL phase leaves behind: a moved critic, a moved head and optimizer moments.
+    await ac.critics[0].model.loadWeights(other);
+    ac.critics[0].valueHead.loadStateDict(Object.fromEntries(Object.entries(ac.critics[0].valueHead.stateDict()).map(([k, t]) => [k, { ...t, data: new Uint8Array(t.data.length) }])));
+    expect(parameters(ac.critics[0].model)[0]).not.toEqual(sourceEmbedding);
+    await trainer.train();
+    await trainer.close();
+    expect(seenInRl).toHaveLength(3);
+    for (const seen of seenInRl) {
+      expect(seen.slice(0, -1)).toEqual(initialHead);
+      expect(seen[seen.length - 1]).toEqual(sourceEmbedding);
+    }
+  }, 120_000);
 
   it("IAC back-end with value heads on the actors: heads registered with the agents and trained by their optimizers", async () => {
     const trainer = await MARLHFTrainer.create(options({ trainDataset: coverVowelsDataset(2), config: { ...acConfig, rlAlgorithm: "iac", useSeparateCritic: false, valueHeadHiddenDim: 4 } }));

@@ -280,7 +280,7 @@ describe("optimizer, sharing, cloning", () => {
     b.dispose();
   });
 
-  it("two optimizers on one shared model keep separate state and both move the shared weights", async () => {
+  it("two optimizers on one shared model keep separate state and both move the shared weights; reset() makes one new", async () => {
     const shared = await model.clone();
     const Optimizer = addon().NativeOptimizer;
     const lr = 1e-2;
@@ -301,6 +301,9 @@ describe("optimizer, sharing, cloning", () => {
     };
     expect(await firstStepOf(first, 1)).toBeLessThan(1e-6);
     expect(await firstStepOf(second, -1)).toBeLessThan(1e-6);
+    // reset() forgets the moments and the step count: the next step is a first step again.
+    await first.reset();
+    expect(await firstStepOf(first, -1)).toBeLessThan(1e-6);
     first.dispose();
     second.dispose();
     shared.dispose();

@@ -72,6 +72,11 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
     };
   }
 
+  /** CoMLRL's actor-critic evaluation rolls out as training does, early termination included. */
+  protected override get evaluationSettings(): RolloutSettings {
+    return this.rolloutSettings;
+  }
+
   protected async samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<ActorCriticSample[]> {
     const started = performance.now();
     const samples = await actorCriticSamples(rollout.root, itemIndex, this.criticView, {

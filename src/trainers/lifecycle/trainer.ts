@@ -27,6 +27,10 @@ export interface Stateful {
   loadStateDict(state: unknown): void;
 }
 
+// The options CoMLRL checkpoints unasked when they have state_dict/load_state_dict (its callback fields, under our
+// names), each formatter too as formatters.<i>.
+const DETECTED_STATEFUL_OPTIONS = ["trainDataset", "rewardFunc", "rewardProcessor", "externalTransition", "metricsCallback", "evalDataset", "evalLogger", "evalAggregator"];
+
 /** Options every trainer takes beside its algorithm's own. */
 export interface LifecycleOptions {
   /** Where metrics, plots and saved models go (default runs/<algorithm>-<timestamp>). */
@@ -35,7 +39,11 @@ export interface LifecycleOptions {
   wandbConfig?: WandbConfig | null;
   /** No progress bar or console lines. */
   quiet?: boolean;
-  /** Objects whose stateDict() checkpoints save and loadStateDict() resume restores, in this order. */
+  /**
+   * Objects whose stateDict() checkpoints save and loadStateDict() resume restores, in this order. Datasets, reward
+   * and transition functions, processors, formatters and evaluation callbacks given as options need not be listed:
+   * those with a stateDict are checkpointed under their option's name, as CoMLRL does.
+   */
   stateful?: Stateful[];
   /** Data-parallel training in this job (see src/dist); parallelTraining "ddp" joins the torchrun environment's. */
   distributed?: DistributedContext | null;
@@ -286,7 +294,26 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       metrics: this.logger ? { dir: path.relative(this.outputDir, this.logDir), bytes: this.logger.metricsBytes() } : null,
       config: this.config,
       stateful: (this.lifecycle.stateful ?? []).map((s) => s.stateDict()),
+      callbacks: Object.fromEntries(this.detectedStateful().map(([name, s]) => [name, s.stateDict()])),
     };
+  }
+
+  /** The options' objects with a stateDict (not those already listed in `stateful`), by option name. */
+  private detectedStateful(): Array<[string, Stateful]> {
+    const options = this.lifecycle as Record<string, unknown>;
+    const listed = new Set<unknown>(this.lifecycle.stateful ?? []);
+    const formatters = options.formatters;
+    const candidates: Array<[string, unknown]> = [
+      ...DETECTED_STATEFUL_OPTIONS.map((name): [string, unknown] => [name, options[name]]),
+      ...(Array.isArray(formatters) ? formatters : [formatters]).map((f, i): [string, unknown] => [`formatters.${i}`, f]),
+    ];
+    return candidates.flatMap(([name, value]): Array<[string, Stateful]> => {
+      if (value === null || (typeof value !== "object" && typeof value !== "function") || listed.has(value)) return [];
+      const candidate = value as Partial<Stateful>;
+      if (typeof candidate.stateDict !== "function") return [];
+      if (typeof candidate.loadStateDict !== "function") throw new TypeError(`${name} provides stateDict but no loadStateDict, so a checkpoint could not restore it`);
+      return [[name, candidate as Stateful]];
+    });
   }
 
   protected restoreCheckpointState(state: Record<string, unknown>, _dir: string): void {
@@ -296,6 +323,16 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     const targets = this.lifecycle.stateful ?? [];
     if (saved.length !== targets.length) throw new CheckpointError(`the checkpoint holds ${saved.length} stateful objects, this trainer was given ${targets.length}`);
     targets.forEach((target, i) => target.loadStateDict(saved[i]));
+    const savedCallbacks = (state.callbacks as Record<string, unknown> | undefined) ?? {};
+    const detected = this.detectedStateful();
+    const names = detected.map(([name]) => name);
+    const missing = names.filter((name) => !(name in savedCallbacks));
+    const extra = Object.keys(savedCallbacks).filter((name) => !names.includes(name));
+    if (missing.length > 0 || extra.length > 0) {
+      const parts = [missing.length ? `no state for ${missing.join(", ")}` : "", extra.length ? `state for ${extra.join(", ")}, which this trainer was not given with a stateDict` : ""];
+      throw new CheckpointError(`the checkpoint holds ${parts.filter(Boolean).join(" and ")}`);
+    }
+    for (const [name, target] of detected) target.loadStateDict(savedCallbacks[name]);
   }
 
   private async resume(dir: string): Promise<void> {

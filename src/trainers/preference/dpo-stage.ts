@@ -92,8 +92,12 @@ export class DpoTraining {
     this.agents.forEach((agent, i) =>
       this.host.recordUpdate(`agent_${agent.index}`, { loss, gradNorm: metrics.gradNorms[i], learningRate: agent.optimizer.learningRates()[0], samples: batch.length }),
     );
+    // CoMLRL's MADPO logs the batch's candidate reward mean as the turn-1 reward and return.
+    const rewardMean = mean(batch.map((p) => p.candidateRewardMean));
     this.host.logger?.logTrain(
       {
+        "turn_1/reward_mean": rewardMean,
+        "turn_1/expected_return": rewardMean,
         "dpo/loss": loss,
         "dpo/reward_margin": metrics.rewardMargin,
         "dpo/accuracy": metrics.accuracy,

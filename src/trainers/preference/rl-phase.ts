@@ -47,6 +47,24 @@ export function rlPhaseInput<T>(fields: Record<keyof T & string, unknown>, c: Rl
   return input as Partial<T>;
 }
 
+/**
+ * What CoMLRL's MARLHF does at the start of every actor-critic RL phase, where it builds a new IAC or MAAC trainer
+ * around the current actors: critics loaded again from their sources (a critic given as an object keeps its weights,
+ * as a new trainer there reuses the object), value heads as first made, every actor and critic optimizer new. The
+ * reference models stay those made with the trainer. Null for the MAGRPO family, whose RL phase there trains on with
+ * MARLHF's own optimizers.
+ */
+export function backEndRenewal(learner: RLLearner): (() => Promise<void>) | null {
+  if (!("critics" in learner)) return null;
+  const heads = [...learner.agents.flatMap((a) => (a.valueHead ? [a.valueHead] : [])), ...learner.critics.map((c) => c.valueHead)];
+  const initialHeads = heads.map((head) => head.stateDict());
+  return async () => {
+    for (const critic of learner.critics) if (typeof critic.source === "string") await critic.model.loadWeights(critic.model.source!);
+    heads.forEach((head, i) => head.loadStateDict(initialHeads[i]));
+    for (const optimizer of [...learner.agents.map((a) => a.optimizer), ...learner.critics.map((c) => c.optimizer)]) await optimizer.reset();
+  };
+}
+
 export interface CriticOptions {
   criticModel?: ModelSource | null;
   critics?: ModelSource[] | null;

@@ -6,10 +6,10 @@ import { RewardProcessors } from "../../rollout/rewards.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { RewardFunction } from "../../rollout/types.js";
 import type { ComponentRegistry } from "../lifecycle/components.js";
-import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
+import type { StageHost, TrainingStage, TrainProgress } from "../lifecycle/stage-host.js";
 import type { PreferencePairs } from "./pairs.js";
 import { RewardModelTraining } from "./reward-model-stage.js";
-import { buildRLLearner, type CriticOptions, type RLLearner, type RLPhaseSetUp, type RlhfConfig } from "./rl-phase.js";
+import { backEndRenewal, buildRLLearner, type CriticOptions, type RLLearner, type RLPhaseSetUp, type RlhfConfig } from "./rl-phase.js";
 import type { PreferenceActors } from "./setup.js";
 
 export interface RlhfSetUp {
@@ -29,6 +29,9 @@ export class RlhfPhases {
     readonly rl: RLLearner,
     /** The task's environment with the reward model as its reward: where the RL phase's rollouts run. */
     readonly rewardEnvironment: RolloutEnvironment,
+    private readonly progress: TrainProgress,
+    /** Renews the actor-critic back-end when an RL phase begins (null for the MAGRPO family). */
+    private readonly renewBackEnd: (() => Promise<void>) | null,
   ) {}
 
   /** Loads the reward model, registers it (after the agents), then builds the RL learner and registers its critics. */
@@ -43,17 +46,22 @@ export class RlhfPhases {
     const rl = await buildRLLearner({ ...setUp, environment: rewardEnvironment });
     // Pair collection in the task's environment counts into the same timings as the RL phase's rollouts.
     actors.environment.timings = rl.timings;
-    return new RlhfPhases(rewardModel, rl, rewardEnvironment);
+    return new RlhfPhases(rewardModel, rl, rewardEnvironment, setUp.host.progress, backEndRenewal(rl));
   }
 
-  /** The RL phase's stage: the learner's train stage, the reward model frozen before its first step. */
+  /**
+   * The RL phase's stage: the learner's train stage, the reward model frozen before its first step, an actor-critic
+   * back-end renewed as the phase begins. A run resumed inside the phase has the renewed back-end's state back from
+   * its checkpoint, so it renews only where the uninterrupted run did.
+   */
   rlStage(): TrainingStage {
     const online = this.rl.trainStage();
     return {
       ...online,
       name: "rl",
-      runStep: (b) => {
+      runStep: async (b) => {
         this.rewardModel.model.freeze();
+        if (b === 0 && this.progress.epoch === 0) await this.renewBackEnd?.();
         return online.runStep(b);
       },
     };
