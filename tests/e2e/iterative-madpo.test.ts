@@ -72,10 +72,13 @@ describe("MADPOIter", () => {
     }
     // Env steps count the current policy's candidates only: 2 iterations × 3 items × 4; DPO adds 2 per pair.
     const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
-    const iter = metrics.filter((m) => m["iter/num_pairs"] !== undefined);
-    expect(iter.map((m) => m["iter/iteration"])).toEqual([1, 2]);
-    expect(iter[0]["iter/num_pairs"]).toBe(shard.num_pairs);
-    expect(readReplayDir(path.join(out, "preference_replay"), trainer.agents.map((a) => a.tokenizer)).map((s) => s.pairs.length)).toEqual(iter.map((m) => m["iter/num_pairs"]));
+    const iter = metrics.filter((m) => m["iter/current_preference_pairs"] !== undefined);
+    expect(iter.map((m) => m["iter/current_iteration"])).toEqual([1, 2]);
+    expect(iter[0]["iter/current_preference_pairs"]).toBe(shard.num_pairs);
+    const shardSizes = readReplayDir(path.join(out, "preference_replay"), trainer.agents.map((a) => a.tokenizer)).map((s) => s.pairs.length);
+    expect(shardSizes).toEqual(iter.map((m) => m["iter/current_preference_pairs"]));
+    // CoMLRL's total counts the pairs of every shard written so far.
+    expect(iter.map((m) => m["iter/total_preference_pairs"])).toEqual([shardSizes[0], shardSizes[0] + shardSizes[1]]);
     await trainer.close();
   });
 

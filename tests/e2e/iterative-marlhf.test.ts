@@ -98,7 +98,7 @@ describe("MARLHFIter", () => {
     const out = trainer.outputDir;
     expect(readdirSync(path.join(out, "preference_replay")).sort()).toEqual(["iteration_0001.json", "iteration_0002.json"]);
     const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
-    const training = metrics.filter((m) => m["iter/training_pairs"] !== undefined).map((m) => m["iter/training_pairs"] as number);
+    const training = metrics.filter((m) => m["iter/train_preference_pairs"] !== undefined).map((m) => m["iter/train_preference_pairs"] as number);
     expect(training).toHaveLength(2);
     // rewardNumTrainEpochs 2 over ⌈pairs / 2⌉ batches, per iteration.
     expect(first).toHaveLength(2 * Math.ceil(training[0] / 2));
@@ -129,7 +129,7 @@ describe("MARLHFIter", () => {
     await trainer.train();
 
     const metrics = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
-    const training = metrics.filter((m) => m["iter/training_pairs"] !== undefined).map((m) => m["iter/training_pairs"] as number);
+    const training = metrics.filter((m) => m["iter/train_preference_pairs"] !== undefined).map((m) => m["iter/train_preference_pairs"] as number);
     expect(training[0]).toBe(0);
     expect(training[1]).toBeGreaterThan(0);
     // Only iteration 2 trains: one reward model (the first, never replaced), rewardNumTrainEpochs 2 over its pairs …

@@ -184,7 +184,7 @@ it("madpo_iter and marlhf_iter sections train the iterative trainers: replay sha
     const { lines } = await quietly(() => runTrain({ config: write(`${section}.yaml`, sectionConfig(out, section, common + extra)), wandb: false, quiet: false }));
     expect(lines.join("\n")).toMatch(new RegExp(`${name} on task "cover-vowels", 2 agents`));
     const metrics = readJsonlMetrics(path.join(out, "metrics.jsonl"));
-    expect(metrics.filter((r) => r["iter/iteration"] !== undefined).map((r) => r["iter/iteration"])).toEqual([1, 2]);
+    expect(metrics.filter((r) => r["iter/current_iteration"] !== undefined).map((r) => r["iter/current_iteration"])).toEqual([1, 2]);
     for (const agent of ["agent_0", "agent_1"]) expect(existsSync(path.join(out, "final_model", agent, "model.safetensors"))).toBe(true);
   }
 }, 180_000);

@@ -144,9 +144,12 @@ export class IterativeRound {
     const comparisons = items.reduce((sum, r) => sum + r.comparisons, 0);
     host.logger?.logTrain(
       {
-        "iter/iteration": iteration + 1,
-        "iter/num_pairs": pairs.length,
-        "iter/training_pairs": training.length,
+        // CoMLRL 1.4.3's keys for the iteration, the pairs it collected, those in every replay shard so far, and
+        // those its training draws.
+        "iter/current_iteration": iteration + 1,
+        "iter/current_preference_pairs": pairs.length,
+        "iter/total_preference_pairs": this.replay.records.reduce((sum, shard) => sum + shard.numPairs, 0),
+        "iter/train_preference_pairs": training.length,
         "iter/replay_shards": this.replay.records.length,
         "iter/target_reward_mean": mean(samples.candidate.target),
         "iter/comparator_reward_mean": mean(samples.candidate.comparator),
