@@ -66,10 +66,21 @@ COMLRL_ADDON=$addon node --input-type=module -e "
 "
 
 step "native, golden and end-to-end tests on libtorch 2.x"
+# The tests load build/ (the loader's own tests check exactly that, so COMLRL_ADDON will not do): Debian's build/ is
+# set aside for them and put back after, whatever happens.
+restore() {
+  mv build build-torch2
+  if [ -e build-debian ]; then mv build-debian build; fi
+}
+trap restore EXIT
+[ -e build ] && mv build build-debian
+mv build-torch2 build
 # The line CI reads ("N passed, N failed, N skipped") comes from the full suite on Debian's libtorch, run after this
 # script; this one is relabelled so that it cannot be mistaken for it.
-COMLRL_ADDON=$addon timed "tests" npm test -- tests/native tests/golden tests/e2e 2>&1 |
+timed "tests" npm test -- tests/native tests/golden tests/e2e 2>&1 |
   sed -E 's/^([0-9]+ passed, [0-9]+ failed)/ci: torch2 tests: \1/'
+restore
+trap - EXIT
 
 step "npm pack with a prebuild for libtorch 2.x, installed into a fresh project"
 COMLRL_PACK_FROM_SOURCE=0 COMLRL_PACK_BUILD=build-torch2 COMLRL_PACK_CUDA_BUILD=build-cuda \
