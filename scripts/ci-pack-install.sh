@@ -4,7 +4,7 @@
 # one (`npm run prebuild -- --from-build`; the install must pick the prebuild matching the libtorch it finds, link that
 # libtorch beside it, load it and build nothing). Prints both install times. COMLRL_PACK_FROM_SOURCE=0 skips the
 # first install (ci-torch2.sh: the source build is what Debian's stage already checked).
-# Needs dist/ (npm run build:ts) and a native build in the checkout (for the prebuild).
+# Needs dist/ (npm run build:ts) and a native build in the checkout (for the prebuild): build/, or COMLRL_PACK_BUILD=DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 checkout=$PWD
@@ -67,7 +67,7 @@ if [ "${COMLRL_PACK_FROM_SOURCE:-1}" != 0 ]; then
   grep -q 'building the native addon' "$work/project-no-prebuild/install.log" || { echo "ci: the install without a prebuild did not build"; exit 1; }
 fi
 
-npm run --silent prebuild -- --from-build
+npm run --silent prebuild -- --from-build "${COMLRL_PACK_BUILD:-build}"
 # COMLRL_PACK_CUDA_BUILD=DIR: the CUDA variant built in DIR goes into the package too; the install must still pick
 # the prebuild of the variant it detects.
 if [ -n "${COMLRL_PACK_CUDA_BUILD:-}" ]; then COMLRL_VARIANT=cuda node scripts/prebuild.mjs --from-build "$COMLRL_PACK_CUDA_BUILD"; fi

@@ -106,8 +106,10 @@ function describe(cmakeDir, source, env = process.env) {
   // installed prebuild finds this machine's libtorch linked there, see install.mjs). DT_RPATH, not DT_RUNPATH:
   // libtorch_cuda has no run path of its own, and only an RPATH of the addon is searched for the libraries it needs
   // in turn (cuBLAS, NCCL, ... in the nvidia wheels).
+  // --no-as-needed around them: Debian's gcc links --as-needed, which drops libtorch_cuda from the CUDA variant (the
+  // addon calls nothing in it directly), and only its static initialisers register the CUDA kernels.
   const linkFlags = [
-    `-L${libDir}`, ...libs.map((lib) => `-l${lib}`), "-Wl,--disable-new-dtags",
+    `-L${libDir}`, "-Wl,--no-as-needed", ...libs.map((lib) => `-l${lib}`), "-Wl,--as-needed", "-Wl,--disable-new-dtags",
     ...runtimeLibDirs.map((dir) => `-Wl,-rpath,${dir}`), ...parallelFlags,
   ];
   return {
