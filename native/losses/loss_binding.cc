@@ -25,6 +25,17 @@ Napi::Object ScoresToJs(Napi::Env env, const CompletionScores& scores, bool with
   return out;
 }
 
+// The resolver of a head loss: its value and the per-row head outputs it was computed from, under `rows_key`.
+Resolver LossWithRows(double loss, const char* rows_key, const torch::Tensor& rows) {
+  const torch::Tensor detached = rows.detach();
+  return [loss, rows_key, detached](Napi::Env env) -> Napi::Value {
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("loss", loss);
+    out.Set(rows_key, ToFloat32Array(env, detached));
+    return out;
+  };
+}
+
 // The head argument of the (model, head) losses, checked to read this model.
 std::shared_ptr<HeadState> HeadOf(const Napi::CallbackInfo& info, const ModelState& model) {
   return NativeValueHead::StateOn(info[1], model, model.module->config().hidden_size);
@@ -171,14 +182,7 @@ Napi::Value ValueLossBackward(const Napi::CallbackInfo& info) {
       const torch::Tensor values = call.head->module->forward(ReadoutHidden(*call.model->module, call.batch, call.readout));
       const torch::Tensor loss = ValueLoss(values, call.targets, call.clip);
       if (backward) Backward(loss, call.scale);
-      const double loss_value = loss.item<double>();
-      const torch::Tensor detached = values.detach();
-      return [loss_value, detached](Napi::Env env) -> Napi::Value {
-        Napi::Object out = Napi::Object::New(env);
-        out.Set("loss", loss_value);
-        out.Set("values", ToFloat32Array(env, detached));
-        return out;
-      };
+      return LossWithRows(loss.item<double>(), "values", values);
     });
   });
 }
@@ -245,14 +249,7 @@ Napi::Value BradleyTerryBackward(const Napi::CallbackInfo& info) {
       const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*model->module, ids.to(model->device), mask.to(model->device)));
       const torch::Tensor loss = BradleyTerryLoss(scores, chosen, rejected);
       if (backward) Backward(loss, 1.0);
-      const double loss_value = loss.item<double>();
-      const torch::Tensor detached = scores.detach();
-      return [loss_value, detached](Napi::Env env) -> Napi::Value {
-        Napi::Object out = Napi::Object::New(env);
-        out.Set("loss", loss_value);
-        out.Set("scores", ToFloat32Array(env, detached));
-        return out;
-      };
+      return LossWithRows(loss.item<double>(), "scores", scores);
     });
   });
 }
