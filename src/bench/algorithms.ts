@@ -1,18 +1,17 @@
-// The other trainers, one epoch of the demo task each (the demo's two tiny agents on cover-the-vowels): IAC and MAAC
-// (critics from the base model) split by their own timings into generation, reward, critic (old-value readouts) and
-// update; MADPO into pair collection and DPO; MARLHF into pair collection, its reward model's epoch and the RL
-// epoch against it. The preference trainers' phases end where their metrics say a stage ended (pairs/total, the
-// reward model's last step).
+// The other trainers, one epoch of the demo task each (the demo's two tiny agents on cover-the-vowels), split by the
+// trainer's own stage timings: IAC and MAAC (critics from the base model) into generation, reward, critic (old-value
+// readouts) and update; MADPO into pair collection (generation, reward) and DPO updates; MARLHF into pair
+// collection, its reward model's epoch and the RL epoch against it (whose reward is the reward model's scoring).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createDemoBaseModel, demoTrainerOptions } from "../demo/recipes.js";
-import { readJsonlMetrics } from "../logging/jsonl.js";
 import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import { IACTrainer, type IACTrainerOptions } from "../trainers/actor-critic/iac.js";
 import { MAACTrainer, type MAACTrainerOptions } from "../trainers/actor-critic/maac.js";
 import { MADPOTrainer } from "../trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../trainers/preference/marlhf.js";
+import type { Phase } from "../trainers/lifecycle/timings.js";
 import type { Trainer } from "../trainers/lifecycle/trainer.js";
 import { secondsSince } from "./stats.js";
 import { ALGORITHM_PHASES, type AlgorithmCase, type WorkerOutput } from "./types.js";
@@ -55,23 +54,16 @@ const BUILDS: Record<AlgorithmCase["algorithm"], Build> = {
   },
 };
 
-/** Seconds from `started` (ms since the epoch) to the last metrics record with `key`. */
-function secondsToLast(records: ReturnType<typeof readJsonlMetrics>, key: string, started: number): number {
-  const last = records.filter((r) => r[key] !== undefined).at(-1);
-  if (!last) throw new Error(`the run logged no ${key}`);
-  return (Date.parse(last.time as string) - started) / 1000;
-}
-
-function phasesOf(algorithm: AlgorithmCase["algorithm"], trainer: Trainer, seconds: number, started: number): Record<string, number> {
-  if (trainer instanceof IACTrainer || trainer instanceof MAACTrainer) {
-    const { generation, reward, critic, update } = trainer.timings;
-    return { generation, reward, critic, update, other: seconds - generation - reward - critic - update };
+/** The epoch's seconds by ALGORITHM_PHASES: "stage/phase" read from the trainer's timings, other = the rest. */
+function phasesOf(algorithm: AlgorithmCase["algorithm"], trainer: Trainer, seconds: number): Record<string, number> {
+  const phases: Record<string, number> = {};
+  for (const key of ALGORITHM_PHASES[algorithm]) {
+    if (key === "other") continue;
+    const [stage, phase] = key.split("/") as [string, Phase];
+    phases[key] = trainer.timings.of(stage)[phase];
   }
-  const records = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
-  const pairs = secondsToLast(records, "pairs/total", started);
-  if (algorithm === "madpo") return { pairs, dpo: seconds - pairs };
-  const rewardModel = secondsToLast(records, "reward_model/loss", started);
-  return { pairs, reward_model: rewardModel - pairs, rl: seconds - rewardModel };
+  phases.other = seconds - Object.values(phases).reduce((a, b) => a + b, 0);
+  return phases;
 }
 
 export async function measureAlgorithmEpoch(spec: AlgorithmCase): Promise<WorkerOutput> {
@@ -82,12 +74,11 @@ export async function measureAlgorithmEpoch(spec: AlgorithmCase): Promise<Worker
     const epoch = async (run: string, items: number): Promise<Epoch> => {
       const trainer = await BUILDS[spec.algorithm](baseDir, tokenizer, path.join(scratch, run), items);
       try {
-        const started = Date.now();
         const clock = performance.now();
         await trainer.train();
         const seconds = secondsSince(clock);
         await trainer.close();
-        return { seconds, phases: phasesOf(spec.algorithm, trainer, seconds, started), envSteps: trainer.progress.envStep };
+        return { seconds, phases: phasesOf(spec.algorithm, trainer, seconds), envSteps: trainer.progress.envStep };
       } catch (error) {
         await trainer.close();
         throw error;

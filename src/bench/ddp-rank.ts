@@ -26,7 +26,7 @@ async function epoch(run: string, count: number) {
     const [envSteps] = dist ? await dist.allReduce([trainer.progress.envStep], "sum") : [trainer.progress.envStep];
     const reductions = after && before ? after.gradientReductions - before.gradientReductions : 0;
     const communication = after && before ? { reductions, bytes: after.gradientBytes - before.gradientBytes, seconds: after.gradientSeconds - before.gradientSeconds } : null;
-    return { seconds, timings: { ...trainer.timings }, envSteps, communication };
+    return { seconds, timings: trainer.timings.of("train"), envSteps, communication };
   } finally {
     await trainer.close();
   }

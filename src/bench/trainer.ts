@@ -25,7 +25,7 @@ export async function measureTrainerEpoch(spec: TrainerCase): Promise<WorkerOutp
       try {
         const started = performance.now();
         await trainer.train();
-        return { seconds: secondsSince(started), timings: { ...trainer.timings }, envSteps: trainer.progress.envStep };
+        return { seconds: secondsSince(started), timings: trainer.timings.of("train"), envSteps: trainer.progress.envStep };
       } finally {
         await trainer.close();
       }

@@ -87,12 +87,15 @@ export interface AlgorithmCase {
   warmUp: boolean;
 }
 
-/** The phases each algorithm's epoch is split into, in order. */
+/**
+ * What each algorithm's epoch is split into, in order: "stage/phase" from the trainer's StageTimings (see
+ * lifecycle/timings.ts), then other (the rest of the epoch: tokenizing, logging, bookkeeping).
+ */
 export const ALGORITHM_PHASES: Record<AlgorithmCase["algorithm"], readonly string[]> = {
-  iac: ["generation", "reward", "critic", "update", "other"],
-  maac: ["generation", "reward", "critic", "update", "other"],
-  madpo: ["pairs", "dpo"],
-  marlhf: ["pairs", "reward_model", "rl"],
+  iac: ["train/generation", "train/reward", "train/critic", "train/update", "other"],
+  maac: ["train/generation", "train/reward", "train/critic", "train/update", "other"],
+  madpo: ["pairs/generation", "pairs/reward", "dpo/update", "other"],
+  marlhf: ["pairs/generation", "pairs/reward", "reward_model/update", "rl/generation", "rl/reward", "rl/update", "other"],
 };
 
 export type CeilingCase = MatmulCeilingCase | CopyCeilingCase;

@@ -33,11 +33,9 @@ export interface RolloutSettings {
   perAgentRewards?: boolean;
 }
 
-/** Seconds spent in each phase of rollouts, accumulated (for throughput reports). */
-export interface RolloutTimings {
-  generation: number;
-  referenceKl: number;
-  reward: number;
+/** Where rollouts time their phases (a trainer's StageTimings). */
+export interface RolloutTimer {
+  time<T>(phase: "generation" | "referenceKl" | "reward", work: () => Promise<T>): Promise<T>;
 }
 
 export interface RolloutEnvironment {
@@ -48,16 +46,11 @@ export interface RolloutEnvironment {
   externalTransition: ExternalTransition | null;
   /** Runs the agents' generation calls together (agents on distinct devices) or one after another. */
   concurrent: boolean;
-  timings?: RolloutTimings;
+  timings?: RolloutTimer;
 }
 
-async function timed<T>(timings: RolloutTimings | undefined, phase: keyof RolloutTimings, work: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  try {
-    return await work();
-  } finally {
-    if (timings) timings[phase] += (performance.now() - started) / 1000;
-  }
+function timed<T>(timings: RolloutTimer | undefined, phase: Parameters<RolloutTimer["time"]>[0], work: () => Promise<T>): Promise<T> {
+  return timings ? timings.time(phase, work) : work();
 }
 
 export interface RolloutNode {

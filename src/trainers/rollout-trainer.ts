@@ -6,7 +6,7 @@
 // An algorithm file says how an episode becomes samples, how a turn's samples become minibatches, what one
 // minibatch step does, and which per-turn metrics it logs.
 import { formatPrompt } from "../rollout/formatters.js";
-import { forEachAgent, rolloutItem, type RolloutEnvironment, type RolloutSettings, type RolloutTimings } from "../rollout/tree.js";
+import { forEachAgent, rolloutItem, type RolloutEnvironment, type RolloutSettings } from "../rollout/tree.js";
 import type { Item } from "../rollout/types.js";
 import type { Agent } from "./agents.js";
 import { evaluateAgents } from "./evaluation.js";
@@ -34,10 +34,6 @@ export interface RolloutSample {
   envStep: number;
 }
 
-/** Seconds per phase since the trainer was made (evaluation is not counted). */
-export interface UpdateTimings extends RolloutTimings {
-  update: number;
-}
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 /** The progress bar's reward is the mean over this many of the latest samples. */
@@ -48,7 +44,6 @@ const SHOWN_REWARDS = 50;
  * every rank sends rank 0 for the train metrics.
  */
 export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends RolloutSample, C extends RolloutConfig> extends Trainer<C> {
-  abstract readonly timings: UpdateTimings;
   protected readonly buffers: S[][];
 
   protected constructor(
@@ -62,6 +57,7 @@ export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends Ro
   ) {
     super(config, options, outputDir, hostedBy);
     this.buffers = agents.map(() => []);
+    environment.timings = this.timings;
   }
 
   protected abstract get rolloutSettings(): RolloutSettings;
@@ -131,7 +127,6 @@ export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends Ro
    * planned (and shuffled) in agent order before any agent runs, so concurrent agents train as sequential ones do.
    */
   async update(samples: S[]): Promise<R[]> {
-    const started = performance.now();
     const plans = this.agents.map((agent) => {
       const mine = samples.filter((s) => s.agent === agent.index);
       return [...new Set(mine.map((s) => s.turn))].sort((a, b) => a - b).flatMap((turn) => this.minibatchesOf(mine.filter((s) => s.turn === turn)));
@@ -139,12 +134,13 @@ export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends Ro
     // Data parallel: every rank takes as many steps per agent as the rank with the most minibatches; the extra ones add nothing.
     const counts = await this.host.agreeMax(plans.map((plan) => plan.length));
     plans.forEach((plan, i) => plan.push(...Array.from({ length: counts[i] - plan.length }, () => this.emptyMinibatch())));
-    const perAgent = await forEachAgent(this.agents.length, this.concurrentUpdates, async (i) => {
-      const results: R[] = [];
-      for (const minibatch of plans[i]) results.push(await this.step(this.agents[i], minibatch));
-      return results;
-    });
-    this.timings.update += (performance.now() - started) / 1000;
+    const perAgent = await this.timings.time("update", () =>
+      forEachAgent(this.agents.length, this.concurrentUpdates, async (i) => {
+        const results: R[] = [];
+        for (const minibatch of plans[i]) results.push(await this.step(this.agents[i], minibatch));
+        return results;
+      }),
+    );
     const results = perAgent.flat();
     this.afterSteps(results);
     this.logTrainMetrics(await this.host.gather(samples.map((s) => this.metricFields(s))));

@@ -152,7 +152,7 @@ describe("evaluation on its own streams", () => {
     const run = async (evalInterval: number) => {
       const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }], config: { evalInterval, evalNumSamples: 2, numTrainEpochs: 2 } as never }));
       await trainer.train();
-      const result = { weights: weightsOf(trainer), train: records(trainer.outputDir, "train"), update: records(trainer.outputDir, "update"), eval: records(trainer.outputDir, "eval"), timings: { ...trainer.timings } };
+      const result = { weights: weightsOf(trainer), train: records(trainer.outputDir, "train"), update: records(trainer.outputDir, "update"), eval: records(trainer.outputDir, "eval") };
       await trainer.close();
       return result;
     };
@@ -167,8 +167,7 @@ describe("evaluation on its own streams", () => {
     const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }] }));
     const [a, b] = [await trainer.evaluate(), await trainer.evaluate()];
     expect(a).toEqual(b);
-    const timings = { ...trainer.timings };
-    expect(timings).toEqual({ generation: 0, referenceKl: 0, reward: 0, update: 0 });
+    expect(trainer.timings.stages).toEqual({});
     await trainer.close();
   });
 });

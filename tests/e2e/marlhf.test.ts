@@ -142,6 +142,17 @@ describe("MARLHF", () => {
     expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
     // env steps: 8 items × 4 candidates, then 8 items × 4 joint actions.
     expect(trainer.progress.envStep).toBe(32 + 32);
+    // Time per stage, and phases counted where they ran: the task reward in pair collection, the reward model's
+    // scoring as the RL phase's reward; each stage's phases within its total.
+    const stages = trainer.timings.stages;
+    expect(Object.keys(stages)).toEqual(["pairs", "reward_model", "rl"]);
+    for (const [stage, phases] of [["pairs", ["generation", "reward"]], ["reward_model", ["update"]], ["rl", ["generation", "reward", "update"]]] as const) {
+      for (const phase of phases) expect([stage, phase, stages[stage][phase] > 0]).toEqual([stage, phase, true]);
+      const { seconds, ...within } = stages[stage];
+      expect(Object.values(within).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(seconds);
+    }
+    expect(stages.pairs.update).toBe(0);
+    expect(stages.reward_model.generation).toBe(0);
     await trainer.saveModel(path.join(trainer.outputDir, "saved"));
     expect(existsSync(path.join(trainer.outputDir, "saved", "reward_model", "value_head.pt"))).toBe(true);
     await trainer.close();

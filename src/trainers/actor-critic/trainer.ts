@@ -7,7 +7,7 @@ import type { Optimizer } from "../../models/optimizer.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
 import type { Agent, ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
-import { RolloutTrainer, type UpdateTimings } from "../rollout-trainer.js";
+import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
@@ -21,11 +21,6 @@ export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput
 
 export const ACTOR_CRITIC_OPTION_KEYS = { ...TASK_OPTION_KEYS, criticModel: true, critics: true, metricsCallback: true } as const;
 
-/** Seconds per phase since the trainer was made (evaluation is not counted); `critic` is the old-value readouts. */
-export interface ActorCriticTimings extends UpdateTimings {
-  critic: number;
-}
-
 /** One step's minibatch with its normalised advantages. */
 export interface ActorCriticMinibatch {
   minibatch: ActorCriticSample[];
@@ -37,8 +32,6 @@ type MetricFields = Pick<ActorCriticSample, "agent" | "turn" | "environmentRewar
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutTrainer<ActorCriticSample, ActorCriticMinibatch, void, MetricFields, C> {
-  readonly timings: ActorCriticTimings = { generation: 0, referenceKl: 0, reward: 0, critic: 0, update: 0 };
-
   protected constructor(
     config: C,
     agents: Agent[],
@@ -53,7 +46,6 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
     hostedBy: StageHost | null,
   ) {
     super(config, agents, options, environment, outputDir, hostedBy);
-    environment.timings = this.timings;
   }
 
   /** How the critics read episodes. */
@@ -78,13 +70,13 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
   }
 
   protected async samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<ActorCriticSample[]> {
-    const started = performance.now();
-    const samples = await actorCriticSamples(rollout.root, itemIndex, this.criticView, {
-      numAgents: this.agents.length,
-      discount: this.config.discount,
-      referenceKlCoef: this.config.referenceKlEnabled ? this.config.referenceKlCoef : 0,
-    });
-    this.timings.critic += (performance.now() - started) / 1000;
+    const samples = await this.timings.time("critic", () =>
+      actorCriticSamples(rollout.root, itemIndex, this.criticView, {
+        numAgents: this.agents.length,
+        discount: this.config.discount,
+        referenceKlCoef: this.config.referenceKlEnabled ? this.config.referenceKlCoef : 0,
+      }),
+    );
     const domain = this.options.metricsCallback?.(samples);
     if (domain && this.host.logger) this.host.logger.logTrain(domain, this.progress.envStep);
     return samples;

@@ -6,6 +6,7 @@
 import type { ProgressFields } from "../../logging/progress.js";
 import type { MetricsLogger } from "../../logging/metrics-logger.js";
 import type { SeededRandom } from "../../util/random.js";
+import type { StageTimings } from "./timings.js";
 
 /**
  * Where train() is and what it has done; checkpoints save exactly this. The current iteration, its stage, the epoch
@@ -76,4 +77,6 @@ export interface StageHost {
   checkLoss(loss: number, subject: string, batch: string): boolean;
   /** Counts and logs one optimizer step of a component. */
   recordUpdate(component: string, update: UpdateRecord): void;
+  /** Seconds per stage and phase; the stage that runs is the one phases count into. */
+  readonly timings: StageTimings;
 }

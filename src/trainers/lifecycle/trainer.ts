@@ -15,6 +15,7 @@ import type { DistributedContext } from "../../dist/context.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
 import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
+import { StageTimings } from "./timings.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
 import { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
@@ -138,7 +139,13 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
         return false;
       },
       recordUpdate: (component, update) => this.recordUpdate(component, update),
+      timings: new StageTimings(),
     };
+  }
+
+  /** Where this trainer's time went, per stage and phase (evaluation not counted); shared with a learner it hosts. */
+  get timings(): StageTimings {
+    return this.host.timings;
   }
 
   /** Rank 0 of a data-parallel job, or the only process: the one that logs, saves models and writes checkpoints. */
@@ -219,10 +226,12 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
         if (p.epoch < stage.epochs) {
           for (; p.itemIndex < stage.steps; p.itemIndex++) {
             if (stage.evaluateBefore?.(p.itemIndex)) await this.evaluateDuringTraining(bar);
-            const fields = await stage.runStep(p.itemIndex);
+            this.timings.enter(stage.name);
+            const fields = await this.timings.time("seconds", () => stage.runStep(p.itemIndex));
             bar.update(done() + 1, { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}) }, iterations * perIteration());
           }
-          await stage.endEpoch?.();
+          this.timings.enter(stage.name);
+          await this.timings.time("seconds", async () => stage.endEpoch?.());
           p.epoch++;
           p.itemIndex = 0;
           p.unitsDone++;

@@ -56,7 +56,7 @@ export class DpoTraining {
         // from the checkpointed generator, so a resumed epoch has the same order.
         if (this.host.progress.itemIndex === 0) this.order = this.host.random.shuffle(preferences.pairs.map((_, j) => j));
         const batch = this.order.slice(i * c.trainBatchSize, (i + 1) * c.trainBatchSize).map((j) => preferences.pairs[j]);
-        const metrics = await this.update(batch);
+        const metrics = await this.host.timings.time("update", () => this.update(batch));
         return { "dpo loss": metrics.loss };
       },
     };

@@ -72,10 +72,6 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
     return this.phases.rewardModel.model;
   }
 
-  get timings(): RLLearner["timings"] {
-    return this.phases.rl.timings;
-  }
-
   get rewardTrainingPairs(): PreferencePair[] {
     return this.phases.rewardModel.trainingPairs;
   }

@@ -63,6 +63,7 @@ export abstract class PreferenceTrainer<C extends PreferenceConfig, O extends Ta
     outputDir: string,
   ) {
     super(config, options, outputDir);
+    actors.environment.timings = this.timings;
   }
 
   get agents(): Agent[] {

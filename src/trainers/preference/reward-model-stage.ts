@@ -109,7 +109,7 @@ export class RewardModelTraining {
           this.order = this.host.random.shuffle(pairs.map((_, j) => j));
         }
         const batch = this.order.slice(i * c.rewardTrainBatchSize, (i + 1) * c.rewardTrainBatchSize).map((j) => pairs[j]);
-        const metrics = await step(batch);
+        const metrics = await this.host.timings.time("update", () => step(batch));
         return { "rm loss": metrics.loss };
       },
       endEpoch: async () => {

@@ -44,8 +44,6 @@ export class RlhfPhases {
     // Reward-model scores are used as they are: the task's reward processor shaped the pairs' labels already.
     const rewardEnvironment: RolloutEnvironment = { ...actors.environment, rewardFunc, rewardProcessor: RewardProcessors.identity() };
     const rl = await buildRLLearner({ ...setUp, environment: rewardEnvironment });
-    // Pair collection in the task's environment counts into the same timings as the RL phase's rollouts.
-    actors.environment.timings = rl.timings;
     return new RlhfPhases(rewardModel, rl, rewardEnvironment, setUp.host.progress, backEndRenewal(rl));
   }
 

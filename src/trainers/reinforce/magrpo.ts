@@ -11,7 +11,7 @@ import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
 import type { EvalLoggerInput } from "../evaluation.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
-import { RolloutTrainer, type UpdateTimings } from "../rollout-trainer.js";
+import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 
 export type { EvalLoggerInput };
@@ -35,7 +35,6 @@ export const MAGRPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, rewardBatching: true, s
 >;
 
 /** Seconds spent per phase of training since the trainer was made (evaluation is not counted). */
-export type TrainerTimings = UpdateTimings;
 
 export interface UpdateMetrics {
   agent: number;
@@ -50,12 +49,10 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 
 export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], UpdateMetrics, MetricFields, MAGRPOConfig> {
   readonly algorithm: string = "MAGRPO";
-  readonly timings: TrainerTimings = { generation: 0, referenceKl: 0, reward: 0, update: 0 };
 
   /** Use the static create(), which loads the agents; `hostedBy`: the host of a trainer this one runs inside. */
   constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string, hostedBy: StageHost | null = null) {
     super(config, agents, options, environment, outputDir, hostedBy);
-    environment.timings = this.timings;
   }
 
   /** The config builder of this algorithm (baselines override the advantage mode's default). */

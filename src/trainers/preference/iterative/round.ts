@@ -73,7 +73,9 @@ export class IterativeRound {
 
   /** Each trained agent's k candidates for its prompt, from training's stream. */
   private async currentCandidates(prompts: string[], k: number): Promise<{ candidates: Candidates; promptIds: number[][] }> {
-    const sampled = await forEachAgent(this.task.agents.length, this.task.environment.concurrent, (i) => this.task.agents[i].sample([prompts[i]], k));
+    const sampled = await this.host.timings.time("generation", () =>
+      forEachAgent(this.task.agents.length, this.task.environment.concurrent, (i) => this.task.agents[i].sample([prompts[i]], k)),
+    );
     return { candidates: { texts: sampled.map((s) => s.texts[0]), completionIds: sampled.map((s) => s.completionIds[0]) }, promptIds: sampled.map((s) => s.promptIds[0]) };
   }
 
