@@ -1,6 +1,6 @@
 #include "rope.h"
 
-#include "cpu_features.h"
+#include <ATen/Parallel.h>
 
 namespace comlrl {
 
@@ -13,8 +13,11 @@ void Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tenso
   const T* cs = cos.data_ptr<T>();
   const T* ss = sin.data_ptr<T>();
   T* os = out.data_ptr<T>();
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
+  // Rows of (batch, head) pairs; a thread is woken only for a share of at least ~32k elements.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, queries * dim));
+  at::parallel_for(0, batch * heads, grain, [&](int64_t first, int64_t last) {
+    for (int64_t pair = first; pair < last; ++pair) {
+      const int64_t b = pair / heads, h = pair % heads;
       for (int64_t q = 0; q < queries; ++q) {
         const T* in = xs + b * x.stride(0) + h * x.stride(1) + q * x.stride(2);
         const int64_t angle = (b * queries + q) * dim;
@@ -27,17 +30,10 @@ void Rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tenso
         }
       }
     }
-  }
+  });
 }
 
-}  // namespace
-
-bool FusedRopeApplies(const torch::Tensor& x, const torch::Tensor& cos) {
-  return CpuInferenceTensor(x) && x.dim() == 4 && cos.dim() == 4 && cos.scalar_type() == x.scalar_type() && cos.size(1) == 1 &&
-         cos.size(0) == x.size(0) && cos.size(2) == x.size(2) && cos.size(3) == x.size(3) && x.size(3) % 2 == 0;
-}
-
-torch::Tensor FusedRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+torch::Tensor RotateOnce(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const torch::Tensor c = cos.contiguous(), s = sin.contiguous();
   torch::Tensor out = torch::empty(x.sizes(), x.options().memory_format(torch::MemoryFormat::Contiguous));
   if (x.scalar_type() == torch::kFloat32) {
@@ -46,6 +42,32 @@ torch::Tensor FusedRope(const torch::Tensor& x, const torch::Tensor& cos, const 
     Rotate<c10::BFloat16>(x, c, s, out);
   }
   return out;
+}
+
+struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+    ctx->save_for_backward({cos, sin});
+    return RotateOnce(x, cos, sin);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    return {RotateOnce(grads[0], saved[0], -saved[1]), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool FusedRopeApplies(const torch::Tensor& x, const torch::Tensor& cos) {
+  const auto dtype = x.scalar_type();
+  return x.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && x.dim() == 4 && cos.dim() == 4 &&
+         cos.scalar_type() == dtype && cos.size(1) == 1 && cos.size(0) == x.size(0) && cos.size(2) == x.size(2) && cos.size(3) == x.size(3) &&
+         x.size(3) % 2 == 0;
+}
+
+torch::Tensor FusedRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  if (torch::GradMode::is_enabled() && x.requires_grad()) return RotaryFunction::apply(x, cos, sin);
+  return RotateOnce(x, cos, sin);
 }
 
 }  // namespace comlrl

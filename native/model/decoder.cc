@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "../kernels/attention.h"
 #include "../kernels/cpu_features.h"
 #include "../kernels/rms_norm.h"
 #include "../kernels/rope.h"
@@ -229,11 +230,16 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   // A windowed cache returns only the most recent keys: the mask's last `keys` columns.
   const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
-  torch::Tensor scores = SoftCap(Matmul(grouped_q, k.transpose(-1, -2)) * scale_, softcap_);
-  scores = scores.view({batch, num_kv_heads_, group, queries, keys}).to(torch::kFloat32);
-  scores = scores.masked_fill(key_mask.logical_not(), std::numeric_limits<float>::lowest());
-  torch::Tensor weights = torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys});
-  torch::Tensor out = Matmul(weights, v).view({batch, num_heads_, queries, head_dim_});
+  torch::Tensor out;
+  if (FusedAttentionApplies(grouped_q, k, v, softcap_)) {
+    out = FusedAttention(grouped_q, k, v, key_mask, group, scale_);
+  } else {
+    torch::Tensor scores = SoftCap(Matmul(grouped_q, k.transpose(-1, -2)) * scale_, softcap_);
+    scores = scores.view({batch, num_kv_heads_, group, queries, keys}).to(torch::kFloat32);
+    scores = scores.masked_fill(key_mask.logical_not(), std::numeric_limits<float>::lowest());
+    out = Matmul(torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys}), v);
+  }
+  out = out.view({batch, num_heads_, queries, head_dim_});
   return o_proj(out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
 }
 

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <torch/torch.h>
+
+namespace comlrl {
+
+// Grouped-query attention, softmax(q kᵀ · scale, masked) v, as one autograd node for fp32 CPU tensors. Why: written
+// with tensor ops, the scores [batch, kv heads, group · queries, keys] pass through a scale, a masked fill and the
+// softmax, each a full pass with its own allocation, and the backward repeats them; at the sequence lengths a reward
+// model or a critic reads (8 rows of ~220 tokens on the demo) those passes took half of a training step. Here the
+// scale goes onto the queries (head_dim wide, not keys wide), the mask is filled in place, and the backward is four
+// matmuls and the softmax's own backward kernel.
+bool FusedAttentionApplies(const torch::Tensor& grouped_q, const torch::Tensor& k, const torch::Tensor& v, double softcap);
+
+// grouped_q [batch, kv heads, group · queries, head_dim] (query heads sharing a kv head stacked along the query
+// axis), k and v [batch, kv heads, keys, head_dim], allowed: bool, broadcastable to [batch, kv heads, group, queries,
+// keys] (may query i see key j). A query that may see no key attends uniformly to all keys, as the masked softmax
+// of the tensor-op form does. Returns [batch, kv heads, group · queries, head_dim].
+torch::Tensor FusedAttention(const torch::Tensor& grouped_q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed,
+                             int64_t group, double scale);
+
+}  // namespace comlrl
