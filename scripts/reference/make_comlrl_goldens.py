@@ -17,6 +17,7 @@ import json
 import os
 import random
 import sys
+from collections import defaultdict
 from types import SimpleNamespace
 
 import torch
@@ -300,6 +301,118 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
     }
 
 
+# Multi-turn IAC: two items, two turns, one generation per turn. Rows are [item][turn][agent], EOS-padded as generate
+# returns them; rewards [item][turn][agent] (one per agent). Each first turn's mean reward is at most the default
+# early-termination threshold (-0.2), so both episodes play their second turn.
+MT_ITEMS = [{"prompt": "the red fox"}, {"prompt": "once upon a time"}]
+MT_ROWS = [
+    [[[40, 264, 41, EOS], [60, 283, 61, 62]], [[43, 70, EOS], [64, 295, 65]]],
+    [[[50, 51, 52], [70, 288, EOS]], [[55, 56, EOS, EOS], [72, 73, 74, 75]]],
+]
+MT_REWARDS = [[[-0.5, -0.25], [1.0, 0.5]], [[0.0, -1.0], [0.25, -0.75]]]
+
+
+def mt_transition(prompt, agent_completions, num_agents, prompt_history_per_agent, response_history_per_agent):
+    """Each agent's next prompt: its last prompt, its own last response and the other agent's."""
+    return [
+        f"{prompt_history_per_agent[i][-1]} | {response_history_per_agent[i][-1]} | {agent_completions[1 - i]}"
+        for i in range(num_agents)
+    ]
+
+
+def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, discount: float, normalize: bool, tensors: dict) -> dict:
+    """Two items through the trainer's own _run_batch (rollout_buffer_size 4): each agent's buffer fills after the second
+    item and _process_buffer updates it turn by turn, each turn's two samples (one per item) as one minibatch. Two
+    normalised advantages are always ±1; unnormalised, the raw y − V_old weigh the actor loss."""
+    random.seed(0)
+    torch.manual_seed(0)
+    agents = [load_model(), load_model()]
+    critics = [load_model(), load_model()] if separate else None
+    args = IACConfig(
+        num_agents=2, num_turns=2, num_generations=1, rollout_buffer_size=4, use_separate_critic=separate,
+        critic_type=critic_type, value_head_hidden_dim=head_dim, critic_value_head_hidden_dim=head_dim, discount=discount,
+        advantage_normalization=normalize,
+    )
+    rewards = iter([turn for item in MT_REWARDS for turn in item])
+    trainer = IACTrainer(
+        agents=agents, critics=critics, tokenizer=tokenizer(), args=args, external_transition=mt_transition,
+        reward_func=lambda prompts, *completions, **kw: list(next(rewards)),
+    )
+    queues = [[MT_ROWS[i][t][a] for i in range(2) for t in range(2)] for a in range(2)]
+    prompts_seen = [[], []]
+
+    def scripted(agent):
+        def run(input_ids=None, **kwargs):
+            prompts_seen[agent].append(input_ids[0].tolist())
+            return torch.cat([input_ids, torch.tensor([queues[agent].pop(0)])], dim=1)
+
+        return run
+
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = scripted(i)
+    heads = trainer.critics if separate else trainer.agents
+    for i, holder in enumerate(heads):
+        for key, t in holder.value_head.state_dict().items():
+            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
+    actor_norms, critic_norms = [[], []], [[], []]
+    for i in range(2):
+        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
+        if separate:
+            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    updates = []
+    update = trainer._update
+
+    def recorded(agent_idx, samples):
+        # In item order, before _update shuffles them.
+        info = {
+            "agent": agent_idx,
+            "turn": samples[0].metadata["turn_idx"],
+            "prompts": [s.prompt for s in samples],
+            "promptIds": [s.full_input_ids[: s.prompt_len].tolist() for s in samples],
+            "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
+            "responseLens": [int(s.response_len) for s in samples],
+            "completions": [s.completion for s in samples],
+            "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
+            "targets": [float(s.metadata["value_target"].view(-1)[0]) for s in samples],
+            "returns": [float(s.returns.view(-1)[0]) for s in samples],
+        }
+        losses = []
+        undo = record_backward(losses)
+        try:
+            metrics = update(agent_idx, samples)
+        finally:
+            undo()
+        by_item = sorted(samples, key=lambda s: MT_ITEMS.index(s.metadata["batch_item"]))
+        info["normalizedAdvantages"] = [float(s.normalized_advantage.view(-1)[0]) for s in by_item]
+        updates.append({**info, "metrics": metrics, "backwardLosses": losses})
+        return metrics
+
+    trainer._update = recorded
+    trainer._run_batch(MT_ITEMS, defaultdict(list))
+    for u in updates:
+        k = sum(1 for v in updates[: updates.index(u)] if v["agent"] == u["agent"])
+        u["actorGradNorm"] = actor_norms[u["agent"]][k]
+        u["criticGradNorm"] = critic_norms[u["agent"]][k] if separate else None
+    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
+    if separate:
+        params(trainer.critics[0].model, f"{name}.critic_after.0", tensors)
+    for i in range(2):
+        for key, t in heads[i].value_head.state_dict().items():
+            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+    return {
+        "config": {
+            "numAgents": 2, "numTurns": 2, "numGenerations": 1, "rolloutBufferSize": 4, "useSeparateCritic": separate,
+            "criticType": critic_type, "valueHeadHiddenDim": head_dim, "criticValueHeadHiddenDim": head_dim,
+            "discount": discount, "advantageNormalization": normalize, "earlyTerminationThreshold": args.early_termination_threshold,
+        },
+        "items": MT_ITEMS,
+        "rewards": MT_REWARDS,
+        "generatePromptIds": prompts_seen,
+        # In CoMLRL's order: agent 0's turns 1 and 2, then agent 1's.
+        "updates": updates,
+    }
+
+
 # MADPO: two pairs of (winner, loser) rows per agent, EOS-padded as generate() returns them.
 DPO_PROMPTS = [[[14, 120, 33], [57, 9, 260, 88]], [[21, 22], [31, 32, 33]]]  # [pair][agent]
 DPO_WINNERS = [[[40, 41, 42, EOS], [50, 51, EOS, EOS]], [[60, 61, 62, 63], [70, EOS, EOS]]]
@@ -508,6 +621,11 @@ def main() -> None:
         "iac": {
             "separate_v": iac_case("iac_separate_v", True, "v", None, tensors),
             "shared_q": iac_case("iac_shared_q", False, "q", 8, tensors),
+        },
+        # The multi-turn cases as new keys: the single-turn goldens above are unchanged by them.
+        "iac_multi_turn": {
+            "separate_v": iac_multi_turn_case("iac_mt_separate_v", True, "v", None, 1.0, True, tensors),
+            "shared_q_discounted_unnormalized": iac_multi_turn_case("iac_mt_shared_q", False, "q", 8, 0.9, False, tensors),
         },
     }
     value_heads(tensors)

@@ -9,6 +9,8 @@
 // Replaying each completion without its EOS (`responseLens`) reproduces CoMLRL: the difference is exactly that token.
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import type { RolloutPolicy } from "../../src/rollout/tree.js";
+import type { TransitionInput } from "../../src/rollout/types.js";
 import { headValues, type ActorCriticSample } from "../../src/trainers/actor-critic/samples.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { jointCriticText, MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
@@ -30,6 +32,14 @@ function headDiff(head: ValueHead, prefix: string): number {
   return diff;
 }
 
+/** Every optimizer step the trainer records, as [component, update], in order. */
+function recordUpdates(trainer: IACTrainer | MAACTrainer): Array<[string, { loss: number; gradNorm: number }]> {
+  const records: Array<[string, { loss: number; gradNorm: number }]> = [];
+  const record = (trainer as any).recordUpdate.bind(trainer);
+  (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
+  return records;
+}
+
 describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (mode, ref) => {
   const name = `iac_${mode}`;
   it("old values, losses and parameters after one update", async () => {
@@ -44,9 +54,7 @@ describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (m
       },
     });
     try {
-      const records: Array<[string, { loss: number; gradNorm: number }]> = [];
-      const record = (trainer as any).recordUpdate.bind(trainer);
-      (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
+      const records = recordUpdates(trainer);
       const heads = trainer.agents.map((agent, i) => (c.useSeparateCritic ? trainer.critics[i].valueHead : agent.valueHead!));
       heads.forEach((head, i) => head.loadStateDict(goldenStateDict(`${name}.head_init.${i}`)));
 
@@ -95,9 +103,7 @@ describe("CoMLRL 1.4.3 parity: MAAC (V critic)", () => {
       quiet: true, outputDir: scratch(), config: { numAgents: 2, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, criticType: "v" },
     });
     try {
-      const records: Array<[string, { loss: number; gradNorm: number }]> = [];
-      const record = (trainer as any).recordUpdate.bind(trainer);
-      (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
+      const records = recordUpdates(trainer);
       const head = trainer.critics[0].valueHead;
       head.loadStateDict(goldenStateDict("maac.head_init"));
       const text = jointCriticText(["the red fox", "the red fox again"], null);
@@ -130,6 +136,89 @@ describe("CoMLRL 1.4.3 parity: MAAC (V critic)", () => {
       expect(maxParamDiff((p) => actor.getParameter(p), "maac.actor_after.0").diff).toBeLessThanOrEqual(PARAM_ATOL);
       const critic = trainer.critics[0].model.native;
       expect(maxParamDiff((p) => critic.getParameter(p), "maac.critic_after").diff).toBeLessThanOrEqual(PARAM_ATOL);
+    } finally {
+      await trainer.close();
+    }
+  });
+});
+
+// Multi-turn IAC (numTurns 2, one generation per turn): CoMLRL's own _run_batch over two items with its external
+// transition, generate() replaced by given rows per turn; each agent's buffer (4) fills after the second item and is
+// updated turn by turn. We roll the same two items out through our rollout tree and transition with a policy that
+// returns the same rows, so the prompts, old values, TD targets y_t = r_t + γ·V_old(h_{t+1}) and logged returns come
+// from our sample path, then one update: losses, gradient norms and parameters after both turns' steps.
+describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: multi-turn IAC %s", (mode, ref) => {
+  const name = mode === "separate_v" ? "iac_mt_separate_v" : "iac_mt_shared_q";
+  it("turn prompts, old values, targets, returns, losses and parameters after the update", async () => {
+    const c = ref.config;
+    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
+    const rewards: number[][] = ref.rewards.flat();
+    // CoMLRL's transition in make_comlrl_goldens.py: the agent's last prompt, its own last response, the other's.
+    const transition = ({ agentCompletions, numAgents, promptHistoryPerAgent, responseHistoryPerAgent }: TransitionInput) =>
+      Array.from({ length: numAgents }, (_, i) => `${promptHistoryPerAgent[i].at(-1)} | ${responseHistoryPerAgent[i].at(-1)} | ${agentCompletions[1 - i]}`);
+    const trainer = await IACTrainer.create({
+      agents: [COMLRL_MODEL, COMLRL_MODEL], critics: c.useSeparateCritic ? [COMLRL_MODEL, COMLRL_MODEL] : null, tokenizer,
+      rewardFunc: () => rewards.shift()!, externalTransition: transition, trainDataset: ref.items, quiet: true, outputDir: scratch(),
+      config: {
+        numAgents: 2, numTurns: 2, numGenerations: 1, rolloutBufferSize: 4, useSeparateCritic: c.useSeparateCritic, criticType: c.criticType,
+        valueHeadHiddenDim: c.valueHeadHiddenDim, criticValueHeadHiddenDim: c.criticValueHeadHiddenDim, discount: c.discount,
+        advantageNormalization: c.advantageNormalization,
+      },
+    });
+    try {
+      expect(trainer.config.earlyTerminationThreshold).toBe(c.earlyTerminationThreshold);
+      const updates = ref.updates as any[];
+      const golden = (agent: number, turn: number) => updates.find((u) => u.agent === agent && u.turn === turn);
+      // Each agent samples its rows in rollout order (item, then turn), without EOS: CoMLRL's response ends before its
+      // first pad. The agents are the rollout's policies.
+      trainer.agents.forEach((policy: RolloutPolicy, agent) => {
+        const queue = ref.items.flatMap((_: unknown, item: number) => [0, 1].map((turn) => ({ item, turn })));
+        policy.sample = async (prompts, k) => {
+            expect(k).toBe(1);
+            const { item, turn } = queue.shift()!;
+            const u = golden(agent, turn);
+            expect(prompts, `agent ${agent} item ${item} turn ${turn + 1} prompt`).toEqual([u.prompts[item]]);
+            const completion = Int32Array.from(u.rows[item].slice(0, u.responseLens[item]));
+            const text = tokenizer.decode(completion, { skipSpecialTokens: true });
+            expect(text).toBe(u.completions[item]);
+            return { promptIds: [tokenizer.encode(prompts[0])], completionIds: [[completion]], texts: [[text]] };
+        };
+      });
+      const heads = trainer.agents.map((agent, i) => (c.useSeparateCritic ? trainer.critics[i].valueHead : agent.valueHead!));
+      heads.forEach((head, i) => head.loadStateDict(goldenStateDict(`${name}.head_init.${i}`)));
+
+      const samples = await trainer.collect(ref.items);
+      expect(samples).toHaveLength(8);
+      for (const s of samples) {
+        const u = golden(s.agent, s.turn);
+        const where = `agent ${s.agent} item ${s.itemIndex} turn ${s.turn + 1}`;
+        expect(s.promptIds, `${where} prompt ids`).toEqual(u.promptIds[s.itemIndex]);
+        expect(Math.abs(s.oldValue - u.oldValues[s.itemIndex]), `${where} old value`).toBeLessThanOrEqual(VALUE_ATOL);
+        expect(Math.abs(s.target - u.targets[s.itemIndex]), `${where} target`).toBeLessThanOrEqual(VALUE_ATOL);
+        expect(s.return, `${where} logged return`).toBeCloseTo(u.returns[s.itemIndex], 12);
+      }
+
+      const records = recordUpdates(trainer);
+      await trainer.update(samples);
+      for (const agent of [0, 1]) {
+        const mine = records.filter(([component]) => component.startsWith(`agent_${agent}`));
+        const perStep = c.useSeparateCritic ? [`agent_${agent}`, `agent_${agent}/critic`] : [`agent_${agent}`];
+        expect(mine.map(([component]) => component)).toEqual([...perStep, ...perStep]);
+        for (const turn of [0, 1]) {
+          const u = golden(agent, turn);
+          const steps = mine.slice(turn * perStep.length, (turn + 1) * perStep.length);
+          steps.forEach(([component, update], k) => expectClose(update.loss, u.backwardLosses[k], LOSS_RTOL, `turn ${turn + 1} ${component} loss`));
+          expectClose(steps[0][1].gradNorm, u.actorGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} actor gradient norm`);
+          if (c.useSeparateCritic) expectClose(steps[1][1].gradNorm, u.criticGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} critic gradient norm`);
+        }
+        expect(headDiff(heads[agent], `${name}.head_after.${agent}`), `agent ${agent} head`).toBeLessThanOrEqual(PARAM_ATOL);
+      }
+      const actor = trainer.agents[0].model.native;
+      expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+      if (c.useSeparateCritic) {
+        const critic = trainer.critics[0].model.native;
+        expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+      }
     } finally {
       await trainer.close();
     }
