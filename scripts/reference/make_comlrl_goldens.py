@@ -504,11 +504,13 @@ def reward_model_case(tensors: dict) -> dict:
     }
 
 
-def maac_case(tensors: dict) -> dict:
-    """MAAC, V critic: the one critic reads "[Agent i] prompt" blocks and steps inside each agent's update."""
+def maac_case(name: str, critic_type: str, tensors: dict) -> dict:
+    """MAAC: the one critic reads "[Agent i] prompt" blocks (a Q critic also the joint action: one text per generation)
+    and steps inside each agent's update."""
     random.seed(0)
     torch.manual_seed(0)
-    args = MAACConfig(num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type="v")
+    args = MAACConfig(num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type=critic_type)
+    prompts = [AC_ITEM["prompt"], AC_ITEM["prompt"] + " again"]
     trainer = MAACTrainer(
         agents=[load_model(), load_model()], critics=[load_model()], tokenizer=tokenizer(), args=args,
         formatters=[lambda item: item["prompt"], lambda item: item["prompt"] + " again"],
@@ -518,7 +520,7 @@ def maac_case(tensors: dict) -> dict:
     for i, agent in enumerate(trainer.agents):
         agent.model.generate = make(i)
     for key, t in trainer.critics[0].value_head.state_dict().items():
-        tensors[f"maac.head_init.{key}"] = t.detach().float().clone()
+        tensors[f"{name}.head_init.{key}"] = t.detach().float().clone()
     actor_norms, critic_norms = [[], []], []
     for i in range(2):
         watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
@@ -530,17 +532,23 @@ def maac_case(tensors: dict) -> dict:
         per_agent.append({
             **ac_update(trainer, i, samples),
             "criticIds": samples[0].metadata["joint_input_ids"][0].tolist(),
+            "criticIdsPerGeneration": [s.metadata["joint_input_ids"][0].tolist() for s in samples],
+            "completions": [s.completion for s in samples],
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i],
         })
-    params(trainer.agents[0].model, "maac.actor_after.0", tensors)
-    params(trainer.critics[0].model, "maac.critic_after", tensors)
+    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
+    params(trainer.critics[0].model, f"{name}.critic_after", tensors)
     for key, t in trainer.critics[0].value_head.state_dict().items():
-        tensors[f"maac.head_after.{key}"] = t.detach().float().clone()
+        tensors[f"{name}.head_after.{key}"] = t.detach().float().clone()
+    joint_actions = [[per_agent[a]["completions"][g] for a in range(2)] for g in range(2)]
     return {
-        "config": {"numAgents": 2, "numGenerations": 2, "rolloutBufferSize": 2, "criticType": "v", "valueLossCoef": args.value_loss_coef},
+        "config": {"numAgents": 2, "numGenerations": 2, "rolloutBufferSize": 2, "criticType": critic_type, "valueLossCoef": args.value_loss_coef},
         "rewards": AC_REWARDS,
-        "criticText": trainer._build_critic_input([AC_ITEM["prompt"], AC_ITEM["prompt"] + " again"]),
+        "prompts": prompts,
+        "criticText": trainer._build_critic_input(prompts),  # V's; a Q critic's has the joint action (below)
+        # The joint text the critic reads for each generation (for V, the prompts' alone).
+        "criticTexts": [trainer._build_critic_input(prompts, action) for action in joint_actions],
         "agents": per_agent,
     }
 
@@ -617,7 +625,8 @@ def main() -> None:
         "centralized": centralized_case(tensors),
         "madpo": madpo_case(tensors),
         "reward_model": reward_model_case(tensors),
-        "maac": maac_case(tensors),
+        "maac": maac_case("maac", "v", tensors),
+        "maac_q": maac_case("maac_q", "q", tensors),
         "iac": {
             "separate_v": iac_case("iac_separate_v", True, "v", None, tensors),
             "shared_q": iac_case("iac_shared_q", False, "q", 8, tensors),

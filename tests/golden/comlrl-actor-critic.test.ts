@@ -94,33 +94,44 @@ describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (m
   });
 });
 
-describe("CoMLRL 1.4.3 parity: MAAC (V critic)", () => {
-  const ref = golden.maac;
-  it("the joint critic text and ids, old values, each agent's and the critic's losses, and parameters after the round", async () => {
+// MAAC through our rollout path: the agents sample CoMLRL's rows, so the joint critic texts (a Q critic's with each
+// generation's joint action) and their ids come from our MAAC, then one round of updates.
+describe.each([
+  ["V", "maac"],
+  ["Q", "maac_q"],
+])("CoMLRL 1.4.3 parity: MAAC (%s critic)", (_, name) => {
+  const ref = golden[name];
+  it("the joint critic texts and ids, old values, each agent's and the critic's losses, and parameters after the round", async () => {
     const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
     const trainer = await MAACTrainer.create({
       agents: [COMLRL_MODEL, COMLRL_MODEL], critics: [COMLRL_MODEL], tokenizer, rewardFunc: () => ref.rewards, trainDataset: [{ prompt: "the red fox" }],
-      quiet: true, outputDir: scratch(), config: { numAgents: 2, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, criticType: "v" },
+      formatters: [(item) => String(item.prompt), (item) => `${item.prompt} again`],
+      quiet: true, outputDir: scratch(), config: { numAgents: 2, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, criticType: ref.config.criticType },
     });
     try {
-      const records = recordUpdates(trainer);
       const head = trainer.critics[0].valueHead;
-      head.loadStateDict(goldenStateDict("maac.head_init"));
-      const text = jointCriticText(["the red fox", "the red fox again"], null);
-      expect(text).toBe(ref.criticText);
-      const criticPrompt = tokenizer.encode(text);
-      expect(criticPrompt).toEqual(ref.agents[0].criticIds);
-      const [oldValue] = await headValues(head, [{ prompt: criticPrompt, completion: new Int32Array(0) }], "v");
-      expect(Math.abs(oldValue - ref.agents[0].oldValues[0])).toBeLessThanOrEqual(VALUE_ATOL);
-      const samples: ActorCriticSample[] = (ref.agents as any[]).flatMap((a, agent) =>
-        a.rows.map((row: number[], g: number): ActorCriticSample => {
-          const reward = ref.rewards[g];
-          return {
-            agent, turn: 0, itemIndex: 0, envStep: 2, promptIds: a.promptIds, completionIds: Int32Array.from(row.slice(0, a.responseLens[g])), completion: "",
-            critic: { prompt: criticPrompt, completion: new Int32Array(0) }, environmentReward: reward, referenceKl: 0, reward, oldValue, target: reward, return: reward,
-          };
-        }),
-      );
+      head.loadStateDict(goldenStateDict(`${name}.head_init`));
+      trainer.agents.forEach((policy: RolloutPolicy, agent) => {
+        const a = ref.agents[agent];
+        policy.sample = async (prompts, k) => {
+          expect(prompts).toEqual([ref.prompts[agent]]);
+          const completions = a.rows.slice(0, k).map((row: number[], g: number) => Int32Array.from(row.slice(0, a.responseLens[g])));
+          const texts = completions.map((c: Int32Array) => tokenizer.decode(c, { skipSpecialTokens: true }));
+          expect(texts).toEqual(a.completions);
+          return { promptIds: [tokenizer.encode(prompts[0])], completionIds: [completions], texts: [texts] };
+        };
+      });
+      const samples = await trainer.collect([{ prompt: "the red fox" }]);
+      expect(samples).toHaveLength(4);
+      for (const s of samples) {
+        const [g, a] = [s.agent === 0 ? samples.indexOf(s) : samples.indexOf(s) - 2, ref.agents[s.agent]];
+        expect(s.promptIds).toEqual(a.promptIds);
+        const text = jointCriticText(ref.prompts, ref.config.criticType === "q" ? ref.agents.map((b: any) => b.completions[g]) : null);
+        expect(text).toBe(ref.criticTexts[g]);
+        expect(s.critic.prompt, `agent ${s.agent} generation ${g} critic ids`).toEqual(a.criticIdsPerGeneration[g]);
+        expect(Math.abs(s.oldValue - a.oldValues[g]), `agent ${s.agent} generation ${g} old value`).toBeLessThanOrEqual(VALUE_ATOL);
+      }
+      const records = recordUpdates(trainer);
       await trainer.update(samples);
       // Agent 0's actor step and the critic's step on agent 0's samples, then agent 1's two.
       expect(records.map(([component]) => component)).toEqual(["agent_0", "critic", "agent_1", "critic"]);
@@ -131,11 +142,11 @@ describe("CoMLRL 1.4.3 parity: MAAC (V critic)", () => {
         expectClose(actor.gradNorm, a.actorGradNorm, LOSS_RTOL, `agent ${agent} actor gradient norm`);
         expectClose(critic.gradNorm, a.criticGradNorm, LOSS_RTOL, `critic gradient norm in agent ${agent}'s update`);
       });
-      expect(headDiff(head, "maac.head_after")).toBeLessThanOrEqual(PARAM_ATOL);
+      expect(headDiff(head, `${name}.head_after`)).toBeLessThanOrEqual(PARAM_ATOL);
       const actor = trainer.agents[0].model.native;
-      expect(maxParamDiff((p) => actor.getParameter(p), "maac.actor_after.0").diff).toBeLessThanOrEqual(PARAM_ATOL);
+      expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
       const critic = trainer.critics[0].model.native;
-      expect(maxParamDiff((p) => critic.getParameter(p), "maac.critic_after").diff).toBeLessThanOrEqual(PARAM_ATOL);
+      expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after`).diff).toBeLessThanOrEqual(PARAM_ATOL);
     } finally {
       await trainer.close();
     }
