@@ -504,6 +504,24 @@ def reward_model_case(tensors: dict) -> dict:
     }
 
 
+def reward_head_init_stats() -> dict:
+    """Statistics of the head CoMLRL's JointRewardModel makes (a plain nn.Linear(H, 1), torch's default init) over 16
+    heads of H = 4096 on a stub backbone: torch's stream cannot be matched across runtimes, the distribution can."""
+    hidden, heads = 4096, 16
+    backbone = torch.nn.Linear(1, 1)
+    backbone.config = SimpleNamespace(hidden_size=hidden)
+    torch.manual_seed(11)
+    made = [JointRewardModel(backbone).reward_head for _ in range(heads)]
+    weights = torch.cat([m.weight.detach().flatten() for m in made])
+    biases = torch.cat([m.bias.detach() for m in made])
+    return {
+        "hiddenSize": hidden,
+        "heads": heads,
+        "weight": {"mean": float(weights.mean()), "std": float(weights.std()), "maxAbs": float(weights.abs().max())},
+        "bias": {"values": biases.tolist(), "maxAbs": float(biases.abs().max())},
+    }
+
+
 def maac_case(name: str, critic_type: str, tensors: dict) -> dict:
     """MAAC: the one critic reads "[Agent i] prompt" blocks (a Q critic also the joint action: one text per generation)
     and steps inside each agent's update."""
@@ -625,6 +643,7 @@ def main() -> None:
         "centralized": centralized_case(tensors),
         "madpo": madpo_case(tensors),
         "reward_model": reward_model_case(tensors),
+        "reward_head_init": reward_head_init_stats(),
         "maac": maac_case("maac", "v", tensors),
         "maac_q": maac_case("maac_q", "q", tensors),
         "iac": {
