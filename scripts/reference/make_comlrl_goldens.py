@@ -242,6 +242,36 @@ def ac_update(trainer, agent: int, samples) -> dict:
     }
 
 
+def prepare_iac(trainer: IACTrainer, name: str, make_generate, tensors: dict):
+    """Gives each agent make_generate(i) as its generate, records the value heads' initial weights, and watches each
+    optimizer's gradient norms; returns the heads (critics' or actors') and the actor and critic norm lists."""
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make_generate(i)
+    separate = trainer.args.use_separate_critic
+    heads = trainer.critics if separate else trainer.agents
+    for i, holder in enumerate(heads):
+        for key, t in holder.value_head.state_dict().items():
+            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
+    actor_norms = [[] for _ in trainer.agents]
+    critic_norms = [[] for _ in trainer.agents]
+    for i in range(len(trainer.agents)):
+        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
+        if separate:
+            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    return heads, actor_norms, critic_norms
+
+
+def record_iac_after(trainer: IACTrainer, name: str, heads, tensors: dict) -> None:
+    """Every agent's head after the updates, and agent 0's actor and critic (agent 1's parameters add size, not
+    coverage: its losses and norms are checked)."""
+    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
+    if trainer.args.use_separate_critic:
+        params(trainer.critics[0].model, f"{name}.critic_after.0", tensors)
+    for i, holder in enumerate(heads):
+        for key, t in holder.value_head.state_dict().items():
+            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+
+
 def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dict) -> dict:
     random.seed(0)
     torch.manual_seed(0)
@@ -257,19 +287,7 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
         reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
     )
     calls = []
-    make = scripted_generate(AC_ROWS, calls)
-    for i, agent in enumerate(trainer.agents):
-        agent.model.generate = make(i)
-    heads = trainer.critics if separate else trainer.agents
-    for i, holder in enumerate(heads):
-        for key, t in holder.value_head.state_dict().items():
-            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
-    actor_norms = [[] for _ in agents]
-    critic_norms = [[] for _ in agents]
-    for i in range(2):
-        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
-        if separate:
-            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    heads, actor_norms, critic_norms = prepare_iac(trainer, name, scripted_generate(AC_ROWS, calls), tensors)
     rollouts = trainer._collect_rollouts(AC_ITEM)
     by_agent = [[r for r in rollouts if r.agent_idx == i] for i in range(2)]
     per_agent = []
@@ -282,12 +300,7 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i][0] if separate else None,
         })
-        if i == 0:  # agent 1's parameters add size, not coverage: its losses and norms are checked
-            params(trainer.agents[i].model, f"{name}.actor_after.{i}", tensors)
-            if separate:
-                params(trainer.critics[i].model, f"{name}.critic_after.{i}", tensors)
-        for key, t in heads[i].value_head.state_dict().items():
-            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+    record_iac_after(trainer, name, heads, tensors)
     return {
         "config": {
             "numAgents": 2, "numTurns": 1, "numGenerations": 2, "rolloutBufferSize": 2, "useSeparateCritic": separate,
@@ -348,17 +361,7 @@ def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, d
 
         return run
 
-    for i, agent in enumerate(trainer.agents):
-        agent.model.generate = scripted(i)
-    heads = trainer.critics if separate else trainer.agents
-    for i, holder in enumerate(heads):
-        for key, t in holder.value_head.state_dict().items():
-            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
-    actor_norms, critic_norms = [[], []], [[], []]
-    for i in range(2):
-        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
-        if separate:
-            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    heads, actor_norms, critic_norms = prepare_iac(trainer, name, scripted, tensors)
     updates = []
     update = trainer._update
 
@@ -393,12 +396,7 @@ def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, d
         k = sum(1 for v in updates[: updates.index(u)] if v["agent"] == u["agent"])
         u["actorGradNorm"] = actor_norms[u["agent"]][k]
         u["criticGradNorm"] = critic_norms[u["agent"]][k] if separate else None
-    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
-    if separate:
-        params(trainer.critics[0].model, f"{name}.critic_after.0", tensors)
-    for i in range(2):
-        for key, t in heads[i].value_head.state_dict().items():
-            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+    record_iac_after(trainer, name, heads, tensors)
     return {
         "config": {
             "numAgents": 2, "numTurns": 2, "numGenerations": 1, "rolloutBufferSize": 4, "useSeparateCritic": separate,

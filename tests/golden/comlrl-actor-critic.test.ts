@@ -40,6 +40,17 @@ function recordUpdates(trainer: IACTrainer | MAACTrainer): Array<[string, { loss
   return records;
 }
 
+/** Both agents' heads, agent 0's actor and (separate critics) its critic against the golden's parameters after the update. */
+function expectIacAfter(trainer: IACTrainer, heads: ValueHead[], name: string): void {
+  heads.forEach((head, agent) => expect(headDiff(head, `${name}.head_after.${agent}`), `agent ${agent} head`).toBeLessThanOrEqual(PARAM_ATOL));
+  const actor = trainer.agents[0].model.native;
+  expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+  if (trainer.config.useSeparateCritic) {
+    const critic = trainer.critics[0].model.native;
+    expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+  }
+}
+
 describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (mode, ref) => {
   const name = `iac_${mode}`;
   it("old values, losses and parameters after one update", async () => {
@@ -80,14 +91,8 @@ describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (m
         mine.forEach(([component, update], k) => expectClose(update.loss, a.backwardLosses[k], LOSS_RTOL, `${component} loss`));
         expectClose(mine[0][1].gradNorm, a.actorGradNorm, LOSS_RTOL, `agent ${agent} actor gradient norm`);
         if (c.useSeparateCritic) expectClose(mine[1][1].gradNorm, a.criticGradNorm, LOSS_RTOL, `agent ${agent} critic gradient norm`);
-        expect(headDiff(heads[agent], `${name}.head_after.${agent}`), `agent ${agent} head`).toBeLessThanOrEqual(PARAM_ATOL);
       }
-      const actor = trainer.agents[0].model.native;
-      expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
-      if (c.useSeparateCritic) {
-        const critic = trainer.critics[0].model.native;
-        expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
-      }
+      expectIacAfter(trainer, heads, name);
     } finally {
       await trainer.close();
     }
@@ -222,14 +227,8 @@ describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: 
           expectClose(steps[0][1].gradNorm, u.actorGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} actor gradient norm`);
           if (c.useSeparateCritic) expectClose(steps[1][1].gradNorm, u.criticGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} critic gradient norm`);
         }
-        expect(headDiff(heads[agent], `${name}.head_after.${agent}`), `agent ${agent} head`).toBeLessThanOrEqual(PARAM_ATOL);
       }
-      const actor = trainer.agents[0].model.native;
-      expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
-      if (c.useSeparateCritic) {
-        const critic = trainer.critics[0].model.native;
-        expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
-      }
+      expectIacAfter(trainer, heads, name);
     } finally {
       await trainer.close();
     }

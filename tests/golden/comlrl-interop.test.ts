@@ -141,27 +141,16 @@ describe("saveModel directories interchange with CoMLRL 1.4.3", () => {
     return out;
   }
 
-  it("CoMLRL's IAC save_model dir (actor, critic/ with value_head.pt) continues training in ours", async () => {
-    const saved = path.join(COMLRL_GOLDEN, "comlrl_iac_save");
-    const tokenizer = await ComlrlTokenizer.fromDirectory(saved);
-    const trainer = await IACTrainer.create(options(saved, path.join(saved, "critic"), tokenizer));
+  it.each([
+    ["IAC", "comlrl_iac_save", "", IACTrainer.create],
+    ["MAAC", "comlrl_maac_save", "agent_0", MAACTrainer.create],
+  ] as const)("CoMLRL's %s save_model dir (%s: the actor, critic/ with value_head.pt) continues training in ours", async (_, name, actorDir, create) => {
+    const saved = path.join(COMLRL_GOLDEN, name);
+    const tokenizer = await ComlrlTokenizer.fromDirectory(path.join(saved, actorDir));
+    const trainer = await create(options(path.join(saved, actorDir), path.join(saved, "critic"), tokenizer));
     try {
       trainer.critics[0].valueHead.loadStateDict(path.join(saved, "critic", "value_head.pt"));
-      expect(contents(trainer.critics[0].valueHead.stateDict())).toEqual(goldenHead("comlrl_iac_save.head"));
-      await trainer.train();
-      expect(trainer.progress.envStep).toBe(2);
-    } finally {
-      await trainer.close();
-    }
-  });
-
-  it("CoMLRL's MAAC save_model dir (agent_0/, critic/ with value_head.pt) continues training in ours", async () => {
-    const saved = path.join(COMLRL_GOLDEN, "comlrl_maac_save");
-    const tokenizer = await ComlrlTokenizer.fromDirectory(path.join(saved, "agent_0"));
-    const trainer = await MAACTrainer.create(options(path.join(saved, "agent_0"), path.join(saved, "critic"), tokenizer));
-    try {
-      trainer.critics[0].valueHead.loadStateDict(path.join(saved, "critic", "value_head.pt"));
-      expect(contents(trainer.critics[0].valueHead.stateDict())).toEqual(goldenHead("comlrl_maac_save.head"));
+      expect(contents(trainer.critics[0].valueHead.stateDict())).toEqual(goldenHead(`${name}.head`));
       await trainer.train();
       expect(trainer.progress.envStep).toBe(2);
     } finally {
@@ -180,22 +169,14 @@ describe("saveModel directories interchange with CoMLRL 1.4.3", () => {
     }
   });
 
-  it("our IAC saveModel dir has CoMLRL's layout and keys (ours_iac_save/ is what the harness continues in CoMLRL)", async () => {
+  it.each([
+    ["IAC", "ours_iac_save", IACTrainer.create],
+    ["MAAC", "ours_maac_save", MAACTrainer.create],
+  ] as const)("our %s saveModel dir has CoMLRL's layout and keys (%s/ is what the harness continues in CoMLRL)", async (_, name, create) => {
     const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
-    const trainer = await IACTrainer.create(options(COMLRL_MODEL, COMLRL_MODEL, tokenizer));
+    const trainer = await create(options(COMLRL_MODEL, COMLRL_MODEL, tokenizer));
     try {
-      const out = await expectCommittedLayout("ours_iac_save", (dir) => trainer.saveModel(dir));
-      expect(Object.keys(loadTorchStateDict(path.join(out, "critic", "value_head.pt"))).sort()).toEqual(KEYS.linear);
-    } finally {
-      await trainer.close();
-    }
-  });
-
-  it("our MAAC saveModel dir has CoMLRL's layout and keys (ours_maac_save/ is what the harness continues in CoMLRL)", async () => {
-    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
-    const trainer = await MAACTrainer.create(options(COMLRL_MODEL, COMLRL_MODEL, tokenizer));
-    try {
-      const out = await expectCommittedLayout("ours_maac_save", (dir) => trainer.saveModel(dir));
+      const out = await expectCommittedLayout(name, (dir) => trainer.saveModel(dir));
       expect(Object.keys(loadTorchStateDict(path.join(out, "critic", "value_head.pt"))).sort()).toEqual(KEYS.linear);
     } finally {
       await trainer.close();
