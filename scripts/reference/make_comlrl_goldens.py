@@ -323,6 +323,19 @@ MT_ROWS = [
     [[[50, 51, 52], [70, 288, EOS]], [[55, 56, EOS, EOS], [72, 73, 74, 75]]],
 ]
 MT_REWARDS = [[[-0.5, -0.25], [1.0, 0.5]], [[0.0, -1.0], [0.25, -0.75]]]
+MT = {"items": MT_ITEMS, "rows": MT_ROWS, "rewards": MT_REWARDS, "formatters": None}
+# Three turns of one item with formatters that tag each agent's prompt ("<i> prompt"): the third turn's transition
+# reads the second turn's prompt from the history, which CoMLRL's actor-critic records formatted.
+MT3 = {
+    "items": [{"prompt": "the lazy dog"}],
+    "rows": [[[[41, 42, EOS], [61, 62]], [[44, 264, 45], [66, EOS]], [[47, EOS], [68, 69, 70]]]],
+    "rewards": [[[-0.5, -0.5], [-1.0, 0.0], [0.75, 0.25]]],
+    "formatters": "tagged",
+}
+
+
+def tagged_formatter(i: int):
+    return lambda item, external_prompts=None: f"<{i}> {item['prompt']}"
 
 
 def mt_transition(prompt, agent_completions, num_agents, prompt_history_per_agent, response_history_per_agent):
@@ -333,25 +346,28 @@ def mt_transition(prompt, agent_completions, num_agents, prompt_history_per_agen
     ]
 
 
-def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, discount: float, normalize: bool, tensors: dict) -> dict:
-    """Two items through the trainer's own _run_batch (rollout_buffer_size 4): each agent's buffer fills after the second
-    item and _process_buffer updates it turn by turn, each turn's two samples (one per item) as one minibatch. Two
-    normalised advantages are always ±1; unnormalised, the raw y − V_old weigh the actor loss."""
+def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, discount: float, normalize: bool, tensors: dict, episodes=MT) -> dict:
+    """The episodes' items through the trainer's own _run_batch (a rollout buffer of items × turns): each agent's buffer
+    fills after the last item and _process_buffer updates it turn by turn, each turn's samples (one per item) as one
+    minibatch. Two normalised advantages are always ±1; unnormalised, the raw y − V_old weigh the actor loss."""
+    items, rows, rewards_given = episodes["items"], episodes["rows"], episodes["rewards"]
+    turns = len(rows[0])
     random.seed(0)
     torch.manual_seed(0)
     agents = [load_model(), load_model()]
     critics = [load_model(), load_model()] if separate else None
     args = IACConfig(
-        num_agents=2, num_turns=2, num_generations=1, rollout_buffer_size=4, use_separate_critic=separate,
+        num_agents=2, num_turns=turns, num_generations=1, rollout_buffer_size=len(items) * turns, use_separate_critic=separate,
         critic_type=critic_type, value_head_hidden_dim=head_dim, critic_value_head_hidden_dim=head_dim, discount=discount,
         advantage_normalization=normalize,
     )
-    rewards = iter([turn for item in MT_REWARDS for turn in item])
+    rewards = iter([turn for item in rewards_given for turn in item])
     trainer = IACTrainer(
         agents=agents, critics=critics, tokenizer=tokenizer(), args=args, external_transition=mt_transition,
+        formatters=[tagged_formatter(i) for i in range(2)] if episodes["formatters"] == "tagged" else None,
         reward_func=lambda prompts, *completions, **kw: list(next(rewards)),
     )
-    queues = [[MT_ROWS[i][t][a] for i in range(2) for t in range(2)] for a in range(2)]
+    queues = [[rows[i][t][a] for i in range(len(items)) for t in range(turns)] for a in range(2)]
     prompts_seen = [[], []]
 
     def scripted(agent):
@@ -385,13 +401,13 @@ def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, d
             metrics = update(agent_idx, samples)
         finally:
             undo()
-        by_item = sorted(samples, key=lambda s: MT_ITEMS.index(s.metadata["batch_item"]))
+        by_item = sorted(samples, key=lambda s: items.index(s.metadata["batch_item"]))
         info["normalizedAdvantages"] = [float(s.normalized_advantage.view(-1)[0]) for s in by_item]
         updates.append({**info, "metrics": metrics, "backwardLosses": losses})
         return metrics
 
     trainer._update = recorded
-    trainer._run_batch(MT_ITEMS, defaultdict(list))
+    trainer._run_batch(items, defaultdict(list))
     for u in updates:
         k = sum(1 for v in updates[: updates.index(u)] if v["agent"] == u["agent"])
         u["actorGradNorm"] = actor_norms[u["agent"]][k]
@@ -399,14 +415,16 @@ def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, d
     record_iac_after(trainer, name, heads, tensors)
     return {
         "config": {
-            "numAgents": 2, "numTurns": 2, "numGenerations": 1, "rolloutBufferSize": 4, "useSeparateCritic": separate,
+            "numAgents": 2, "numTurns": turns, "numGenerations": 1, "rolloutBufferSize": len(items) * turns, "useSeparateCritic": separate,
             "criticType": critic_type, "valueHeadHiddenDim": head_dim, "criticValueHeadHiddenDim": head_dim,
             "discount": discount, "advantageNormalization": normalize, "earlyTerminationThreshold": args.early_termination_threshold,
+            "formatters": episodes["formatters"],
         },
-        "items": MT_ITEMS,
-        "rewards": MT_REWARDS,
+        "tensorPrefix": name,
+        "items": items,
+        "rewards": rewards_given,
         "generatePromptIds": prompts_seen,
-        # In CoMLRL's order: agent 0's turns 1 and 2, then agent 1's.
+        # In CoMLRL's order: agent 0's turns, then agent 1's.
         "updates": updates,
     }
 
@@ -715,6 +733,7 @@ def main() -> None:
         "iac_multi_turn": {
             "separate_v": iac_multi_turn_case("iac_mt_separate_v", True, "v", None, 1.0, True, tensors),
             "shared_q_discounted_unnormalized": iac_multi_turn_case("iac_mt_shared_q", False, "q", 8, 0.9, False, tensors),
+            "three_turns_tagged_formatters": iac_multi_turn_case("iac_mt3_tagged", True, "v", None, 1.0, True, tensors, MT3),
         },
     }
     value_heads(tensors)

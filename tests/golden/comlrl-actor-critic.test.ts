@@ -10,7 +10,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { RolloutPolicy } from "../../src/rollout/tree.js";
-import type { TransitionInput } from "../../src/rollout/types.js";
+import type { Item, TransitionInput } from "../../src/rollout/types.js";
 import { headValues, type ActorCriticSample } from "../../src/trainers/actor-critic/samples.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { jointCriticText, MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
@@ -158,13 +158,13 @@ describe.each([
   });
 });
 
-// Multi-turn IAC (numTurns 2, one generation per turn): CoMLRL's own _run_batch over two items with its external
-// transition, generate() replaced by given rows per turn; each agent's buffer (4) fills after the second item and is
-// updated turn by turn. We roll the same two items out through our rollout tree and transition with a policy that
+// Multi-turn IAC (one generation per turn): CoMLRL's own _run_batch with its external transition — two items of two
+// turns, and one item of three turns with formatters — generate() replaced by given rows per turn; each agent's buffer
+// (items × turns) fills after the last item and is updated turn by turn. We roll the same two items out through our rollout tree and transition with a policy that
 // returns the same rows, so the prompts, old values, TD targets y_t = r_t + γ·V_old(h_{t+1}) and logged returns come
 // from our sample path, then one update: losses, gradient norms and parameters after both turns' steps.
-describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: multi-turn IAC %s", (mode, ref) => {
-  const name = mode === "separate_v" ? "iac_mt_separate_v" : "iac_mt_shared_q";
+describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: multi-turn IAC %s", (_, ref) => {
+  const name = ref.tensorPrefix;
   it("turn prompts, old values, targets, returns, losses and parameters after the update", async () => {
     const c = ref.config;
     const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
@@ -175,8 +175,10 @@ describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: 
     const trainer = await IACTrainer.create({
       agents: [COMLRL_MODEL, COMLRL_MODEL], critics: c.useSeparateCritic ? [COMLRL_MODEL, COMLRL_MODEL] : null, tokenizer,
       rewardFunc: () => rewards.shift()!, externalTransition: transition, trainDataset: ref.items, quiet: true, outputDir: scratch(),
+      // The harness's tagged formatters: "<i> prompt", the transition's prompt in later turns.
+      formatters: c.formatters === "tagged" ? [0, 1].map((i) => (item: Item) => `<${i}> ${item.prompt}`) : null,
       config: {
-        numAgents: 2, numTurns: 2, numGenerations: 1, rolloutBufferSize: 4, useSeparateCritic: c.useSeparateCritic, criticType: c.criticType,
+        numAgents: 2, numTurns: c.numTurns, numGenerations: 1, rolloutBufferSize: c.rolloutBufferSize, useSeparateCritic: c.useSeparateCritic, criticType: c.criticType,
         valueHeadHiddenDim: c.valueHeadHiddenDim, criticValueHeadHiddenDim: c.criticValueHeadHiddenDim, discount: c.discount,
         advantageNormalization: c.advantageNormalization,
       },
@@ -188,7 +190,7 @@ describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: 
       // Each agent samples its rows in rollout order (item, then turn), without EOS: CoMLRL's response ends before its
       // first pad. The agents are the rollout's policies.
       trainer.agents.forEach((policy: RolloutPolicy, agent) => {
-        const queue = ref.items.flatMap((_: unknown, item: number) => [0, 1].map((turn) => ({ item, turn })));
+        const queue = ref.items.flatMap((_: unknown, item: number) => Array.from({ length: c.numTurns }, (_, turn) => ({ item, turn })));
         policy.sample = async (prompts, k) => {
             expect(k).toBe(1);
             const { item, turn } = queue.shift()!;
@@ -204,7 +206,7 @@ describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: 
       heads.forEach((head, i) => head.loadStateDict(goldenStateDict(`${name}.head_init.${i}`)));
 
       const samples = await trainer.collect(ref.items);
-      expect(samples).toHaveLength(8);
+      expect(samples).toHaveLength(2 * ref.items.length * c.numTurns);
       for (const s of samples) {
         const u = golden(s.agent, s.turn);
         const where = `agent ${s.agent} item ${s.itemIndex} turn ${s.turn + 1}`;
@@ -219,8 +221,8 @@ describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: 
       for (const agent of [0, 1]) {
         const mine = records.filter(([component]) => component.startsWith(`agent_${agent}`));
         const perStep = c.useSeparateCritic ? [`agent_${agent}`, `agent_${agent}/critic`] : [`agent_${agent}`];
-        expect(mine.map(([component]) => component)).toEqual([...perStep, ...perStep]);
-        for (const turn of [0, 1]) {
+        expect(mine.map(([component]) => component)).toEqual(Array.from({ length: c.numTurns }, () => perStep).flat());
+        for (let turn = 0; turn < c.numTurns; turn++) {
           const u = golden(agent, turn);
           const steps = mine.slice(turn * perStep.length, (turn + 1) * perStep.length);
           steps.forEach(([component, update], k) => expectClose(update.loss, u.backwardLosses[k], LOSS_RTOL, `turn ${turn + 1} ${component} loss`));

@@ -69,6 +69,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
       externalPromptPassthrough: c.externalPromptPassthrough,
       rewardBatching: "node",
       perAgentRewards: true,
+      formattedPromptHistory: true,
     };
   }
 
