@@ -346,26 +346,20 @@ def mt_transition(prompt, agent_completions, num_agents, prompt_history_per_agen
     ]
 
 
-def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, discount: float, normalize: bool, tensors: dict, episodes=MT) -> dict:
-    """The episodes' items through the trainer's own _run_batch (a rollout buffer of items × turns): each agent's buffer
-    fills after the last item and _process_buffer updates it turn by turn, each turn's samples (one per item) as one
-    minibatch. Two normalised advantages are always ±1; unnormalised, the raw y − V_old weigh the actor loss."""
+def multi_turn_trainer(cls, config_cls, episodes, **kwargs):
+    """A 2-agent trainer of cls over the episodes (one generation per turn, a rollout buffer of items × turns, the
+    harness's transition, rewards and formatters); returns it with the per-agent generate makers and prompts seen."""
     items, rows, rewards_given = episodes["items"], episodes["rows"], episodes["rewards"]
     turns = len(rows[0])
     random.seed(0)
     torch.manual_seed(0)
-    agents = [load_model(), load_model()]
-    critics = [load_model(), load_model()] if separate else None
-    args = IACConfig(
-        num_agents=2, num_turns=turns, num_generations=1, rollout_buffer_size=len(items) * turns, use_separate_critic=separate,
-        critic_type=critic_type, value_head_hidden_dim=head_dim, critic_value_head_hidden_dim=head_dim, discount=discount,
-        advantage_normalization=normalize,
-    )
+    config = kwargs.pop("config")
+    args = config_cls(num_agents=2, num_turns=turns, num_generations=1, rollout_buffer_size=len(items) * turns, **config)
     rewards = iter([turn for item in rewards_given for turn in item])
-    trainer = IACTrainer(
-        agents=agents, critics=critics, tokenizer=tokenizer(), args=args, external_transition=mt_transition,
+    trainer = cls(
+        agents=[load_model(), load_model()], tokenizer=tokenizer(), args=args, external_transition=mt_transition,
         formatters=[tagged_formatter(i) for i in range(2)] if episodes["formatters"] == "tagged" else None,
-        reward_func=lambda prompts, *completions, **kw: list(next(rewards)),
+        reward_func=lambda prompts, *completions, **kw: list(next(rewards)), **kwargs,
     )
     queues = [[rows[i][t][a] for i in range(len(items)) for t in range(turns)] for a in range(2)]
     prompts_seen = [[], []]
@@ -377,12 +371,16 @@ def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, d
 
         return run
 
-    heads, actor_norms, critic_norms = prepare_iac(trainer, name, scripted, tensors)
+    return trainer, scripted, prompts_seen
+
+
+def run_turn_updates(trainer, items) -> list:
+    """Runs the items through _run_batch and records each _update (one agent, one turn): the samples in item order as
+    the trainer made them, their normalised advantages, metrics and the losses backwarded."""
     updates = []
     update = trainer._update
 
     def recorded(agent_idx, samples):
-        # In item order, before _update shuffles them.
         info = {
             "agent": agent_idx,
             "turn": samples[0].metadata["turn_idx"],
@@ -395,6 +393,8 @@ def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, d
             "targets": [float(s.metadata["value_target"].view(-1)[0]) for s in samples],
             "returns": [float(s.returns.view(-1)[0]) for s in samples],
         }
+        if "joint_input_ids" in samples[0].metadata:  # MAAC: the ids of the joint text its critic reads
+            info["criticIds"] = [s.metadata["joint_input_ids"][0].tolist() for s in samples]
         losses = []
         undo = record_backward(losses)
         try:
@@ -408,25 +408,57 @@ def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, d
 
     trainer._update = recorded
     trainer._run_batch(items, defaultdict(list))
+    return updates
+
+
+def multi_turn_golden(name: str, trainer, episodes, prompts_seen, updates, config: dict) -> dict:
+    return {
+        "config": {
+            "numAgents": 2, "numTurns": trainer.args.num_turns, "numGenerations": 1, "rolloutBufferSize": trainer.args.rollout_buffer_size,
+            "criticType": trainer.args.critic_type, "discount": trainer.args.discount, "advantageNormalization": trainer.args.advantage_normalization,
+            "earlyTerminationThreshold": trainer.args.early_termination_threshold, "formatters": episodes["formatters"], **config,
+        },
+        "tensorPrefix": name,
+        "items": episodes["items"],
+        "rewards": episodes["rewards"],
+        "generatePromptIds": prompts_seen,
+        # In CoMLRL's order: agent 0's turns, then agent 1's.
+        "updates": updates,
+    }
+
+
+def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, discount: float, normalize: bool, tensors: dict, episodes=MT) -> dict:
+    """The episodes' items through the trainer's own _run_batch (a rollout buffer of items × turns): each agent's buffer
+    fills after the last item and _process_buffer updates it turn by turn, each turn's samples (one per item) as one
+    minibatch. Two normalised advantages are always ±1; unnormalised, the raw y − V_old weigh the actor loss."""
+    trainer, scripted, prompts_seen = multi_turn_trainer(
+        IACTrainer, IACConfig, episodes, critics=[load_model(), load_model()] if separate else None,
+        config=dict(use_separate_critic=separate, critic_type=critic_type, value_head_hidden_dim=head_dim,
+                    critic_value_head_hidden_dim=head_dim, discount=discount, advantage_normalization=normalize),
+    )
+    heads, actor_norms, critic_norms = prepare_iac(trainer, name, scripted, tensors)
+    updates = run_turn_updates(trainer, episodes["items"])
     for u in updates:
         k = sum(1 for v in updates[: updates.index(u)] if v["agent"] == u["agent"])
         u["actorGradNorm"] = actor_norms[u["agent"]][k]
         u["criticGradNorm"] = critic_norms[u["agent"]][k] if separate else None
     record_iac_after(trainer, name, heads, tensors)
-    return {
-        "config": {
-            "numAgents": 2, "numTurns": turns, "numGenerations": 1, "rolloutBufferSize": len(items) * turns, "useSeparateCritic": separate,
-            "criticType": critic_type, "valueHeadHiddenDim": head_dim, "criticValueHeadHiddenDim": head_dim,
-            "discount": discount, "advantageNormalization": normalize, "earlyTerminationThreshold": args.early_termination_threshold,
-            "formatters": episodes["formatters"],
-        },
-        "tensorPrefix": name,
-        "items": items,
-        "rewards": rewards_given,
-        "generatePromptIds": prompts_seen,
-        # In CoMLRL's order: agent 0's turns, then agent 1's.
-        "updates": updates,
-    }
+    return multi_turn_golden(name, trainer, episodes, prompts_seen, updates, {
+        "useSeparateCritic": separate, "valueHeadHiddenDim": head_dim, "criticValueHeadHiddenDim": head_dim,
+    })
+
+
+def maac_multi_turn_case(name: str, critic_type: str, tensors: dict) -> dict:
+    """MAAC over the two-turn episodes: the one critic's value of each turn's joint text (a Q critic's with the joint
+    action), TD targets from the next turn's, the critic stepped in every agent's turn update."""
+    trainer, scripted, prompts_seen = multi_turn_trainer(MAACTrainer, MAACConfig, MT, critics=[load_model()], config=dict(critic_type=critic_type))
+    actor_norms, critic_norms = prepare_maac(trainer, name, scripted, tensors)
+    updates = run_turn_updates(trainer, MT["items"])
+    for n, u in enumerate(updates):
+        u["actorGradNorm"] = actor_norms[u["agent"]][sum(1 for v in updates[:n] if v["agent"] == u["agent"])]
+        u["criticGradNorm"] = critic_norms[n]
+    record_maac_after(trainer, name, tensors)
+    return multi_turn_golden(name, trainer, MT, prompts_seen, updates, {})
 
 
 # MADPO: two pairs of (winner, loser) rows per agent, EOS-padded as generate() returns them.
@@ -538,6 +570,27 @@ def reward_head_init_stats() -> dict:
     }
 
 
+def prepare_maac(trainer: MAACTrainer, name: str, make_generate, tensors: dict):
+    """Gives each agent make_generate(i) as its generate, records the critic head's initial weights, and watches the
+    gradient norms; returns the actors' norm lists and the critic's (one per step, in every agent's update)."""
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make_generate(i)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"{name}.head_init.{key}"] = t.detach().float().clone()
+    actor_norms, critic_norms = [[] for _ in trainer.agents], []
+    for i, optimizer in enumerate(trainer.agent_optimizers):
+        watch_grad_norms(optimizer, actor_norms[i])
+    watch_grad_norms(trainer.critic_optimizer, critic_norms)
+    return actor_norms, critic_norms
+
+
+def record_maac_after(trainer: MAACTrainer, name: str, tensors: dict) -> None:
+    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
+    params(trainer.critics[0].model, f"{name}.critic_after", tensors)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"{name}.head_after.{key}"] = t.detach().float().clone()
+
+
 def maac_case(name: str, critic_type: str, tensors: dict) -> dict:
     """MAAC: the one critic reads "[Agent i] prompt" blocks (a Q critic also the joint action: one text per generation)
     and steps inside each agent's update."""
@@ -550,15 +603,7 @@ def maac_case(name: str, critic_type: str, tensors: dict) -> dict:
         formatters=[lambda item: item["prompt"], lambda item: item["prompt"] + " again"],
         reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
     )
-    make = scripted_generate(AC_ROWS, [])
-    for i, agent in enumerate(trainer.agents):
-        agent.model.generate = make(i)
-    for key, t in trainer.critics[0].value_head.state_dict().items():
-        tensors[f"{name}.head_init.{key}"] = t.detach().float().clone()
-    actor_norms, critic_norms = [[], []], []
-    for i in range(2):
-        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
-    watch_grad_norms(trainer.critic_optimizer, critic_norms)
+    actor_norms, critic_norms = prepare_maac(trainer, name, scripted_generate(AC_ROWS, []), tensors)
     rollouts = trainer._collect_rollouts(AC_ITEM)
     per_agent = []
     for i in range(2):
@@ -571,10 +616,7 @@ def maac_case(name: str, critic_type: str, tensors: dict) -> dict:
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i],
         })
-    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
-    params(trainer.critics[0].model, f"{name}.critic_after", tensors)
-    for key, t in trainer.critics[0].value_head.state_dict().items():
-        tensors[f"{name}.head_after.{key}"] = t.detach().float().clone()
+    record_maac_after(trainer, name, tensors)
     joint_actions = [[per_agent[a]["completions"][g] for a in range(2)] for g in range(2)]
     return {
         "config": {"numAgents": 2, "numGenerations": 2, "rolloutBufferSize": 2, "criticType": critic_type, "valueLossCoef": args.value_loss_coef},
@@ -735,6 +777,7 @@ def main() -> None:
             "shared_q_discounted_unnormalized": iac_multi_turn_case("iac_mt_shared_q", False, "q", 8, 0.9, False, tensors),
             "three_turns_tagged_formatters": iac_multi_turn_case("iac_mt3_tagged", True, "v", None, 1.0, True, tensors, MT3),
         },
+        "maac_multi_turn": {critic: maac_multi_turn_case(f"maac_mt_{critic}", critic, tensors) for critic in ("v", "q")},
     }
     value_heads(tensors)
     comlrl_save_dirs(tensors)

@@ -99,6 +99,15 @@ describe.each(Object.entries<any>(golden.iac))("CoMLRL 1.4.3 parity: IAC %s", (m
   });
 });
 
+/** The critic's head and body and agent 0's actor against the golden's parameters after the round. */
+function expectMaacAfter(trainer: MAACTrainer, name: string): void {
+  expect(headDiff(trainer.critics[0].valueHead, `${name}.head_after`)).toBeLessThanOrEqual(PARAM_ATOL);
+  const actor = trainer.agents[0].model.native;
+  expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+  const critic = trainer.critics[0].model.native;
+  expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+}
+
 // MAAC through our rollout path: the agents sample CoMLRL's rows, so the joint critic texts (a Q critic's with each
 // generation's joint action) and their ids come from our MAAC, then one round of updates.
 describe.each([
@@ -147,90 +156,119 @@ describe.each([
         expectClose(actor.gradNorm, a.actorGradNorm, LOSS_RTOL, `agent ${agent} actor gradient norm`);
         expectClose(critic.gradNorm, a.criticGradNorm, LOSS_RTOL, `critic gradient norm in agent ${agent}'s update`);
       });
-      expect(headDiff(head, `${name}.head_after`)).toBeLessThanOrEqual(PARAM_ATOL);
-      const actor = trainer.agents[0].model.native;
-      expect(maxParamDiff((p) => actor.getParameter(p), `${name}.actor_after.0`).diff).toBeLessThanOrEqual(PARAM_ATOL);
-      const critic = trainer.critics[0].model.native;
-      expect(maxParamDiff((p) => critic.getParameter(p), `${name}.critic_after`).diff).toBeLessThanOrEqual(PARAM_ATOL);
+      expectMaacAfter(trainer, name);
     } finally {
       await trainer.close();
     }
   });
 });
 
-// Multi-turn IAC (one generation per turn): CoMLRL's own _run_batch with its external transition — two items of two
-// turns, and one item of three turns with formatters — generate() replaced by given rows per turn; each agent's buffer
-// (items × turns) fills after the last item and is updated turn by turn. We roll the same two items out through our rollout tree and transition with a policy that
-// returns the same rows, so the prompts, old values, TD targets y_t = r_t + γ·V_old(h_{t+1}) and logged returns come
-// from our sample path, then one update: losses, gradient norms and parameters after both turns' steps.
+// Multi-turn IAC and MAAC (one generation per turn): CoMLRL's own _run_batch with its external transition — two items
+// of two turns, and (IAC) one item of three turns with formatters — generate() replaced by given rows per turn; each
+// agent's buffer (items × turns) fills after the last item and is updated turn by turn. We roll the same items out
+// through our rollout tree and transition with a policy that returns the same rows, so the prompts, old values (MAAC:
+// the joint critic texts' ids), TD targets y_t = r_t + γ·V_old(h_{t+1}) and logged returns come from our sample path,
+// then one update: losses, gradient norms and parameters after every turn's steps.
+function multiTurnOptions(ref: any, tokenizer: ComlrlTokenizer) {
+  const c = ref.config;
+  const rewards: number[][] = ref.rewards.flat();
+  return {
+    agents: [COMLRL_MODEL, COMLRL_MODEL], tokenizer, rewardFunc: () => rewards.shift()!, trainDataset: ref.items, quiet: true, outputDir: scratch(),
+    // CoMLRL's transition in make_comlrl_goldens.py: the agent's last prompt, its own last response, the other's.
+    externalTransition: ({ agentCompletions, numAgents, promptHistoryPerAgent, responseHistoryPerAgent }: TransitionInput) =>
+      Array.from({ length: numAgents }, (_, i) => `${promptHistoryPerAgent[i].at(-1)} | ${responseHistoryPerAgent[i].at(-1)} | ${agentCompletions[1 - i]}`),
+    // The harness's tagged formatters: "<i> prompt", the transition's prompt in later turns.
+    formatters: c.formatters === "tagged" ? [0, 1].map((i) => (item: Item) => `<${i}> ${item.prompt}`) : null,
+    config: { numAgents: 2, numTurns: c.numTurns, numGenerations: 1, rolloutBufferSize: c.rolloutBufferSize, criticType: c.criticType, discount: c.discount, advantageNormalization: c.advantageNormalization },
+  };
+}
+
+/** The update the golden recorded for agent's turn. */
+const turnUpdate = (ref: any, agent: number, turn: number) => (ref.updates as any[]).find((u) => u.agent === agent && u.turn === turn);
+
+/**
+ * Rolls the golden's items out through our tree, each agent sampling its rows in rollout order (item, then turn)
+ * without EOS (CoMLRL's response ends before its first pad), and checks every sample against CoMLRL's.
+ */
+async function collectTurns(trainer: IACTrainer | MAACTrainer, ref: any, tokenizer: ComlrlTokenizer): Promise<ActorCriticSample[]> {
+  const c = ref.config;
+  expect(trainer.config.earlyTerminationThreshold).toBe(c.earlyTerminationThreshold);
+  // The agents are the rollout's policies.
+  trainer.agents.forEach((policy: RolloutPolicy, agent) => {
+    const queue = ref.items.flatMap((_: unknown, item: number) => Array.from({ length: c.numTurns }, (_, turn) => ({ item, turn })));
+    policy.sample = async (prompts, k) => {
+      expect(k).toBe(1);
+      const { item, turn } = queue.shift()!;
+      const u = turnUpdate(ref, agent, turn);
+      expect(prompts, `agent ${agent} item ${item} turn ${turn + 1} prompt`).toEqual([u.prompts[item]]);
+      const completion = Int32Array.from(u.rows[item].slice(0, u.responseLens[item]));
+      const text = tokenizer.decode(completion, { skipSpecialTokens: true });
+      expect(text).toBe(u.completions[item]);
+      return { promptIds: [tokenizer.encode(prompts[0])], completionIds: [[completion]], texts: [[text]] };
+    };
+  });
+  const samples = await trainer.collect(ref.items);
+  expect(samples).toHaveLength(2 * ref.items.length * c.numTurns);
+  for (const s of samples) {
+    const u = turnUpdate(ref, s.agent, s.turn);
+    const where = `agent ${s.agent} item ${s.itemIndex} turn ${s.turn + 1}`;
+    expect(s.promptIds, `${where} prompt ids`).toEqual(u.promptIds[s.itemIndex]);
+    if (u.criticIds) expect(s.critic.prompt, `${where} joint critic ids`).toEqual(u.criticIds[s.itemIndex]);
+    expect(Math.abs(s.oldValue - u.oldValues[s.itemIndex]), `${where} old value`).toBeLessThanOrEqual(VALUE_ATOL);
+    expect(Math.abs(s.target - u.targets[s.itemIndex]), `${where} target`).toBeLessThanOrEqual(VALUE_ATOL);
+    expect(s.return, `${where} logged return`).toBeCloseTo(u.returns[s.itemIndex], 12);
+  }
+  return samples;
+}
+
+/** Updates on the samples and checks each agent's turn steps (components perStep(agent), in CoMLRL's order). */
+async function expectTurnSteps(trainer: IACTrainer | MAACTrainer, samples: ActorCriticSample[], ref: any, perStep: (agent: number) => string[]): Promise<void> {
+  const records = recordUpdates(trainer);
+  await trainer.update(samples);
+  const order = [0, 1].flatMap((agent) => Array.from({ length: ref.config.numTurns }, (_, turn) => ({ agent, turn })));
+  expect(records.map(([component]) => component)).toEqual(order.flatMap(({ agent }) => perStep(agent)));
+  order.forEach(({ agent, turn }, n) => {
+    const u = turnUpdate(ref, agent, turn);
+    const steps = records.slice(n * perStep(agent).length, (n + 1) * perStep(agent).length);
+    steps.forEach(([component, update], k) => expectClose(update.loss, u.backwardLosses[k], LOSS_RTOL, `turn ${turn + 1} ${component} loss`));
+    expectClose(steps[0][1].gradNorm, u.actorGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} actor gradient norm`);
+    if (u.criticGradNorm !== null) expectClose(steps[1][1].gradNorm, u.criticGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} critic gradient norm`);
+  });
+}
+
 describe.each(Object.entries<any>(golden.iac_multi_turn))("CoMLRL 1.4.3 parity: multi-turn IAC %s", (_, ref) => {
-  const name = ref.tensorPrefix;
   it("turn prompts, old values, targets, returns, losses and parameters after the update", async () => {
     const c = ref.config;
     const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
-    const rewards: number[][] = ref.rewards.flat();
-    // CoMLRL's transition in make_comlrl_goldens.py: the agent's last prompt, its own last response, the other's.
-    const transition = ({ agentCompletions, numAgents, promptHistoryPerAgent, responseHistoryPerAgent }: TransitionInput) =>
-      Array.from({ length: numAgents }, (_, i) => `${promptHistoryPerAgent[i].at(-1)} | ${responseHistoryPerAgent[i].at(-1)} | ${agentCompletions[1 - i]}`);
+    const options = multiTurnOptions(ref, tokenizer);
     const trainer = await IACTrainer.create({
-      agents: [COMLRL_MODEL, COMLRL_MODEL], critics: c.useSeparateCritic ? [COMLRL_MODEL, COMLRL_MODEL] : null, tokenizer,
-      rewardFunc: () => rewards.shift()!, externalTransition: transition, trainDataset: ref.items, quiet: true, outputDir: scratch(),
-      // The harness's tagged formatters: "<i> prompt", the transition's prompt in later turns.
-      formatters: c.formatters === "tagged" ? [0, 1].map((i) => (item: Item) => `<${i}> ${item.prompt}`) : null,
-      config: {
-        numAgents: 2, numTurns: c.numTurns, numGenerations: 1, rolloutBufferSize: c.rolloutBufferSize, useSeparateCritic: c.useSeparateCritic, criticType: c.criticType,
-        valueHeadHiddenDim: c.valueHeadHiddenDim, criticValueHeadHiddenDim: c.criticValueHeadHiddenDim, discount: c.discount,
-        advantageNormalization: c.advantageNormalization,
-      },
+      ...options,
+      critics: c.useSeparateCritic ? [COMLRL_MODEL, COMLRL_MODEL] : null,
+      config: { ...options.config, useSeparateCritic: c.useSeparateCritic, valueHeadHiddenDim: c.valueHeadHiddenDim, criticValueHeadHiddenDim: c.criticValueHeadHiddenDim },
     });
     try {
-      expect(trainer.config.earlyTerminationThreshold).toBe(c.earlyTerminationThreshold);
-      const updates = ref.updates as any[];
-      const golden = (agent: number, turn: number) => updates.find((u) => u.agent === agent && u.turn === turn);
-      // Each agent samples its rows in rollout order (item, then turn), without EOS: CoMLRL's response ends before its
-      // first pad. The agents are the rollout's policies.
-      trainer.agents.forEach((policy: RolloutPolicy, agent) => {
-        const queue = ref.items.flatMap((_: unknown, item: number) => Array.from({ length: c.numTurns }, (_, turn) => ({ item, turn })));
-        policy.sample = async (prompts, k) => {
-            expect(k).toBe(1);
-            const { item, turn } = queue.shift()!;
-            const u = golden(agent, turn);
-            expect(prompts, `agent ${agent} item ${item} turn ${turn + 1} prompt`).toEqual([u.prompts[item]]);
-            const completion = Int32Array.from(u.rows[item].slice(0, u.responseLens[item]));
-            const text = tokenizer.decode(completion, { skipSpecialTokens: true });
-            expect(text).toBe(u.completions[item]);
-            return { promptIds: [tokenizer.encode(prompts[0])], completionIds: [[completion]], texts: [[text]] };
-        };
-      });
       const heads = trainer.agents.map((agent, i) => (c.useSeparateCritic ? trainer.critics[i].valueHead : agent.valueHead!));
-      heads.forEach((head, i) => head.loadStateDict(goldenStateDict(`${name}.head_init.${i}`)));
+      heads.forEach((head, i) => head.loadStateDict(goldenStateDict(`${ref.tensorPrefix}.head_init.${i}`)));
+      const samples = await collectTurns(trainer, ref, tokenizer);
+      await expectTurnSteps(trainer, samples, ref, (agent) => (c.useSeparateCritic ? [`agent_${agent}`, `agent_${agent}/critic`] : [`agent_${agent}`]));
+      expectIacAfter(trainer, heads, ref.tensorPrefix);
+    } finally {
+      await trainer.close();
+    }
+  });
+});
 
-      const samples = await trainer.collect(ref.items);
-      expect(samples).toHaveLength(2 * ref.items.length * c.numTurns);
-      for (const s of samples) {
-        const u = golden(s.agent, s.turn);
-        const where = `agent ${s.agent} item ${s.itemIndex} turn ${s.turn + 1}`;
-        expect(s.promptIds, `${where} prompt ids`).toEqual(u.promptIds[s.itemIndex]);
-        expect(Math.abs(s.oldValue - u.oldValues[s.itemIndex]), `${where} old value`).toBeLessThanOrEqual(VALUE_ATOL);
-        expect(Math.abs(s.target - u.targets[s.itemIndex]), `${where} target`).toBeLessThanOrEqual(VALUE_ATOL);
-        expect(s.return, `${where} logged return`).toBeCloseTo(u.returns[s.itemIndex], 12);
-      }
-
-      const records = recordUpdates(trainer);
-      await trainer.update(samples);
-      for (const agent of [0, 1]) {
-        const mine = records.filter(([component]) => component.startsWith(`agent_${agent}`));
-        const perStep = c.useSeparateCritic ? [`agent_${agent}`, `agent_${agent}/critic`] : [`agent_${agent}`];
-        expect(mine.map(([component]) => component)).toEqual(Array.from({ length: c.numTurns }, () => perStep).flat());
-        for (let turn = 0; turn < c.numTurns; turn++) {
-          const u = golden(agent, turn);
-          const steps = mine.slice(turn * perStep.length, (turn + 1) * perStep.length);
-          steps.forEach(([component, update], k) => expectClose(update.loss, u.backwardLosses[k], LOSS_RTOL, `turn ${turn + 1} ${component} loss`));
-          expectClose(steps[0][1].gradNorm, u.actorGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} actor gradient norm`);
-          if (c.useSeparateCritic) expectClose(steps[1][1].gradNorm, u.criticGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} critic gradient norm`);
-        }
-      }
-      expectIacAfter(trainer, heads, name);
+describe.each(Object.entries<any>(golden.maac_multi_turn))("CoMLRL 1.4.3 parity: multi-turn MAAC (%s critic)", (_, ref) => {
+  it("turn prompts, joint critic ids, old values, targets, returns, losses and parameters after the update", async () => {
+    const name = ref.tensorPrefix;
+    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
+    const trainer = await MAACTrainer.create({ ...multiTurnOptions(ref, tokenizer), critics: [COMLRL_MODEL] });
+    try {
+      const head = trainer.critics[0].valueHead;
+      head.loadStateDict(goldenStateDict(`${name}.head_init`));
+      const samples = await collectTurns(trainer, ref, tokenizer);
+      await expectTurnSteps(trainer, samples, ref, (agent) => [`agent_${agent}`, "critic"]);
+      expectMaacAfter(trainer, name);
     } finally {
       await trainer.close();
     }
