@@ -333,6 +333,15 @@ MT3 = {
     "formatters": "tagged",
 }
 
+# Early termination: the first item's first turn has mean reward 0.25 > -0.2, so its episode ends there (its target is
+# its reward); the second item plays both turns. Turn 1 is updated over both items, turn 2 over the second alone.
+MT_EARLY = {
+    "items": MT_ITEMS,
+    "rows": [[MT_ROWS[0][0]], MT_ROWS[1]],
+    "rewards": [[[0.5, 0.0]], MT_REWARDS[1]],
+    "formatters": None,
+}
+
 
 def tagged_formatter(i: int):
     return lambda item, external_prompts=None: f"<{i}> {item['prompt']}"
@@ -347,21 +356,22 @@ def mt_transition(prompt, agent_completions, num_agents, prompt_history_per_agen
 
 
 def multi_turn_trainer(cls, config_cls, episodes, **kwargs):
-    """A 2-agent trainer of cls over the episodes (one generation per turn, a rollout buffer of items × turns, the
+    """A 2-agent trainer of cls over the episodes (one generation per turn, a rollout buffer of the turns played, the
     harness's transition, rewards and formatters); returns it with the per-agent generate makers and prompts seen."""
     items, rows, rewards_given = episodes["items"], episodes["rows"], episodes["rewards"]
-    turns = len(rows[0])
+    turns = max(len(r) for r in rows)
     random.seed(0)
     torch.manual_seed(0)
     config = kwargs.pop("config")
-    args = config_cls(num_agents=2, num_turns=turns, num_generations=1, rollout_buffer_size=len(items) * turns, **config)
+    played = sum(len(r) for r in rows)  # each agent's samples: the buffer fills after the last item
+    args = config_cls(num_agents=2, num_turns=turns, num_generations=1, rollout_buffer_size=played, **config)
     rewards = iter([turn for item in rewards_given for turn in item])
     trainer = cls(
         agents=[load_model(), load_model()], tokenizer=tokenizer(), args=args, external_transition=mt_transition,
         formatters=[tagged_formatter(i) for i in range(2)] if episodes["formatters"] == "tagged" else None,
         reward_func=lambda prompts, *completions, **kw: list(next(rewards)), **kwargs,
     )
-    queues = [[rows[i][t][a] for i in range(len(items)) for t in range(turns)] for a in range(2)]
+    queues = [[turn[a] for item in rows for turn in item] for a in range(2)]
     prompts_seen = [[], []]
 
     def scripted(agent):
@@ -375,8 +385,9 @@ def multi_turn_trainer(cls, config_cls, episodes, **kwargs):
 
 
 def run_turn_updates(trainer, items) -> list:
-    """Runs the items through _run_batch and records each _update (one agent, one turn): the samples in item order as
-    the trainer made them, their normalised advantages, metrics and the losses backwarded."""
+    """Runs the items through _run_batch and records each _update (one agent, one turn): its samples (one per item that
+    played the turn, in item order) as the trainer made them, their normalised advantages, metrics and the losses
+    backwarded."""
     updates = []
     update = trainer._update
 
@@ -384,6 +395,7 @@ def run_turn_updates(trainer, items) -> list:
         info = {
             "agent": agent_idx,
             "turn": samples[0].metadata["turn_idx"],
+            "itemIndices": [items.index(s.metadata["batch_item"]) for s in samples],  # what the lists below are of
             "prompts": [s.prompt for s in samples],
             "promptIds": [s.full_input_ids[: s.prompt_len].tolist() for s in samples],
             "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
@@ -428,7 +440,7 @@ def multi_turn_golden(name: str, trainer, episodes, prompts_seen, updates, confi
 
 
 def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, discount: float, normalize: bool, tensors: dict, episodes=MT) -> dict:
-    """The episodes' items through the trainer's own _run_batch (a rollout buffer of items × turns): each agent's buffer
+    """The episodes' items through the trainer's own _run_batch (a rollout buffer of the turns played): each agent's buffer
     fills after the last item and _process_buffer updates it turn by turn, each turn's samples (one per item) as one
     minibatch. Two normalised advantages are always ±1; unnormalised, the raw y − V_old weigh the actor loss."""
     trainer, scripted, prompts_seen = multi_turn_trainer(
@@ -776,6 +788,7 @@ def main() -> None:
             "separate_v": iac_multi_turn_case("iac_mt_separate_v", True, "v", None, 1.0, True, tensors),
             "shared_q_discounted_unnormalized": iac_multi_turn_case("iac_mt_shared_q", False, "q", 8, 0.9, False, tensors),
             "three_turns_tagged_formatters": iac_multi_turn_case("iac_mt3_tagged", True, "v", None, 1.0, True, tensors, MT3),
+            "early_termination": iac_multi_turn_case("iac_mt_early", True, "v", None, 1.0, True, tensors, MT_EARLY),
         },
         "maac_multi_turn": {critic: maac_multi_turn_case(f"maac_mt_{critic}", critic, tensors) for critic in ("v", "q")},
     }

@@ -164,8 +164,9 @@ describe.each([
 });
 
 // Multi-turn IAC and MAAC (one generation per turn): CoMLRL's own _run_batch with its external transition — two items
-// of two turns, and (IAC) one item of three turns with formatters — generate() replaced by given rows per turn; each
-// agent's buffer (items × turns) fills after the last item and is updated turn by turn. We roll the same items out
+// of two turns, and (IAC) one item of three turns with formatters and two items of which the first ends early —
+// generate() replaced by given rows per turn; each agent's buffer (the turns played) fills after the last item and is
+// updated turn by turn. We roll the same items out
 // through our rollout tree and transition with a policy that returns the same rows, so the prompts, old values (MAAC:
 // the joint critic texts' ids), TD targets y_t = r_t + γ·V_old(h_{t+1}) and logged returns come from our sample path,
 // then one update: losses, gradient norms and parameters after every turn's steps.
@@ -195,40 +196,42 @@ async function collectTurns(trainer: IACTrainer | MAACTrainer, ref: any, tokeniz
   expect(trainer.config.earlyTerminationThreshold).toBe(c.earlyTerminationThreshold);
   // The agents are the rollout's policies.
   trainer.agents.forEach((policy: RolloutPolicy, agent) => {
-    const queue = ref.items.flatMap((_: unknown, item: number) => Array.from({ length: c.numTurns }, (_, turn) => ({ item, turn })));
+    // The turns each item played (an episode may end early): its rewards' turns.
+    const queue = ref.items.flatMap((_: unknown, item: number) => ref.rewards[item].map((_: unknown, turn: number) => ({ item, turn })));
     policy.sample = async (prompts, k) => {
       expect(k).toBe(1);
       const { item, turn } = queue.shift()!;
       const u = turnUpdate(ref, agent, turn);
-      expect(prompts, `agent ${agent} item ${item} turn ${turn + 1} prompt`).toEqual([u.prompts[item]]);
-      const completion = Int32Array.from(u.rows[item].slice(0, u.responseLens[item]));
+      const at = u.itemIndices.indexOf(item);
+      expect(prompts, `agent ${agent} item ${item} turn ${turn + 1} prompt`).toEqual([u.prompts[at]]);
+      const completion = Int32Array.from(u.rows[at].slice(0, u.responseLens[at]));
       const text = tokenizer.decode(completion, { skipSpecialTokens: true });
-      expect(text).toBe(u.completions[item]);
+      expect(text).toBe(u.completions[at]);
       return { promptIds: [tokenizer.encode(prompts[0])], completionIds: [[completion]], texts: [[text]] };
     };
   });
   const samples = await trainer.collect(ref.items);
-  expect(samples).toHaveLength(2 * ref.items.length * c.numTurns);
+  expect(samples).toHaveLength(2 * ref.rewards.flat().length);
   for (const s of samples) {
     const u = turnUpdate(ref, s.agent, s.turn);
+    const at = u.itemIndices.indexOf(s.itemIndex);
     const where = `agent ${s.agent} item ${s.itemIndex} turn ${s.turn + 1}`;
-    expect(s.promptIds, `${where} prompt ids`).toEqual(u.promptIds[s.itemIndex]);
-    if (u.criticIds) expect(s.critic.prompt, `${where} joint critic ids`).toEqual(u.criticIds[s.itemIndex]);
-    expect(Math.abs(s.oldValue - u.oldValues[s.itemIndex]), `${where} old value`).toBeLessThanOrEqual(VALUE_ATOL);
-    expect(Math.abs(s.target - u.targets[s.itemIndex]), `${where} target`).toBeLessThanOrEqual(VALUE_ATOL);
-    expect(s.return, `${where} logged return`).toBeCloseTo(u.returns[s.itemIndex], 12);
+    expect(s.promptIds, `${where} prompt ids`).toEqual(u.promptIds[at]);
+    if (u.criticIds) expect(s.critic.prompt, `${where} joint critic ids`).toEqual(u.criticIds[at]);
+    expect(Math.abs(s.oldValue - u.oldValues[at]), `${where} old value`).toBeLessThanOrEqual(VALUE_ATOL);
+    expect(Math.abs(s.target - u.targets[at]), `${where} target`).toBeLessThanOrEqual(VALUE_ATOL);
+    expect(s.return, `${where} logged return`).toBeCloseTo(u.returns[at], 12);
   }
   return samples;
 }
 
-/** Updates on the samples and checks each agent's turn steps (components perStep(agent), in CoMLRL's order). */
+/** Updates on the samples and checks each agent's turn steps (components perStep(agent)) in CoMLRL's order of updates. */
 async function expectTurnSteps(trainer: IACTrainer | MAACTrainer, samples: ActorCriticSample[], ref: any, perStep: (agent: number) => string[]): Promise<void> {
   const records = recordUpdates(trainer);
   await trainer.update(samples);
-  const order = [0, 1].flatMap((agent) => Array.from({ length: ref.config.numTurns }, (_, turn) => ({ agent, turn })));
-  expect(records.map(([component]) => component)).toEqual(order.flatMap(({ agent }) => perStep(agent)));
-  order.forEach(({ agent, turn }, n) => {
-    const u = turnUpdate(ref, agent, turn);
+  expect(records.map(([component]) => component)).toEqual((ref.updates as any[]).flatMap(({ agent }) => perStep(agent)));
+  (ref.updates as any[]).forEach((u, n) => {
+    const { agent, turn } = u;
     const steps = records.slice(n * perStep(agent).length, (n + 1) * perStep(agent).length);
     steps.forEach(([component, update], k) => expectClose(update.loss, u.backwardLosses[k], LOSS_RTOL, `turn ${turn + 1} ${component} loss`));
     expectClose(steps[0][1].gradNorm, u.actorGradNorm, LOSS_RTOL, `agent ${agent} turn ${turn + 1} actor gradient norm`);
