@@ -17,6 +17,7 @@ import json
 import os
 import random
 import sys
+from collections import defaultdict
 from types import SimpleNamespace
 
 import torch
@@ -241,6 +242,36 @@ def ac_update(trainer, agent: int, samples) -> dict:
     }
 
 
+def prepare_iac(trainer: IACTrainer, name: str, make_generate, tensors: dict):
+    """Gives each agent make_generate(i) as its generate, records the value heads' initial weights, and watches each
+    optimizer's gradient norms; returns the heads (critics' or actors') and the actor and critic norm lists."""
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make_generate(i)
+    separate = trainer.args.use_separate_critic
+    heads = trainer.critics if separate else trainer.agents
+    for i, holder in enumerate(heads):
+        for key, t in holder.value_head.state_dict().items():
+            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
+    actor_norms = [[] for _ in trainer.agents]
+    critic_norms = [[] for _ in trainer.agents]
+    for i in range(len(trainer.agents)):
+        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
+        if separate:
+            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    return heads, actor_norms, critic_norms
+
+
+def record_iac_after(trainer: IACTrainer, name: str, heads, tensors: dict) -> None:
+    """Every agent's head after the updates, and agent 0's actor and critic (agent 1's parameters add size, not
+    coverage: its losses and norms are checked)."""
+    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
+    if trainer.args.use_separate_critic:
+        params(trainer.critics[0].model, f"{name}.critic_after.0", tensors)
+    for i, holder in enumerate(heads):
+        for key, t in holder.value_head.state_dict().items():
+            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+
+
 def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dict) -> dict:
     random.seed(0)
     torch.manual_seed(0)
@@ -256,19 +287,7 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
         reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
     )
     calls = []
-    make = scripted_generate(AC_ROWS, calls)
-    for i, agent in enumerate(trainer.agents):
-        agent.model.generate = make(i)
-    heads = trainer.critics if separate else trainer.agents
-    for i, holder in enumerate(heads):
-        for key, t in holder.value_head.state_dict().items():
-            tensors[f"{name}.head_init.{i}.{key}"] = t.detach().float().clone()
-    actor_norms = [[] for _ in agents]
-    critic_norms = [[] for _ in agents]
-    for i in range(2):
-        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
-        if separate:
-            watch_grad_norms(trainer.critic_optimizers[i], critic_norms[i])
+    heads, actor_norms, critic_norms = prepare_iac(trainer, name, scripted_generate(AC_ROWS, calls), tensors)
     rollouts = trainer._collect_rollouts(AC_ITEM)
     by_agent = [[r for r in rollouts if r.agent_idx == i] for i in range(2)]
     per_agent = []
@@ -281,12 +300,7 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i][0] if separate else None,
         })
-        if i == 0:  # agent 1's parameters add size, not coverage: its losses and norms are checked
-            params(trainer.agents[i].model, f"{name}.actor_after.{i}", tensors)
-            if separate:
-                params(trainer.critics[i].model, f"{name}.critic_after.{i}", tensors)
-        for key, t in heads[i].value_head.state_dict().items():
-            tensors[f"{name}.head_after.{i}.{key}"] = t.detach().float().clone()
+    record_iac_after(trainer, name, heads, tensors)
     return {
         "config": {
             "numAgents": 2, "numTurns": 1, "numGenerations": 2, "rolloutBufferSize": 2, "useSeparateCritic": separate,
@@ -298,6 +312,165 @@ def iac_case(name: str, separate: bool, critic_type: str, head_dim, tensors: dic
         # What CoMLRL passed to generate: top_k is left out (None), so generation_config.json decides.
         "generateKwargs": calls[0],
     }
+
+
+# Multi-turn IAC: two items, two turns, one generation per turn. Rows are [item][turn][agent], EOS-padded as generate
+# returns them; rewards [item][turn][agent] (one per agent). Each first turn's mean reward is at most the default
+# early-termination threshold (-0.2), so both episodes play their second turn.
+MT_ITEMS = [{"prompt": "the red fox"}, {"prompt": "once upon a time"}]
+MT_ROWS = [
+    [[[40, 264, 41, EOS], [60, 283, 61, 62]], [[43, 70, EOS], [64, 295, 65]]],
+    [[[50, 51, 52], [70, 288, EOS]], [[55, 56, EOS, EOS], [72, 73, 74, 75]]],
+]
+MT_REWARDS = [[[-0.5, -0.25], [1.0, 0.5]], [[0.0, -1.0], [0.25, -0.75]]]
+MT = {"items": MT_ITEMS, "rows": MT_ROWS, "rewards": MT_REWARDS, "formatters": None}
+# Three turns of one item with formatters that tag each agent's prompt ("<i> prompt"): the third turn's transition
+# reads the second turn's prompt from the history, which CoMLRL's actor-critic records formatted.
+MT3 = {
+    "items": [{"prompt": "the lazy dog"}],
+    "rows": [[[[41, 42, EOS], [61, 62]], [[44, 264, 45], [66, EOS]], [[47, EOS], [68, 69, 70]]]],
+    "rewards": [[[-0.5, -0.5], [-1.0, 0.0], [0.75, 0.25]]],
+    "formatters": "tagged",
+}
+
+# Early termination: the first item's first turn has mean reward 0.25 > -0.2, so its episode ends there (its target is
+# its reward); the second item plays both turns. Turn 1 is updated over both items, turn 2 over the second alone.
+MT_EARLY = {
+    "items": MT_ITEMS,
+    "rows": [[MT_ROWS[0][0]], MT_ROWS[1]],
+    "rewards": [[[0.5, 0.0]], MT_REWARDS[1]],
+    "formatters": None,
+}
+
+
+def tagged_formatter(i: int):
+    return lambda item, external_prompts=None: f"<{i}> {item['prompt']}"
+
+
+def mt_transition(prompt, agent_completions, num_agents, prompt_history_per_agent, response_history_per_agent):
+    """Each agent's next prompt: its last prompt, its own last response and the other agent's."""
+    return [
+        f"{prompt_history_per_agent[i][-1]} | {response_history_per_agent[i][-1]} | {agent_completions[1 - i]}"
+        for i in range(num_agents)
+    ]
+
+
+def multi_turn_trainer(cls, config_cls, episodes, **kwargs):
+    """A 2-agent trainer of cls over the episodes (one generation per turn, a rollout buffer of the turns played, the
+    harness's transition, rewards and formatters); returns it with the per-agent generate makers and prompts seen."""
+    items, rows, rewards_given = episodes["items"], episodes["rows"], episodes["rewards"]
+    turns = max(len(r) for r in rows)
+    random.seed(0)
+    torch.manual_seed(0)
+    config = kwargs.pop("config")
+    played = sum(len(r) for r in rows)  # each agent's samples: the buffer fills after the last item
+    args = config_cls(num_agents=2, num_turns=turns, num_generations=1, rollout_buffer_size=played, **config)
+    rewards = iter([turn for item in rewards_given for turn in item])
+    trainer = cls(
+        agents=[load_model(), load_model()], tokenizer=tokenizer(), args=args, external_transition=mt_transition,
+        formatters=[tagged_formatter(i) for i in range(2)] if episodes["formatters"] == "tagged" else None,
+        reward_func=lambda prompts, *completions, **kw: list(next(rewards)), **kwargs,
+    )
+    queues = [[turn[a] for item in rows for turn in item] for a in range(2)]
+    prompts_seen = [[], []]
+
+    def scripted(agent):
+        def run(input_ids=None, **kwargs):
+            prompts_seen[agent].append(input_ids[0].tolist())
+            return torch.cat([input_ids, torch.tensor([queues[agent].pop(0)])], dim=1)
+
+        return run
+
+    return trainer, scripted, prompts_seen
+
+
+def run_turn_updates(trainer, items) -> list:
+    """Runs the items through _run_batch and records each _update (one agent, one turn): its samples (one per item that
+    played the turn, in item order) as the trainer made them, their normalised advantages, metrics and the losses
+    backwarded."""
+    updates = []
+    update = trainer._update
+
+    def recorded(agent_idx, samples):
+        info = {
+            "agent": agent_idx,
+            "turn": samples[0].metadata["turn_idx"],
+            "itemIndices": [items.index(s.metadata["batch_item"]) for s in samples],  # what the lists below are of
+            "prompts": [s.prompt for s in samples],
+            "promptIds": [s.full_input_ids[: s.prompt_len].tolist() for s in samples],
+            "rows": [s.full_input_ids[s.prompt_len:].tolist() for s in samples],
+            "responseLens": [int(s.response_len) for s in samples],
+            "completions": [s.completion for s in samples],
+            "oldValues": [float(s.old_value.view(-1)[0]) for s in samples],
+            "targets": [float(s.metadata["value_target"].view(-1)[0]) for s in samples],
+            "returns": [float(s.returns.view(-1)[0]) for s in samples],
+        }
+        if "joint_input_ids" in samples[0].metadata:  # MAAC: the ids of the joint text its critic reads
+            info["criticIds"] = [s.metadata["joint_input_ids"][0].tolist() for s in samples]
+        losses = []
+        undo = record_backward(losses)
+        try:
+            metrics = update(agent_idx, samples)
+        finally:
+            undo()
+        by_item = sorted(samples, key=lambda s: items.index(s.metadata["batch_item"]))
+        info["normalizedAdvantages"] = [float(s.normalized_advantage.view(-1)[0]) for s in by_item]
+        updates.append({**info, "metrics": metrics, "backwardLosses": losses})
+        return metrics
+
+    trainer._update = recorded
+    trainer._run_batch(items, defaultdict(list))
+    return updates
+
+
+def multi_turn_golden(name: str, trainer, episodes, prompts_seen, updates, config: dict) -> dict:
+    return {
+        "config": {
+            "numAgents": 2, "numTurns": trainer.args.num_turns, "numGenerations": 1, "rolloutBufferSize": trainer.args.rollout_buffer_size,
+            "criticType": trainer.args.critic_type, "discount": trainer.args.discount, "advantageNormalization": trainer.args.advantage_normalization,
+            "earlyTerminationThreshold": trainer.args.early_termination_threshold, "formatters": episodes["formatters"], **config,
+        },
+        "tensorPrefix": name,
+        "items": episodes["items"],
+        "rewards": episodes["rewards"],
+        "generatePromptIds": prompts_seen,
+        # In CoMLRL's order: agent 0's turns, then agent 1's.
+        "updates": updates,
+    }
+
+
+def iac_multi_turn_case(name: str, separate: bool, critic_type: str, head_dim, discount: float, normalize: bool, tensors: dict, episodes=MT) -> dict:
+    """The episodes' items through the trainer's own _run_batch (a rollout buffer of the turns played): each agent's buffer
+    fills after the last item and _process_buffer updates it turn by turn, each turn's samples (one per item) as one
+    minibatch. Two normalised advantages are always ±1; unnormalised, the raw y − V_old weigh the actor loss."""
+    trainer, scripted, prompts_seen = multi_turn_trainer(
+        IACTrainer, IACConfig, episodes, critics=[load_model(), load_model()] if separate else None,
+        config=dict(use_separate_critic=separate, critic_type=critic_type, value_head_hidden_dim=head_dim,
+                    critic_value_head_hidden_dim=head_dim, discount=discount, advantage_normalization=normalize),
+    )
+    heads, actor_norms, critic_norms = prepare_iac(trainer, name, scripted, tensors)
+    updates = run_turn_updates(trainer, episodes["items"])
+    for u in updates:
+        k = sum(1 for v in updates[: updates.index(u)] if v["agent"] == u["agent"])
+        u["actorGradNorm"] = actor_norms[u["agent"]][k]
+        u["criticGradNorm"] = critic_norms[u["agent"]][k] if separate else None
+    record_iac_after(trainer, name, heads, tensors)
+    return multi_turn_golden(name, trainer, episodes, prompts_seen, updates, {
+        "useSeparateCritic": separate, "valueHeadHiddenDim": head_dim, "criticValueHeadHiddenDim": head_dim,
+    })
+
+
+def maac_multi_turn_case(name: str, critic_type: str, tensors: dict) -> dict:
+    """MAAC over the two-turn episodes: the one critic's value of each turn's joint text (a Q critic's with the joint
+    action), TD targets from the next turn's, the critic stepped in every agent's turn update."""
+    trainer, scripted, prompts_seen = multi_turn_trainer(MAACTrainer, MAACConfig, MT, critics=[load_model()], config=dict(critic_type=critic_type))
+    actor_norms, critic_norms = prepare_maac(trainer, name, scripted, tensors)
+    updates = run_turn_updates(trainer, MT["items"])
+    for n, u in enumerate(updates):
+        u["actorGradNorm"] = actor_norms[u["agent"]][sum(1 for v in updates[:n] if v["agent"] == u["agent"])]
+        u["criticGradNorm"] = critic_norms[n]
+    record_maac_after(trainer, name, tensors)
+    return multi_turn_golden(name, trainer, MT, prompts_seen, updates, {})
 
 
 # MADPO: two pairs of (winner, loser) rows per agent, EOS-padded as generate() returns them.
@@ -391,25 +564,58 @@ def reward_model_case(tensors: dict) -> dict:
     }
 
 
-def maac_case(tensors: dict) -> dict:
-    """MAAC, V critic: the one critic reads "[Agent i] prompt" blocks and steps inside each agent's update."""
+def reward_head_init_stats() -> dict:
+    """Statistics of the head CoMLRL's JointRewardModel makes (a plain nn.Linear(H, 1), torch's default init) over 16
+    heads of H = 4096 on a stub backbone: torch's stream cannot be matched across runtimes, the distribution can."""
+    hidden, heads = 4096, 16
+    backbone = torch.nn.Linear(1, 1)
+    backbone.config = SimpleNamespace(hidden_size=hidden)
+    torch.manual_seed(11)
+    made = [JointRewardModel(backbone).reward_head for _ in range(heads)]
+    weights = torch.cat([m.weight.detach().flatten() for m in made])
+    biases = torch.cat([m.bias.detach() for m in made])
+    return {
+        "hiddenSize": hidden,
+        "heads": heads,
+        "weight": {"mean": float(weights.mean()), "std": float(weights.std()), "maxAbs": float(weights.abs().max())},
+        "bias": {"values": biases.tolist(), "maxAbs": float(biases.abs().max())},
+    }
+
+
+def prepare_maac(trainer: MAACTrainer, name: str, make_generate, tensors: dict):
+    """Gives each agent make_generate(i) as its generate, records the critic head's initial weights, and watches the
+    gradient norms; returns the actors' norm lists and the critic's (one per step, in every agent's update)."""
+    for i, agent in enumerate(trainer.agents):
+        agent.model.generate = make_generate(i)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"{name}.head_init.{key}"] = t.detach().float().clone()
+    actor_norms, critic_norms = [[] for _ in trainer.agents], []
+    for i, optimizer in enumerate(trainer.agent_optimizers):
+        watch_grad_norms(optimizer, actor_norms[i])
+    watch_grad_norms(trainer.critic_optimizer, critic_norms)
+    return actor_norms, critic_norms
+
+
+def record_maac_after(trainer: MAACTrainer, name: str, tensors: dict) -> None:
+    params(trainer.agents[0].model, f"{name}.actor_after.0", tensors)
+    params(trainer.critics[0].model, f"{name}.critic_after", tensors)
+    for key, t in trainer.critics[0].value_head.state_dict().items():
+        tensors[f"{name}.head_after.{key}"] = t.detach().float().clone()
+
+
+def maac_case(name: str, critic_type: str, tensors: dict) -> dict:
+    """MAAC: the one critic reads "[Agent i] prompt" blocks (a Q critic also the joint action: one text per generation)
+    and steps inside each agent's update."""
     random.seed(0)
     torch.manual_seed(0)
-    args = MAACConfig(num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type="v")
+    args = MAACConfig(num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type=critic_type)
+    prompts = [AC_ITEM["prompt"], AC_ITEM["prompt"] + " again"]
     trainer = MAACTrainer(
         agents=[load_model(), load_model()], critics=[load_model()], tokenizer=tokenizer(), args=args,
         formatters=[lambda item: item["prompt"], lambda item: item["prompt"] + " again"],
         reward_func=lambda prompts, *completions, **kw: list(AC_REWARDS),
     )
-    make = scripted_generate(AC_ROWS, [])
-    for i, agent in enumerate(trainer.agents):
-        agent.model.generate = make(i)
-    for key, t in trainer.critics[0].value_head.state_dict().items():
-        tensors[f"maac.head_init.{key}"] = t.detach().float().clone()
-    actor_norms, critic_norms = [[], []], []
-    for i in range(2):
-        watch_grad_norms(trainer.agent_optimizers[i], actor_norms[i])
-    watch_grad_norms(trainer.critic_optimizer, critic_norms)
+    actor_norms, critic_norms = prepare_maac(trainer, name, scripted_generate(AC_ROWS, []), tensors)
     rollouts = trainer._collect_rollouts(AC_ITEM)
     per_agent = []
     for i in range(2):
@@ -417,17 +623,20 @@ def maac_case(tensors: dict) -> dict:
         per_agent.append({
             **ac_update(trainer, i, samples),
             "criticIds": samples[0].metadata["joint_input_ids"][0].tolist(),
+            "criticIdsPerGeneration": [s.metadata["joint_input_ids"][0].tolist() for s in samples],
+            "completions": [s.completion for s in samples],
             "actorGradNorm": actor_norms[i][0],
             "criticGradNorm": critic_norms[i],
         })
-    params(trainer.agents[0].model, "maac.actor_after.0", tensors)
-    params(trainer.critics[0].model, "maac.critic_after", tensors)
-    for key, t in trainer.critics[0].value_head.state_dict().items():
-        tensors[f"maac.head_after.{key}"] = t.detach().float().clone()
+    record_maac_after(trainer, name, tensors)
+    joint_actions = [[per_agent[a]["completions"][g] for a in range(2)] for g in range(2)]
     return {
-        "config": {"numAgents": 2, "numGenerations": 2, "rolloutBufferSize": 2, "criticType": "v", "valueLossCoef": args.value_loss_coef},
+        "config": {"numAgents": 2, "numGenerations": 2, "rolloutBufferSize": 2, "criticType": critic_type, "valueLossCoef": args.value_loss_coef},
         "rewards": AC_REWARDS,
-        "criticText": trainer._build_critic_input([AC_ITEM["prompt"], AC_ITEM["prompt"] + " again"]),
+        "prompts": prompts,
+        "criticText": trainer._build_critic_input(prompts),  # V's; a Q critic's has the joint action (below)
+        # The joint text the critic reads for each generation (for V, the prompts' alone).
+        "criticTexts": [trainer._build_critic_input(prompts, action) for action in joint_actions],
         "agents": per_agent,
     }
 
@@ -449,35 +658,98 @@ def iac_one_agent(agent, critic, tok) -> IACTrainer:
     return trainer
 
 
-def comlrl_save_dir(tensors: dict) -> None:
-    """What CoMLRL's IAC save_model writes (one agent: the actor at the top, critic/ with value_head.pt) for our tests."""
+def maac_one_agent(agent, critic, tok) -> MAACTrainer:
+    args = MAACConfig(num_agents=1, num_turns=1, num_generations=2, rollout_buffer_size=2, critic_type="v")
+    trainer = MAACTrainer(agents=[agent], critics=[critic], tokenizer=tok, args=args, reward_func=lambda *a, **k: list(AC_REWARDS))
+    trainer.agents[0].model.generate = scripted_generate(AC_ROWS, [])(0)
+    return trainer
+
+
+def marlhf_one_agent(agent_dir: str, reward_model_dir: str) -> MARLHFTrainer:
+    args = MARLHFConfig(num_agents=1, reward_model_name=reward_model_dir, reward_model_device="cpu", reward_train_batch_size=2)
+    return MARLHFTrainer(agent_model=agent_dir, num_agents=1, reward_func=lambda *a, **k: [0.0], args=args)
+
+
+def comlrl_save_dirs(tensors: dict) -> None:
+    """What CoMLRL's save_model writes, for our tests: IAC with one agent (the actor at the top, critic/ with
+    value_head.pt), MAAC with one agent (agent_0/, critic/ with value_head.pt) and MARLHF (agent_0/ only: its
+    reward model is not part of save_model)."""
     torch.manual_seed(5)
     trainer = iac_one_agent(load_model(), load_model(), tokenizer())
     trainer.save_model(os.path.join(OUT, "comlrl_iac_save"))
     for key, t in trainer.critics[0].value_head.state_dict().items():
         tensors[f"comlrl_iac_save.head.{key}"] = t.detach().float().clone()
+    torch.manual_seed(6)
+    maac = maac_one_agent(load_model(), load_model(), tokenizer())
+    maac.save_model(os.path.join(OUT, "comlrl_maac_save"))
+    for key, t in maac.critics[0].value_head.state_dict().items():
+        tensors[f"comlrl_maac_save.head.{key}"] = t.detach().float().clone()
+    marlhf_one_agent(MODEL, MODEL).save_model(os.path.join(OUT, "comlrl_marlhf_save"))
+
+
+def our_critic(critic_dir: str):
+    """A CoMLRL critic from our saveModel's critic dir: the backbone from save_pretrained, value_head.pt loaded strictly."""
+    from comlrl.models.actor_critic import CausalLMWithValueHead
+
+    critic = CausalLMWithValueHead(Qwen2ForCausalLM.from_pretrained(critic_dir))
+    critic.value_head.load_state_dict(torch.load(os.path.join(critic_dir, "value_head.pt"), weights_only=True), strict=True)
+    return critic
+
+
+# Joint texts our saved reward model is scored on, by CoMLRL's JointRewardModel here and by ours in the test.
+OURS_RM_TEXTS = ["Joint multi-agent response\n\nAgent 1 prompt:\nthe red fox\n\nAgent 1 response:\nran over", "once upon a time there was a cat"]
+
+
+def our_reward_model(saved: str) -> MARLHFTrainer:
+    """CoMLRL's MARLHF over our saveModel dir: the agent from agent_0/, the reward backbone from reward_model/ and its
+    head from our value_head.pt (value_projection.* are the keys of its Linear reward_head), loaded strictly."""
+    trainer = marlhf_one_agent(os.path.join(saved, "agent_0"), os.path.join(saved, "reward_model"))
+    trainer._init_reward_model()
+    head = torch.load(os.path.join(saved, "reward_model", "value_head.pt"), weights_only=True)
+    trainer.reward_model.reward_head.load_state_dict({k.removeprefix("value_projection."): v for k, v in head.items()}, strict=True)
+    return trainer
+
+
+def ours_marlhf_scores() -> dict:
+    """CoMLRL's scores of OURS_RM_TEXTS under our committed ours_marlhf_save/ reward model (made by our test)."""
+    trainer = our_reward_model(os.path.join(OUT, "ours_marlhf_save"))
+    with torch.no_grad():
+        scores = trainer._score_reward_texts(OURS_RM_TEXTS)
+    return {"texts": OURS_RM_TEXTS, "scores": scores.tolist()}
 
 
 def check_ours() -> None:
-    """Our files load in CoMLRL: value_head.pt strictly into its ValueHead, and our IAC saveModel dir continues there.
+    """Our files load in CoMLRL: value_head.pt strictly into its ValueHead, and our saveModel dirs continue there.
 
-    The files are written by tests/golden/comlrl-interop.test.ts (ours_value_head_<form>.pt, ours_iac_save/)."""
+    The files are written by tests/golden/comlrl-interop.test.ts (ours_value_head_<form>.pt, ours_*_save/)."""
     results = {}
     for form, dim in (("linear", None), ("mlp", 8)):
         path = os.path.join(OUT, f"ours_value_head_{form}.pt")
         head = ValueHead(16, dim)
         head.load_state_dict(torch.load(path, weights_only=True), strict=True)
         results[form] = sorted(head.state_dict())
-    # Continue training from our IAC saveModel dir as a CoMLRL user would: the backbones from save_pretrained dirs,
-    # the critic's head from value_head.pt (strict), then one update.
-    from comlrl.models.actor_critic import CausalLMWithValueHead
-
+    # Continue training from our saveModel dirs as a CoMLRL user would: the backbones from save_pretrained dirs,
+    # the critics' heads from value_head.pt (strict), then one update.
     saved = os.path.join(OUT, "ours_iac_save")
-    critic = CausalLMWithValueHead(Qwen2ForCausalLM.from_pretrained(os.path.join(saved, "critic")))
-    critic.value_head.load_state_dict(torch.load(os.path.join(saved, "critic", "value_head.pt"), weights_only=True), strict=True)
-    trainer = iac_one_agent(Qwen2ForCausalLM.from_pretrained(saved), critic, PreTrainedTokenizerFast.from_pretrained(saved))
-    metrics = trainer._update(0, trainer._collect_rollouts(AC_ITEM))
-    results["ours_iac_save"] = {"continued": metrics}
+    trainer = iac_one_agent(Qwen2ForCausalLM.from_pretrained(saved), our_critic(os.path.join(saved, "critic")), PreTrainedTokenizerFast.from_pretrained(saved))
+    results["ours_iac_save"] = {"continued": trainer._update(0, trainer._collect_rollouts(AC_ITEM))}
+    saved = os.path.join(OUT, "ours_maac_save")
+    agent_dir = os.path.join(saved, "agent_0")
+    maac = maac_one_agent(Qwen2ForCausalLM.from_pretrained(agent_dir), our_critic(os.path.join(saved, "critic")), PreTrainedTokenizerFast.from_pretrained(agent_dir))
+    results["ours_maac_save"] = {"continued": maac._update(0, maac._collect_rollouts(AC_ITEM))}
+    # MARLHF: one Bradley-Terry step of CoMLRL's reward-model training on our saved reward model.
+    marlhf = our_reward_model(os.path.join(OUT, "ours_marlhf_save"))
+    losses = []
+    undo = record_backward(losses)
+    try:
+        marlhf._train_reward_model([
+            PreferencePair(prompts=p["prompts"], winner_completions=p["winner"], loser_completions=p["loser"], agent_tensors=[],
+                           winner_reward=1.0, loser_reward=0.0, candidate_reward_mean=0.5)
+            for p in RM_PAIRS[:1]
+        ])
+    finally:
+        undo()
+    results["ours_marlhf_save"] = {"continued": {"reward_model_loss": losses[0]}}
     print(json.dumps(results))
 
 
@@ -504,14 +776,26 @@ def main() -> None:
         "centralized": centralized_case(tensors),
         "madpo": madpo_case(tensors),
         "reward_model": reward_model_case(tensors),
-        "maac": maac_case(tensors),
+        "reward_head_init": reward_head_init_stats(),
+        "maac": maac_case("maac", "v", tensors),
+        "maac_q": maac_case("maac_q", "q", tensors),
         "iac": {
             "separate_v": iac_case("iac_separate_v", True, "v", None, tensors),
             "shared_q": iac_case("iac_shared_q", False, "q", 8, tensors),
         },
+        # The multi-turn cases as new keys: the single-turn goldens above are unchanged by them.
+        "iac_multi_turn": {
+            "separate_v": iac_multi_turn_case("iac_mt_separate_v", True, "v", None, 1.0, True, tensors),
+            "shared_q_discounted_unnormalized": iac_multi_turn_case("iac_mt_shared_q", False, "q", 8, 0.9, False, tensors),
+            "three_turns_tagged_formatters": iac_multi_turn_case("iac_mt3_tagged", True, "v", None, 1.0, True, tensors, MT3),
+            "early_termination": iac_multi_turn_case("iac_mt_early", True, "v", None, 1.0, True, tensors, MT_EARLY),
+        },
+        "maac_multi_turn": {critic: maac_multi_turn_case(f"maac_mt_{critic}", critic, tensors) for critic in ("v", "q")},
     }
     value_heads(tensors)
-    comlrl_save_dir(tensors)
+    comlrl_save_dirs(tensors)
+    if os.path.isdir(os.path.join(OUT, "ours_marlhf_save")):
+        golden["ours_marlhf_save"] = ours_marlhf_scores()
     save_file(tensors, os.path.join(OUT, "goldens.safetensors"))
     with open(os.path.join(OUT, "goldens.json"), "w") as f:
         json.dump(golden, f, indent=1)

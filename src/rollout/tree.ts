@@ -31,6 +31,11 @@ export interface RolloutSettings {
    * per agent in node.agentRewards; node.rewards is then their mean per joint action.
    */
   perAgentRewards?: boolean;
+  /**
+   * What the transition's prompt history records for the turns after the first: the formatted turn prompts (CoMLRL
+   * 1.4.3's IAC and MAAC) instead of the transition's own prompts (its MAGRPO family; the default).
+   */
+  formattedPromptHistory?: boolean;
 }
 
 /** Where rollouts time their phases (a trainer's StageTimings). */
@@ -57,7 +62,7 @@ export interface RolloutNode {
   turn: number;
   /** Each agent's formatted prompt. */
   prompts: string[];
-  /** What the history records for this turn: the root's formatted prompts, later the transition's raw prompts. */
+  /** What the history records for this turn: the root's formatted prompts, later the transition's raw prompts (or, with formattedPromptHistory, the formatted ones). */
   historyPrompts: string[];
   promptIds: number[][];
   /** [agent][k] */
@@ -192,12 +197,13 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
             `External transition must return per-agent prompts: ${numAgents} strings expected at item ${itemIndex}, turn ${node.turn + 1}, joint action ${j}`,
           );
         }
+        const prompts = nextPrompts.map((p, agent) =>
+          settings.externalPromptPassthrough ? p : formatPrompt(env.formatters[agent], { ...item, prompt: p, _original_prompt: item.prompt }, agent, p),
+        );
         next.push({
           turn: node.turn + 1,
-          prompts: nextPrompts.map((p, agent) =>
-            settings.externalPromptPassthrough ? p : formatPrompt(env.formatters[agent], { ...item, prompt: p, _original_prompt: item.prompt }, agent, p),
-          ),
-          historyPrompts: nextPrompts,
+          prompts,
+          historyPrompts: settings.formattedPromptHistory ? prompts : nextPrompts,
           promptHistory,
           responseHistory,
           attach: (child) => (node.children[j] = child),

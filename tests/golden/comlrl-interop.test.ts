@@ -2,7 +2,8 @@
 // comlrl.models.actor_critic.ValueHead (value_projection.*, pre_projection.0.*): CoMLRL's own head files load in ours,
 // and ours load with strict load_state_dict into a module laid out as that class (here Debian's torch 1.13; the real
 // class checks the committed ours_* fixtures in scripts/reference/make_comlrl_goldens.py --check, which also continues
-// training from ours_iac_save/ in CoMLRL). CoMLRL's IAC save_model dir (comlrl_iac_save/) continues training in ours.
+// training from ours_iac_save/, ours_maac_save/ and ours_marlhf_save/ in CoMLRL). CoMLRL's IAC, MAAC and MARLHF
+// save_model dirs (comlrl_*_save/) continue training in ours. COMLRL_WRITE_OURS=1 rewrites the committed ours_*_save/.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -11,9 +12,12 @@ import { CausalLM } from "../../src/models/causal-lm.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { ValueHead } from "../../src/models/value-head.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
+import { JointRewardModel } from "../../src/trainers/preference/reward-model.js";
 import { runPython } from "../support/python.js";
 import { readSafetensors } from "../support/safetensors.js";
-import { COMLRL_GOLDEN, COMLRL_MODEL, goldenTensors, scratch } from "./comlrl-golden.js";
+import { COMLRL_GOLDEN, COMLRL_MODEL, expectClose, golden, goldenTensors, LOSS_RTOL, scratch } from "./comlrl-golden.js";
 
 const FORMS = { linear: null, mlp: 8 } as const;
 const KEYS = {
@@ -112,18 +116,41 @@ describe("value_head.pt interchange with CoMLRL 1.4.3", () => {
 });
 
 describe("saveModel directories interchange with CoMLRL 1.4.3", () => {
+  const config = { numAgents: 1, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, numTrainEpochs: 1, maxNewTokens: 3, evalInterval: 0 };
   const options = (agent: string, critic: string, tokenizer: ComlrlTokenizer) => ({
     agents: [agent], critics: [critic], tokenizer, numAgents: 1, rewardFunc: () => [0.5, 0.25], trainDataset: [{ prompt: "the red fox" }], quiet: true, outputDir: scratch(),
-    config: { numAgents: 1, numTurns: 1, numGenerations: 2, rolloutBufferSize: 2, numTrainEpochs: 1, maxNewTokens: 3, evalInterval: 0 },
+    config,
   });
+  // One agent; every candidate a distinct task reward, so every item gives preference pairs.
+  const marlhf = (agent: string) =>
+    MARLHFTrainer.create({
+      agents: [agent], numAgents: 1, rewardFunc: (c) => c[0].map((_, j) => j), trainDataset: [{ prompt: "the red fox" }, { prompt: "once upon a time" }], quiet: true, outputDir: scratch(),
+      config: { ...config, preferenceNumCandidates: 2, rewardNumTrainEpochs: 1, rewardTrainBatchSize: 2 },
+    });
 
-  it("CoMLRL's IAC save_model dir (actor, critic/ with value_head.pt) continues training in ours", async () => {
-    const saved = path.join(COMLRL_GOLDEN, "comlrl_iac_save");
-    const tokenizer = await ComlrlTokenizer.fromDirectory(saved);
-    const trainer = await IACTrainer.create(options(saved, path.join(saved, "critic"), tokenizer));
+  /** Saves with save into a scratch dir (or, with COMLRL_WRITE_OURS, the committed one) and checks it against the committed one. */
+  async function expectCommittedLayout(name: string, save: (dir: string) => Promise<void>): Promise<string> {
+    const committed = path.join(COMLRL_GOLDEN, name);
+    const out = process.env.COMLRL_WRITE_OURS ? committed : scratch();
+    await save(out);
+    const files = (dir: string) => readdirSync(dir, { recursive: true }).map(String).sort();
+    expect(files(out)).toEqual(files(committed));
+    for (const file of files(out).filter((f) => f.endsWith("config.json"))) {
+      expect(JSON.parse(readFileSync(path.join(out, file), "utf8")), file).toEqual(JSON.parse(readFileSync(path.join(committed, file), "utf8")));
+    }
+    return out;
+  }
+
+  it.each([
+    ["IAC", "comlrl_iac_save", "", IACTrainer.create],
+    ["MAAC", "comlrl_maac_save", "agent_0", MAACTrainer.create],
+  ] as const)("CoMLRL's %s save_model dir (%s: the actor, critic/ with value_head.pt) continues training in ours", async (_, name, actorDir, create) => {
+    const saved = path.join(COMLRL_GOLDEN, name);
+    const tokenizer = await ComlrlTokenizer.fromDirectory(path.join(saved, actorDir));
+    const trainer = await create(options(path.join(saved, actorDir), path.join(saved, "critic"), tokenizer));
     try {
       trainer.critics[0].valueHead.loadStateDict(path.join(saved, "critic", "value_head.pt"));
-      expect(contents(trainer.critics[0].valueHead.stateDict())).toEqual(goldenHead("comlrl_iac_save.head"));
+      expect(contents(trainer.critics[0].valueHead.stateDict())).toEqual(goldenHead(`${name}.head`));
       await trainer.train();
       expect(trainer.progress.envStep).toBe(2);
     } finally {
@@ -131,21 +158,48 @@ describe("saveModel directories interchange with CoMLRL 1.4.3", () => {
     }
   });
 
-  it("our IAC saveModel dir has CoMLRL's layout and keys (ours_iac_save/ is what the harness continues in CoMLRL)", async () => {
-    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
-    const trainer = await IACTrainer.create(options(COMLRL_MODEL, COMLRL_MODEL, tokenizer));
-    const out = scratch();
+  it("CoMLRL's MARLHF save_model dir (agent_0/ with its tokenizer) continues training in ours: pairs, reward model, RL", async () => {
+    const trainer = await marlhf(path.join(COMLRL_GOLDEN, "comlrl_marlhf_save", "agent_0"));
     try {
-      await trainer.saveModel(out);
+      await trainer.train();
+      expect(trainer.rewardModel.isFrozen).toBe(true);
+      expect(trainer.progress.envStep).toBeGreaterThan(0);
     } finally {
       await trainer.close();
     }
-    const committed = path.join(COMLRL_GOLDEN, "ours_iac_save");
-    const files = (dir: string) => readdirSync(dir, { recursive: true }).map(String).sort();
-    expect(files(out)).toEqual(files(committed));
-    for (const file of files(out).filter((f) => f.endsWith("config.json"))) {
-      expect(JSON.parse(readFileSync(path.join(out, file), "utf8")), file).toEqual(JSON.parse(readFileSync(path.join(committed, file), "utf8")));
+  });
+
+  it.each([
+    ["IAC", "ours_iac_save", IACTrainer.create],
+    ["MAAC", "ours_maac_save", MAACTrainer.create],
+  ] as const)("our %s saveModel dir has CoMLRL's layout and keys (%s/ is what the harness continues in CoMLRL)", async (_, name, create) => {
+    const tokenizer = await ComlrlTokenizer.fromDirectory(COMLRL_MODEL);
+    const trainer = await create(options(COMLRL_MODEL, COMLRL_MODEL, tokenizer));
+    try {
+      const out = await expectCommittedLayout(name, (dir) => trainer.saveModel(dir));
+      expect(Object.keys(loadTorchStateDict(path.join(out, "critic", "value_head.pt"))).sort()).toEqual(KEYS.linear);
+    } finally {
+      await trainer.close();
     }
-    expect(Object.keys(loadTorchStateDict(path.join(out, "critic", "value_head.pt"))).sort()).toEqual(KEYS.linear);
+  });
+
+  it("our MARLHF saveModel dir (agent_0/, reward_model/ with value_head.pt): CoMLRL's JointRewardModel scores texts with it as ours does", async () => {
+    const trainer = await marlhf(COMLRL_MODEL);
+    try {
+      await trainer.train();
+      await expectCommittedLayout("ours_marlhf_save", (dir) => trainer.saveModel(dir));
+    } finally {
+      await trainer.close();
+    }
+    // The harness loaded the committed reward model into CoMLRL's MARLHF (backbone from reward_model/, its Linear
+    // reward_head from our value_head.pt) and scored these texts.
+    const ref = golden.ours_marlhf_save;
+    const rm = await JointRewardModel.load(path.join(COMLRL_GOLDEN, "ours_marlhf_save", "reward_model"));
+    try {
+      const scores = await rm.score(ref.texts);
+      ref.scores.forEach((score: number, i: number) => expectClose(scores[i], score, LOSS_RTOL, `score of text ${i}`));
+    } finally {
+      rm.dispose();
+    }
   });
 });

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { Optimizer } from "../../src/models/optimizer.js";
 import type { PreferencePair } from "../../src/trainers/preference/pairs.js";
 import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
-import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
+import { comlrlRewardHeadInit, JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
 import { COMLRL_MODEL, expectClose, golden, goldenStateDict, LOSS_RTOL, maxParamDiff, PARAM_ATOL, scratch } from "./comlrl-golden.js";
 
 describe("CoMLRL 1.4.3 parity: MADPO", () => {
@@ -65,6 +65,46 @@ describe("CoMLRL 1.4.3 parity: MARLHF's reward model", () => {
       expect(Math.abs(floats(head["value_projection.bias"])[0] - floats(after.bias)[0])).toBeLessThanOrEqual(ref.config.rewardLearningRate * 1.01);
     } finally {
       optimizer.dispose();
+      rm.dispose();
+    }
+  });
+});
+
+describe("CoMLRL 1.4.3 parity: MARLHF's reward-head initialisation", () => {
+  const ref = golden.reward_head_init;
+  const floats = (t: { data: Uint8Array }) => Array.from(new Float32Array(Uint8Array.from(t.data).buffer));
+  const stats = (xs: number[]) => {
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    return { mean, std: Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1)), maxAbs: Math.max(...xs.map(Math.abs)) };
+  };
+
+  it("weight and bias from U(−1/√H, 1/√H), as CoMLRL's nn.Linear(H, 1): statistics over 16 heads of H = 4096 on both sides", () => {
+    const bound = 1 / Math.sqrt(ref.hiddenSize);
+    const heads = Array.from({ length: ref.heads }, (_, seed) => comlrlRewardHeadInit(ref.hiddenSize, seed));
+    const ours = { weight: stats(heads.flatMap((h) => floats(h["value_projection.weight"]))), bias: heads.flatMap((h) => floats(h["value_projection.bias"])) };
+    // U(−b, b) has std b/√3; over 65 536 draws the sample std is within 0.3 % of it (1 % allowed), the mean within
+    // 3 standard errors of 0, and the largest |w| within 0.1 % of b.
+    for (const [side, w] of [["CoMLRL", ref.weight], ["ours", ours.weight]] as const) {
+      expect(Math.abs(w.std / (bound / Math.sqrt(3)) - 1), `${side} weight std ${w.std}`).toBeLessThan(0.01);
+      expect(Math.abs(w.mean), `${side} weight mean`).toBeLessThan((3 * bound) / Math.sqrt(3) / Math.sqrt(ref.hiddenSize * ref.heads));
+      expect(w.maxAbs, `${side} weight max |w|`).toBeLessThanOrEqual(bound);
+      expect(w.maxAbs, `${side} weight max |w|`).toBeGreaterThan(0.999 * bound);
+    }
+    // The biases are drawn too (not zero, as a value head's): 16 of them spread over the same interval.
+    for (const [side, b] of [["CoMLRL", ref.bias.values as number[]], ["ours", ours.bias]] as const) {
+      expect(Math.max(...b.map(Math.abs)), `${side} bias`).toBeLessThanOrEqual(bound);
+      expect(new Set(b).size, `${side} biases distinct`).toBe(ref.heads);
+      expect(stats(b).std, `${side} bias std`).toBeGreaterThan(bound / Math.sqrt(3) / 2);
+    }
+  });
+
+  it("a fresh JointRewardModel starts from that head, seeded", async () => {
+    const rm = await JointRewardModel.load(COMLRL_MODEL, { seed: 3 });
+    try {
+      const expected = comlrlRewardHeadInit(16, 3);
+      const head = rm.head.stateDict();
+      for (const key of ["value_projection.weight", "value_projection.bias"]) expect(floats(head[key]), key).toEqual(floats(expected[key]));
+    } finally {
       rm.dispose();
     }
   });

@@ -61,6 +61,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
       externalPromptPassthrough: c.externalPromptPassthrough,
       rewardBatching: "node",
       perAgentRewards: true,
+      formattedPromptHistory: true,
     };
   }
 

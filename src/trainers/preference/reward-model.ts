@@ -9,6 +9,8 @@ import { CausalLM, type Dtype, type TokenBatch } from "../../models/causal-lm.js
 import { resolveModelSource } from "../../models/hub.js";
 import { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { ValueHead } from "../../models/value-head.js";
+import type { StateTensor } from "../../io/torch-pickle.js";
+import { SeededRandom } from "../../util/random.js";
 
 const HEAD_FILE = "value_head.pt";
 
@@ -29,6 +31,22 @@ export function jointText(prompts: readonly string[], completions: readonly stri
   const blocks = ["Joint multi-agent response"];
   prompts.forEach((prompt, k) => blocks.push(`Agent ${k + 1} prompt:\n${prompt}`, `Agent ${k + 1} response:\n${completions[k]}`));
   return blocks.join("\n\n");
+}
+
+/**
+ * A fresh reward head as CoMLRL 1.4.3 makes it: its JointRewardModel's head is a plain nn.Linear(H, 1), whose default
+ * initialisation draws the weight and the bias from U(−1/√H, 1/√H) (kaiming-uniform with a = √5, the bias bound from
+ * fan-in) — not the value heads' N(0, 0.02) with a zero bias. The values come from our seeded generator: torch's
+ * stream is not reproducible across runtimes, the distribution is.
+ */
+export function comlrlRewardHeadInit(hiddenSize: number, seed: number): Record<string, StateTensor> {
+  const bound = 1 / Math.sqrt(hiddenSize);
+  const random = new SeededRandom(seed);
+  const draw = (shape: number[]): StateTensor => {
+    const values = Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => (2 * random.next() - 1) * bound);
+    return { dtype: "float32", shape, data: new Uint8Array(values.buffer) };
+  };
+  return { "value_projection.weight": draw([1, hiddenSize]), "value_projection.bias": draw([1]) };
 }
 
 export class JointRewardModel {
@@ -53,13 +71,11 @@ export class JointRewardModel {
       if (options.freezeBackbone) model.freeze();
       const head = ValueHead.create(model, { hiddenDim: null, seed: options.seed ?? 0 });
       const saved = path.join(dir, HEAD_FILE);
-      if (existsSync(saved)) {
-        try {
-          head.loadStateDict(saved);
-        } catch (error) {
-          head.dispose();
-          throw error;
-        }
+      try {
+        head.loadStateDict(existsSync(saved) ? saved : comlrlRewardHeadInit(model.config.hiddenSize, options.seed ?? 0));
+      } catch (error) {
+        head.dispose();
+        throw error;
       }
       return new JointRewardModel(model, head, tokenizer, options.maxLength ?? null);
     } catch (error) {
