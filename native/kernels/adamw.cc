@@ -45,8 +45,8 @@ inline __m256d SquaresOf(__m128 half, __m256d acc) {
   return _mm256_fmadd_pd(wide, wide, acc);
 }
 
-// Sum of squares in double: exact products, so the fp32 norm rounded from it is as close as it can be to libtorch's
-// fp32-accumulated one.
+// Sum of squares in double: exact products and a sum error far below fp32 rounding, so its fp32 square root is the exact
+// norm rounded.
 double SumOfSquaresBlock(const float* x, int64_t n) {
   __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
   int64_t i = 0;
