@@ -81,6 +81,16 @@ function exactNorm(grads: Map<string, Float32Array | null>): number {
   return Math.fround(Math.sqrt(squares));
 }
 
+/** Makes `to` a copy of `from` (weights, head, optimizer state) through their files, as a checkpoint resume does. */
+async function copyInto(from: ReturnType<typeof twin>, to: ReturnType<typeof twin>, tag: string): Promise<void> {
+  const dir = path.join(scratch, tag);
+  await from.model.save(dir);
+  await to.model.loadWeights(dir);
+  to.critic.loadStateDict(from.critic.stateDict());
+  await from.optimizer.save(path.join(scratch, `${tag}.pt`));
+  await to.optimizer.load(path.join(scratch, `${tag}.pt`));
+}
+
 /** One training step's gradients: value loss through both groups, or (headless) a policy gradient through the model only. */
 async function backward(t: ReturnType<typeof twin>, headless: boolean): Promise<void> {
   t.model.zeroGrad();
@@ -90,6 +100,9 @@ async function backward(t: ReturnType<typeof twin>, headless: boolean): Promise<
 }
 
 describe("fused AdamW step", () => {
+  // Each step starts the two from the same state: over several steps the twins would drift apart by more than the
+  // steps' rounding, through gradients that are rounding noise (the attention key bias's: softmax ignores it), which
+  // AdamW scales up to lr-sized steps. On libtorch 1.13 the two stay bit-identical without it; 2.x rounds differently.
   it("matches libtorch's clip_grad_norm_ and AdamW::step over steps with clipping on and off, groups without gradients and a frozen head", async () => {
     for (const tied of [false, true]) {
       const fused = twin(11, tied);
@@ -109,17 +122,19 @@ describe("fused AdamW step", () => {
         expect(Math.abs(a.gradNorm - b.gradNorm) / b.gradNorm, `step ${step}`).toBeLessThan(1e-6);
         expectClose(tensors(fused, true), tensors(reference, true), 1e-6, b.gradNorm);
         expectClose(tensors(fused), tensors(reference), 1e-6);
+        await copyInto(fused, reference, `sync-${tied}-${step}`);
       }
     }
   });
 
-  it("shares libtorch's state: a run moving between the paths and through save/load continues as an uninterrupted one", async () => {
+  it("shares libtorch's state: a run moving between the paths continues exactly through save/load of either path's file", async () => {
     const uninterrupted = twin(12);
     const moving = twin(12);
     const steps = 6;
     for (let step = 0; step < steps; step++) {
+      const libtorch = step === 1 || step === 3;
       for (const t of [uninterrupted, moving]) await backward(t, step === 2);
-      await uninterrupted.optimizer.step({ maxGradNorm: 1e-2 });
+      await uninterrupted.optimizer.step({ maxGradNorm: 1e-2, libtorch });
       if (step === 1 || step === 4) {
         // A file written by libtorch's path (as every file before the fused step was) and one written after fused
         // steps both load into a fresh optimizer and continue.
@@ -128,9 +143,9 @@ describe("fused AdamW step", () => {
         moving.optimizer = optimizerOf(moving.model, moving.critic);
         await moving.optimizer.load(file);
       }
-      await moving.optimizer.step({ maxGradNorm: 1e-2, libtorch: step === 1 || step === 3 });
+      await moving.optimizer.step({ maxGradNorm: 1e-2, libtorch });
     }
-    expectClose(tensors(moving), tensors(uninterrupted), 1e-6);
+    expect(tensors(moving)).toEqual(tensors(uninterrupted));
   });
 
   it("a checkpoint after fused steps continues exactly as the uninterrupted fused run", async () => {
