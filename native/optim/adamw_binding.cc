@@ -3,6 +3,7 @@
 #include "../bridge/bridge.h"
 #include "../heads/head_binding.h"
 #include "../io/file_writer.h"
+#include "../kernels/adamw.h"
 #include "../model/model_binding.h"
 
 namespace comlrl {
@@ -78,6 +79,27 @@ void CheckGroupsMatch(torch::serialize::InputArchive& archive, const torch::opti
       }
     }
   }
+}
+
+// clip_grad_norm_ (or, without clipping, the same norm) and AdamW::step(): the path for what the fused loops do not take.
+double LibtorchStep(torch::optim::AdamW& adamw, double max_norm) {
+  std::vector<torch::Tensor> with_grad;
+  for (const auto& group : adamw.param_groups()) {
+    for (const auto& parameter : group.params()) {
+      if (parameter.grad().defined()) with_grad.push_back(parameter);
+    }
+  }
+  double norm = 0.0;
+  if (max_norm > 0) {
+    norm = torch::nn::utils::clip_grad_norm_(with_grad, max_norm);
+  } else if (!with_grad.empty()) {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> norms;
+    for (const auto& parameter : with_grad) norms.push_back(parameter.grad().norm(2).to(torch::kFloat32));
+    norm = torch::stack(norms).norm(2).item<double>();
+  }
+  adamw.step();
+  return norm;
 }
 
 }  // namespace
@@ -166,30 +188,22 @@ std::shared_ptr<NativeOptimizer::State> NativeOptimizer::Live() const {
   return state_;
 }
 
-// step({ maxGradNorm? }) -> Promise<{ gradNorm }>: the total gradient norm over all groups before any clipping.
+// step({ maxGradNorm?, libtorch? }) -> Promise<{ gradNorm }>: the total gradient norm over all groups before any
+// clipping. Two paths compute the same step: where FusedAdamWStep applies (every parameter with a gradient a contiguous
+// CPU fp32 tensor, as the CPU models are) the fused loops of kernels/adamw.h; otherwise (CUDA, bf16, a non-contiguous
+// tensor) libtorch's clip_grad_norm_ and AdamW::step(). Both keep the state in AdamW's own objects, so a run may move
+// between them. libtorch: true takes libtorch's path even where the fused one applies (the tests compare the two).
 Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     Napi::Object options = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(info.Env());
     const double max_norm = NumberFieldOr(options, "maxGradNorm", 0.0);
-    return RunAsync(info.Env(), state->device.str(), [state, max_norm]() -> Resolver {
+    const bool libtorch = BoolFieldOr(options, "libtorch", false);
+    return RunAsync(info.Env(), state->device.str(), [state, max_norm, libtorch]() -> Resolver {
       ModuleLocks locks(state->LockOrder());
-      std::vector<torch::Tensor> with_grad;
-      for (const auto& group : state->adamw->param_groups()) {
-        for (const auto& parameter : group.params()) {
-          if (parameter.grad().defined()) with_grad.push_back(parameter);
-        }
-      }
-      double norm = 0.0;
-      if (max_norm > 0) {
-        norm = torch::nn::utils::clip_grad_norm_(with_grad, max_norm);
-      } else if (!with_grad.empty()) {
-        torch::NoGradGuard no_grad;
-        std::vector<torch::Tensor> norms;
-        for (const auto& parameter : with_grad) norms.push_back(parameter.grad().norm(2).to(torch::kFloat32));
-        norm = torch::stack(norms).norm(2).item<double>();
-      }
-      state->adamw->step();
+      std::optional<double> fused;
+      if (!libtorch) fused = FusedAdamWStep(*state->adamw, max_norm);
+      const double norm = fused ? *fused : LibtorchStep(*state->adamw, max_norm);
       return [norm](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         out.Set("gradNorm", norm);

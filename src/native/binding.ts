@@ -178,8 +178,12 @@ export interface OptimizerGroup {
 }
 
 export interface NativeOptimizer {
-  /** gradNorm: the total norm over all groups before clipping. */
-  step(options?: { maxGradNorm?: number }): Promise<{ gradNorm: number }>;
+  /**
+   * gradNorm: the total norm over all groups before clipping. CPU fp32 parameters step in the addon's fused loops,
+   * anything else through libtorch's clip_grad_norm_ and AdamW::step(); libtorch: true takes libtorch's path for every
+   * step (the tests compare the two; they agree to float rounding).
+   */
+  step(options?: { maxGradNorm?: number; libtorch?: boolean }): Promise<{ gradNorm: number }>;
   /** Every group when group is omitted. */
   setLearningRate(lr: number, group?: number): void;
   learningRates(): number[];

@@ -1,0 +1,260 @@
+#include "adamw.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <optional>
+#include <type_traits>
+
+#include "avx2.h"
+#include "cpu_features.h"
+
+namespace comlrl {
+
+#if COMLRL_AVX2_KERNELS
+
+namespace {
+
+using torch::optim::AdamW;
+using torch::optim::AdamWOptions;
+using torch::optim::AdamWParamState;
+
+// Elements a thread's share must hold before another thread is woken for it.
+constexpr int64_t kMinElementsPerThread = 1 << 15;
+// Elements per partial sum of squares: a fixed blocking, so the norm does not depend on the thread count.
+constexpr int64_t kSumBlock = 1 << 15;
+
+// One group's AdamW scalars, computed in double as AdamW::step() computes them and rounded to fp32 where libtorch's
+// fp32 kernels round a Scalar argument.
+struct UpdateScalars {
+  bool decays;
+  float decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bias_correction2, eps, neg_step_size;
+};
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+// The lanes of the last, partial vector of a loop over n elements.
+inline __m256i TailMask(int64_t remaining) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(remaining)), lanes);
+}
+
+inline __m256d SquaresOf(__m128 half, __m256d acc) {
+  const __m256d wide = _mm256_cvtps_pd(half);
+  return _mm256_fmadd_pd(wide, wide, acc);
+}
+
+// Sum of squares in double: exact products and a sum error far below fp32 rounding, so its fp32 square root is the exact
+// norm rounded.
+double SumOfSquaresBlock(const float* x, int64_t n) {
+  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    acc[0] = SquaresOf(_mm256_castps256_ps128(a), acc[0]);
+    acc[1] = SquaresOf(_mm256_extractf128_ps(a, 1), acc[1]);
+    acc[2] = SquaresOf(_mm256_castps256_ps128(b), acc[2]);
+    acc[3] = SquaresOf(_mm256_extractf128_ps(b, 1), acc[3]);
+  }
+  double lanes[4];
+  _mm256_storeu_pd(lanes, _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3])));
+  double sum = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return sum;
+}
+
+void ScaleRange(float* x, int64_t first, int64_t last, float factor) {
+  const __m256 f = _mm256_set1_ps(factor);
+  int64_t i = first;
+  for (; i + 8 <= last; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), f));
+  if (i < last) {
+    const __m256i mask = TailMask(last - i);
+    _mm256_maskstore_ps(x + i, mask, _mm256_mul_ps(_mm256_maskload_ps(x + i, mask), f));
+  }
+}
+
+// GCC fuses a product into a following addition (-ffp-contract=fast) where libtorch's separate ops round the
+// product first; an empty asm makes the product a value the addition must take as it is.
+inline __m256 Rounded(__m256 x) {
+  asm("" : "+x"(x));
+  return x;
+}
+
+// Eight elements of the update, in the order and with the roundings of AdamW::step()'s tensor ops (bit-identical to
+// libtorch 1.13's CPU kernels, measured): p.mul_(1 - lr·wd); exp_avg.mul_(beta1).add_(grad, 1 - beta1), whose add
+// with alpha is one FMA; exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2), self + (value·t1)·t2 with the last
+// product fused into the addition as GCC compiles libtorch's kernel; denom = sqrt(v) / sqrt(bc2) + eps;
+// p.addcdiv_(exp_avg, denom, -lr / bc1), self + value·t1 / t2.
+inline void UpdateLanes(const UpdateScalars& s, __m256 g, __m256& p, __m256& m, __m256& v) {
+  if (s.decays) p = Rounded(_mm256_mul_ps(p, _mm256_set1_ps(s.decay)));
+  m = _mm256_fmadd_ps(g, _mm256_set1_ps(s.one_minus_beta1), _mm256_mul_ps(m, _mm256_set1_ps(s.beta1)));
+  v = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(s.one_minus_beta2), g), g, _mm256_mul_ps(v, _mm256_set1_ps(s.beta2)));
+  const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), _mm256_set1_ps(s.sqrt_bias_correction2)), _mm256_set1_ps(s.eps));
+  p = _mm256_add_ps(p, _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(s.neg_step_size), m), denom));
+}
+
+void UpdateRange(const UpdateScalars& s, const float* grad, float* param, float* exp_avg, float* exp_avg_sq, int64_t first, int64_t last) {
+  int64_t i = first;
+  for (; i + 8 <= last; i += 8) {
+    __m256 p = _mm256_loadu_ps(param + i), m = _mm256_loadu_ps(exp_avg + i), v = _mm256_loadu_ps(exp_avg_sq + i);
+    UpdateLanes(s, _mm256_loadu_ps(grad + i), p, m, v);
+    _mm256_storeu_ps(param + i, p);
+    _mm256_storeu_ps(exp_avg + i, m);
+    _mm256_storeu_ps(exp_avg_sq + i, v);
+  }
+  if (i < last) {
+    const __m256i mask = TailMask(last - i);
+    __m256 p = _mm256_maskload_ps(param + i, mask), m = _mm256_maskload_ps(exp_avg + i, mask), v = _mm256_maskload_ps(exp_avg_sq + i, mask);
+    UpdateLanes(s, _mm256_maskload_ps(grad + i, mask), p, m, v);
+    _mm256_maskstore_ps(param + i, mask, p);
+    _mm256_maskstore_ps(exp_avg + i, mask, m);
+    _mm256_maskstore_ps(exp_avg_sq + i, mask, v);
+  }
+}
+
+#pragma GCC pop_options
+
+double SumOfSquares(const torch::Tensor& t) {
+  const float* x = t.data_ptr<float>();
+  const int64_t n = t.numel(), blocks = (n + kSumBlock - 1) / kSumBlock;
+  if (blocks <= 1) return SumOfSquaresBlock(x, n);
+  std::vector<double> partial(blocks);
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t b = first; b < last; ++b) partial[b] = SumOfSquaresBlock(x + b * kSumBlock, std::min(kSumBlock, n - b * kSumBlock));
+  });
+  double sum = 0;
+  for (double p : partial) sum += p;
+  return sum;
+}
+
+// libtorch 1.13 keys an optimizer's state by the parameter's TensorImpl address as text (c10::guts::to_string, an
+// ostream of the pointer), 2.x by the address itself.
+template <typename Map>
+typename Map::key_type StateKey(const Map&, const torch::Tensor& parameter) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    return c10::str(parameter.unsafeGetTensorImpl());
+  } else {
+    return parameter.unsafeGetTensorImpl();
+  }
+}
+
+bool DenseCpuFp32(const torch::Tensor& t) {
+  return t.defined() && t.layout() == torch::kStrided && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous();
+}
+
+// A parameter with a gradient, in AdamW::step()'s order (a parameter listed twice is stepped twice, as there), and
+// its state, null before its first step.
+struct Entry {
+  const torch::Tensor* parameter;
+  const AdamWOptions* options;
+  AdamWParamState* state;
+};
+
+// The step's parameters, or none when one of them is not for the fused loops.
+std::optional<std::vector<Entry>> FusedEntries(AdamW& adamw) {
+  if (!CpuHasAvx2Fma()) return std::nullopt;
+  auto& states = adamw.state();
+  std::vector<Entry> entries;
+  for (const auto& group : adamw.param_groups()) {
+    const auto& options = static_cast<const AdamWOptions&>(group.options());
+    for (const auto& parameter : group.params()) {
+      const torch::Tensor& grad = parameter.grad();
+      if (!grad.defined()) continue;
+      if (options.amsgrad() || !DenseCpuFp32(parameter) || !DenseCpuFp32(grad) || grad.sizes() != parameter.sizes()) return std::nullopt;
+      AdamWParamState* state = nullptr;
+      const auto found = states.find(StateKey(states, parameter));
+      if (found != states.end()) {
+        state = static_cast<AdamWParamState*>(found->second.get());
+        for (const auto& moment : {state->exp_avg(), state->exp_avg_sq()}) {
+          if (!DenseCpuFp32(moment) || moment.sizes() != parameter.sizes()) return std::nullopt;
+        }
+      }
+      entries.push_back({&parameter, &options, state});
+    }
+  }
+  return entries;
+}
+
+// AdamWParamState exactly as AdamW::step() creates it on a parameter's first step (or the one an earlier listing of
+// the same parameter created).
+AdamWParamState& StateOf(AdamW& adamw, const torch::Tensor& parameter) {
+  auto& states = adamw.state();
+  auto key = StateKey(states, parameter);
+  auto found = states.find(key);
+  if (found == states.end()) {
+    auto created = std::make_unique<AdamWParamState>();
+    created->step(0);
+    created->exp_avg(torch::zeros_like(parameter, torch::MemoryFormat::Preserve));
+    created->exp_avg_sq(torch::zeros_like(parameter, torch::MemoryFormat::Preserve));
+    found = states.emplace(std::move(key), std::move(created)).first;
+  }
+  return static_cast<AdamWParamState&>(*found->second);
+}
+
+UpdateScalars ScalarsOf(const AdamWOptions& options, int64_t step) {
+  const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
+  const double bias_correction1 = 1 - std::pow(beta1, step), bias_correction2 = 1 - std::pow(beta2, step);
+  return UpdateScalars{options.weight_decay() != 0,
+                       static_cast<float>(1 - options.lr() * options.weight_decay()),
+                       static_cast<float>(beta1),
+                       static_cast<float>(1 - beta1),
+                       static_cast<float>(beta2),
+                       static_cast<float>(1 - beta2),
+                       static_cast<float>(std::sqrt(bias_correction2)),
+                       static_cast<float>(options.eps()),
+                       static_cast<float>(-(options.lr() / bias_correction1))};
+}
+
+}  // namespace
+
+std::optional<double> FusedAdamWStep(AdamW& adamw, double max_norm) {
+  auto entries = FusedEntries(adamw);
+  if (!entries) return std::nullopt;
+  if (entries->empty()) return 0.0;
+  // clip_grad_norm_: each gradient's norm in fp32, the total the fp32 norm of those.
+  double squares = 0;
+  for (const Entry& entry : *entries) {
+    const double norm = static_cast<float>(std::sqrt(SumOfSquares(entry.parameter->grad())));
+    squares += norm * norm;
+  }
+  const float total = static_cast<float>(std::sqrt(squares));
+  if (max_norm > 0) {
+    // max_norm / (total + 1e-6) in fp32, clamped to at most 1: a coefficient of 1 leaves the gradients as they are,
+    // a NaN one (a NaN gradient) spreads as libtorch's clamp and multiply spread it.
+    const float coefficient = static_cast<float>(max_norm) / (total + static_cast<float>(1e-6));
+    if (!(coefficient >= 1.0f)) {
+      for (const Entry& entry : *entries) {
+        const torch::Tensor& grad = entry.parameter->grad();
+        float* data = grad.data_ptr<float>();
+        at::parallel_for(0, grad.numel(), kMinElementsPerThread,
+                         [&](int64_t first, int64_t last) { ScaleRange(data, first, last, coefficient); });
+        grad.unsafeGetTensorImpl()->bump_version();
+      }
+    }
+  }
+  for (Entry& entry : *entries) {
+    const torch::Tensor& parameter = *entry.parameter;
+    AdamWParamState& state = entry.state ? *entry.state : StateOf(adamw, parameter);
+    state.step(state.step() + 1);
+    const UpdateScalars scalars = ScalarsOf(*entry.options, state.step());
+    const float* grad = parameter.grad().data_ptr<float>();
+    float *param = parameter.data_ptr<float>(), *exp_avg = state.exp_avg().data_ptr<float>(), *exp_avg_sq = state.exp_avg_sq().data_ptr<float>();
+    at::parallel_for(0, parameter.numel(), kMinElementsPerThread, [&](int64_t first, int64_t last) {
+      UpdateRange(scalars, grad, param, exp_avg, exp_avg_sq, first, last);
+    });
+    // As the in-place ops would: autograd refuses a backward through a graph that saved the old values.
+    for (const torch::Tensor& t : {std::cref(parameter), std::cref(state.exp_avg()), std::cref(state.exp_avg_sq())}) {
+      t.unsafeGetTensorImpl()->bump_version();
+    }
+  }
+  return total;
+}
+
+#else
+
+std::optional<double> FusedAdamWStep(torch::optim::AdamW&, double) { return std::nullopt; }
+
+#endif
+
+}  // namespace comlrl
