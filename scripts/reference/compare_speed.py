@@ -4,7 +4,7 @@ Same model directory, task (the demo's cover-the-vowels: the same item prompts t
 template, checked byte for byte, and the same reward), config (ours resolved, then mapped field by field) and
 thread count on both sides. Each run is its own process: a one-item warm-up epoch with a throwaway trainer, then
 train() of one epoch, timed. Runs alternate between the sides (the first side alternates too); the driver writes the
-medians, min/max and the ratio CoMLRL / ours to bench/results/compare-comlrl-<date>.json and .md.
+medians, min/max and the ratio CoMLRL / ours to bench/results/compare-comlrl-<UTC time>.json and .md.
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
     /tmp/ref/bin/python scripts/reference/compare_speed.py [--trainers magrpo,iac,maac,madpo,marlhf]
