@@ -1,0 +1,139 @@
+// Our side of the speed comparison with CoMLRL (compare_speed.py drives it; README "Against CoMLRL"). One process
+// per run, like CoMLRL's side: `config` prints the resolved trainer config and the rendered prompts that the CoMLRL
+// side must reproduce; `run` does a one-item warm-up epoch with a throwaway trainer, then times train() of one epoch
+// and prints one JSON line. The configs are the bench suite's (src/bench/algorithms.ts) on the demo task.
+//
+//   npx tsx scripts/reference/compare-speed-ours.ts make-demo-model DIR
+//   npx tsx scripts/reference/compare-speed-ours.ts config|run --trainer magrpo --model DIR [--critic DIR]
+//       [--items 16] [--overrides '{"maxNewTokens":8}']
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { iacConfig, maacConfig, madpoConfig, magrpoConfig, marlhfConfig } from "../../src/config/index.js";
+import { createDemoBaseModel, demoTrainerOptions } from "../../src/demo/recipes.js";
+import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import type { Formatter } from "../../src/rollout/types.js";
+import { runtimeInfo } from "../../src/runtime.js";
+import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
+import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
+import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
+
+const SEED = 7;
+
+type Config = Record<string, unknown>;
+type Built = Trainer & { progress: { envStep: number; update: number }; timings?: object };
+
+interface Recipe {
+  /** The bench suite's overrides of the demo's MAGRPO config (src/bench/algorithms.ts). */
+  config: (demo: Config) => Config;
+  resolve: (config: Config) => object;
+  create: (options: ReturnType<typeof demoTrainerOptions> & { tokenizer: ComlrlTokenizer }, config: Config, critic: string) => Promise<Built>;
+}
+
+const ACTOR_CRITIC = { numGenerations: 4, rolloutBufferSize: 4, trainBatchSize: 4 };
+const PREFERENCE = { preferenceNumCandidates: 8, preferencePairsPerSample: 4, trainBatchSize: 4 };
+const withoutRollouts = ({ numGenerations: _k, rolloutBufferSize: _buffer, ...rest }: Config): Config => rest;
+
+// A separate critic is the given model (the demo's base model at demo size); useSeparateCritic false in the overrides
+// puts value heads on the actors instead and passes no critic.
+const critics = (config: Config, critic: string) => (config.useSeparateCritic === false ? {} : { criticModel: critic });
+
+const RECIPES: Record<string, Recipe> = {
+  magrpo: {
+    config: (demo) => demo,
+    resolve: (c) => magrpoConfig(c),
+    create: (options, config) => MAGRPOTrainer.create({ ...options, config }),
+  },
+  iac: {
+    config: (demo) => ({ ...demo, ...ACTOR_CRITIC }),
+    resolve: (c) => iacConfig(c),
+    create: (options, config, critic) => IACTrainer.create({ ...options, config, ...critics(config, critic) }),
+  },
+  maac: {
+    config: (demo) => ({ ...demo, ...ACTOR_CRITIC }),
+    resolve: (c) => maacConfig(c),
+    create: (options, config, critic) => MAACTrainer.create({ ...options, config, criticModel: critic }),
+  },
+  madpo: {
+    config: (demo) => ({ ...withoutRollouts(demo), ...PREFERENCE }),
+    resolve: (c) => madpoConfig(c),
+    create: (options, config) => MADPOTrainer.create({ ...options, config }),
+  },
+  marlhf: {
+    config: (demo) => ({ ...demo, ...PREFERENCE, rewardNumTrainEpochs: 1, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0, rewardLearningRate: 1e-3 }),
+    resolve: (c) => marlhfConfig(c),
+    create: (options, config) => MARLHFTrainer.create({ ...options, config }),
+  },
+};
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    trainer: { type: "string", default: "magrpo" },
+    model: { type: "string" },
+    critic: { type: "string" },
+    items: { type: "string", default: "16" },
+    overrides: { type: "string", default: "{}" },
+  },
+});
+
+function taskFor(model: string, tokenizer: ComlrlTokenizer, items: number, outputDir: string) {
+  const recipe = RECIPES[values.trainer!];
+  if (!recipe) throw new Error(`--trainer: ${values.trainer} is not one of ${Object.keys(RECIPES).join(", ")}`);
+  const { config: demo, sampleLogInterval: _samples, ...task } = demoTrainerOptions(model, tokenizer, { outputDir, epochs: 1, seed: SEED, quiet: true, items });
+  const config = { ...recipe.config(demo as Config), ...(JSON.parse(values.overrides!) as Config) };
+  return { recipe, options: { ...task, tokenizer }, config };
+}
+
+async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, scratch: string, run: string) {
+  const { recipe, options, config } = taskFor(model, tokenizer, items, path.join(scratch, run));
+  const trainer = await recipe.create(options, config, values.critic ?? model);
+  try {
+    const clock = performance.now();
+    await trainer.train();
+    const seconds = (performance.now() - clock) / 1000;
+    const timings = Object.fromEntries(Object.entries(trainer.timings ?? {}).filter(([, v]) => typeof v === "number"));
+    return { seconds, envSteps: trainer.progress.envStep, updates: trainer.progress.update, timings };
+  } finally {
+    await trainer.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const [command, dir] = positionals;
+  if (command === "make-demo-model") {
+    if (!dir) throw new Error("make-demo-model: give the directory to write");
+    await createDemoBaseModel(dir, SEED);
+    return;
+  }
+  if (!values.model) throw new Error("--model: the model directory both sides load");
+  const model = values.model;
+  const tokenizer = await ComlrlTokenizer.fromDirectory(model);
+  const items = Number(values.items);
+  if (command === "config") {
+    const { recipe, options, config } = taskFor(model, tokenizer, items, "unused");
+    const formatters = ([] as Formatter[]).concat(options.formatters ?? []);
+    const prompts = formatters.map((format) => options.trainDataset.map((item) => format(item)));
+    const promptIds = prompts.map((agent) => agent.map((p) => tokenizer.encode(p)));
+    console.log(JSON.stringify({ config: recipe.resolve(config), prompts, promptIds }));
+    return;
+  }
+  if (command !== "run") throw new Error(`unknown command ${command}: make-demo-model, config or run`);
+  const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-speedcmp-"));
+  try {
+    await epoch(model, tokenizer, 1, scratch, "warm-up");
+    const timed = await epoch(model, tokenizer, items, scratch, "timed");
+    console.log(JSON.stringify({ side: "ours", trainer: values.trainer, items, threads: runtimeInfo().numThreads, ...timed }));
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
