@@ -12,10 +12,13 @@ bool CpuHasAvx2Fma();
 // x86-64 this answers true: libtorch's own bf16 kernels are used as they are.
 bool CpuHasNativeBf16();
 
-// A tensor the addon's own CPU inference kernels take: on the CPU, fp32 or bf16, with autograd not recording.
-inline bool CpuInferenceTensor(const torch::Tensor& t) {
+// A tensor the addon's own CPU kernels take: on the CPU, fp32 or bf16.
+inline bool CpuKernelTensor(const torch::Tensor& t) {
   const auto dtype = t.scalar_type();
-  return !torch::GradMode::is_enabled() && t.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
+  return t.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
 }
+
+// One the inference-only kernels take: a CPU kernel tensor with autograd not recording.
+inline bool CpuInferenceTensor(const torch::Tensor& t) { return !torch::GradMode::is_enabled() && CpuKernelTensor(t); }
 
 }  // namespace comlrl

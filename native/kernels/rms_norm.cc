@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu_features.h"
+
 namespace comlrl {
 
 namespace {
@@ -115,9 +117,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
 }  // namespace
 
 bool FusedRmsNormApplies(const torch::Tensor& x, const torch::Tensor& weight) {
-  const auto dtype = x.scalar_type();
-  return x.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && weight.device().is_cpu() &&
-         weight.scalar_type() == dtype && weight.dim() == 1 && weight.is_contiguous() && x.size(-1) == weight.size(0);
+  return CpuKernelTensor(x) && weight.device().is_cpu() && weight.scalar_type() == x.scalar_type() && weight.dim() == 1 &&
+         weight.is_contiguous() && x.size(-1) == weight.size(0);
 }
 
 torch::Tensor FusedRmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {

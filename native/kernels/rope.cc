@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "cpu_features.h"
+
 namespace comlrl {
 
 namespace {
@@ -59,10 +61,8 @@ struct RotaryFunction : public torch::autograd::Function<RotaryFunction> {
 }  // namespace
 
 bool FusedRopeApplies(const torch::Tensor& x, const torch::Tensor& cos) {
-  const auto dtype = x.scalar_type();
-  return x.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && x.dim() == 4 && cos.dim() == 4 &&
-         cos.scalar_type() == dtype && cos.size(1) == 1 && cos.size(0) == x.size(0) && cos.size(2) == x.size(2) && cos.size(3) == x.size(3) &&
-         x.size(3) % 2 == 0;
+  return CpuKernelTensor(x) && x.dim() == 4 && cos.dim() == 4 && cos.scalar_type() == x.scalar_type() && cos.size(1) == 1 &&
+         cos.size(0) == x.size(0) && cos.size(2) == x.size(2) && cos.size(3) == x.size(3) && x.size(3) % 2 == 0;
 }
 
 torch::Tensor FusedRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { algorithmConfig } from "../../src/bench/algorithms.js";
 import { iacConfig, maacConfig, madpoConfig, magrpoConfig, marlhfConfig } from "../../src/config/index.js";
 import { createDemoBaseModel, demoTrainerOptions } from "../../src/demo/recipes.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
@@ -34,37 +35,33 @@ interface Recipe {
   create: (options: ReturnType<typeof demoTrainerOptions> & { tokenizer: ComlrlTokenizer }, config: Config, critic: string) => Promise<Built>;
 }
 
-const ACTOR_CRITIC = { numGenerations: 4, rolloutBufferSize: 4, trainBatchSize: 4 };
-const PREFERENCE = { preferenceNumCandidates: 8, preferencePairsPerSample: 4, trainBatchSize: 4 };
-const withoutRollouts = ({ numGenerations: _k, rolloutBufferSize: _buffer, ...rest }: Config): Config => rest;
-
 // A separate critic is the given model (the demo's base model at demo size); useSeparateCritic false in the overrides
 // puts value heads on the actors instead and passes no critic.
 const critics = (config: Config, critic: string) => (config.useSeparateCritic === false ? {} : { criticModel: critic });
 
 const RECIPES: Record<string, Recipe> = {
   magrpo: {
-    config: (demo) => demo,
+    config: (demo) => algorithmConfig("magrpo", demo),
     resolve: (c) => magrpoConfig(c),
     create: (options, config) => MAGRPOTrainer.create({ ...options, config }),
   },
   iac: {
-    config: (demo) => ({ ...demo, ...ACTOR_CRITIC }),
+    config: (demo) => algorithmConfig("iac", demo),
     resolve: (c) => iacConfig(c),
     create: (options, config, critic) => IACTrainer.create({ ...options, config, ...critics(config, critic) }),
   },
   maac: {
-    config: (demo) => ({ ...demo, ...ACTOR_CRITIC }),
+    config: (demo) => algorithmConfig("maac", demo),
     resolve: (c) => maacConfig(c),
     create: (options, config, critic) => MAACTrainer.create({ ...options, config, criticModel: critic }),
   },
   madpo: {
-    config: (demo) => ({ ...withoutRollouts(demo), ...PREFERENCE }),
+    config: (demo) => algorithmConfig("madpo", demo),
     resolve: (c) => madpoConfig(c),
     create: (options, config) => MADPOTrainer.create({ ...options, config }),
   },
   marlhf: {
-    config: (demo) => ({ ...demo, ...PREFERENCE, rewardNumTrainEpochs: 1, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0, rewardLearningRate: 1e-3 }),
+    config: (demo) => algorithmConfig("marlhf", demo),
     resolve: (c) => marlhfConfig(c),
     create: (options, config) => MARLHFTrainer.create({ ...options, config }),
   },

@@ -31,26 +31,45 @@ function demoTask(base: string, tokenizer: ComlrlTokenizer, outputDir: string, i
   return { task, config: config as Record<string, unknown> };
 }
 
-const actorCritic =
-  (create: (options: IACTrainerOptions & MAACTrainerOptions) => Promise<IACTrainer | MAACTrainer>): Build =>
-  (base, tokenizer, outputDir, items) => {
-    const { task, config } = demoTask(base, tokenizer, outputDir, items);
-    return create({ ...task, tokenizer, criticModel: base, config: { ...config, numGenerations: 4, rolloutBufferSize: 4, trainBatchSize: 4 } });
-  };
-
+const ACTOR_CRITIC = { numGenerations: 4, rolloutBufferSize: 4, trainBatchSize: 4 };
 const PREFERENCE = { preferenceNumCandidates: 8, preferencePairsPerSample: 4, trainBatchSize: 4 };
 
+/**
+ * Each trainer's config on the demo task: the demo's MAGRPO config with the bench's overrides (also what
+ * scripts/reference/compare-speed-ours.ts runs against CoMLRL).
+ */
+export function algorithmConfig(algorithm: AlgorithmCase["algorithm"] | "magrpo", demo: Record<string, unknown>): Record<string, unknown> {
+  const { numGenerations: _k, rolloutBufferSize: _buffer, ...withoutRollouts } = demo;
+  switch (algorithm) {
+    case "magrpo":
+      return demo;
+    case "iac":
+    case "maac":
+      return { ...demo, ...ACTOR_CRITIC };
+    case "madpo":
+      return { ...withoutRollouts, ...PREFERENCE };
+    case "marlhf":
+      return { ...demo, ...PREFERENCE, rewardNumTrainEpochs: 1, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0, rewardLearningRate: 1e-3 };
+  }
+}
+
+const actorCritic =
+  (algorithm: "iac" | "maac", create: (options: IACTrainerOptions & MAACTrainerOptions) => Promise<IACTrainer | MAACTrainer>): Build =>
+  (base, tokenizer, outputDir, items) => {
+    const { task, config } = demoTask(base, tokenizer, outputDir, items);
+    return create({ ...task, tokenizer, criticModel: base, config: algorithmConfig(algorithm, config) });
+  };
+
 const BUILDS: Record<AlgorithmCase["algorithm"], Build> = {
-  iac: actorCritic((o) => IACTrainer.create(o)),
-  maac: actorCritic((o) => MAACTrainer.create(o)),
+  iac: actorCritic("iac", (o) => IACTrainer.create(o)),
+  maac: actorCritic("maac", (o) => MAACTrainer.create(o)),
   madpo: (base, tokenizer, outputDir, items) => {
     const { task, config } = demoTask(base, tokenizer, outputDir, items);
-    const { numGenerations: _k, rolloutBufferSize: _buffer, ...rest } = config;
-    return MADPOTrainer.create({ ...task, config: { ...rest, ...PREFERENCE } });
+    return MADPOTrainer.create({ ...task, config: algorithmConfig("madpo", config) });
   },
   marlhf: (base, tokenizer, outputDir, items) => {
     const { task, config } = demoTask(base, tokenizer, outputDir, items);
-    return MARLHFTrainer.create({ ...task, config: { ...config, ...PREFERENCE, rewardNumTrainEpochs: 1, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0, rewardLearningRate: 1e-3 } });
+    return MARLHFTrainer.create({ ...task, config: algorithmConfig("marlhf", config) });
   },
 };
 
