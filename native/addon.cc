@@ -9,6 +9,7 @@
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
 #include "runtime/caching_allocator.h"
+#include "runtime/compute_lanes.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -17,6 +18,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::InstallCachingCpuAllocator();
   comlrl::InitLanes(env);
   comlrl::InitRuntime(env, exports);
+  comlrl::InitComputeLanes(env, exports);
   comlrl::NativeModel::Init(env, exports);
   comlrl::NativeValueHead::Init(env, exports);
   comlrl::InitReadouts(env, exports);

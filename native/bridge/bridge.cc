@@ -1,6 +1,7 @@
 #include "bridge.h"
 
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 
 #include <condition_variable>
 #include <deque>
@@ -86,10 +87,27 @@ void FinishJob(Napi::Env env, Napi::Function, std::nullptr_t*, Job* job) {
   }
 }
 
+constexpr const char* kAgentLanePrefix = "cpu#";
+
+// OpenBLAS's OpenMP build keeps one process-wide thread count, which each call sets to its caller's OpenMP count,
+// freeing per-thread buffers when the count drops. After a device-lane call with more threads, two agent lanes
+// starting at once would both drop it and free the same buffers twice; so each agent lane's job starts by settling
+// it at one thread under a lock (a no-op once settled, and on a BLAS without these functions).
+void SettleBlasAtOneThread() {
+  using GetFn = int (*)();
+  using SetFn = void (*)(int);
+  static const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  static const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (!get || !set) return;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (get() != 1) set(1);
+}
+
 // A FIFO of jobs served by one detached thread. Lanes are never destroyed: their threads end with the process.
 class Lane {
  public:
-  explicit Lane(std::string name) : name_(std::move(name)) {
+  explicit Lane(std::string name) : name_(std::move(name)), agent_lane_(name_.rfind(kAgentLanePrefix, 0) == 0) {
     std::thread([this] { Serve(); }).detach();
   }
 
@@ -134,9 +152,10 @@ class Lane {
       // then: at::init_num_threads rebuilds libtorch's thread pool, ~9 ms).
       const int generation = thread_count_generation.load();
       if (generation != applied_generation) {
-        at::init_num_threads();
+        ApplyThreadCount();
         applied_generation = generation;
       }
+      if (agent_lane_) SettleBlasAtOneThread();
       try {
         job->resolver = job->work();
 #if COMLRL_WITH_CUDA
@@ -152,7 +171,20 @@ class Lane {
     }
   }
 
+  void ApplyThreadCount() {
+    // Torch sets a thread's count on its first parallel op; do that now, or it would undo the count below.
+    at::internal::lazy_init_num_threads();
+    at::init_num_threads();
+#ifdef _OPENMP
+    // Agent lanes run beside each other on the same cores, one thread each: no OpenMP team at all, since two teams
+    // on the same cores stall each other at every parallel region, and OpenBLAS's OpenMP build lets only one
+    // threaded call run at a time (the others spin waiting). OpenBLAS follows the calling thread's OpenMP count.
+    if (agent_lane_) omp_set_num_threads(1);
+#endif
+  }
+
   const std::string name_;
+  const bool agent_lane_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Job*> jobs_;
@@ -169,6 +201,8 @@ Lane& LaneNamed(const std::string& name) {
 }
 
 }  // namespace
+
+std::string AgentLaneName(int k) { return kAgentLanePrefix + std::to_string(k); }
 
 void SetNumThreads(int n) {
   // Torch sets a thread's OpenMP count on that thread's first parallel op; do it now, or it would undo the below.

@@ -28,15 +28,20 @@ Napi::Value Guard(const Napi::CallbackInfo& info, const std::function<Napi::Valu
 // A finished piece of background work: converts its results to JS on the main thread.
 using Resolver = std::function<Napi::Value(Napi::Env)>;
 
-// Runs work on the compute lane named `lane` (one long-lived thread per device, e.g. "cpu", "cuda:0") and returns a
-// Promise for what its resolver builds. Exceptions from work or the resolver reject the Promise with a TorchError.
-// One thread per device keeps a single OpenMP team busy instead of one spinning team per libuv pool thread, and
-// serialises work per device while different devices run concurrently.
+// Runs work on the compute lane named `lane` (one long-lived thread per device, e.g. "cpu", "cuda:0", or a CPU
+// agent lane) and returns a Promise for what its resolver builds. Exceptions from work or the resolver reject the
+// Promise with a TorchError. One thread per device keeps a single OpenMP team busy instead of one spinning team per
+// libuv pool thread, and serialises work per device while different devices run concurrently.
 Napi::Promise RunAsync(Napi::Env env, const std::string& lane, std::function<Resolver()> work);
 
-// Sets libtorch's intra-op thread count for every compute lane.
+// CPU agent lane k ("cpu#k"): where agents that share a CPU run concurrently, each agent's modules run on a lane of
+// their own with one intra-op thread, instead of all of them in turn on the "cpu" lane with its thread count (at a
+// small model's size libtorch's per-op overhead dominates, which intra-op threads do not shorten).
+std::string AgentLaneName(int k);
+
+// Sets libtorch's intra-op thread count for every device lane (agent lanes keep one thread).
 void SetNumThreads(int n);
-// The intra-op thread count the lanes run with (the JS thread itself runs torch on one thread).
+// The intra-op thread count the device lanes run with (the JS thread itself runs torch on one thread).
 int NumThreads();
 
 // Creates the main-thread wake-up used by RunAsync; called once from module init.

@@ -6,17 +6,21 @@
 
 #include <algorithm>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace comlrl {
 
 struct ModuleState {
-  ModuleState(torch::Device device, torch::Dtype dtype) : device(device), dtype(dtype) {}
+  ModuleState(torch::Device device, torch::Dtype dtype) : device(device), dtype(dtype), lane(device.str()) {}
   virtual ~ModuleState() = default;
   virtual torch::nn::Module& Module() = 0;
 
   torch::Device device;
   torch::Dtype dtype;
+  // The compute lane its calls run on (bridge.h RunAsync): its device's, or a CPU agent lane (AgentLaneName) when
+  // agents share a CPU and run concurrently. Read and written on the JS thread only, when a call is issued.
+  std::string lane;
   std::mutex mutex;
 };
 

@@ -19,7 +19,7 @@ Napi::Value Values(const Napi::CallbackInfo& info) {
     Napi::Object options = ObjectArg(info, 2, "batch");
     CompletionBatch batch = ReadReadoutBatch(*model->module, options);
     const Readout readout = ParseReadout(StringField(options, "readout"));
-    return RunAsync(info.Env(), model->device.str(), [model, head, batch, readout]() -> Resolver {
+    return RunAsync(info.Env(), model->lane, [model, head, batch, readout]() -> Resolver {
       ModuleLocks locks({model.get(), head.get()});
       torch::NoGradGuard no_grad;
       const torch::Tensor values = head->module->forward(ReadoutHidden(*model->module, batch, readout));
@@ -35,7 +35,7 @@ Napi::Value RewardScores(const Napi::CallbackInfo& info) {
     auto head = NativeValueHead::StateOn(info[1], *model, model->module->config().hidden_size);
     const auto token_batch = ReadCheckedTokenBatch(*model->module, ObjectArg(info, 2, "batch"));
     const torch::Tensor ids = token_batch.first, mask = token_batch.second;
-    return RunAsync(info.Env(), model->device.str(), [model, head, ids, mask]() -> Resolver {
+    return RunAsync(info.Env(), model->lane, [model, head, ids, mask]() -> Resolver {
       ModuleLocks locks({model.get(), head.get()});
       torch::NoGradGuard no_grad;
       const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*model->module, ids.to(model->device), mask.to(model->device)));

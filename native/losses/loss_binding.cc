@@ -88,7 +88,7 @@ Napi::Value Score(const Napi::CallbackInfo& info) {
     CompletionBatch batch = ReadCompletionBatch(*model->module, options);
     const bool with_entropy = BoolFieldOr(options, "entropy", false);
     const bool with_tokens = BoolFieldOr(options, "tokenLogprobs", false);
-    return RunAsync(info.Env(), model->device.str(), [model, batch, with_entropy, with_tokens]() -> Resolver {
+    return RunAsync(info.Env(), model->lane, [model, batch, with_entropy, with_tokens]() -> Resolver {
       std::lock_guard<std::mutex> lock(model->mutex);
       torch::NoGradGuard no_grad;
       CompletionScores scores = ScoreCompletions(*model->module, batch, with_entropy);
@@ -103,7 +103,7 @@ Napi::Value KlK3Estimate(const Napi::CallbackInfo& info) {
     auto policy = NativeModel::StateOf(info[0], "policy");
     auto reference = NativeModel::StateOf(info[1], "reference");
     CompletionBatch batch = ReadCompletionBatch(*policy->module, ObjectArg(info, 2, "batch"));
-    return RunAsync(info.Env(), policy->device.str(), [policy, reference, batch]() -> Resolver {
+    return RunAsync(info.Env(), policy->lane, [policy, reference, batch]() -> Resolver {
       torch::NoGradGuard no_grad;
       CompletionScores policy_scores, reference_scores;
       // Each model scored under its own lock, one after the other: neither is held while waiting for the other.
@@ -129,7 +129,7 @@ Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
     CompletionBatch batch = ReadCompletionBatch(*model->module, options);
     const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(batch.prompts.size()), "completions");
     const double scale = NumberFieldOr(options, "scale", 1.0);
-    return RunAsync(info.Env(), model->device.str(), [model, batch, advantages, scale]() -> Resolver {
+    return RunAsync(info.Env(), model->lane, [model, batch, advantages, scale]() -> Resolver {
       std::lock_guard<std::mutex> lock(model->mutex);
       CompletionScores scores = ScoreCompletions(*model->module, batch, false);
       const torch::Tensor loss = PolicyGradientLoss(scores, advantages, scale);
@@ -153,7 +153,7 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
     const auto token_batch = ReadTokenBatch(options);
     const torch::Tensor ids = token_batch.first, mask = token_batch.second;
     const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), model->device.str(), [model, ids, mask, backward]() -> Resolver {
+    return RunAsync(info.Env(), model->lane, [model, ids, mask, backward]() -> Resolver {
       std::lock_guard<std::mutex> lock(model->mutex);
       torch::AutoGradMode grad_mode(backward);
       torch::Tensor loss = CausalLMLoss(*model->module, ids.to(model->device), mask.to(model->device));
@@ -176,7 +176,7 @@ Napi::Value ValueLossBackward(const Napi::CallbackInfo& info) {
     Napi::Object options = ObjectArg(info, 2, "batch");
     const ValueLossCall call = ReadValueLossCall(info, options);
     const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), call.model->device.str(), [call, backward]() -> Resolver {
+    return RunAsync(info.Env(), call.model->lane, [call, backward]() -> Resolver {
       ModuleLocks locks({call.model.get(), call.head.get()});
       torch::AutoGradMode grad_mode(backward);
       const torch::Tensor values = call.head->module->forward(ReadoutHidden(*call.model->module, call.batch, call.readout));
@@ -197,7 +197,7 @@ Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info) {
     const ValueLossCall call = ReadValueLossCall(info, options);
     const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(call.batch.prompts.size()), "completions");
     const double coef = NumberField(options, "valueLossCoef");
-    return RunAsync(info.Env(), call.model->device.str(), [call, advantages, coef]() -> Resolver {
+    return RunAsync(info.Env(), call.model->lane, [call, advantages, coef]() -> Resolver {
       ModuleLocks locks({call.model.get(), call.head.get()});
       const SequenceForward forward = ForwardSequences(*call.model->module, call.batch, true);
       CompletionScores scores = ScoreFromForward(*call.model->module, call.batch, forward, false);
@@ -243,7 +243,7 @@ Napi::Value BradleyTerryBackward(const Napi::CallbackInfo& info) {
       }
     }
     const bool backward = BoolFieldOr(options, "backward", true);
-    return RunAsync(info.Env(), model->device.str(), [=]() -> Resolver {
+    return RunAsync(info.Env(), model->lane, [=]() -> Resolver {
       ModuleLocks locks({model.get(), head.get()});
       torch::AutoGradMode grad_mode(backward);
       const torch::Tensor scores = head->module->forward(LastRealTokenHidden(*model->module, ids.to(model->device), mask.to(model->device)));

@@ -106,7 +106,7 @@ Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
     const DecoderConfig config = ReadDecoderConfig(ObjectField(options, "config"));
     const std::vector<std::string> files = StringListField(options, "files");
     auto state = NewState(options, config);
-    return RunAsync(info.Env(), state->device.str(), [state, files]() -> Resolver {
+    return RunAsync(info.Env(), state->lane, [state, files]() -> Resolver {
       comlrl::LoadWeights(*state->module, files);
       return [state](Napi::Env env) -> Napi::Value { return Wrap(env, state); };
     });
@@ -144,7 +144,7 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
                                   : torch::arange(length, torch::kInt64).expand({batch, length});
     const bool want_logits = BoolFieldOr(options, "logits", true);
     const bool want_hidden = BoolFieldOr(options, "hiddenStates", false);
-    return RunAsync(info.Env(), state->device.str(), [=]() -> Resolver {
+    return RunAsync(info.Env(), state->lane, [=]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> hidden_states;
@@ -197,7 +197,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     // An unknown stream fails here, before any work is queued. Streams are only added on this thread, so reading the
     // map needs no lock (taking the model's mutex would wait out work in flight).
     state->Stream(stream);
-    return RunAsync(info.Env(), state->device.str(), [state, prompts, settings, stream]() -> Resolver {
+    return RunAsync(info.Env(), state->lane, [state, prompts, settings, stream]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       torch::InferenceMode inference;
       GenerateResult result = comlrl::Generate(*state->module, prompts, settings, state->Stream(stream));
@@ -242,7 +242,7 @@ Napi::Value NativeModel::Save(const Napi::CallbackInfo& info) {
     const std::string dir = StringField(options, "dir");
     const torch::Dtype dtype = options.Get("dtype").IsString() ? ParseDtype(StringField(options, "dtype")) : state->dtype;
     const auto max_shard = static_cast<int64_t>(NumberFieldOr(options, "maxShardBytes", 5e9));
-    return RunAsync(info.Env(), state->device.str(), [state, dir, dtype, max_shard]() -> Resolver {
+    return RunAsync(info.Env(), state->lane, [state, dir, dtype, max_shard]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       SavedShards saved = SaveWeights(*state->module, dir, dtype, max_shard);
       return [saved](Napi::Env env) -> Napi::Value {
@@ -268,7 +268,7 @@ Napi::Value NativeModel::LoadWeights(const Napi::CallbackInfo& info) {
     Napi::Object holder = Napi::Object::New(info.Env());
     holder.Set("files", info.Length() > 0 ? info[0] : info.Env().Undefined());
     const std::vector<std::string> files = StringListField(holder, "files");
-    return RunAsync(info.Env(), state->device.str(), [state, files]() -> Resolver {
+    return RunAsync(info.Env(), state->lane, [state, files]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       comlrl::LoadWeights(*state->module, files);
       return nullptr;
@@ -284,7 +284,7 @@ Napi::Value NativeModel::Clone(const Napi::CallbackInfo& info) {
     const torch::Device device = options.Get("device").IsString() ? ParseDevice(StringField(options, "device")) : state->device;
     const torch::Dtype dtype = options.Get("dtype").IsString() ? ParseDtype(StringField(options, "dtype")) : state->dtype;
     const auto seed = static_cast<uint64_t>(NumberFieldOr(options, "seed", 0));
-    return RunAsync(info.Env(), state->device.str(), [state, device, dtype, seed]() -> Resolver {
+    return RunAsync(info.Env(), state->lane, [state, device, dtype, seed]() -> Resolver {
       std::lock_guard<std::mutex> lock(state->mutex);
       CausalLM module(state->module->config());
       module->to(device, dtype);

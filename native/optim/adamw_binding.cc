@@ -199,7 +199,7 @@ Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
     Napi::Object options = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(info.Env());
     const double max_norm = NumberFieldOr(options, "maxGradNorm", 0.0);
     const bool libtorch = BoolFieldOr(options, "libtorch", false);
-    return RunAsync(info.Env(), state->device.str(), [state, max_norm, libtorch]() -> Resolver {
+    return RunAsync(info.Env(), state->Lane(), [state, max_norm, libtorch]() -> Resolver {
       ModuleLocks locks(state->LockOrder());
       std::optional<double> fused;
       if (!libtorch) fused = FusedAdamWStep(*state->adamw, max_norm);
@@ -258,7 +258,7 @@ Napi::Value NativeOptimizer::Save(const Napi::CallbackInfo& info) {
     auto state = Live();
     if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("save(path): a file path");
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    return RunAsync(info.Env(), state->device.str(), [state, path]() -> Resolver {
+    return RunAsync(info.Env(), state->Lane(), [state, path]() -> Resolver {
       torch::serialize::OutputArchive archive;
       {
         ModuleLocks locks(state->LockOrder());
@@ -282,7 +282,7 @@ Napi::Value NativeOptimizer::Load(const Napi::CallbackInfo& info) {
     auto state = Live();
     if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("load(path): a file path");
     const std::string path = info[0].As<Napi::String>().Utf8Value();
-    return RunAsync(info.Env(), state->device.str(), [state, path]() -> Resolver {
+    return RunAsync(info.Env(), state->Lane(), [state, path]() -> Resolver {
       try {
         torch::serialize::InputArchive archive;
         archive.load_from(path, state->device);
@@ -302,7 +302,7 @@ Napi::Value NativeOptimizer::Load(const Napi::CallbackInfo& info) {
 Napi::Value NativeOptimizer::Reset(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
-    return RunAsync(info.Env(), state->device.str(), [state]() -> Resolver {
+    return RunAsync(info.Env(), state->Lane(), [state]() -> Resolver {
       ModuleLocks locks(state->LockOrder());
       state->adamw->state().clear();
       return nullptr;

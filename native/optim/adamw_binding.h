@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../bridge/module_state.h"
@@ -26,6 +27,8 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
     std::unique_ptr<torch::optim::AdamW> adamw;
     torch::Device device;
     std::vector<ModuleState*> LockOrder() const;
+    // Its steps run where its first module's calls do, so they queue behind that module's backward.
+    const std::string& Lane() const { return modules.front()->lane; }
   };
   std::shared_ptr<State> Live() const;
   Napi::Value Step(const Napi::CallbackInfo& info);

@@ -61,6 +61,13 @@ export interface NativeReadouts {
 export interface NativeAddon extends NativeLosses, NativeReadouts {
   runtimeInfo(): RuntimeInfo;
   setNumThreads(n: number): void;
+  /**
+   * Runs a CPU module's calls, and those of optimizers whose first module it is, on agent lane `lane` ("cpu#lane",
+   * one intra-op thread) beside the other lanes; null returns them to the device's lane.
+   */
+  setComputeLane(module: NativeModel | NativeValueHead, lane: number | null): void;
+  /** Where a module's calls run: "cpu", "cuda:N" or an agent lane "cpu#k". */
+  computeLane(module: NativeModel | NativeValueHead): string;
   matmul(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[]): MatmulResult;
   matmulAsync(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[], repeat?: number): Promise<MatmulResult>;
   measureMatmul(options: { n: number; dtype: string; device: string; iterations?: number }): Promise<{ seconds: number; gflops: number }>;
