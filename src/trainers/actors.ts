@@ -9,6 +9,7 @@ import { RewardProcessors } from "../rollout/rewards.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
 import { withGenerationKwargs } from "./generation-kwargs.js";
+import { cpuLanesFor, placeOnAgentLane } from "./lanes.js";
 import { checkOneOf } from "./options.js";
 import type { TaskOptions } from "./task-options.js";
 
@@ -24,6 +25,8 @@ export interface Actors {
   sources: ModelSource[];
   placement: Placement;
   environment: RolloutEnvironment;
+  /** CPU agent lanes (lanes.ts): agent i's models run on lane i mod lanes; 1: none. */
+  lanes: number;
 }
 
 /** The checks every task gets before anything is loaded. */
@@ -58,15 +61,17 @@ export async function setUpActors(
     evalSampling,
     ...extra,
   });
+  const lanes = cpuLanesFor(config.parallelTraining, [...placement.agentDevices, ...(config.referenceKlEnabled ? placement.referenceDevices : [])], sources);
+  agents.forEach((agent) => placeOnAgentLane(lanes, agent.index, [agent.model, agent.reference]));
   const environment: RolloutEnvironment = {
     policies: agents,
     formatters: buildFormatters(options.formatters, n),
     rewardFunc: options.rewardFunc,
     rewardProcessor: options.rewardProcessor ?? RewardProcessors.identity(),
     externalTransition: options.externalTransition ?? null,
-    concurrent: placement.concurrent,
+    concurrent: placement.concurrent || lanes > 1,
   };
-  return { agents, sources, placement, environment };
+  return { agents, sources, placement, environment, lanes };
 }
 
 /** runs/<algorithm>-<timestamp> unless the user chose a directory. */

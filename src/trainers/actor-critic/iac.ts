@@ -7,10 +7,11 @@ import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
+import { placeOnAgentLane, sharesModels } from "../lanes.js";
 import { checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources } from "./critics.js";
 import { headValues, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions, type StepLog } from "./trainer.js";
 
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
@@ -55,7 +56,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
    */
   static async around(
     config: IACConfig,
-    actors: Pick<Actors, "agents" | "placement" | "environment">,
+    actors: Pick<Actors, "agents" | "placement" | "environment" | "lanes">,
     criticSources: ModelSource[],
     options: IACTrainerOptions,
     hostedBy: StageHost | null,
@@ -70,6 +71,9 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
       optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
       tokenizers: actors.agents.map((a) => a.tokenizer),
     });
+    // Each critic on its agent's lane; a critic shared by agents is one module, so then the agents take turns.
+    if (sharesModels(criticSources)) actors.environment.concurrent = actors.placement.concurrent;
+    else critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
     return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir), hostedBy);
   }
 
@@ -79,7 +83,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     values: (agent, rows) => headValues(this.critics[agent]?.valueHead ?? this.agents[agent].valueHead!, rows, this.config.criticType),
   };
 
-  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<void> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<StepLog[]> {
     const c = this.config;
     const prompts = minibatch.map((s) => s.promptIds);
     const completions = minibatch.map((s) => s.completionIds);
@@ -102,17 +106,17 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
         loss = result.loss;
       }
       const head = agent.valueHead;
-      await this.stepIfFinite(name, agent.optimizer, loss, agent, minibatch, () => (agent.model.zeroGrad(), head.zeroGrad()));
-      return;
+      return [await this.stepIfFinite(name, agent.optimizer, loss, agent, minibatch, () => (agent.model.zeroGrad(), head.zeroGrad()))];
     }
     const actorLoss = some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0;
-    await this.stepIfFinite(name, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
+    const actorStep = await this.stepIfFinite(name, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[agent.index];
     critic.model.zeroGrad();
     critic.valueHead.zeroGrad();
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
       : 0;
-    await this.stepIfFinite(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
+    const criticStep = await this.stepIfFinite(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
+    return [actorStep, criticStep];
   }
 }

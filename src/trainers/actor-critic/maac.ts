@@ -12,7 +12,7 @@ import { checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
 import { headValues, type CriticRow, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./trainer.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions, type StepLog } from "./trainer.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
   /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
@@ -115,13 +115,13 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     return rows;
   }
 
-  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<void> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<StepLog[]> {
     const c = this.config;
     const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
     const some = minibatch.length > 0;
     agent.model.zeroGrad();
     const actorLoss = some ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
-    await this.stepIfFinite(`agent_${agent.index}`, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
+    const actorStep = await this.stepIfFinite(`agent_${agent.index}`, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
     const critic = this.critics[0];
     critic.model.zeroGrad();
     critic.valueHead.zeroGrad();
@@ -129,6 +129,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     const valueLoss = some
       ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss
       : 0;
-    await this.stepIfFinite("critic", critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
+    const criticStep = await this.stepIfFinite("critic", critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
+    return [actorStep, criticStep];
   }
 }

@@ -6,7 +6,7 @@ import type { ActorCriticConfig } from "../../config/index.js";
 import type { Optimizer } from "../../models/optimizer.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
 import type { Agent, ModelSource } from "../agents.js";
-import type { StageHost } from "../lifecycle/stage-host.js";
+import type { StageHost, UpdateRecord } from "../lifecycle/stage-host.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import type { Critic } from "./critics.js";
@@ -21,6 +21,12 @@ export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput
 
 export const ACTOR_CRITIC_OPTION_KEYS = { ...TASK_OPTION_KEYS, criticModel: true, critics: true, metricsCallback: true } as const;
 
+/** One optimizer step of a component, logged once every agent has stepped. */
+export interface StepLog {
+  component: string;
+  update: UpdateRecord;
+}
+
 /** One step's minibatch with its normalised advantages. */
 export interface ActorCriticMinibatch {
   minibatch: ActorCriticSample[];
@@ -31,7 +37,7 @@ type MetricFields = Pick<ActorCriticSample, "agent" | "turn" | "environmentRewar
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutTrainer<ActorCriticSample, ActorCriticMinibatch, void, MetricFields, C> {
+export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutTrainer<ActorCriticSample, ActorCriticMinibatch, StepLog[], MetricFields, C> {
   protected constructor(
     config: C,
     agents: Agent[],
@@ -95,12 +101,12 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
   }
 
   /**
-   * One optimizer step over a minibatch's gradients, recorded as `component`; `samples` weights this rank's gradients
+   * One optimizer step over a minibatch's gradients, logged as `component`; `samples` weights this rank's gradients
    * under data parallelism (an empty minibatch contributes nothing but still steps with its peers).
    */
-  protected async stepOptimizer(component: string, optimizer: Optimizer, loss: number, samples: number): Promise<void> {
+  protected async stepOptimizer(component: string, optimizer: Optimizer, loss: number, samples: number): Promise<StepLog> {
     const step = await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined, samples, loss });
-    this.host.recordUpdate(component, { loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples });
+    return { component, update: { loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples } };
   }
 
   /**
@@ -108,12 +114,17 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
    * permitting) drops them and takes a step with no samples, which changes nothing but keeps data-parallel peers in
    * step. `zeroGrad` clears what the backward accumulated.
    */
-  protected async stepIfFinite(component: string, optimizer: Optimizer, loss: number, agent: Agent, minibatch: ActorCriticSample[], zeroGrad: () => void): Promise<void> {
+  protected async stepIfFinite(component: string, optimizer: Optimizer, loss: number, agent: Agent, minibatch: ActorCriticSample[], zeroGrad: () => void): Promise<StepLog> {
     const where = [...new Set(minibatch.map((s) => `item ${s.itemIndex} turn ${s.turn + 1}`))].join(", ");
     if (this.host.checkLoss(loss, `agent ${agent.index} (${component})`, `the minibatch of ${where}`)) return this.stepOptimizer(component, optimizer, loss, minibatch.length);
     zeroGrad();
     await optimizer.step({ samples: 0, loss: 0 });
-    this.host.recordUpdate(component, { loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 });
+    return { component, update: { loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 } };
+  }
+
+  /** Steps are logged in agent order once every agent has stepped, so agents on lanes of their own log as agents in turn do. */
+  protected override afterSteps(results: StepLog[][]): void {
+    for (const { component, update } of results.flat()) this.host.recordUpdate(component, update);
   }
 
   protected metricFields({ agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }: ActorCriticSample): MetricFields {

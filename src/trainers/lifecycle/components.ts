@@ -11,6 +11,7 @@ import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import type { ValueHead } from "../../models/value-head.js";
 import { writeFileChecked } from "../../util/atomic.js";
 import { makeDirs } from "../../util/make-dirs.js";
+import { releaseLane } from "../lanes.js";
 
 /** What the registry needs of any module that holds weights. */
 export interface ComponentModule {
@@ -24,6 +25,8 @@ export interface ComponentModule {
   /** Writes the module for users (Hugging Face layout, value_head.pt); defaults to saveState. */
   export?(dir: string): Promise<void>;
   dispose(): void;
+  /** Hands a module the caller passed in back as it came (a CPU agent lane the trainer gave it is undone). */
+  release?(): void;
 }
 
 /** What the registry needs of an optimizer. */
@@ -185,12 +188,13 @@ export class ComponentRegistry {
     }
   }
 
-  /** Frees every optimizer and every module the trainer created, a shared module once. */
+  /** Frees every optimizer and every module the trainer created, a shared module once; releases the caller's. */
   dispose(): void {
     const freed = new Set<object>();
     for (const c of this.list) {
       c.optimizer?.dispose();
-      if (c.ownsModule && !freed.has(c.module.key)) c.module.dispose();
+      if (!c.ownsModule) c.module.release?.();
+      else if (!freed.has(c.module.key)) c.module.dispose();
       freed.add(c.module.key);
     }
     this.list.length = 0;
@@ -219,6 +223,7 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),
+    release: () => releaseLane(model),
   };
 }
 

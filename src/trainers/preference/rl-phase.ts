@@ -84,7 +84,7 @@ function criticSources(config: RlhfConfig, options: CriticOptions, actorSources:
 
 export interface RLPhaseSetUp {
   config: RlhfConfig;
-  actors: Pick<Actors, "agents" | "sources" | "placement">;
+  actors: Pick<Actors, "agents" | "sources" | "placement" | "lanes">;
   /** Where the learner's rollouts run: MARLHF's reward-model environment. */
   environment: RolloutEnvironment;
   critics: CriticOptions;
