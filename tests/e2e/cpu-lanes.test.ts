@@ -27,8 +27,8 @@ afterEach(() => {
 });
 
 const lanesOf = (trainer: ResumableTrainer) => {
-  const t = trainer as unknown as { agents: { model: CausalLM }[]; critics?: { model: CausalLM }[] };
-  return [...t.agents, ...(t.critics ?? [])].map((m) => addon().computeLane(m.model.native));
+  const t = trainer as unknown as { agents: { model: CausalLM }[]; critics?: { model: CausalLM }[]; rewardModel?: { model: CausalLM } };
+  return [...t.agents, ...(t.critics ?? []), ...(t.rewardModel ? [t.rewardModel] : [])].map((m) => addon().computeLane(m.model.native));
 };
 const records = (dir: string) => readJsonlMetrics(path.join(dir, "metrics.jsonl")).map(({ time: _t, ...rest }) => rest);
 
@@ -48,16 +48,16 @@ async function run(kind: string, lanes: string | undefined) {
   return { placed, concurrent, weights, records: records(outputDir).filter((r) => r.kind !== "timing") };
 }
 
-// Where each kind's actors (then critics) run: a critic per agent on its agent's lane, MAAC's one critic on the CPU's
-// own lane with its intra-op threads.
+// Where each kind's actors (then critics, MARLHF's reward model) run: a critic per agent on its agent's lane, MAAC's one critic on lane 0
+// (what the agents share runs there).
 const PLACED: Record<string, string[]> = {
   MAGRPO: ["cpu#0", "cpu#1"],
   "IAC (separate critics)": ["cpu#0", "cpu#1", "cpu#0", "cpu#1"],
   "IAC (shared heads)": ["cpu#0", "cpu#1"],
-  MAAC: ["cpu#0", "cpu#1", "cpu"],
+  MAAC: ["cpu#0", "cpu#1", "cpu#0"],
   MADPO: ["cpu#0", "cpu#1"],
-  MARLHF: ["cpu#0", "cpu#1"],
-  "MARLHF (MAAC)": ["cpu#0", "cpu#1"],
+  MARLHF: ["cpu#0", "cpu#1", "cpu#0"],
+  "MARLHF (MAAC)": ["cpu#0", "cpu#1", "cpu#0"],
 };
 
 const withModels = (agents: CausalLM[], run: string) =>
