@@ -1,9 +1,11 @@
 // Agents that share a CPU run concurrently on compute lanes of their own (README, Performance: "CPU agent lanes"):
-// agent i's actor, reference and critic run on lane i mod L with one intra-op thread each (what they share on lane
-// 0), so that two agents' generation, critic readouts and updates overlap on two cores instead of taking turns on both. At a small model's
+// agent i's actor, reference and critic run on lane i mod L with one intra-op thread each, so that two agents'
+// generation, critic readouts and updates overlap on two cores instead of taking turns on both. At a small model's
 // size an op is mostly libtorch's per-op overhead, which intra-op threads do not shorten. Results are those of one
 // intra-op thread: each lane runs its agent's ops in the order they were issued, every agent draws from its own
-// sampling stream, and the trainers plan (and shuffle) before agents run.
+// sampling stream, and the trainers plan (and shuffle) before agents run. What the agents share (MAAC's critic,
+// MARLHF's reward model) stays on the CPU's own lane with all the intra-op threads: it runs while the agents wait,
+// and the reward model's epoch needs them (demo: 0.58 s on two threads, 0.86 s on one).
 import type { CausalLM } from "../models/causal-lm.js";
 import { addon } from "../native/loader.js";
 import { runtimeInfo } from "../runtime.js";
@@ -51,21 +53,11 @@ export function cpuLanesFor(parallelTraining: LaneFacts["parallelTraining"], dev
 
 /**
  * Puts agent `agent`'s CPU models (actor, reference, critic: their heads' calls go where the model's do) on its lane;
- * a model placed on a GPU (a critic or reward model device of its own) keeps its device's lane.
+ * a model placed on a GPU (a critic device of its own) keeps its device's lane.
  */
 export function placeOnAgentLane(lanes: number, agent: number, models: ReadonlyArray<CausalLM | null>): void {
   if (lanes < 2) return;
   for (const model of models) if (model && model.native.info().device === "cpu") addon().setComputeLane(model.native, agent % lanes);
-}
-
-/**
- * Puts what the agents share (MAAC's critic, MARLHF's reward model) on the first agent lane: it runs while the agents
- * wait, and on one thread like them, since a two-thread OpenMP team beside busy cores stalls at every parallel region
- * (measured: MAAC's demo epoch 6.7 s with its critic on the CPU's own lane and two threads, 0.62 s on lane 0, with
- * other work on the cores), and OpenBLAS's thread count would flip at every switch between the two.
- */
-export function placeShared(lanes: number, models: ReadonlyArray<CausalLM | null>): void {
-  placeOnAgentLane(lanes, 0, models);
 }
 
 /** Returns a model to its device's lane (a model the caller passed in, when the trainer is closed). */

@@ -48,16 +48,16 @@ async function run(kind: string, lanes: string | undefined) {
   return { placed, concurrent, weights, records: records(outputDir).filter((r) => r.kind !== "timing") };
 }
 
-// Where each kind's actors (then critics, MARLHF's reward model) run: a critic per agent on its agent's lane, MAAC's one critic on lane 0
-// (what the agents share runs there).
+// Where each kind's actors (then critics, MARLHF's reward model) run: a critic per agent on its agent's lane; what the
+// agents share (MAAC's critic, the reward model) on the CPU's own lane with all the intra-op threads, as before.
 const PLACED: Record<string, string[]> = {
   MAGRPO: ["cpu#0", "cpu#1"],
   "IAC (separate critics)": ["cpu#0", "cpu#1", "cpu#0", "cpu#1"],
   "IAC (shared heads)": ["cpu#0", "cpu#1"],
-  MAAC: ["cpu#0", "cpu#1", "cpu#0"],
+  MAAC: ["cpu#0", "cpu#1", "cpu"],
   MADPO: ["cpu#0", "cpu#1"],
-  MARLHF: ["cpu#0", "cpu#1", "cpu#0"],
-  "MARLHF (MAAC)": ["cpu#0", "cpu#1", "cpu#0"],
+  MARLHF: ["cpu#0", "cpu#1", "cpu"],
+  "MARLHF (MAAC)": ["cpu#0", "cpu#1", "cpu"],
 };
 
 const withModels = (agents: CausalLM[], run: string) =>

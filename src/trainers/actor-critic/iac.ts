@@ -7,7 +7,7 @@ import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
-import { placeOnAgentLane, placeShared, sharesModels } from "../lanes.js";
+import { placeOnAgentLane, sharesModels } from "../lanes.js";
 import { checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources } from "./critics.js";
 import { headValues, type CriticView } from "./samples.js";
@@ -72,10 +72,8 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
       tokenizers: actors.agents.map((a) => a.tokenizer),
     });
     // Each critic on its agent's lane; a critic shared by agents is one module, so then the agents take turns.
-    if (sharesModels(criticSources)) {
-      actors.environment.concurrent = actors.placement.concurrent;
-      placeShared(actors.lanes, critics.map((c) => c.model));
-    } else critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
+    if (sharesModels(criticSources)) actors.environment.concurrent = actors.placement.concurrent;
+    else critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
     return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir), hostedBy);
   }
 

@@ -8,7 +8,6 @@ import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
-import { placeShared } from "../lanes.js";
 import { checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
@@ -72,7 +71,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
    */
   static async around(
     config: MAACConfig,
-    actors: Pick<Actors, "agents" | "placement" | "environment" | "lanes">,
+    actors: Pick<Actors, "agents" | "placement" | "environment">,
     source: ModelSource,
     headHiddenDim: number | null,
     options: MAACTrainerOptions,
@@ -88,7 +87,6 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
       optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
       tokenizers: [actors.agents[0].tokenizer],
     });
-    placeShared(actors.lanes, [critic.model]);
     return new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir), hostedBy);
   }
 

@@ -10,7 +10,6 @@ import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
 import { jointText, JointRewardModel, resolveRewardModelDevice } from "./reward-model.js";
 import type { RlhfConfig } from "./rl-phase.js";
-import { placeShared } from "../lanes.js";
 
 export interface RewardModelStepMetrics {
   loss: number;
@@ -26,19 +25,19 @@ export class RewardModelTraining {
   private current: { model: JointRewardModel; optimizer: Optimizer } | null = null;
   /** The current epoch's order of the training pairs. */
   private order: number[] = [];
-  private readonly source: { source: string; device: string; lanes: number };
+  private readonly source: { source: string; device: string };
 
   constructor(
     private readonly host: StageHost,
     private readonly config: RlhfConfig,
     private readonly preferences: PreferencePairs,
-    /** The first actor's source (the backbone unless rewardModelName is set) and device, and the actors' CPU lanes. */
-    firstActor: { source: ModelSource; device: string; lanes: number },
+    /** The first actor's source (the backbone unless rewardModelName is set) and device. */
+    firstActor: { source: ModelSource; device: string },
     facts: CudaFacts,
   ) {
     const source = config.rewardModelName ?? (typeof firstActor.source === "string" ? firstActor.source : null);
     if (source === null) throw new TypeError("MARLHF: rewardModelName must be set when the actors are loaded model objects (there is no model id to load the reward model's backbone from)");
-    this.source = { source, device: resolveRewardModelDevice(config, firstActor.device, facts, (message) => host.console(message)), lanes: firstActor.lanes };
+    this.source = { source, device: resolveRewardModelDevice(config, firstActor.device, facts, (message) => host.console(message)) };
   }
 
   get model(): JointRewardModel {
@@ -49,9 +48,8 @@ export class RewardModelTraining {
   /** A fresh (untrained) reward model and its optimizer, put into the registry by `place` (register or replace). */
   async load(place: (spec: ComponentSpec) => unknown): Promise<void> {
     const c = this.config;
-    const { source, device, lanes } = this.source;
+    const { source, device } = this.source;
     const rm = await JointRewardModel.load(source, { device, dtype: c.dtype, seed: c.seed, maxLength: c.rewardMaxLength, freezeBackbone: c.rewardFreezeBackbone });
-    placeShared(lanes, [rm.model]);
     const adam = { lr: c.rewardLearningRate, betas: [c.adamBetas[0], c.adamBetas[1]] as [number, number], eps: c.adamEps, weightDecay: c.weightDecay };
     const optimizer = new Optimizer(c.rewardFreezeBackbone ? rm.head : [{ module: rm.model }, { module: rm.head }], adam);
     this.current = { model: rm, optimizer };

@@ -37,7 +37,7 @@ export class RlhfPhases {
   /** Loads the reward model, registers it (after the agents), then builds the RL learner and registers its critics. */
   static async build(setUp: RlhfSetUp): Promise<RlhfPhases> {
     const { actors, registry } = setUp;
-    const rewardModel = new RewardModelTraining(setUp.host, setUp.config, setUp.preferences, { source: actors.sources[0], device: actors.placement.agentDevices[0], lanes: actors.lanes }, setUp.facts);
+    const rewardModel = new RewardModelTraining(setUp.host, setUp.config, setUp.preferences, { source: actors.sources[0], device: actors.placement.agentDevices[0] }, setUp.facts);
     await rewardModel.load((spec) => registry.register(spec));
     // Reads the reward model when called, so that a reward model put in place later (MARLHFIter's) scores.
     const rewardFunc: RewardFunction = async (completions, context) => Array.from(await rewardModel.model.scoreJoint(context.prompts, completions));
