@@ -176,7 +176,8 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
       head_dim_(config.head_dim),
       qk_norm_(config.qk_norm),
       scale_(config.attention_scale),
-      softcap_(config.attn_softcap) {
+      softcap_(config.attn_softcap),
+      kernel_(config.attention) {
   const int64_t q_width = config.num_heads * config.head_dim, kv_width = config.num_kv_heads * config.head_dim;
   const bool gpt2 = config.gpt2_layout;
   if (config.fused_projections) {
@@ -192,6 +193,11 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
     q_norm = register_module("q_norm", Norm(per_head ? config.head_dim : q_width, config.rms_norm_eps, config.norm));
     k_norm = register_module("k_norm", Norm(per_head ? config.head_dim : kv_width, config.rms_norm_eps, config.norm));
   }
+}
+
+bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& device) {
+  if (!SdpaAvailable() || softcap != 0) return false;
+  return kernel == AttentionKernel::kSdpa || (kernel == AttentionKernel::kAuto && device.is_cuda());
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -231,7 +237,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
   torch::Tensor out;
-  if (FusedAttentionApplies(grouped_q, k, v, softcap_)) {
+  if (UsesSdpa(kernel_, softcap_, q.device())) {
+    out = Sdpa(q, k, v, key_mask.view({key_mask.size(0), 1, queries, keys}), scale_);
+  } else if (FusedAttentionApplies(grouped_q, k, v, softcap_)) {
     out = FusedAttention(grouped_q, k, v, key_mask, group, scale_);
   } else {
     torch::Tensor scores = SoftCap(Matmul(grouped_q, k.transpose(-1, -2)) * scale_, softcap_);

@@ -22,6 +22,10 @@ enum class NormPlacement { kPre, kSandwich, kPost };
 enum class Activation { kSilu, kGeluTanh };
 // q/k RMSNorm over each head (Qwen3, Gemma 3) or over the whole projection (OLMo 2).
 enum class QkNorm { kNone, kHead, kFull };
+// Which attention kernel computes softmax(q·kᵀ)·v (config.json's attn_implementation): libtorch's
+// scaled_dot_product_attention on CUDA and ours on a CPU (auto), ours everywhere (eager), or libtorch's everywhere
+// (sdpa). All compute the same numbers within rounding; see UsesSdpa for when libtorch's can run.
+enum class AttentionKernel { kAuto, kEager, kSdpa };
 
 struct DecoderConfig {
   int64_t vocab_size = 0;
@@ -52,6 +56,7 @@ struct DecoderConfig {
   bool embed_scale = false;        // embeddings × √hidden_size (Gemma)
   double attention_scale = 0;      // q·k multiplier
   double attn_softcap = 0;         // tanh soft-capping of scores / final logits; 0 = none
+  AttentionKernel attention = AttentionKernel::kAuto;
   double final_softcap = 0;
   torch::Tensor rope_inv_freq;                // float32 [tables, rotary_dim / 2], computed from the config in TypeScript; 0 tables: no RoPE
   std::vector<double> rope_attention_scaling;  // per table: cos and sin are multiplied by it
@@ -115,6 +120,10 @@ class DenseImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Dense);
 
+// Whether attention on this device runs in libtorch's scaled_dot_product_attention: asked for (or auto on CUDA),
+// libtorch 2.5 or later (grouped-query heads without copying keys/values), and no soft-capping (it has none).
+bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& device);
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const DecoderConfig& config);
@@ -129,6 +138,7 @@ class AttentionImpl : public torch::nn::Module {
   int64_t num_heads_, num_kv_heads_, head_dim_;
   QkNorm qk_norm_;
   double scale_, softcap_;
+  AttentionKernel kernel_;
 };
 TORCH_MODULE(Attention);
 

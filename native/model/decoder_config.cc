@@ -64,6 +64,7 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.attention_scale = NumberField(config, "attentionScale");
   out.attn_softcap = NumberFieldOr(config, "attnSoftcap", 0);
   out.final_softcap = NumberFieldOr(config, "finalSoftcap", 0);
+  out.attention = EnumField<AttentionKernel>(config, "attention", {{"auto", AttentionKernel::kAuto}, {"eager", AttentionKernel::kEager}, {"sdpa", AttentionKernel::kSdpa}});
   out.layer_rope = IntListField(config, "layerRope");
   out.layer_window = IntListField(config, "layerWindow");
   out.num_experts = static_cast<int64_t>(NumberFieldOr(config, "numExperts", 0));

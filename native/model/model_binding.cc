@@ -381,7 +381,7 @@ Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
   });
 }
 
-// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, gradientCheckpointing, frozen }
+// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, attention, gradientCheckpointing, frozen }
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -393,6 +393,8 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     out.Set("gradientBytes", stats.gradient_bytes);
     out.Set("device", state->device.str());
     out.Set("dtype", DtypeName(state->dtype));
+    const DecoderConfig& config = state->module->config();
+    out.Set("attention", UsesSdpa(config.attention, config.attn_softcap, state->device) ? "sdpa" : "eager");
     out.Set("gradientCheckpointing", Napi::Boolean::New(info.Env(), state->module->gradient_checkpointing()));
     out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;

@@ -18,6 +18,10 @@ export interface LoadOptions {
   device?: string;
   /** Seed of the model's sampling generator (default 0). */
   seed?: number;
+  /** transformers' `attn_implementation`, in place of config.json's: "sdpa" (or a flash / flex name) runs libtorch's
+   * scaled_dot_product_attention wherever it can (libtorch ≥ 2.5, no soft-capping), "eager" ours; unset: libtorch's
+   * on CUDA, ours on a CPU. `info().attention` says which runs. */
+  attnImplementation?: string;
 }
 
 export interface GenerationOptions {
@@ -214,7 +218,9 @@ export class CausalLM {
   static async fromDirectory(dir: string, options: LoadOptions = {}): Promise<CausalLM> {
     if (!existsSync(dir)) throw new ModelLoadError(`${dir}: no such model directory`);
     const configFile = path.join(dir, "config.json");
-    const config = parseModelConfig(readJson(configFile), configFile);
+    const raw = readJson(configFile);
+    if (options.attnImplementation !== undefined) raw.attn_implementation = options.attnImplementation;
+    const config = parseModelConfig(raw, configFile);
     const generationFile = path.join(dir, "generation_config.json");
     const generationConfig = existsSync(generationFile) ? readJson(generationFile) : {};
     warnUnappliedSampling(generationConfig, generationFile);

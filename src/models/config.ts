@@ -52,6 +52,9 @@ export interface DecoderConfig {
   /** tanh soft-capping of attention scores and of the final logits; 0 = none. */
   attnSoftcap: number;
   finalSoftcap: number;
+  /** The attention kernel: libtorch's scaled_dot_product_attention on CUDA and ours on a CPU (auto), ours (eager),
+   * or libtorch's wherever it can run (sdpa: libtorch ≥ 2.5, no soft-capping). The numbers agree within rounding. */
+  attention: AttentionKernel;
   /** Rotary tables (inverse frequencies and the cos/sin factor) the layers choose from; none with learned positions. */
   ropeInvFreq: number[][]; // [tables][rotaryDim/2]
   ropeAttentionScaling: number[]; // [tables]
@@ -318,7 +321,12 @@ const FAMILIES: Record<ModelType, Family> = {
 
 const ACTIVATIONS: Record<string, Activation> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh", gelu_new: "gelu_tanh" };
 const DTYPES = new Set<string>(["float32", "bfloat16", "float16"]);
-const ATTN_IMPLEMENTATIONS = new Set(["eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"]);
+export type AttentionKernel = "auto" | "eager" | "sdpa";
+// transformers' attn_implementation names: the flash and flex kernels are libtorch's SDPA here, which picks a flash
+// kernel itself where the device and shapes allow one.
+const ATTENTION_KERNELS: Record<string, AttentionKernel> = {
+  eager: "eager", sdpa: "sdpa", flash_attention_2: "sdpa", flash_attention_3: "sdpa", flex_attention: "sdpa",
+};
 
 function tokenIds(value: unknown): number[] {
   if (value === null || value === undefined) return [];
@@ -398,8 +406,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const dtype = raw[dtypeField] ?? "float32";
   if (!DTYPES.has(dtype as string)) fail(dtypeField, `${JSON.stringify(dtype)} is not supported (supported: ${[...DTYPES].join(", ")})`);
   const implementation = raw.attn_implementation ?? raw._attn_implementation ?? null;
-  if (implementation !== null && !ATTN_IMPLEMENTATIONS.has(implementation as string)) {
-    fail("attn_implementation", `${JSON.stringify(implementation)} is not supported (supported: ${[...ATTN_IMPLEMENTATIONS].join(", ")})`);
+  if (implementation !== null && !Object.hasOwn(ATTENTION_KERNELS, implementation as string)) {
+    fail("attn_implementation", `${JSON.stringify(implementation)} is not supported (supported: ${Object.keys(ATTENTION_KERNELS).join(", ")})`);
   }
 
   // Layer kinds: transformers 5 writes them; 4.x files imply them from the family's own fields.
@@ -481,6 +489,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     attentionScale,
     attnSoftcap: scalar("attn_logit_softcapping"),
     finalSoftcap: scalar("final_logit_softcapping"),
+    attention: implementation === null ? "auto" : ATTENTION_KERNELS[implementation as string],
     ropeInvFreq: rope.invFreq,
     ropeAttentionScaling: rope.attentionScaling,
     layerRope,
@@ -552,13 +561,13 @@ export function decoderConfigOf(config: ModelConfig): DecoderConfig {
   const {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
-    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
     numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse,
   } = config;
   return {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
-    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
     numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse,
   };
 }
