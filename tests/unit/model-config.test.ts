@@ -89,8 +89,10 @@ describe("transformers 5 layout", () => {
     expect(() => parseModelConfig({ ...raw, attn_pdrop: 0.1 })).toThrow(/attn_pdrop 0.1 is not supported/);
   });
 
-  it("attn_implementation is accepted (every implementation computes the same numbers); an unknown one is refused", () => {
+  it("attn_implementation picks the attention kernel (every one computes the same numbers); an unknown one is refused", () => {
     expect(parseModelConfig({ ...read("mistral"), attn_implementation: "sdpa" }).attnImplementation).toBe("sdpa");
+    const kernel = (name?: string) => decoder({ ...read("mistral"), attn_implementation: name }).attention;
+    expect([kernel(undefined), kernel("eager"), kernel("sdpa"), kernel("flash_attention_2"), kernel("flex_attention")]).toEqual(["auto", "eager", "sdpa", "sdpa", "sdpa"]);
     expect(() => parseModelConfig({ ...read("mistral"), attn_implementation: "paged" })).toThrow(/attn_implementation "paged"/);
   });
 });
