@@ -3,6 +3,7 @@
 #include <map>
 
 #include "../kernels/token_logprobs.h"
+#include "../runtime/transfer.h"
 
 namespace comlrl {
 
@@ -10,11 +11,11 @@ namespace {
 
 torch::Tensor Int64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
   // torch::tensor copies: the vectors die with their callers, the tensors may not.
-  return torch::tensor(values, torch::kInt64).reshape(shape).to(device);
+  return ToDevice(torch::tensor(values, torch::kInt64).reshape(shape), device);
 }
 
 torch::Tensor BoolTensor(const std::vector<uint8_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
-  return torch::tensor(values, torch::kUInt8).reshape(shape).to(device).to(torch::kBool);
+  return ToDevice(torch::tensor(values, torch::kUInt8).reshape(shape), device).to(torch::kBool);
 }
 
 // Hidden states that predict each completion token, [total tokens, hidden], rows concatenated.
@@ -140,7 +141,7 @@ CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& bat
   }
   const int64_t total = static_cast<int64_t>(targets.size());
   CompletionScores scores;
-  scores.counts = torch::tensor(counts).to(device);
+  scores.counts = ToDevice(torch::tensor(counts), device);
   scores.row_of_token = Int64Tensor(row_of_token, {total}, device);
   if (total == 0) {
     scores.token_logprobs = torch::zeros({0}, torch::TensorOptions().device(device));

@@ -6,6 +6,7 @@
 
 #include "../bridge/bridge.h"
 #include "../bridge/parameter_access.h"
+#include "../runtime/transfer.h"
 #include "batch_input.h"
 #include "decoder_config.h"
 #include "generate.h"
@@ -149,7 +150,7 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> hidden_states;
       const torch::Tensor hidden = state->module->forward(
-          {ids.to(state->device), positions.to(state->device), mask.to(state->device)}, nullptr, want_hidden ? &hidden_states : nullptr);
+          {ToDevice(ids, state->device), ToDevice(positions, state->device), ToDevice(mask, state->device)}, nullptr, want_hidden ? &hidden_states : nullptr);
       torch::Tensor logits = want_logits ? state->module->logits(hidden).to(torch::kFloat32).cpu() : torch::Tensor();
       for (auto& h : hidden_states) h = h.to(torch::kCPU, torch::kFloat32);
       return [logits, hidden_states](Napi::Env env) -> Napi::Value {
