@@ -2,6 +2,7 @@
 // the joint prompt from the roles' prompts and splits each response back into roles; the task reward scores the
 // split roles. Internally this is single-actor MAGRPO over joint responses, scored on the full joint sequence.
 import { centralizedMagrpoConfig, type CentralizedMAGRPOConfigInput, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
+import { centralizedRunConfig } from "../../logging/run-config.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
 import type { Formatter, Item, RewardFunction } from "../../rollout/types.js";
@@ -94,8 +95,9 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
   /** How many roles the joint policy writes for. */
   numRoles = 0;
 
-  protected override runConfig(): Record<string, unknown> {
-    return { ...super.runConfig(), collaborationMode: "centralized", numRoles: this.numRoles, numActorModels: 1 };
+  // CoMLRL's centralized trainer has no algorithm name of its own: it logs MAGRPO's, with the collaboration keys.
+  protected override comlrlRunConfig(): Record<string, unknown> {
+    return { ...super.comlrlRunConfig(), algorithm: "MAGRPO", ...centralizedRunConfig(this.numRoles, 1, false) };
   }
 
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {

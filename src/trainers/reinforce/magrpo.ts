@@ -2,6 +2,7 @@
 // plumbing (buffers, drains, minibatch planning, per-turn metrics, evaluation) is RolloutTrainer's and the lifecycle
 // the shared Trainer's; this file holds MAGRPO's rollout settings, its advantages and its update rule.
 import { magrpoConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
+import { comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
 import { sampleRows, type RolloutEnvironment, type RolloutSettings, type rolloutItem } from "../../rollout/tree.js";
 import type { NodeSample } from "../../rollout/types.js";
@@ -53,6 +54,10 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
   /** Use the static create(), which loads the agents; `hostedBy`: the host of a trainer this one runs inside. */
   constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string, hostedBy: StageHost | null = null) {
     super(config, agents, options, environment, outputDir, hostedBy);
+  }
+
+  protected comlrlRunConfig(): Record<string, unknown> {
+    return magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: this.config });
   }
 
   /** The config builder of this algorithm (baselines override the advantage mode's default). */
