@@ -118,6 +118,8 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
       throw new AgentResolutionError(`Centralized MAGRPO takes one actor tokenizer, got ${options.tokenizer.length}`);
     }
     const joint = centralizedTask(givenAdapter ?? new TaggedAdapter(), options.formatters, options.rewardFunc, roles);
+    // The one actor replaces the role count, under either spelling a config (or a config file) gives it.
+    const { num_agents: _roles, ...actorConfig } = (options.config ?? {}) as Record<string, unknown>;
     const trainer = (await MAGRPOTrainer.create.call(this, {
       ...magrpoOptions,
       agentModel: null,
@@ -126,7 +128,7 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
       tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer,
       formatters: [joint.formatter],
       rewardFunc: joint.rewardFunc,
-      config: { ...(options.config ?? {}), numAgents: 1 },
+      config: { ...actorConfig, numAgents: 1 },
     })) as T & CentralizedMAGRPOTrainer;
     trainer.numRoles = roles;
     return trainer;
