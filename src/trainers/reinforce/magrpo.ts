@@ -98,6 +98,20 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     return rollout.samples;
   }
 
+  /**
+   * CoMLRL's MAGRPO buffers an item's samples node by node in env-step order and updates an agent as soon as its
+   * buffer is full, also within an item. Under data parallelism every rank takes as many steps as the rank with the
+   * most nodes, so that the drains (collective operations) line up.
+   */
+  protected override async bufferSamples(samples: NodeSample[]): Promise<void> {
+    const steps = [...new Set(samples.map((s) => s.envStep))].sort((a, b) => a - b);
+    const [count] = await this.host.agreeMax([steps.length]);
+    for (let n = 0; n < count; n++) {
+      for (const sample of samples) if (sample.envStep === steps[n]) this.buffers[sample.agent].push(sample);
+      await this.drainBuffers(this.config.rolloutBufferSize);
+    }
+  }
+
   protected override drainOrder(samples: NodeSample[]): NodeSample[] {
     return samples.sort((a, b) => a.envStep - b.envStep);
   }
