@@ -3,6 +3,7 @@
 #include <map>
 
 #include "../kernels/token_logprobs.h"
+#include "../runtime/transfer.h"
 
 namespace comlrl {
 
@@ -10,11 +11,11 @@ namespace {
 
 torch::Tensor Int64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
   // torch::tensor copies: the vectors die with their callers, the tensors may not.
-  return torch::tensor(values, torch::kInt64).reshape(shape).to(device);
+  return ToDevice(torch::tensor(values, torch::kInt64).reshape(shape), device);
 }
 
 torch::Tensor BoolTensor(const std::vector<uint8_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
-  return torch::tensor(values, torch::kUInt8).reshape(shape).to(device).to(torch::kBool);
+  return ToDevice(torch::tensor(values, torch::kUInt8).reshape(shape), device).to(torch::kBool);
 }
 
 // Hidden states that predict each completion token, [total tokens, hidden], rows concatenated.
@@ -32,7 +33,9 @@ torch::Tensor PredictingHidden(const CompletionBatch& batch, const SequenceForwa
 }
 
 // The same hidden states when rows share prompts (the K samples of a node): each distinct prompt is run once, its
-// keys/values are shared by the rows that continue it, and gradients from every row flow back into it.
+// keys/values are shared by the rows that continue it, and gradients from every row flow back into it. Prompts are
+// left-padded, so that each row's prompt ⧺ completion is contiguous in the cache: a sliding window counts cache
+// columns, and pads between a short prompt and its completion would shift its reach.
 torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const CompletionBatch& batch, const std::vector<int64_t>& group_of_row,
                                             const std::vector<const std::vector<int64_t>*>& prompts, const torch::Device& device) {
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
@@ -41,21 +44,21 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
   for (const auto* prompt : prompts) prompt_width = std::max<int64_t>(prompt_width, static_cast<int64_t>(prompt->size()));
   for (const auto& completion : batch.completions) fed_width = std::max<int64_t>(fed_width, static_cast<int64_t>(completion.size()) - 1);
 
-  std::vector<int64_t> prompt_ids(groups * prompt_width, 0), last_position(groups);
+  std::vector<int64_t> prompt_ids(groups * prompt_width, 0), prompt_positions(groups * prompt_width, 0);
   std::vector<uint8_t> prompt_mask(groups * prompt_width, 0);
   for (int64_t g = 0; g < groups; ++g) {
-    std::copy(prompts[g]->begin(), prompts[g]->end(), prompt_ids.begin() + g * prompt_width);
-    std::fill_n(prompt_mask.begin() + g * prompt_width, prompts[g]->size(), 1);
-    last_position[g] = static_cast<int64_t>(prompts[g]->size()) - 1;
+    const int64_t length = static_cast<int64_t>(prompts[g]->size()), pad = prompt_width - length;
+    std::copy(prompts[g]->begin(), prompts[g]->end(), prompt_ids.begin() + g * prompt_width + pad);
+    std::fill_n(prompt_mask.begin() + g * prompt_width + pad, length, 1);
+    for (int64_t i = 0; i < length; ++i) prompt_positions[g * prompt_width + pad + i] = i;
   }
-  const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(device);
   KVCache cache = KVCache::Growable(model.config().num_layers);
   const torch::Tensor prompt_hidden = model.forward(
-      {Int64Tensor(prompt_ids, {groups, prompt_width}, device), torch::arange(prompt_width, index_options).expand({groups, prompt_width}),
+      {Int64Tensor(prompt_ids, {groups, prompt_width}, device), Int64Tensor(prompt_positions, {groups, prompt_width}, device),
        BoolTensor(prompt_mask, {groups, prompt_width}, device)},
       &cache);
-  // Hidden state at each prompt's last token: it predicts the first completion token.
-  const torch::Tensor prompt_last = prompt_hidden.index({torch::arange(groups, index_options), Int64Tensor(last_position, {groups}, device)});
+  // Hidden state at each prompt's last token (the last column): it predicts the first completion token.
+  const torch::Tensor prompt_last = prompt_hidden.select(1, prompt_width - 1);
 
   // Sources of the predicting hidden states: [prompt_last (groups rows), completion hidden (rows × fed_width)].
   std::vector<int64_t> source_index;
@@ -140,7 +143,7 @@ CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& bat
   }
   const int64_t total = static_cast<int64_t>(targets.size());
   CompletionScores scores;
-  scores.counts = torch::tensor(counts).to(device);
+  scores.counts = ToDevice(torch::tensor(counts), device);
   scores.row_of_token = Int64Tensor(row_of_token, {total}, device);
   if (total == 0) {
     scores.token_logprobs = torch::zeros({0}, torch::TensorOptions().device(device));

@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { addon } from "../../src/native/loader.js";
+import { runtimeInfo } from "../../src/runtime.js";
 import { maxAbsDiff, norm, readSafetensors, type FixtureTensor } from "../support/safetensors.js";
 
 // The reference files live in the project's shared/ folder beside the checkout (COMLRL_GOLDEN_DIR overrides). CI
@@ -17,10 +18,17 @@ if (process.env.CI && !existsSync(GOLDEN)) throw new Error(`golden reference fil
 const SHARED = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
 // Committed beside this file; a transformers-5 file for each family the decoder runs.
 const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral", "gpt2"];
-const MODELS: [string, string][] = [
-  ...(existsSync(GOLDEN) ? SHARED.map((name): [string, string] => [name, path.join(GOLDEN, name)]) : []),
-  ...FAMILIES.map((name): [string, string] => [name, path.join(__dirname, name)]),
+// attn_implementation "sdpa": libtorch's scaled_dot_product_attention (libtorch ≥ 2.5; ours on older ones) on the
+// families whose attention differs most — grouped-query heads, sliding windows, q/k norms, experts — and Gemma 2,
+// whose soft-capped scores keep ours. Every check below runs for them too.
+const SDPA_FAMILIES = ["llama3", "qwen2_sliding", "gemma2", "gemma3_text", "qwen3_moe"];
+const MODELS: [string, string, string | undefined][] = [
+  ...(existsSync(GOLDEN) ? SHARED.map((name): [string, string, undefined] => [name, path.join(GOLDEN, name), undefined]) : []),
+  ...FAMILIES.map((name): [string, string, undefined] => [name, path.join(__dirname, name), undefined]),
+  ...SDPA_FAMILIES.map((name): [string, string, string] => [`${name}+sdpa`, path.join(__dirname, name), "sdpa"]),
 ];
+const [major, minor] = runtimeInfo().torchVersion.split(".").map(Number);
+const SDPA_AVAILABLE = major > 2 || (major === 2 && minor >= 5);
 // fp32 vs fp64 logits differ by ≈ 5e-6 (golden.json); 1e-4 leaves room for summation order, not for bugs.
 const LOGIT_TOL = 1e-4;
 
@@ -29,7 +37,7 @@ function rows(t: FixtureTensor): number[][] {
   return Array.from({ length: b }, (_, i) => Array.from(t.data.subarray(i * l, (i + 1) * l)));
 }
 
-describe.each(MODELS)("golden parity: %s", (name, dir) => {
+describe.each(MODELS)("golden parity: %s", (name, dir, attnImplementation) => {
   let model: CausalLM;
   let ref: Map<string, FixtureTensor>;
   let meta: Record<string, any>;
@@ -42,9 +50,14 @@ describe.each(MODELS)("golden parity: %s", (name, dir) => {
   beforeAll(async () => {
     ref = readSafetensors(path.join(dir, "golden.safetensors"));
     meta = JSON.parse(readFileSync(path.join(dir, "golden.json"), "utf8"));
-    model = await CausalLM.fromDirectory(dir);
+    model = await CausalLM.fromDirectory(dir, { attnImplementation });
   });
   afterAll(() => model?.dispose());
+
+  it("attention runs in the kernel asked for: libtorch's SDPA where it can, ours on a CPU by default", () => {
+    const sdpa = attnImplementation === "sdpa" && SDPA_AVAILABLE && model.config.attnSoftcap === 0;
+    expect(model.info().attention).toBe(sdpa ? "sdpa" : "eager");
+  });
 
   async function forward(ids: string, mask?: string, positions?: string, hiddenStates = false) {
     const input = t(ids);
@@ -93,6 +106,20 @@ describe.each(MODELS)("golden parity: %s", (name, dir) => {
       const expected = rows(t(`logprobs.${kind}`)).flatMap((r, i) => r.slice(0, lengths[i] - 1));
       expect(maxAbsDiff(scores.tokenLogprobs!, expected)).toBeLessThan(LOGIT_TOL);
       expect(maxAbsDiff(scores.sum, meta[`logprob_sum_${kind}`])).toBeLessThan(1e-3);
+    }
+  });
+
+  it("rows sharing prompts of different lengths score as each row alone (a sliding window reaches as far)", async () => {
+    // Rows 0 and 1 share a prompt, which a longer one pads when the shared prompt forward runs them together.
+    const prompts = [[5, 6], [5, 6], [9, 10, 11, 12]];
+    const completions = [[13, 14, 15, 16, 17, 18, 19], [20, 21], [22, 23, 24]];
+    const together = await model.score(prompts, completions, { tokenLogprobs: true });
+    let offset = 0;
+    for (let r = 0; r < prompts.length; r++) {
+      const alone = await model.score([prompts[r]], [completions[r]], { tokenLogprobs: true });
+      const rowLogprobs = together.tokenLogprobs!.subarray(offset, offset + completions[r].length);
+      expect(maxAbsDiff(rowLogprobs, alone.tokenLogprobs!), `row ${r}`).toBeLessThan(LOGIT_TOL);
+      offset += completions[r].length;
     }
   });
 
