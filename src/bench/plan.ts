@@ -85,6 +85,7 @@ export function planCases(mode: Mode): Plan {
       ...trainingModels.flatMap((model) => DTYPES.map((dtype) => trainingCase(model, dtype, repeats(model, 1, dtype)))),
       // The families whose work differs from a dense decoder's: one generation and one training row each.
       ...(["moe", "sliding"] as const).flatMap((model) => [generationCase(model, "fp32", 8, "suite", repeats(model)), trainingCase(model, "fp32", repeats(model))]),
+      trainingCase("moe-aux", "fp32", repeats("moe-aux")),
       ...trainerCases(16, 3),
       ...layoutCases(16, 3, [[1, 2], [2, 1], [1, 1]]),
       ...algorithmCases(16, 3, true),

@@ -8,7 +8,7 @@ export const TORCH_DTYPE: Record<BenchDtype, Dtype> = { fp32: "float32", bf16: "
 export const DTYPE_BYTES: Record<BenchDtype, number> = { fp32: 4, bf16: 2 };
 
 /** The model shapes the suite builds (see models.ts). */
-export type BenchModelName = "tiny" | "12m" | "20m" | "0.5b" | "moe" | "sliding";
+export type BenchModelName = "tiny" | "12m" | "20m" | "0.5b" | "moe" | "moe-aux" | "sliding";
 
 /** One figure over repeated runs. */
 export interface Summary {
