@@ -14,6 +14,8 @@ export interface BenchModel {
   family?: { modelType: RotaryModelType; fields: Record<string, unknown> };
   /** Parameters a token does not use: the experts its router does not pick (MoE). */
   idleParameters?: number;
+  /** Built with this LoadOptions.routerAuxLossCoef: the policy loss adds the router's load-balancing term (MoE). */
+  routerAuxLossCoef?: number;
 }
 
 // The 12M shape with 8 SwiGLU experts of 256 per layer, 2 chosen per token (Qwen3-MoE routing, renormalised).
@@ -40,6 +42,13 @@ function familyModel(modelType: RotaryModelType): BenchModel {
   };
 }
 
+const moe: BenchModel = {
+  label: `Qwen3-MoE, 12M's attention, ${MOE.experts} experts of ${MOE.width} (top ${MOE.perToken})`,
+  shape: { ...SHAPE_12M, headDim: 64, ropeTheta: 1e6 },
+  family: { modelType: "qwen3_moe", fields: EXPERT_FIELDS.qwen3_moe! },
+  idleParameters: MOE_IDLE_PARAMETERS,
+};
+
 export const BENCH_MODELS: Record<BenchModelName, BenchModel> = {
   tiny: {
     label: "tiny (64 hidden, 2 layers)",
@@ -54,12 +63,9 @@ export const BENCH_MODELS: Record<BenchModelName, BenchModel> = {
     label: "Qwen2.5-0.5B shape",
     shape: { vocabSize: 151936, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, ropeTheta: 1e6, ...common },
   },
-  moe: {
-    label: `Qwen3-MoE, 12M's attention, ${MOE.experts} experts of ${MOE.width} (top ${MOE.perToken})`,
-    shape: { ...SHAPE_12M, headDim: 64, ropeTheta: 1e6 },
-    family: { modelType: "qwen3_moe", fields: EXPERT_FIELDS.qwen3_moe! },
-    idleParameters: MOE_IDLE_PARAMETERS,
-  },
+  moe,
+  // The same model whose policy loss adds the router's auxiliary loss (Qwen3-MoE's default coefficient): its cost.
+  "moe-aux": { ...moe, label: `${moe.label}, + router aux loss`, routerAuxLossCoef: 0.001 },
   sliding: {
     label: "Mistral, 12M's shape, sliding window 32",
     shape: SHAPE_12M,
@@ -91,10 +97,10 @@ export function kvCacheBytes(model: BenchModel, rows: number, context: number, b
 }
 
 export function buildBenchModel(name: BenchModelName, dtype: BenchDtype, device: string): CausalLM {
-  const { shape, family } = BENCH_MODELS[name];
+  const { shape, family, routerAuxLossCoef } = BENCH_MODELS[name];
   // The last id is EOS; the benchmarks pass no stop ids, so every row generates exactly the tokens asked for.
   const config = buildConfigJson(family?.modelType ?? "qwen2", shape, { bosTokenId: null, eosTokenId: shape.vocabSize - 1 }, family?.fields);
-  return CausalLM.create(config, { dtype: TORCH_DTYPE[dtype], device, seed: 0 });
+  return CausalLM.create(config, { dtype: TORCH_DTYPE[dtype], device, seed: 0, routerAuxLossCoef });
 }
 
 /** `rows` rows of `length` token ids drawn uniformly from the vocabulary, the same for a given seed. */

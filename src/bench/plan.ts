@@ -86,6 +86,7 @@ export function planCases(mode: Mode): Plan {
       ...trainingModels.flatMap((model) => DTYPES.map((dtype) => trainingCase(model, dtype, repeats(model, 1, dtype)))),
       // The families whose work differs from a dense decoder's: one generation and one training row each.
       ...(["moe", "sliding"] as const).flatMap((model) => [generationCase(model, "fp32", 8, "suite", repeats(model)), trainingCase(model, "fp32", repeats(model))]),
+      trainingCase("moe-aux", "fp32", repeats("moe-aux")),
       // Each family's train step at one shape: its norms, activations and attention variants against the same ceiling.
       ...FAMILY_TYPES.map((family) => trainingCase(`family-${family}`, "fp32", 3)),
       ...trainerCases(16, 3),

@@ -9,7 +9,7 @@ export const TORCH_DTYPE: Record<BenchDtype, Dtype> = { fp32: "float32", bf16: "
 export const DTYPE_BYTES: Record<BenchDtype, number> = { fp32: 4, bf16: 2 };
 
 /** The model shapes the suite builds (see models.ts); `family-<model_type>`: that family at the 12M shape. */
-export type BenchModelName = "tiny" | "12m" | "20m" | "0.5b" | "moe" | "sliding" | `family-${RotaryModelType}`;
+export type BenchModelName = "tiny" | "12m" | "20m" | "0.5b" | "moe" | "moe-aux" | "sliding" | `family-${RotaryModelType}`;
 
 /** One figure over repeated runs. */
 export interface Summary {
