@@ -70,6 +70,20 @@ for (const [dtype, tolerance] of [["float32", FP32_TOLERANCE], ["bfloat16", BF16
   });
 }
 
+// Attention on the device: libtorch's scaled_dot_product_attention (what a GPU runs unless told otherwise, from
+// libtorch 2.5) against ours, both fp32.
+await check("attention: SDPA vs ours on the device (fp32 log-probs)", async () => {
+  const [major, minor] = info.torchVersion.split(".").map(Number);
+  const expected = major > 2 || (major === 2 && minor >= 5) ? "sdpa" : "eager";
+  const sdpa = await CausalLM.load(modelDir, { device, attnImplementation: "sdpa" });
+  const eager = await CausalLM.load(modelDir, { device, attnImplementation: "eager" });
+  const error = relativeError((await sdpa.score(prompts, completions)).sum, (await eager.score(prompts, completions)).sum);
+  const kernel = sdpa.info().attention;
+  sdpa.dispose();
+  eager.dispose();
+  return { ok: kernel === expected && error < FP32_TOLERANCE, detail: `${kernel} (expected ${expected}), relative error ${error.toExponential(2)}`, error };
+});
+
 // Generation throughput, greedy, 64 new tokens after a 16-token prompt, against HF generate on the same device.
 const NEW_TOKENS = 64;
 function hfTokensPerSecond(batch) {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "../bridge/bridge.h"
+#include "../runtime/transfer.h"
 
 namespace comlrl {
 
@@ -35,7 +36,7 @@ torch::Tensor SelectReadout(const SequenceForward& forward, const CompletionBatc
     }
   }
   const torch::Device device = forward.hidden.device();
-  return forward.hidden.index({torch::tensor(rows, torch::kInt64).to(device), torch::tensor(cols, torch::kInt64).to(device)});
+  return forward.hidden.index({ToDevice(torch::tensor(rows, torch::kInt64), device), ToDevice(torch::tensor(cols, torch::kInt64), device)});
 }
 
 torch::Tensor ReadoutHidden(CausalLMImpl& model, const CompletionBatch& batch, Readout readout) {

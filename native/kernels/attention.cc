@@ -1,5 +1,7 @@
 #include "attention.h"
 
+#include <torch/version.h>
+
 #include <limits>
 
 namespace comlrl {
@@ -56,5 +58,24 @@ torch::Tensor FusedAttention(const torch::Tensor& grouped_q, const torch::Tensor
   if (!torch::GradMode::is_enabled()) return torch::matmul(Probabilities(grouped_q * scale, k, allowed, group), v);
   return GroupedAttention::apply(grouped_q, k, v, allowed, group, scale);
 }
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+
+bool SdpaAvailable() { return true; }
+
+torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale) {
+  return at::scaled_dot_product_attention(q, k, v, allowed, /*dropout_p=*/0.0, /*is_causal=*/false, scale,
+                                          /*enable_gqa=*/q.size(1) != k.size(1));
+}
+
+#else
+
+bool SdpaAvailable() { return false; }
+
+torch::Tensor Sdpa(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) {
+  TORCH_CHECK(false, "scaled_dot_product_attention needs libtorch 2.5 or later");
+}
+
+#endif
 
 }  // namespace comlrl

@@ -19,4 +19,14 @@ bool FusedAttentionApplies(const torch::Tensor& grouped_q, const torch::Tensor& 
 torch::Tensor FusedAttention(const torch::Tensor& grouped_q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed,
                              int64_t group, double scale);
 
+// libtorch's scaled_dot_product_attention can run: libtorch 2.5 or later, whose enable_gqa lets query heads share
+// key/value heads without copies (the headers of 1.13 have no such function).
+bool SdpaAvailable();
+
+// libtorch's scaled_dot_product_attention: q [batch, heads, queries, head_dim], k and v [batch, kv heads, keys,
+// head_dim], allowed bool [batch, 1, queries, keys]. It picks its kernel (flash, memory-efficient or math) by device
+// and shape. A query that may see no key (a left pad) gets zeros where ours attends uniformly (torch ≥ 2.5); nothing
+// reads a pad's output. Returns [batch, heads, queries, head_dim].
+torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale);
+
 }  // namespace comlrl

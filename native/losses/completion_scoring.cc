@@ -3,6 +3,7 @@
 #include <map>
 
 #include "../kernels/token_logprobs.h"
+#include "../runtime/transfer.h"
 
 namespace comlrl {
 
@@ -10,11 +11,11 @@ namespace {
 
 torch::Tensor Int64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
   // torch::tensor copies: the vectors die with their callers, the tensors may not.
-  return torch::tensor(values, torch::kInt64).reshape(shape).to(device);
+  return ToDevice(torch::tensor(values, torch::kInt64).reshape(shape), device);
 }
 
 torch::Tensor BoolTensor(const std::vector<uint8_t>& values, std::vector<int64_t> shape, const torch::Device& device) {
-  return torch::tensor(values, torch::kUInt8).reshape(shape).to(device).to(torch::kBool);
+  return ToDevice(torch::tensor(values, torch::kUInt8).reshape(shape), device).to(torch::kBool);
 }
 
 // Hidden states that predict each completion token, [total tokens, hidden], rows concatenated.
@@ -32,30 +33,41 @@ torch::Tensor PredictingHidden(const CompletionBatch& batch, const SequenceForwa
 }
 
 // The same hidden states when rows share prompts (the K samples of a node): each distinct prompt is run once, its
-// keys/values are shared by the rows that continue it, and gradients from every row flow back into it.
+// keys/values are shared by the rows that continue it, and gradients from every row flow back into it. Prompts are
+// left-padded, so that each row's prompt ⧺ completion is contiguous in the cache: a sliding window counts cache
+// columns, and pads between a short prompt and its completion would shift its reach. While router
+// logits are recorded, the completions' last tokens are fed too and a prompt's tokens weigh once per row that
+// continues it: the router loss of the rows' prompt ⧺ completion, as one padded forward of them gives it.
 torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const CompletionBatch& batch, const std::vector<int64_t>& group_of_row,
                                             const std::vector<const std::vector<int64_t>*>& prompts, const torch::Device& device) {
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
   const int64_t groups = static_cast<int64_t>(prompts.size());
+  std::vector<RouterRecord>* router = model.router_records();
+  const int64_t unfed = router ? 0 : 1;  // completion tokens left unfed: the last one predicts nothing
   int64_t prompt_width = 0, fed_width = 0;
   for (const auto* prompt : prompts) prompt_width = std::max<int64_t>(prompt_width, static_cast<int64_t>(prompt->size()));
-  for (const auto& completion : batch.completions) fed_width = std::max<int64_t>(fed_width, static_cast<int64_t>(completion.size()) - 1);
+  for (const auto& completion : batch.completions) fed_width = std::max<int64_t>(fed_width, static_cast<int64_t>(completion.size()) - unfed);
 
-  std::vector<int64_t> prompt_ids(groups * prompt_width, 0), last_position(groups);
+  std::vector<int64_t> prompt_ids(groups * prompt_width, 0), prompt_positions(groups * prompt_width, 0);
   std::vector<uint8_t> prompt_mask(groups * prompt_width, 0);
   for (int64_t g = 0; g < groups; ++g) {
-    std::copy(prompts[g]->begin(), prompts[g]->end(), prompt_ids.begin() + g * prompt_width);
-    std::fill_n(prompt_mask.begin() + g * prompt_width, prompts[g]->size(), 1);
-    last_position[g] = static_cast<int64_t>(prompts[g]->size()) - 1;
+    const int64_t length = static_cast<int64_t>(prompts[g]->size()), pad = prompt_width - length;
+    std::copy(prompts[g]->begin(), prompts[g]->end(), prompt_ids.begin() + g * prompt_width + pad);
+    std::fill_n(prompt_mask.begin() + g * prompt_width + pad, length, 1);
+    for (int64_t i = 0; i < length; ++i) prompt_positions[g * prompt_width + pad + i] = i;
   }
-  const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(device);
   KVCache cache = KVCache::Growable(model.config().num_layers);
   const torch::Tensor prompt_hidden = model.forward(
-      {Int64Tensor(prompt_ids, {groups, prompt_width}, device), torch::arange(prompt_width, index_options).expand({groups, prompt_width}),
+      {Int64Tensor(prompt_ids, {groups, prompt_width}, device), Int64Tensor(prompt_positions, {groups, prompt_width}, device),
        BoolTensor(prompt_mask, {groups, prompt_width}, device)},
       &cache);
-  // Hidden state at each prompt's last token: it predicts the first completion token.
-  const torch::Tensor prompt_last = prompt_hidden.index({torch::arange(groups, index_options), Int64Tensor(last_position, {groups}, device)});
+  if (router && !router->empty()) {
+    std::vector<float> rows_of_group(groups, 0);
+    for (int64_t g : group_of_row) rows_of_group[g] += 1;
+    router->back().weight = (router->back().weight.view({groups, prompt_width}) * torch::tensor(rows_of_group).to(device).unsqueeze(1)).reshape({-1});
+  }
+  // Hidden state at each prompt's last token (the last column): it predicts the first completion token.
+  const torch::Tensor prompt_last = prompt_hidden.select(1, prompt_width - 1);
 
   // Sources of the predicting hidden states: [prompt_last (groups rows), completion hidden (rows × fed_width)].
   std::vector<int64_t> source_index;
@@ -67,7 +79,7 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
       const int64_t g = group_of_row[r];
       const auto& completion = batch.completions[r];
       std::copy_n(prompt_mask.begin() + g * prompt_width, prompt_width, mask.begin() + r * (prompt_width + fed_width));
-      for (int64_t j = 0; j + 1 < static_cast<int64_t>(completion.size()); ++j) {
+      for (int64_t j = 0; j + unfed < static_cast<int64_t>(completion.size()); ++j) {
         ids[r * fed_width + j] = completion[j];
         mask[r * (prompt_width + fed_width) + prompt_width + j] = 1;
       }
@@ -140,7 +152,7 @@ CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& bat
   }
   const int64_t total = static_cast<int64_t>(targets.size());
   CompletionScores scores;
-  scores.counts = torch::tensor(counts).to(device);
+  scores.counts = ToDevice(torch::tensor(counts), device);
   scores.row_of_token = Int64Tensor(row_of_token, {total}, device);
   if (total == 0) {
     scores.token_logprobs = torch::zeros({0}, torch::TensorOptions().device(device));
@@ -186,7 +198,7 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
   }
   const bool shared = static_cast<int64_t>(prompts.size()) < rows;
   const torch::Tensor predicting = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
-                                          : PredictingHidden(batch, ForwardSequences(model, batch, false));
+                                          : PredictingHidden(batch, ForwardSequences(model, batch, model.router_records() != nullptr));
   return ScorePredicting(model, batch, predicting, with_entropy);
 }
 

@@ -24,6 +24,8 @@ struct CompletionScores {
   torch::Tensor row_of_token;    // int64 [total completion tokens]
 };
 
+// While the model records router logits (RouterAuxRecording), its forwards route every token of prompt ⧺ completion,
+// each row's prompt counted once per row, so the router loss is that of the padded batch of the rows.
 CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy);
 
 // One right-padded forward over prompt ⧺ completion of every row (positions from 0, pads masked).

@@ -1,5 +1,6 @@
 #include "loss_binding.h"
 
+#include <cmath>
 #include <optional>
 
 #include "../bridge/bridge.h"
@@ -7,6 +8,7 @@
 #include "../heads/readouts.h"
 #include "../model/batch_input.h"
 #include "../model/model_binding.h"
+#include "../model/router_loss.h"
 #include "bradley_terry.h"
 #include "completion_scoring.h"
 #include "policy_gradient.h"
@@ -75,6 +77,23 @@ ValueLossCall ReadValueLossCall(const Napi::CallbackInfo& info, const Napi::Obje
   return call;
 }
 
+// A training loss with the router's auxiliary term: loss + coef · the aux loss of the forwards recorded, when
+// recording, and the aux loss itself (NaN: none) for the result.
+struct LossWithRouterAux {
+  torch::Tensor loss;
+  double aux;
+};
+
+LossWithRouterAux WithRouterAux(const torch::Tensor& loss, const RouterAuxRecording& router) {
+  if (!router.active()) return {loss, std::nan("")};
+  const torch::Tensor aux = router.Loss();
+  return {loss + router.coef() * aux, aux.item<double>()};
+}
+
+void SetRouterAux(Napi::Object& out, double aux) {
+  if (!std::isnan(aux)) out.Set("routerAuxLoss", aux);
+}
+
 void Backward(const torch::Tensor& loss, double scale) {
   if (!loss.requires_grad()) throw ArgumentError("nothing to train: the model and the head are both frozen");
   (loss * scale).backward();
@@ -121,7 +140,8 @@ Napi::Value KlK3Estimate(const Napi::CallbackInfo& info) {
   });
 }
 
-// policyGradientBackward(model, { ...batch, advantages, scale? }) -> Promise<{ loss, sum, mean }>
+// policyGradientBackward(model, { ...batch, advantages, scale? }) -> Promise<{ loss, sum, mean, routerAuxLoss? }>: with the
+//   model's policy router coefficient c, loss = scale · (policy-gradient loss + c · router aux loss).
 Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto model = NativeModel::StateOf(info[0], "model");
@@ -131,21 +151,26 @@ Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
     const double scale = NumberFieldOr(options, "scale", 1.0);
     return RunAsync(info.Env(), model->lane, [model, batch, advantages, scale]() -> Resolver {
       std::lock_guard<std::mutex> lock(model->mutex);
+      RouterAuxRecording router(*model->module, model->module->config().policy_router_aux_coef);
       CompletionScores scores = ScoreCompletions(*model->module, batch, false);
-      const torch::Tensor loss = PolicyGradientLoss(scores, advantages, scale);
+      const LossWithRouterAux total = WithRouterAux(PolicyGradientLoss(scores, advantages, 1.0), router);
+      const torch::Tensor loss = total.loss * scale;
+      const double aux = total.aux;
       loss.backward();
       scores.sums = scores.sums.detach();
       const double loss_value = loss.item<double>();
-      return [scores, loss_value](Napi::Env env) -> Napi::Value {
+      return [scores, loss_value, aux](Napi::Env env) -> Napi::Value {
         Napi::Object out = ScoresToJs(env, scores, false);
         out.Set("loss", loss_value);
+        SetRouterAux(out, aux);
         return out;
       };
     });
   });
 }
 
-// causalLMLossBackward(model, { ids, batch, length, attentionMask?, backward?: true }) -> Promise<{ loss }>
+// causalLMLossBackward(model, { ids, batch, length, attentionMask?, backward?: true }) -> Promise<{ loss, routerAuxLoss? }>:
+//   the cross-entropy plus the model's LM router coefficient × the router aux loss, as transformers' labelled loss.
 Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto model = NativeModel::StateOf(info[0], "model");
@@ -156,12 +181,14 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
     return RunAsync(info.Env(), model->lane, [model, ids, mask, backward]() -> Resolver {
       std::lock_guard<std::mutex> lock(model->mutex);
       torch::AutoGradMode grad_mode(backward);
-      torch::Tensor loss = CausalLMLoss(*model->module, ids.to(model->device), mask.to(model->device));
-      if (backward) loss.backward();
-      const double value = loss.item<double>();
-      return [value](Napi::Env env) -> Napi::Value {
+      RouterAuxRecording router(*model->module, model->module->config().lm_router_aux_coef);
+      const LossWithRouterAux total = WithRouterAux(CausalLMLoss(*model->module, ids.to(model->device), mask.to(model->device)), router);
+      if (backward) total.loss.backward();
+      const double value = total.loss.item<double>(), aux = total.aux;
+      return [value, aux](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         out.Set("loss", value);
+        SetRouterAux(out, aux);
         return out;
       };
     });
@@ -190,7 +217,8 @@ Napi::Value ValueLossBackward(const Napi::CallbackInfo& info) {
 // actorCriticBackward(model, head, { ...batch, advantages, targets, valueLossCoef, readout, oldValues?, clipRange?,
 //   scale? }) -> Promise<{ policyLoss, valueLoss, loss, values, sum, mean }>: loss = policy-gradient loss (as
 //   policyGradientBackward) + valueLossCoef · value loss, read from one forward of prompt ⧺ completion and
-//   back-propagated once (scale weights the gradient; the losses returned are unscaled).
+//   back-propagated once (scale weights the gradient; the losses returned are unscaled), plus the model's policy router
+//   coefficient × the router aux loss of that forward (routerAuxLoss).
 Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Object options = ObjectArg(info, 2, "batch");
@@ -199,12 +227,15 @@ Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info) {
     const double coef = NumberField(options, "valueLossCoef");
     return RunAsync(info.Env(), call.model->lane, [call, advantages, coef]() -> Resolver {
       ModuleLocks locks({call.model.get(), call.head.get()});
+      RouterAuxRecording router(*call.model->module, call.model->module->config().policy_router_aux_coef);
       const SequenceForward forward = ForwardSequences(*call.model->module, call.batch, true);
       CompletionScores scores = ScoreFromForward(*call.model->module, call.batch, forward, false);
       const torch::Tensor values = call.head->module->forward(SelectReadout(forward, call.batch, call.readout));
       const torch::Tensor policy_loss = PolicyGradientLoss(scores, advantages, 1.0);
       const torch::Tensor value_loss = ValueLoss(values, call.targets, call.clip);
-      const torch::Tensor loss = policy_loss + coef * value_loss;
+      const LossWithRouterAux total = WithRouterAux(policy_loss + coef * value_loss, router);
+      const torch::Tensor& loss = total.loss;
+      const double aux = total.aux;
       Backward(loss, call.scale);
       scores.sums = scores.sums.detach();
       const double policy_value = policy_loss.item<double>(), value_value = value_loss.item<double>(), loss_value = loss.item<double>();
@@ -215,6 +246,7 @@ Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info) {
         out.Set("valueLoss", value_value);
         out.Set("loss", loss_value);
         out.Set("values", ToFloat32Array(env, detached));
+        SetRouterAux(out, aux);
         return out;
       };
     });

@@ -138,14 +138,19 @@ torch::Tensor SoftCap(const torch::Tensor& x, double cap) { return cap > 0 ? tor
 
 // Reentrant gradient checkpointing for one decoder layer: the forward keeps only the layer's input; the backward
 // recomputes the layer with grad enabled and backpropagates through it (accumulating its parameters' gradients).
+// With route set, a sparse layer also outputs its router logits, so that the auxiliary loss backpropagates too.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor cos, torch::Tensor sin,
-                               torch::Tensor mask, int64_t layer_address) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor cos,
+                                                torch::Tensor sin, torch::Tensor mask, int64_t layer_address, bool route) {
     auto* layer = reinterpret_cast<DecoderLayerImpl*>(layer_address);
     ctx->save_for_backward({x, cos, sin, mask});
     ctx->saved_data["layer"] = layer_address;
+    ctx->saved_data["route"] = route;
     torch::NoGradGuard no_grad;
-    return layer->forward(x, cos, sin, mask, nullptr, 0);
+    torch::Tensor router_logits;
+    torch::Tensor out = layer->forward(x, cos, sin, mask, nullptr, 0, route ? &router_logits : nullptr);
+    if (router_logits.defined()) return {out, router_logits};
+    return {out};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
@@ -154,10 +159,16 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor x = saved[0].detach().requires_grad_(true);
     {
       torch::AutoGradMode enable(true);
-      torch::Tensor out = layer->forward(x, saved[1], saved[2], saved[3], nullptr, 0);
-      torch::autograd::backward({out}, {grads[0]});
+      torch::Tensor router_logits;
+      torch::Tensor out = layer->forward(x, saved[1], saved[2], saved[3], nullptr, 0,
+                                         ctx->saved_data["route"].toBool() ? &router_logits : nullptr);
+      if (router_logits.defined()) {
+        torch::autograd::backward({out, router_logits}, {grads[0], grads[1]});
+      } else {
+        torch::autograd::backward({out}, {grads[0]});
+      }
     }
-    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -176,7 +187,8 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
       head_dim_(config.head_dim),
       qk_norm_(config.qk_norm),
       scale_(config.attention_scale),
-      softcap_(config.attn_softcap) {
+      softcap_(config.attn_softcap),
+      kernel_(config.attention) {
   const int64_t q_width = config.num_heads * config.head_dim, kv_width = config.num_kv_heads * config.head_dim;
   const bool gpt2 = config.gpt2_layout;
   if (config.fused_projections) {
@@ -192,6 +204,11 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
     q_norm = register_module("q_norm", Norm(per_head ? config.head_dim : q_width, config.rms_norm_eps, config.norm));
     k_norm = register_module("k_norm", Norm(per_head ? config.head_dim : kv_width, config.rms_norm_eps, config.norm));
   }
+}
+
+bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& device) {
+  if (!SdpaAvailable() || softcap != 0) return false;
+  return kernel == AttentionKernel::kSdpa || (kernel == AttentionKernel::kAuto && device.is_cuda());
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -231,7 +248,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
   torch::Tensor out;
-  if (FusedAttentionApplies(grouped_q, k, v, softcap_)) {
+  if (UsesSdpa(kernel_, softcap_, q.device())) {
+    out = Sdpa(q, k, v, key_mask.view({key_mask.size(0), 1, queries, keys}), scale_);
+  } else if (FusedAttentionApplies(grouped_q, k, v, softcap_)) {
     out = FusedAttention(grouped_q, k, v, key_mask, group, scale_);
   } else {
     torch::Tensor scores = SoftCap(Matmul(grouped_q, k.transpose(-1, -2)) * scale_, softcap_);
@@ -270,9 +289,11 @@ SparseMoeImpl::SparseMoeImpl(const DecoderConfig& config) : top_k_(config.expert
   }
 }
 
-torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x) {
+torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x, torch::Tensor* router_logits) {
   const torch::Tensor flat = x.reshape({-1, x.size(-1)});
-  const torch::Tensor probs = torch::softmax(gate(flat).to(torch::kFloat32), -1);
+  const torch::Tensor logits = gate(flat);
+  if (router_logits) *router_logits = logits;
+  const torch::Tensor probs = torch::softmax(logits.to(torch::kFloat32), -1);
   auto [weights, chosen] = probs.topk(top_k_, -1);
   if (norm_topk_prob_) weights = weights / weights.sum(-1, /*keepdim=*/true);
   weights = weights.to(x.scalar_type());
@@ -290,7 +311,14 @@ torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x) {
 }
 
 torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
-  auto activate = [&](const torch::Tensor& t) { return activation_ == Activation::kSilu ? torch::silu(t) : torch::gelu(t, "tanh"); };
+  auto activate = [&](const torch::Tensor& t) {
+    switch (activation_) {
+      case Activation::kSilu: return torch::silu(t);
+      case Activation::kGeluTanh: return torch::gelu(t, "tanh");
+      case Activation::kGeluErf: return torch::gelu(t);
+    }
+    TORCH_CHECK(false, "unknown activation");
+  };
   if (!gate_proj && !gate_up_proj) return down_proj(activate(up_proj(x)));
   torch::Tensor gate, up;
   if (gate_up_proj) {
@@ -321,8 +349,8 @@ DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config, int64_t index) :
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                        const torch::Tensor& mask, KVCache* cache, int64_t layer) {
-  auto feed_forward = [&](const torch::Tensor& h) { return moe ? moe(h) : mlp(h); };
+                                        const torch::Tensor& mask, KVCache* cache, int64_t layer, torch::Tensor* router_logits) {
+  auto feed_forward = [&](const torch::Tensor& h) { return moe ? moe(h, router_logits) : mlp(h); };
   switch (placement_) {
     case NormPlacement::kPre: {
       const torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
@@ -416,6 +444,13 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
     return masks.emplace(window, allowed.view({-1, 1, 1, queries, keys})).first->second;
   };
 
+  // The router logits of this forward's queries, weighted by whether each is a real token, when they are recorded.
+  RouterRecord* record = nullptr;
+  if (router_records_ && config_.num_experts > 0) {
+    router_records_->push_back({{}, inputs.attention_mask.narrow(1, keys - queries, queries).reshape({-1}).to(torch::kFloat32)});
+    record = &router_records_->back();
+  }
+
   const bool checkpoint = gradient_checkpointing_ && torch::GradMode::is_enabled() && !cache;
   const int64_t num_layers = static_cast<int64_t>(model->layers->size());
   for (int64_t i = 0; i < num_layers; ++i) {
@@ -424,8 +459,16 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
     const torch::Tensor cos = table >= 0 ? rotary[table].first : torch::Tensor();
     const torch::Tensor sin = table >= 0 ? rotary[table].second : torch::Tensor();
     const torch::Tensor& mask = mask_for(config_.layer_window[i]);
-    h = checkpoint ? CheckpointedLayer::apply(h, cos, sin, mask, reinterpret_cast<int64_t>(layer.get()))
-                   : layer->forward(h, cos, sin, mask, cache, i);
+    torch::Tensor router_logits;
+    if (checkpoint) {
+      const torch::autograd::variable_list out =
+          CheckpointedLayer::apply(h, cos, sin, mask, reinterpret_cast<int64_t>(layer.get()), record != nullptr);
+      h = out[0];
+      if (out.size() > 1) router_logits = out[1];
+    } else {
+      h = layer->forward(h, cos, sin, mask, cache, i, record ? &router_logits : nullptr);
+    }
+    if (router_logits.defined()) record->logits.push_back(router_logits);
     if (hidden_states && i + 1 < num_layers) hidden_states->push_back(h);
   }
   if (cache) cache->length += queries;

@@ -1,10 +1,10 @@
 // One decoder whose parts the config chooses (Llama, Qwen2/3, Mistral, Gemma 2/3, Phi-3, OLMo 2, SmolLM3, GPT-2):
 // RMSNorm, Gemma's (1 + w) RMSNorm or LayerNorm with bias, placed before, around or after each block; rotary tables
 // per layer (or none), partial rotary, or learned absolute positions; grouped-query attention with optional biases,
-// q/k norms, sliding windows and soft-capping; SiLU or GELU-tanh gated MLPs or a plain GELU MLP, fused projections
-// where the checkpoint stores them. Parameter names and shapes are the Hugging Face ones
-// ("model.layers.0.self_attn.q_proj.weight", GPT-2's "transformer.h.0.attn.c_attn.weight"), so checkpoints map one
-// to one.
+// q/k norms, sliding windows and soft-capping; SiLU, GELU-tanh or exact GELU, gated or plain MLPs (sparse mixtures of
+// experts too), fused projections where the checkpoint stores them. Parameter names and shapes are the Hugging Face
+// ones ("model.layers.0.self_attn.q_proj.weight", GPT-2's "transformer.h.0.attn.c_attn.weight"), so checkpoints map
+// one to one.
 #pragma once
 
 #include <torch/torch.h>
@@ -19,9 +19,13 @@ namespace comlrl {
 enum class NormKind { kRms, kRmsOnePlus, kLayer };
 // Where each layer's norms sit: before attention and MLP (Llama), before and after both (Gemma), after both (OLMo 2).
 enum class NormPlacement { kPre, kSandwich, kPost };
-enum class Activation { kSilu, kGeluTanh };
+enum class Activation { kSilu, kGeluTanh, kGeluErf };
 // q/k RMSNorm over each head (Qwen3, Gemma 3) or over the whole projection (OLMo 2).
 enum class QkNorm { kNone, kHead, kFull };
+// Which attention kernel computes softmax(q·kᵀ)·v (config.json's attn_implementation): libtorch's
+// scaled_dot_product_attention on CUDA and ours on a CPU (auto), ours everywhere (eager), or libtorch's everywhere
+// (sdpa). All compute the same numbers within rounding; see UsesSdpa for when libtorch's can run.
+enum class AttentionKernel { kAuto, kEager, kSdpa };
 
 struct DecoderConfig {
   int64_t vocab_size = 0;
@@ -52,6 +56,7 @@ struct DecoderConfig {
   bool embed_scale = false;        // embeddings × √hidden_size (Gemma)
   double attention_scale = 0;      // q·k multiplier
   double attn_softcap = 0;         // tanh soft-capping of scores / final logits; 0 = none
+  AttentionKernel attention = AttentionKernel::kAuto;
   double final_softcap = 0;
   torch::Tensor rope_inv_freq;                // float32 [tables, rotary_dim / 2], computed from the config in TypeScript; 0 tables: no RoPE
   std::vector<double> rope_attention_scaling;  // per table: cos and sin are multiplied by it
@@ -64,6 +69,16 @@ struct DecoderConfig {
   bool norm_topk_prob = false;        // renormalise the chosen experts' probabilities to sum to 1
   bool mixtral_names = false;         // block_sparse_moe.experts.E.w1 / w3 / w2 rather than mlp.experts.E.gate/up/down_proj
   std::vector<int64_t> layer_sparse;  // per layer: 1 for a sparse MoE MLP
+  // Coefficients of the router's auxiliary load-balancing loss added to the causal-LM loss (config.json's
+  // output_router_logits) and to the policy losses (an explicit opt-in); 0: not added.
+  double lm_router_aux_coef = 0;
+  double policy_router_aux_coef = 0;
+};
+
+// One forward's router logits, kept for the auxiliary loss while a RouterAuxRecording is installed on the model.
+struct RouterRecord {
+  std::vector<torch::Tensor> logits;  // per sparse layer: [tokens, experts] in the activation dtype, with their graph
+  torch::Tensor weight;               // float32 [tokens]: each token's weight in the loss (its attention mask)
 };
 
 // Keys and values of every layer. Generation preallocates them to the longest sequence so decode steps write in
@@ -115,6 +130,10 @@ class DenseImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Dense);
 
+// Whether attention on this device runs in libtorch's scaled_dot_product_attention: asked for (or auto on CUDA),
+// libtorch 2.5 or later (grouped-query heads without copying keys/values), and no soft-capping (it has none).
+bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& device);
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const DecoderConfig& config);
@@ -129,6 +148,7 @@ class AttentionImpl : public torch::nn::Module {
   int64_t num_heads_, num_kv_heads_, head_dim_;
   QkNorm qk_norm_;
   double scale_, softcap_;
+  AttentionKernel kernel_;
 };
 TORCH_MODULE(Attention);
 
@@ -150,7 +170,8 @@ TORCH_MODULE(MLP);
 class SparseMoeImpl : public torch::nn::Module {
  public:
   explicit SparseMoeImpl(const DecoderConfig& config);
-  torch::Tensor forward(const torch::Tensor& x);
+  // router_logits (optional) receives the router's logits, [tokens, experts].
+  torch::Tensor forward(const torch::Tensor& x, torch::Tensor* router_logits = nullptr);
   Dense gate{nullptr};  // the router: hidden → experts, no bias
   torch::nn::ModuleList experts;
 
@@ -163,8 +184,9 @@ TORCH_MODULE(SparseMoe);
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(const DecoderConfig& config, int64_t index);
+  // router_logits (optional) receives a sparse layer's router logits.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
-                        KVCache* cache, int64_t layer);
+                        KVCache* cache, int64_t layer, torch::Tensor* router_logits = nullptr);
   Attention self_attn{nullptr};
   MLP mlp{nullptr};
   SparseMoe moe{nullptr};  // in place of mlp on sparse layers
@@ -211,12 +233,17 @@ class CausalLMImpl : public torch::nn::Module {
   bool gradient_checkpointing() const { return gradient_checkpointing_; }
 
   const DecoderConfig& config() const { return config_; }
+  // Where forwards record their router logits (null: nowhere); see RouterAuxRecording.
+  std::vector<RouterRecord>* router_records() const { return router_records_; }
+  void set_router_records(std::vector<RouterRecord>* records) { router_records_ = records; }
+
   DecoderModel model{nullptr};
   Dense lm_head{nullptr};  // null when tied to the embeddings
 
  private:
   DecoderConfig config_;
   bool gradient_checkpointing_ = false;
+  std::vector<RouterRecord>* router_records_ = nullptr;
 };
 TORCH_MODULE(CausalLM);
 

@@ -53,7 +53,7 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.norm = EnumField<NormKind>(config, "norm", {{"rms", NormKind::kRms}, {"rms_one_plus", NormKind::kRmsOnePlus}, {"layer", NormKind::kLayer}});
   out.norm_placement = EnumField<NormPlacement>(
       config, "normPlacement", {{"pre", NormPlacement::kPre}, {"sandwich", NormPlacement::kSandwich}, {"post", NormPlacement::kPost}});
-  out.activation = EnumField<Activation>(config, "activation", {{"silu", Activation::kSilu}, {"gelu_tanh", Activation::kGeluTanh}});
+  out.activation = EnumField<Activation>(config, "activation", {{"silu", Activation::kSilu}, {"gelu_tanh", Activation::kGeluTanh}, {"gelu", Activation::kGeluErf}});
   out.fused_projections = BoolFieldOr(config, "fusedProjections", false);
   out.gated_mlp = BoolFieldOr(config, "gatedMlp", true);
   out.gpt2_layout = BoolFieldOr(config, "gpt2Layout", false);
@@ -64,6 +64,7 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.attention_scale = NumberField(config, "attentionScale");
   out.attn_softcap = NumberFieldOr(config, "attnSoftcap", 0);
   out.final_softcap = NumberFieldOr(config, "finalSoftcap", 0);
+  out.attention = EnumField<AttentionKernel>(config, "attention", {{"auto", AttentionKernel::kAuto}, {"eager", AttentionKernel::kEager}, {"sdpa", AttentionKernel::kSdpa}});
   out.layer_rope = IntListField(config, "layerRope");
   out.layer_window = IntListField(config, "layerWindow");
   out.num_experts = static_cast<int64_t>(NumberFieldOr(config, "numExperts", 0));
@@ -72,6 +73,8 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.norm_topk_prob = BoolFieldOr(config, "normTopkProb", false);
   out.mixtral_names = BoolFieldOr(config, "mixtralNames", false);
   out.layer_sparse = IntListField(config, "layerSparse");
+  out.lm_router_aux_coef = NumberFieldOr(config, "lmRouterAuxCoef", 0);
+  out.policy_router_aux_coef = NumberFieldOr(config, "policyRouterAuxCoef", 0);
   // Rotary tables: ropeInvFreq is one array of inverse frequencies per table, all the same length; none without RoPE.
   out.rope_attention_scaling = NumberList(config.Get("ropeAttentionScaling"), "ropeAttentionScaling");
   const Napi::Value tables = config.Get("ropeInvFreq");

@@ -1,5 +1,7 @@
 #include "generate.h"
 
+#include "../runtime/transfer.h"
+
 namespace comlrl {
 namespace {
 
@@ -53,9 +55,9 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
     mask[b].narrow(0, prompt_width - length, length).fill_(true);
     if (penalize) seen[b].index_fill_(0, prompt, true);
   }
-  ids = ids.to(device);
-  mask = mask.to(device);
-  if (penalize) seen = seen.to(device);
+  ids = ToDevice(ids, device);
+  mask = ToDevice(mask, device);
+  if (penalize) seen = ToDevice(seen, device);
   // Positions count real tokens only, so left padding does not shift them (pads get 1, as transformers does).
   torch::Tensor positions = (mask.to(torch::kInt64).cumsum(-1) - 1).masked_fill(mask.logical_not(), 1);
 
@@ -77,7 +79,7 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   }
 
   const auto on_device = index_options.device(device);
-  torch::Tensor eos = torch::tensor(options.eos_token_ids, index_options).to(device);
+  torch::Tensor eos = ToDevice(torch::tensor(options.eos_token_ids, index_options), device);
   torch::Tensor finished = torch::zeros({rows}, on_device.dtype(torch::kBool));
   torch::Tensor lengths = torch::zeros({rows}, on_device);
   std::vector<torch::Tensor> steps, step_logprobs, step_scores;

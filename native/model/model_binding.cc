@@ -6,6 +6,7 @@
 
 #include "../bridge/bridge.h"
 #include "../bridge/parameter_access.h"
+#include "../runtime/transfer.h"
 #include "batch_input.h"
 #include "decoder_config.h"
 #include "generate.h"
@@ -149,7 +150,7 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> hidden_states;
       const torch::Tensor hidden = state->module->forward(
-          {ids.to(state->device), positions.to(state->device), mask.to(state->device)}, nullptr, want_hidden ? &hidden_states : nullptr);
+          {ToDevice(ids, state->device), ToDevice(positions, state->device), ToDevice(mask, state->device)}, nullptr, want_hidden ? &hidden_states : nullptr);
       torch::Tensor logits = want_logits ? state->module->logits(hidden).to(torch::kFloat32).cpu() : torch::Tensor();
       for (auto& h : hidden_states) h = h.to(torch::kCPU, torch::kFloat32);
       return [logits, hidden_states](Napi::Env env) -> Napi::Value {
@@ -381,7 +382,7 @@ Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
   });
 }
 
-// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, gradientCheckpointing, frozen }
+// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, attention, gradientCheckpointing, frozen }
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -393,6 +394,8 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     out.Set("gradientBytes", stats.gradient_bytes);
     out.Set("device", state->device.str());
     out.Set("dtype", DtypeName(state->dtype));
+    const DecoderConfig& config = state->module->config();
+    out.Set("attention", UsesSdpa(config.attention, config.attn_softcap, state->device) ? "sdpa" : "eager");
     out.Set("gradientCheckpointing", Napi::Boolean::New(info.Env(), state->module->gradient_checkpointing()));
     out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;

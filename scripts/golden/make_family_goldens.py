@@ -18,7 +18,7 @@ import sys
 
 import torch
 import transformers
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "golden")
 VOCAB, LENGTH, LENGTHS_RIGHT, NEW_TOKENS = 64, 12, (12, 8, 5), 12
@@ -27,6 +27,7 @@ SHAPE = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=32, num_hidden_
              eos_token_id=2)
 
 # GPT-2 names the same shape its own way (and has no kv heads); 32 positions cover the longest generated sequence.
+GELU_INIT = 0.5
 GPT2_SHAPE = dict(vocab_size=VOCAB, n_embd=32, n_inner=32, n_layer=2, n_head=4, n_positions=32, initializer_range=0.1,
                   pad_token_id=0, bos_token_id=1, eos_token_id=2)
 
@@ -64,7 +65,19 @@ FAMILIES = {
     # Learned positions, LayerNorm, Conv1D weights, gelu_new; dropout off (ours runs none, so a file must say 0).
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(activation_function="gelu_new", attn_pdrop=0.0, resid_pdrop=0.0,
                                                    embd_pdrop=0.0), GPT2_SHAPE),
+    # Exact (erf) GELU. Larger weights than the shape's, so that the MLP's inputs reach where erf and tanh GELU part
+    # (their gap is at most ~5e-4, near |x| = 2) and the tanh form fails the logits tolerance.
+    "gpt2_gelu": ("GPT2Config", "GPT2LMHeadModel", dict(activation_function="gelu", attn_pdrop=0.0, resid_pdrop=0.0,
+                                                        embd_pdrop=0.0), {**GPT2_SHAPE, "initializer_range": GELU_INIT}),
 }
+
+# The MoE families with output_router_logits, where transformers adds router_aux_loss_coef × load_balancing_loss_func
+# to the loss of a forward given labels: the base family's weights (its seed from its golden.json), config.json with
+# the two fields, the loss, the aux loss and every gradient of the total, full and right-padded. The test borrows the
+# base family's model.safetensors. A large coefficient, so that the router term moves the gradients far beyond the
+# tolerance (golden.json's router_term_grad_effect_*: the largest change it makes, relative to each gradient's norm).
+ROUTER_AUX = {"qwen3_moe_aux": "qwen3_moe", "mixtral_aux": "mixtral"}
+ROUTER_AUX_COEF = 0.5
 
 # transformers 5 keeps each layer's experts as two stacked parameters and writes them per expert on save; the
 # golden tensors use the checkpoint's (and our) per-expert names. Mixtral's checkpoints call them w1 / w3 / w2.
@@ -93,9 +106,9 @@ def checkpoint_names(family, named):
     return out
 
 
-def build(family, seed):
+def build(family, seed, **extra):
     config_name, model_name, fields, *shape = FAMILIES[family]
-    config = getattr(transformers, config_name)(**{**(shape[0] if shape else SHAPE), **fields})
+    config = getattr(transformers, config_name)(**{**(shape[0] if shape else SHAPE), **fields, **extra})
     config._attn_implementation = "eager"
     config._experts_implementation = "eager"  # the reference loop; grouped_mm has no float64
     torch.manual_seed(seed)
@@ -210,10 +223,51 @@ def phi3_longrope_variant(x):
         json.dump({"transformers_version": transformers.__version__, "torch_version": torch.__version__}, f, indent=1)
 
 
+def router_aux_variant(name, x):
+    family = ROUTER_AUX[name]
+    base = os.path.join(OUT, family)
+    with open(os.path.join(base, "golden.json")) as f:
+        seed = json.load(f)["seed"]
+    model = build(family, seed, output_router_logits=True, router_aux_loss_coef=ROUTER_AUX_COEF)
+    saved = load_file(os.path.join(base, "model.safetensors"))
+    weights = checkpoint_names(family, [(n, p.detach()) for n, p in model.named_parameters()])
+    assert weights.keys() == saved.keys() and all(torch.equal(saved[k], w) for k, w in weights.items()), f"{name}: not {family}'s weights"
+    base_golden = load_file(os.path.join(base, "golden.safetensors"))
+    out = os.path.join(OUT, name)
+    os.makedirs(out, exist_ok=True)
+    model.config.save_pretrained(out)
+    t = {f"input.{k}": x[k] for k in ("full_ids", "right_ids", "right_mask")}
+    meta = {"transformers_version": transformers.__version__, "torch_version": torch.__version__, "family": family,
+            "seed": seed, "router_aux_loss_coef": ROUTER_AUX_COEF}
+    for kind, mask in (("full", None), ("right", x["right_mask"])):
+        ids = x[f"{kind}_ids"]
+        model.zero_grad()
+        result = model(input_ids=ids, attention_mask=mask, labels=ids.clone() if mask is None else ids.masked_fill(mask == 0, -100))
+        result.loss.backward()
+        meta[f"loss_{kind}"] = result.loss.item()
+        meta[f"aux_loss_{kind}"] = result.aux_loss.item()
+        grads = checkpoint_names(family, [(n, p.grad.clone()) for n, p in model.named_parameters()])
+        meta[f"grad_norm_{kind}"] = {n: g.norm().item() for n, g in grads.items()}
+        meta[f"router_term_grad_effect_{kind}"] = max(
+            ((g - base_golden[f"grad.{kind}.{n}"]).abs().max() / g.norm().clamp_min(1e-6)).item() for n, g in grads.items())
+        for n, g in grads.items():
+            t[f"grad.{kind}.{n}"] = g
+    tensors = {k: v.detach().clone().contiguous() for k, v in t.items()}
+    save_file(tensors, os.path.join(out, "golden.safetensors"))
+    meta["tensors"] = {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in tensors.items()}
+    with open(os.path.join(out, "golden.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{name}: aux {meta['aux_loss_full']:.6f} / {meta['aux_loss_right']:.6f}, router term moves gradients by up to "
+          f"{meta['router_term_grad_effect_full']:.2e} / {meta['router_term_grad_effect_right']:.2e} of their norms")
+
+
 def main(families):
     torch.set_num_threads(1)
     x = inputs()
     for family in families:
+        if family in ROUTER_AUX:
+            router_aux_variant(family, x)
+            continue
         # The first weight seed whose greedy paths have top-1 − top-2 margins far above fp32 noise, so that
         # generated tokens can be compared exactly.
         for seed in range(20):
@@ -283,4 +337,4 @@ def main(families):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(FAMILIES))
+    main(sys.argv[1:] or [*FAMILIES, *ROUTER_AUX])

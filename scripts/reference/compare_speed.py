@@ -53,6 +53,9 @@ SIZES = {
             "madpo": {"preferenceNumCandidates": 4, "preferencePairsPerSample": 2},
             "marlhf": {"numGenerations": 4, "preferenceNumCandidates": 4, "preferencePairsPerSample": 2, "rewardModelName": "{small_critic}"},
         },
+        # A random model's text holds no vowels (its ids past the demo tokenizer decode to "<id>"), so every candidate
+        # ties on cover-the-vowels and no preference pair forms; the digits of those ids separate candidates.
+        "reward_by_trainer": {"madpo": "digits", "marlhf": "digits"},
     },
 }
 
@@ -83,6 +86,14 @@ def contribution(text):
 def reward(completions_a, completions_b):
     return [sum(v in set(contribution(a) + contribution(b)) for v in VOWELS) / len(VOWELS)
             for a, b in zip(completions_a, completions_b)]
+
+
+def digits_reward(completions_a, completions_b):
+    """The fraction of the ten digits anywhere in the two completions (as compare-speed-ours.ts --reward digits)."""
+    return [len(set(re.findall(r"[0-9]", a + b))) / 10 for a, b in zip(completions_a, completions_b)]
+
+
+REWARDS = {"vowels": reward, "digits": digits_reward}
 
 
 # ---- CoMLRL's side: one run ----
@@ -185,7 +196,7 @@ def comlrl_run(spec):
         from comlrl.trainers.preference.marlhf import MARLHFTrainer
         from comlrl.trainers.reinforce.magrpo import MAGRPOTrainer
 
-        common = dict(agent_model=spec["model"], tokenizer=tokenizer, reward_func=reward, formatters=formats,
+        common = dict(agent_model=spec["model"], tokenizer=tokenizer, reward_func=REWARDS[spec["reward"]], formatters=formats,
                       train_dataset=data, args=args)
         trainer = spec["trainer"]
         if trainer in ("iac", "maac"):
@@ -276,15 +287,15 @@ def last_json(stdout, what):
     return json.loads(lines[-1])
 
 
-def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, env):
+def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, env, reward_name):
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
-    common = ["--trainer", trainer, "--model", dirs["model"], "--items", str(items)]
+    common = ["--trainer", trainer, "--model", dirs["model"], "--items", str(items), "--reward", reward_name]
     if side == "ours":
         command = OURS + ["run", *common, "--critic", dirs["critic"], "--overrides", json.dumps(overrides)]
         run_env = dict(env, COMLRL_NUM_THREADS=str(threads))
     else:
-        spec = dict(trainer=trainer, items=items, threads=threads, ours=ours_config, **dirs)
+        spec = dict(trainer=trainer, items=items, threads=threads, ours=ours_config, reward=reward_name, **dirs)
         command = [sys.executable, __file__, "--comlrl-run", json.dumps(spec)]
         run_env = dict(env, OMP_NUM_THREADS=str(threads))
     started = time.perf_counter()
@@ -338,6 +349,7 @@ def drive(options):
                 raise SystemExit(f"--trainers: {trainer} is not one of {', '.join(TRAINERS)}")
             overrides = {key: value.format(**dirs) if isinstance(value, str) else value
                          for key, value in {**plan["overrides"], **plan["by_trainer"].get(trainer, {})}.items()}
+            reward_name = plan.get("reward_by_trainer", {}).get(trainer, "vowels")
             done = subprocess.run(OURS + ["config", "--trainer", trainer, "--model", dirs["model"], "--items", str(items),
                                           "--overrides", json.dumps(overrides)], cwd=ROOT, env=env, capture_output=True, text=True)
             if done.returncode != 0:
@@ -347,9 +359,10 @@ def drive(options):
             for pair in range(pairs):
                 order = ["ours", "comlrl"] if pair % 2 == 0 else ["comlrl", "ours"]
                 for side in order:
-                    runs.append(run_side(side, trainer, size, dirs, items, options.threads, overrides, ours_config, env))
+                    runs.append(run_side(side, trainer, size, dirs, items, options.threads, overrides, ours_config, env, reward_name))
             rows.append({
-                "trainer": trainer, "size": size, "items": items, "threads": options.threads, "config": ours_config["config"],
+                "trainer": trainer, "size": size, "items": items, "threads": options.threads, "reward": reward_name,
+                "config": ours_config["config"],
                 "ours": summary([r for r in runs if r["side"] == "ours"]),
                 "comlrl": summary([r for r in runs if r["side"] == "comlrl"]), "runs": runs,
             })

@@ -29,10 +29,14 @@ from comlrl.models.actor_critic import ValueHead
 from comlrl.trainers.actor_critic.iac import IACConfig, IACTrainer
 from comlrl.trainers.actor_critic.maac import MAACConfig, MAACTrainer
 from comlrl.trainers.preference.centralized import TaggedCentralizedComparatorAdapter
+from comlrl.trainers.preference.iterative import MADPOIterConfig, MADPOIterTrainer, MARLHFIterConfig, MARLHFIterTrainer
 from comlrl.trainers.preference.madpo import AgentPreferenceTensors, MADPOConfig, MADPOTrainer, PreferencePair
 from comlrl.trainers.preference.marlhf import JointRewardModel, MARLHFConfig, MARLHFTrainer
 from comlrl.trainers.reinforce.centralized_magrpo import CentralizedMAGRPOConfig, CentralizedMAGRPOTrainer
 from comlrl.trainers.reinforce.magrpo import MAGRPOConfig, MAGRPOTrainer, NodeSample
+from comlrl.trainers.reinforce.mareinforce import MAREINFORCEConfig, MAREINFORCETrainer
+from comlrl.trainers.reinforce.maremax import MAReMaxConfig, MAReMaxTrainer
+from comlrl.trainers.reinforce.marloo import MARLOOConfig, MARLOOTrainer
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, "tests", "golden", "comlrl")
@@ -473,6 +477,151 @@ def maac_multi_turn_case(name: str, critic_type: str, tensors: dict) -> dict:
     return multi_turn_golden(name, trainer, MT, prompts_seen, updates, {})
 
 
+# Multi-turn MAGRPO with K = 2 per node, the harness's transition and tagged formatters: per agent, the rows of each
+# generate() call in CoMLRL's order (depth first: a node, then its children's subtrees), two rows of one width, each
+# ending in its EOS, so the tokens CoMLRL scores (row[:-1]) are the completion without its EOS and no pad is scored or
+# fed. Token ids are printable ASCII (and merges), so every completion decodes to a text of its own.
+MAGRPO_MT = {
+    "items": MT_ITEMS,  # two turns: a root and two children per item
+    "turns": 2,
+    "rows": [
+        [
+            [[67, 68, EOS], [69, 70, EOS]], [[71, 72, 73, EOS], [74, 264, 75, EOS]], [[76, EOS], [77, EOS]],
+            [[78, 79, 80, EOS], [81, 283, 82, EOS]], [[83, 84, EOS], [85, 86, EOS]], [[87, 88, 89, 90, EOS], [91, 92, 67, 68, EOS]],
+        ],
+        [
+            [[35, 36, EOS], [37, 38, EOS]], [[39, EOS], [40, EOS]], [[41, 42, 43, EOS], [44, 288, 45, EOS]],
+            [[46, 47, EOS], [48, 49, EOS]], [[50, 51, 52, EOS], [53, 295, 54, EOS]], [[55, EOS], [56, EOS]],
+        ],
+    ],
+}
+# Three turns of one item: a root, two children, four grandchildren per agent.
+MAGRPO_MT3 = {
+    "items": [{"prompt": "the lazy dog"}],
+    "turns": 3,
+    "rows": [
+        [
+            [[18, 19, EOS], [20, 21, EOS]], [[22, EOS], [23, EOS]], [[24, 25, EOS], [26, 27, EOS]], [[67, 18, EOS], [68, 19, EOS]],
+            [[69, 260, EOS], [70, 261, EOS]], [[71, 20, 72, EOS], [73, 21, 74, EOS]], [[75, EOS], [77, EOS]],
+        ],
+        [
+            [[35, 18, EOS], [36, 19, EOS]], [[37, 38, 39, EOS], [40, 41, 42, EOS]], [[43, EOS], [44, EOS]], [[45, 262, EOS], [46, 265, EOS]],
+            [[47, 48, EOS], [49, 50, EOS]], [[51, EOS], [52, EOS]], [[53, 54, 55, EOS], [56, 57, 58, EOS]],
+        ],
+    ],
+}
+
+
+def magrpo_mt_reward(first, second):
+    """The shared reward of a joint action, from its texts' code points (which JavaScript sums alike)."""
+    code = lambda text: sum(ord(ch) for ch in text)
+    return [(code(first[0]) % 11) / 4 - (code(second[0]) % 7) / 8]
+
+
+def magrpo_multi_turn_case(name: str, episodes: dict, buffer: int, passthrough: bool, tensors: dict) -> dict:
+    """CoMLRL's own MAGRPO rollout (_train_step_returns) of the episodes' items with generate() returning their rows, then
+    the epoch's final drain. A node's samples enter the agents' buffers in env-step order and an agent is updated (turn
+    by turn, in minibatches of train_batch_size = buffer) as soon as its buffer holds `buffer` samples, within an item
+    too. The tagged formatters ignore external prompts, so a later turn's prompt is "<i> " + the transition's prompt,
+    or with external_prompt_passthrough the transition's prompt as it is."""
+    random.seed(0)
+    torch.manual_seed(0)
+    args = MAGRPOConfig(
+        num_agents=2, num_turns=episodes["turns"], num_generations=2, rollout_buffer_size=buffer, early_termination_threshold=None,
+        external_prompt_passthrough=passthrough,
+    )
+    trainer = MAGRPOTrainer(
+        agents=[load_model(), load_model()], num_agents=2, tokenizer=tokenizer(), args=args, reward_func=magrpo_mt_reward,
+        external_transition=mt_transition, formatters=[tagged_formatter(i) for i in range(2)],
+    )
+    queues = [list(calls) for calls in episodes["rows"]]
+
+    def scripted(agent):
+        def run(input_ids=None, num_return_sequences=1, **kwargs):
+            rows = torch.tensor(queues[agent].pop(0))[:num_return_sequences]
+            return SimpleNamespace(sequences=torch.cat([input_ids.repeat(rows.shape[0], 1), rows], dim=1))
+
+        return run
+
+    norms = [[], []]
+    for i, agent in enumerate(trainer.agents):
+        agent.generate = scripted(i)
+        watch_grad_norms(trainer.optimizers[i], norms[i])
+    calls = [[], []]
+    generate_completions = trainer._generate_completions
+
+    def recorded_generation(agent, batch_items, **kwargs):
+        out = generate_completions(agent, batch_items, **kwargs)
+        calls[kwargs["agent_idx"]].append({
+            "prompt": out["prompts"][0],  # what the agent was prompted with (the formatter's output, or passed through)
+            "promptIds": out["prompt_input_ids"][0].tolist(),
+            "rows": [t.tolist() for t in out["completion_input_ids"][0]],
+            "responseLens": out["response_lens"],
+            "completions": out["completions"][0],
+        })
+        return out
+
+    trainer._generate_completions = recorded_generation
+    updates = []
+    update, compute = trainer._update_from_samples, trainer._compute_loss_with_gradients
+
+    def recorded_update(agent_idx, samples):
+        assert len(samples) <= args.train_batch_size, "one minibatch per update"
+        losses = {}
+
+        def loss_of(agent, data, returns):
+            loss = compute(agent, data, returns)
+            losses[id(data)] = float(loss.detach())
+            return loss
+
+        trainer._compute_loss_with_gradients = loss_of
+        try:
+            update(agent_idx, list(samples))  # a copy: its shuffle leaves the recorded order alone
+        finally:
+            trainer._compute_loss_with_gradients = compute
+        assert all(len(set(s.returns)) > 1 for s in samples), "returns that differ within each node: no zero advantages"
+        records = [{
+            "envStep": s.node_env_step,
+            "promptIds": s.completions_data["prompt_input_ids"][0].tolist(),
+            "completionIds": [t.tolist() for t in s.completions_data["completion_input_ids"][0]],
+            "returns": s.returns,
+            "baselineAdvantages": trainer._compute_advantages(torch.tensor(s.returns)).tolist(),
+            "nodeMeanReward": s.node_mean_reward,
+            "nodeMeanReturn": s.node_mean_return,
+            "loss": losses[id(s.completions_data)],
+        } for s in samples]
+        updates.append({
+            "agent": agent_idx,
+            "turn": samples[0].turn_idx,
+            "samples": records,
+            # One minibatch: the step minimises the mean of its samples' losses.
+            "loss": sum(r["loss"] for r in records) / len(records),
+            "gradNorm": norms[agent_idx][sum(1 for u in updates if u["agent"] == agent_idx)],
+        })
+
+    trainer._update_from_samples = recorded_update
+    for item in episodes["items"]:
+        trainer._train_step_returns(item)
+    trainer._drain_ready_buffers([a for a, buffered in enumerate(trainer.rollout_buffers) if buffered])  # as train()'s epoch ends
+    assert not any(queues), "every row generated"
+    for a in range(2):
+        params(trainer.agents[a], f"{name}.after.{a}", tensors)
+    return {
+        "config": {
+            "numAgents": 2, "numTurns": episodes["turns"], "numGenerations": 2, "rolloutBufferSize": buffer, "trainBatchSize": args.train_batch_size,
+            "earlyTerminationThreshold": None,
+            "externalPromptPassthrough": passthrough, "advantageMode": args.advantage_mode,
+            "advantageNormalization": args.advantage_normalization, "formatters": "tagged",
+        },
+        "tensorPrefix": name,
+        "items": episodes["items"],
+        # Per agent, in call order: one call per node, as CoMLRL builds the tree (depth first).
+        "generateCalls": calls,
+        # In CoMLRL's order: per drain of the buffers, agent 0's turns, then agent 1's.
+        "updates": updates,
+    }
+
+
 # MADPO: two pairs of (winner, loser) rows per agent, EOS-padded as generate() returns them.
 DPO_PROMPTS = [[[14, 120, 33], [57, 9, 260, 88]], [[21, 22], [31, 32, 33]]]  # [pair][agent]
 DPO_WINNERS = [[[40, 41, 42, EOS], [50, 51, EOS, EOS]], [[60, 61, 62, 63], [70, EOS, EOS]]]
@@ -753,6 +902,89 @@ def check_ours() -> None:
     print(json.dumps(results))
 
 
+# The run config each trainer hands wandb.init, as its _init_wandb builds it when the trainer is made with a
+# wandb_config: every trainer on the tiny model, its actors loaded objects (a count) or given by path.
+WANDB_CONFIG = {
+    "project": "comlrl-goldens",
+    "config_sections": {"dataset": {"name": "tiny", "type": "writing"}, "output": {"verbose": False}, "external": {"mode": "level_feedback"}},
+}
+WANDB_CASES = {
+    # name: (trainer, its config, actors, critics loaded, args, wandb_config)
+    "magrpo": (MAGRPOTrainer, MAGRPOConfig, 1, 0, dict(num_agents=1, num_turns=1, num_generations=3, rollout_buffer_size=2), WANDB_CONFIG),
+    "mareinforce_reference_kl": (
+        MAREINFORCETrainer, MAREINFORCEConfig, "path", 0,
+        dict(num_agents=2, num_turns=1, reference_kl_enabled=True, reference_kl_coef=0.05, reference_devices=["cpu"]), WANDB_CONFIG,
+    ),
+    # Without config sections: no dataset_name / dataset_type.
+    "maremax_no_sections": (MAReMaxTrainer, MAReMaxConfig, 2, 0, dict(num_agents=2, num_turns=1, agent_learning_rate=1e-5), {"name": "run"}),
+    "marloo": (MARLOOTrainer, MARLOOConfig, 2, 0, dict(num_agents=2, num_turns=1, num_generations=3, advantage_normalization=False), WANDB_CONFIG),
+    "centralized": (CentralizedMAGRPOTrainer, CentralizedMAGRPOConfig, 1, 0, dict(num_agents=2, num_generations=3, rollout_buffer_size=2), WANDB_CONFIG),
+    "iac_separate_v": (IACTrainer, IACConfig, 2, 2, dict(num_agents=2, num_turns=1, num_generations=2, rollout_buffer_size=2), WANDB_CONFIG),
+    "iac_shared_q": (
+        IACTrainer, IACConfig, 2, 0,
+        dict(num_agents=2, num_turns=1, num_generations=2, use_separate_critic=False, critic_type="q", value_head_hidden_dim=8,
+             train_batch_size=1, critic_learning_rate=None),
+        WANDB_CONFIG,
+    ),
+    "maac_q": (MAACTrainer, MAACConfig, 2, 1, dict(num_agents=2, num_turns=1, num_generations=2, critic_type="q", max_new_tokens=64), WANDB_CONFIG),
+    "madpo": (MADPOTrainer, MADPOConfig, 2, 0, dict(num_agents=2), WANDB_CONFIG),
+    "madpo_centralized": (MADPOTrainer, MADPOConfig, 1, 0, dict(num_agents=2, collaboration_mode="centralized"), WANDB_CONFIG),
+    "marlhf": (MARLHFTrainer, MARLHFConfig, "path", 0, dict(num_agents=2, reward_model_device="cpu", rl_algorithm="maremax"), WANDB_CONFIG),
+    "marlhf_iac": (MARLHFTrainer, MARLHFConfig, "path", 0, dict(num_agents=2, reward_model_device="cpu", rl_algorithm="iac", num_generations=1), WANDB_CONFIG),
+    "madpo_iter_centralized": (MADPOIterTrainer, MADPOIterConfig, 1, 0, dict(num_agents=2, collaboration_mode="centralized"), WANDB_CONFIG),
+    "marlhf_iter": (MARLHFIterTrainer, MARLHFIterConfig, "path", 0, dict(num_agents=2, reward_model_device="cpu"), WANDB_CONFIG),
+}
+
+
+def repo_relative(value):
+    """value with every path under the repository written relative to it (the model's path is the checkout's)."""
+    if isinstance(value, str) and value.startswith(ROOT + os.sep):
+        return os.path.relpath(value, ROOT)
+    if isinstance(value, dict):
+        return {k: repo_relative(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [repo_relative(v) for v in value]
+    return value
+
+
+def wandb_run_configs() -> dict:
+    """Builds each WANDB_CASES trainer with wandb.init replaced by a recorder (returning no run, so none is kept)."""
+    import wandb
+
+    captured = []
+
+    def init(**kwargs):
+        captured.append(kwargs)
+
+    wandb.init = init
+    cases = {}
+    for name, (cls, config_cls, actors, critics, args, wandb_config) in WANDB_CASES.items():
+        torch.manual_seed(0)
+        kwargs = dict(args=config_cls(**args), reward_func=lambda *a, **k: [0.0], wandb_config=wandb_config)
+        if actors == "path":
+            kwargs["agent_model"] = MODEL
+        else:
+            kwargs.update(agents=[load_model() for _ in range(actors)], tokenizer=tokenizer())
+        if critics:
+            kwargs["critics"] = [load_model() for _ in range(critics)]
+        if cls is CentralizedMAGRPOTrainer:
+            kwargs["centralized_adapter"] = TaggedCentralizedComparatorAdapter()
+        if cls not in (IACTrainer, MAACTrainer):  # the actor-critic trainers read num_agents from their args
+            kwargs["num_agents"] = args["num_agents"]
+        cls(**kwargs)
+        init_kwargs = repo_relative(captured.pop())
+        cases[name] = {
+            "trainer": cls.__name__,
+            "actors": actors,
+            "critics": critics,
+            "args": args,
+            "wandbConfig": wandb_config,
+            "config": init_kwargs.pop("config"),
+            "init": init_kwargs,  # the other wandb.init arguments
+        }
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--check", action="store_true", help="strict-load our value_head.pt fixtures into CoMLRL's ValueHead")
@@ -796,6 +1028,16 @@ def main() -> None:
     comlrl_save_dirs(tensors)
     if os.path.isdir(os.path.join(OUT, "ours_marlhf_save")):
         golden["ours_marlhf_save"] = ours_marlhf_scores()
+    # Added after every case above, so that their values (and the generators they draw from) are unchanged.
+    golden["magrpo_multi_turn"] = {
+        # A buffer of each agent's six nodes: one update per turn after the second item.
+        "formatted": magrpo_multi_turn_case("magrpo_mt", MAGRPO_MT, 6, False, tensors),
+        "passthrough": magrpo_multi_turn_case("magrpo_mt_passthrough", MAGRPO_MT, 6, True, tensors),
+        # Buffers of two fill within an item: which nodes an update takes follows the env steps' depth-first order.
+        "buffer_of_two": magrpo_multi_turn_case("magrpo_mt_buffer2", MAGRPO_MT, 2, False, tensors),
+        "three_turns_buffer_of_two": magrpo_multi_turn_case("magrpo_mt3_buffer2", MAGRPO_MT3, 2, True, tensors),
+    }
+    golden["wandb_run_config"] = wandb_run_configs()
     save_file(tensors, os.path.join(OUT, "goldens.safetensors"))
     with open(os.path.join(OUT, "goldens.json"), "w") as f:
         json.dump(golden, f, indent=1)

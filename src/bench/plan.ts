@@ -1,4 +1,5 @@
 // What the suite runs: the case list of the default and the quick run.
+import { FAMILY_TYPES } from "./models.js";
 import type { AlgorithmCase, BenchCase, BenchDtype, BenchModelName, CeilingCase, GenerationCase, TrainingCase } from "./types.js";
 
 export type Mode = "default" | "quick";
@@ -85,6 +86,9 @@ export function planCases(mode: Mode): Plan {
       ...trainingModels.flatMap((model) => DTYPES.map((dtype) => trainingCase(model, dtype, repeats(model, 1, dtype)))),
       // The families whose work differs from a dense decoder's: one generation and one training row each.
       ...(["moe", "sliding"] as const).flatMap((model) => [generationCase(model, "fp32", 8, "suite", repeats(model)), trainingCase(model, "fp32", repeats(model))]),
+      trainingCase("moe-aux", "fp32", repeats("moe-aux")),
+      // Each family's train step at one shape: its norms, activations and attention variants against the same ceiling.
+      ...FAMILY_TYPES.map((family) => trainingCase(`family-${family}`, "fp32", 3)),
       ...trainerCases(16, 3),
       ...layoutCases(16, 3, [[1, 2], [2, 1], [1, 1]]),
       ...algorithmCases(16, 3, true),

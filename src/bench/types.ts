@@ -1,14 +1,15 @@
 // The bench suite's vocabulary: what a benchmark case asks for, what a worker process sends back, and the shape of
 // the results file (bench/results/<date>-<host>.json) that reports and `--compare` read.
 import type { Dtype } from "../models/causal-lm.js";
+import type { RotaryModelType } from "../models/config.js";
 
 /** The dtypes the suite measures, by their short names. */
 export type BenchDtype = "fp32" | "bf16";
 export const TORCH_DTYPE: Record<BenchDtype, Dtype> = { fp32: "float32", bf16: "bfloat16" };
 export const DTYPE_BYTES: Record<BenchDtype, number> = { fp32: 4, bf16: 2 };
 
-/** The model shapes the suite builds (see models.ts). */
-export type BenchModelName = "tiny" | "12m" | "20m" | "0.5b" | "moe" | "sliding";
+/** The model shapes the suite builds (see models.ts); `family-<model_type>`: that family at the 12M shape. */
+export type BenchModelName = "tiny" | "12m" | "20m" | "0.5b" | "moe" | "moe-aux" | "sliding" | `family-${RotaryModelType}`;
 
 /** One figure over repeated runs. */
 export interface Summary {

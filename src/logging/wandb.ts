@@ -93,21 +93,18 @@ export function mergeWandbResume(config: WandbConfig, saved: WandbRunIdentity | 
 }
 
 /**
- * The run config W&B shows: the trainer's settings, the config sections, and the fields derived from the sections
- * (`dataset_name`, `dataset_type`, `external_mode`, as the Python library names them so dashboards line up), with
+ * The run config W&B shows, as CoMLRL's wandb_init_kwargs builds it: the trainer's run config (see run-config.ts), the
+ * config sections merged over it, and `dataset_name` / `dataset_type` from the dataset section when it names them;
  * secrets (API keys, key headers, keys in URLs) masked.
  */
 export function wandbRunConfig(runConfig: Record<string, unknown>, sections: Record<string, unknown> = {}): Record<string, unknown> {
-  const field = (section: string, key: string): unknown => {
-    const value = sections[section];
-    return isPlainObject(value) ? (value[key] ?? null) : null;
-  };
+  const dataset = isPlainObject(sections.dataset) ? sections.dataset : {};
   return redactSecrets({
     ...runConfig,
     ...sections,
-    dataset_name: field("dataset", "name"),
-    dataset_type: field("dataset", "type"),
-    external_mode: field("external", "mode"),
+    // Python's truthiness: an empty name or type is left out, as None is.
+    ...(dataset.name ? { dataset_name: dataset.name } : {}),
+    ...(dataset.type ? { dataset_type: dataset.type } : {}),
   });
 }
 

@@ -18,6 +18,27 @@ export interface LoadOptions {
   device?: string;
   /** Seed of the model's sampling generator (default 0). */
   seed?: number;
+  /** transformers' `attn_implementation`, in place of config.json's: "sdpa" (or a flash / flex name) runs libtorch's
+   * scaled_dot_product_attention wherever it can (libtorch ≥ 2.5, no soft-capping), "eager" ours; unset: libtorch's
+   * on CUDA, ours on a CPU. `info().attention` says which runs. */
+  attnImplementation?: string;
+  /**
+   * A mixture-of-experts model only: add this × the router's auxiliary load-balancing loss (transformers'
+   * load_balancing_loss_func) to every training loss of the model — the policy losses (policyGradientBackward, the
+   * actor's part of actor-critic) as well as causalLMLossBackward, in place of config.json's router_aux_loss_coef.
+   * Without it the policy losses have no router term, as in CoMLRL, which computes its losses from logits; the
+   * causal-LM loss has it when config.json says output_router_logits, as transformers adds it to a labelled forward.
+   */
+  routerAuxLossCoef?: number;
+}
+
+/** Options of clone(): the router coefficients and the attention kernel stay the original's. */
+export type CloneOptions = Omit<LoadOptions, "routerAuxLossCoef" | "attnImplementation">;
+
+/** What the training losses return besides their own values: the router's auxiliary loss where one was added. */
+export interface RouterAuxLoss {
+  /** The load-balancing loss itself (unscaled, before its coefficient); absent when none was added. */
+  routerAuxLoss?: number;
 }
 
 export interface GenerationOptions {
@@ -194,6 +215,17 @@ function warnUnappliedSampling(generationConfig: Record<string, unknown>, file: 
   process.emitWarning(`${file}: ${unapplied.map((key) => `${key}=${JSON.stringify(generationConfig[key])}`).join(", ")} not applied: comlrl's sampler has no such setting, so it samples as transformers would without them`);
 }
 
+/** LoadOptions' routerAuxLossCoef applied to a parsed config: the coefficient of every training loss. */
+function withRouterAuxLoss(config: ModelConfig, options: LoadOptions, file: string): ModelConfig {
+  const coef = options.routerAuxLossCoef;
+  if (coef === undefined) return config;
+  if (typeof coef !== "number" || !Number.isFinite(coef) || coef < 0) {
+    throw new ConfigError(`routerAuxLossCoef must be a non-negative number, got ${JSON.stringify(coef)}`);
+  }
+  if (!config.layerSparse.includes(1)) throw new ConfigError(`routerAuxLossCoef: ${file} describes a model without mixture-of-experts layers`);
+  return { ...config, lmRouterAuxCoef: coef, policyRouterAuxCoef: coef };
+}
+
 export class CausalLM {
   private constructor(
     readonly native: NativeModel,
@@ -214,7 +246,9 @@ export class CausalLM {
   static async fromDirectory(dir: string, options: LoadOptions = {}): Promise<CausalLM> {
     if (!existsSync(dir)) throw new ModelLoadError(`${dir}: no such model directory`);
     const configFile = path.join(dir, "config.json");
-    const config = parseModelConfig(readJson(configFile), configFile);
+    const raw = readJson(configFile);
+    if (options.attnImplementation !== undefined) raw.attn_implementation = options.attnImplementation;
+    const config = withRouterAuxLoss(parseModelConfig(raw, configFile), options, configFile);
     const generationFile = path.join(dir, "generation_config.json");
     const generationConfig = existsSync(generationFile) ? readJson(generationFile) : {};
     warnUnappliedSampling(generationConfig, generationFile);
@@ -234,7 +268,7 @@ export class CausalLM {
 
   /** A model with transformers-style random weights (normal(0, initStd), zero biases, unit norms). */
   static create(configJson: Record<string, unknown>, options: LoadOptions & { initStd?: number } = {}): CausalLM {
-    const config = parseModelConfig(configJson, "config");
+    const config = withRouterAuxLoss(parseModelConfig(configJson, "config"), options, "config");
     const native = addon().NativeModel.create({
       config: decoderConfigOf(config),
       dtype: options.dtype ?? "float32",
@@ -298,13 +332,26 @@ export class CausalLM {
     return addon().score(this.native, { ...completionBatch(prompts, completions), ...options });
   }
 
-  /** Accumulates ∇ of scale · Σ_k −A_k · log π(completion_k) into the parameters' gradients. */
-  async policyGradientBackward(prompts: TokenRows, completions: TokenRows, advantages: ArrayLike<number>, scale = 1): Promise<Scores & { loss: number }> {
+  /**
+   * Accumulates ∇ of scale · (Σ_k −A_k · log π(completion_k) + c · router aux loss) into the parameters' gradients,
+   * the router term only with LoadOptions' routerAuxLossCoef c, over every token of prompt ⧺ completion of each row
+   * (a prompt shared by rows counts once per row), as transformers computes it for that padded batch.
+   */
+  async policyGradientBackward(
+    prompts: TokenRows,
+    completions: TokenRows,
+    advantages: ArrayLike<number>,
+    scale = 1,
+  ): Promise<Scores & { loss: number } & RouterAuxLoss> {
     return addon().policyGradientBackward(this.native, { ...completionBatch(prompts, completions), advantages: Float32Array.from(advantages), scale });
   }
 
-  /** Mean next-token cross-entropy over the real tokens (transformers' causal-LM loss); its gradient accumulates unless backward is false. */
-  async causalLMLossBackward(batch: TokenBatch, options: { backward?: boolean } = {}): Promise<{ loss: number }> {
+  /**
+   * Mean next-token cross-entropy over the real tokens (transformers' causal-LM loss), plus router_aux_loss_coef ×
+   * the router's load-balancing loss when config.json says output_router_logits (or LoadOptions' routerAuxLossCoef
+   * asks), as transformers' loss of a forward given labels; its gradient accumulates unless backward is false.
+   */
+  async causalLMLossBackward(batch: TokenBatch, options: { backward?: boolean } = {}): Promise<{ loss: number } & RouterAuxLoss> {
     return addon().causalLMLossBackward(this.native, { ...batch, backward: options.backward ?? true });
   }
 
@@ -334,7 +381,7 @@ export class CausalLM {
   }
 
   /** Deep copy (optionally on another device or dtype): e.g. a frozen reference policy. */
-  async clone(options: LoadOptions = {}): Promise<CausalLM> {
+  async clone(options: CloneOptions = {}): Promise<CausalLM> {
     const native = await this.native.clone(options);
     return new CausalLM(native, this.config, this.generationConfig, this.source);
   }

@@ -11,7 +11,8 @@ export type ModelType =
 export type NormKind = "rms" | "rms_one_plus" | "layer";
 /** Where the norms sit: before each block (Llama), before and after (Gemma 2/3), after only (OLMo 2). */
 export type NormPlacement = "pre" | "sandwich" | "post";
-export type Activation = "silu" | "gelu_tanh";
+/** SiLU, GELU's tanh approximation, or exact (erf) GELU. */
+export type Activation = "silu" | "gelu_tanh" | "gelu";
 /** Per-head q/k RMSNorm (Qwen3, Gemma 3) or one over the whole projection (OLMo 2). */
 export type QkNorm = "none" | "head" | "full";
 
@@ -52,6 +53,9 @@ export interface DecoderConfig {
   /** tanh soft-capping of attention scores and of the final logits; 0 = none. */
   attnSoftcap: number;
   finalSoftcap: number;
+  /** The attention kernel: libtorch's scaled_dot_product_attention on CUDA and ours on a CPU (auto), ours (eager),
+   * or libtorch's wherever it can run (sdpa: libtorch ≥ 2.5, no soft-capping). The numbers agree within rounding. */
+  attention: AttentionKernel;
   /** Rotary tables (inverse frequencies and the cos/sin factor) the layers choose from; none with learned positions. */
   ropeInvFreq: number[][]; // [tables][rotaryDim/2]
   ropeAttentionScaling: number[]; // [tables]
@@ -66,6 +70,14 @@ export interface DecoderConfig {
   /** Mixtral's checkpoint names (block_sparse_moe.experts.E.w1/w3/w2). */
   mixtralNames: boolean;
   layerSparse: number[];
+  /**
+   * Coefficients of the router's auxiliary load-balancing loss (transformers' load_balancing_loss_func), 0 where it
+   * is not added: to the causal-LM loss (config.json's output_router_logits, as transformers adds it to the loss of
+   * a forward given labels), and to the policy losses (policy-gradient, actor-critic; only by LoadOptions'
+   * routerAuxLossCoef, since CoMLRL computes those losses from logits and never adds it).
+   */
+  lmRouterAuxCoef: number;
+  policyRouterAuxCoef: number;
 }
 
 type Moe = Pick<DecoderConfig, "numExperts" | "numExpertsPerTok" | "moeIntermediateSize" | "normTopkProb" | "mixtralNames" | "layerSparse">;
@@ -316,9 +328,20 @@ const FAMILIES: Record<ModelType, Family> = {
   },
 };
 
-const ACTIVATIONS: Record<string, Activation> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh", gelu_new: "gelu_tanh" };
+// transformers' ACT2FN names, each computing what ours computes: torch's tanh GELU or its Python formula (gelu_new,
+// gelu_accurate, gelu_python_tanh), torch's erf GELU or its Python formula (gelu_python). Others (gelu_fast's
+// truncated constant, gelu_10's clipping, quick_gelu, relu, ...) are refused by name.
+const ACTIVATIONS: Record<string, Activation> = {
+  silu: "silu", swish: "silu", gelu_pytorch_tanh: "gelu_tanh", gelu_new: "gelu_tanh", gelu_accurate: "gelu_tanh",
+  gelu_python_tanh: "gelu_tanh", gelu: "gelu", gelu_python: "gelu",
+};
 const DTYPES = new Set<string>(["float32", "bfloat16", "float16"]);
-const ATTN_IMPLEMENTATIONS = new Set(["eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"]);
+export type AttentionKernel = "auto" | "eager" | "sdpa";
+// transformers' attn_implementation names: the flash and flex kernels are libtorch's SDPA here, which picks a flash
+// kernel itself where the device and shapes allow one.
+const ATTENTION_KERNELS: Record<string, AttentionKernel> = {
+  eager: "eager", sdpa: "sdpa", flash_attention_2: "sdpa", flash_attention_3: "sdpa", flex_attention: "sdpa",
+};
 
 function tokenIds(value: unknown): number[] {
   if (value === null || value === undefined) return [];
@@ -368,8 +391,6 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   }
   if (raw.pretraining_tp !== undefined && raw.pretraining_tp !== 1) fail("pretraining_tp", `${JSON.stringify(raw.pretraining_tp)} is not supported (only 1)`);
   if (raw.use_bidirectional_attention === true) fail("use_bidirectional_attention", "true is not supported (causal attention only)");
-  // transformers then adds router_aux_loss_coef × the load-balancing loss to the LM loss, which ours does not.
-  if (raw.output_router_logits === true) fail("output_router_logits", "true is not supported (the LM loss has no router auxiliary term)");
   if (raw.router_jitter_noise !== undefined && raw.router_jitter_noise !== 0) {
     fail("router_jitter_noise", `${JSON.stringify(raw.router_jitter_noise)} is not supported (must be 0)`);
   }
@@ -398,8 +419,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const dtype = raw[dtypeField] ?? "float32";
   if (!DTYPES.has(dtype as string)) fail(dtypeField, `${JSON.stringify(dtype)} is not supported (supported: ${[...DTYPES].join(", ")})`);
   const implementation = raw.attn_implementation ?? raw._attn_implementation ?? null;
-  if (implementation !== null && !ATTN_IMPLEMENTATIONS.has(implementation as string)) {
-    fail("attn_implementation", `${JSON.stringify(implementation)} is not supported (supported: ${[...ATTN_IMPLEMENTATIONS].join(", ")})`);
+  if (implementation !== null && !Object.hasOwn(ATTENTION_KERNELS, implementation as string)) {
+    fail("attn_implementation", `${JSON.stringify(implementation)} is not supported (supported: ${Object.keys(ATTENTION_KERNELS).join(", ")})`);
   }
 
   // Layer kinds: transformers 5 writes them; 4.x files imply them from the family's own fields.
@@ -450,6 +471,14 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     ? family.moe({ integer, flag, fail, raw }, numLayers)
     : { numExperts: 0, numExpertsPerTok: 0, moeIntermediateSize: 0, normTopkProb: false, mixtralNames: false, layerSparse: Array(numLayers).fill(0) };
   if (moe.numExpertsPerTok > moe.numExperts) fail("num_experts_per_tok", `(${moe.numExpertsPerTok}) exceeds the number of experts (${moe.numExperts})`);
+  // With output_router_logits, transformers adds router_aux_loss_coef × the load-balancing loss to the LM loss.
+  let lmRouterAuxCoef = 0;
+  if (family.moe && flag("output_router_logits", false)) {
+    const coef = raw.router_aux_loss_coef ?? 0.001;
+    if (typeof coef !== "number" || !Number.isFinite(coef) || coef < 0) fail("router_aux_loss_coef", `must be a non-negative number, got ${JSON.stringify(coef)}`);
+    if (!moe.layerSparse.includes(1)) fail("output_router_logits", "is true but no layer is sparse: there is no router loss to add");
+    lmRouterAuxCoef = coef as number;
+  }
 
   const eosTokenIds = tokenIds(raw.eos_token_id);
   const pad = raw.pad_token_id;
@@ -481,11 +510,14 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     attentionScale,
     attnSoftcap: scalar("attn_logit_softcapping"),
     finalSoftcap: scalar("final_logit_softcapping"),
+    attention: implementation === null ? "auto" : ATTENTION_KERNELS[implementation as string],
     ropeInvFreq: rope.invFreq,
     ropeAttentionScaling: rope.attentionScaling,
     layerRope,
     layerWindow,
     ...moe,
+    lmRouterAuxCoef,
+    policyRouterAuxCoef: 0,
     maxPositionEmbeddings,
     bosTokenId: Number.isInteger(bos) ? (bos as number) : null,
     eosTokenIds,
@@ -552,13 +584,13 @@ export function decoderConfigOf(config: ModelConfig): DecoderConfig {
   const {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
-    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
-    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse,
+    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse, lmRouterAuxCoef, policyRouterAuxCoef,
   } = config;
   return {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
-    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
-    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse,
+    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
+    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse, lmRouterAuxCoef, policyRouterAuxCoef,
   };
 }

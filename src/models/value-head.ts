@@ -5,7 +5,7 @@
 import type { NativeValueHead, NativeValueHeadInfo, Readout } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { loadTorchStateDict, saveTorchStateDict, type StateTensor } from "../io/torch-pickle.js";
-import { completionBatch, type CausalLM, type Scores, type TokenBatch, type TokenRows } from "./causal-lm.js";
+import { completionBatch, type CausalLM, type RouterAuxLoss, type Scores, type TokenBatch, type TokenRows } from "./causal-lm.js";
 
 export type { Readout };
 
@@ -107,13 +107,14 @@ export class ValueHead {
 
   /**
    * The actor-critic loss of a model with its own head: policy-gradient loss + valueLossCoef · value loss from one
-   * forward of prompt ⧺ completion, back-propagated once (scale weights the gradient; the losses returned are unscaled).
+   * forward of prompt ⧺ completion, back-propagated once (scale weights the gradient; the losses returned are unscaled),
+   * plus c · the router's auxiliary loss of that forward with the model's LoadOptions routerAuxLossCoef c.
    */
   async actorCriticBackward(
     prompts: TokenRows,
     completions: TokenRows,
     options: ActorCriticOptions,
-  ): Promise<Scores & { policyLoss: number; valueLoss: number; loss: number; values: Float32Array }> {
+  ): Promise<Scores & { policyLoss: number; valueLoss: number; loss: number; values: Float32Array } & RouterAuxLoss> {
     return addon().actorCriticBackward(this.model.native, this.native, {
       ...completionBatch(prompts, completions),
       ...valueLossInput(options),

@@ -113,6 +113,8 @@ export interface NativeModelInfo {
   gradientBytes: number;
   device: string;
   dtype: string;
+  /** The attention kernel on this device: libtorch's scaled_dot_product_attention or ours. */
+  attention: "sdpa" | "eager";
   gradientCheckpointing: boolean;
   frozen: boolean;
 }

@@ -1,7 +1,8 @@
 // The MAGRPO rollout tree (COMLRL-SPEC §3.2): at every node each agent samples K completions for its prompt, joint
 // actions are formed (aligned: K; cross: K^N), the shared reward scores them, and — unless the node's mean reward
 // passes the early-termination threshold — every joint action spawns a child through the external transition.
-// Nodes are expanded level by level so that all of a level's prompts go to each agent in one generation call.
+// Nodes are expanded level by level so that all of a level's prompts go to each agent in one generation call; their
+// env steps are numbered depth first afterwards, as CoMLRL's recursive expansion counts them.
 import { formatPrompt } from "./formatters.js";
 import { computeAgentRewards, computeRewards } from "./rewards.js";
 import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "./types.js";
@@ -118,7 +119,6 @@ interface PendingNode {
 export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnvironment, settings: RolloutSettings, firstEnvStep: number): Promise<Rollout> {
   const numAgents = env.policies.length;
   const k = settings.numGenerations;
-  let envStep = firstEnvStep;
   let root: RolloutNode | null = null;
   const rootPrompts = env.formatters.map((f, agent) => formatPrompt(f, item, agent));
   let level: PendingNode[] = [
@@ -172,8 +172,6 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
       } else {
         node.rewards = await timed(env.timings, "reward", () => computeRewards(env.rewardFunc, jointTexts, context, settings.rewardBatching, env.rewardProcessor));
       }
-      envStep += node.jointActions.length;
-      node.envStep = envStep;
       node.children = node.jointActions.map(() => null);
       pending.attach(node);
 
@@ -214,8 +212,21 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
   }
 
   const tree = root as unknown as RolloutNode;
+  const lastEnvStep = numberEnvSteps(tree, firstEnvStep);
   computeReturns(tree);
-  return { root: tree, envSteps: envStep - firstEnvStep, samples: collectSamples(tree, numAgents) };
+  return { root: tree, envSteps: lastEnvStep - firstEnvStep, samples: collectSamples(tree, numAgents) };
+}
+
+/**
+ * Numbers the nodes' env steps as CoMLRL counts them, depth first (a node, then its children's subtrees in order): a
+ * node's step is the count of joint actions evaluated up to and including it. The tree is expanded level by level
+ * (one generation call per level), so the steps are assigned once it is whole. Returns the last step.
+ */
+function numberEnvSteps(node: RolloutNode, before: number): number {
+  node.envStep = before + node.jointActions.length;
+  let step = node.envStep;
+  for (const child of node.children) if (child) step = numberEnvSteps(child, step);
+  return step;
 }
 
 /** Undiscounted returns: R_j = r_j + mean(returns of the node spawned by j), post-order. */

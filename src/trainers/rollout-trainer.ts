@@ -165,6 +165,12 @@ export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends Ro
     await this.update(ready.flatMap((agent) => this.drainOrder(this.buffers[agent].splice(0))));
   }
 
+  /** Buffers an item's samples, then updates the agents whose buffers are full (CoMLRL's IAC and MAAC do so per item). */
+  protected async bufferSamples(samples: S[]): Promise<void> {
+    for (const sample of samples) this.buffers[sample.agent].push(sample);
+    await this.drainBuffers(this.config.rolloutBufferSize);
+  }
+
   protected override assertCheckpointable(): void {
     if (this.buffers.some((b) => b.length > 0)) throw new Error("saveCheckpoint: rollout buffers must be drained first (checkpoints are taken at epoch ends)");
   }
@@ -191,8 +197,7 @@ export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends Ro
         const samples = await this.collect([items[b]], b);
         recent.push(...this.shownRewards(samples));
         recent.splice(0, Math.max(0, recent.length - SHOWN_REWARDS));
-        for (const sample of samples) this.buffers[sample.agent].push(sample);
-        await this.drainBuffers(c.rolloutBufferSize);
+        await this.bufferSamples(samples);
         return { [`reward (last ${SHOWN_REWARDS})`]: mean(recent) };
       },
       endEpoch: () => this.drainBuffers(1),

@@ -10,13 +10,12 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { RolloutPolicy } from "../../src/rollout/tree.js";
-import type { Item, TransitionInput } from "../../src/rollout/types.js";
 import { headValues, type ActorCriticSample } from "../../src/trainers/actor-critic/samples.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { jointCriticText, MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { ValueHead } from "../../src/models/value-head.js";
-import { COMLRL_MODEL, expectClose, golden, goldenStateDict, goldenTensors, LOSS_RTOL, maxParamDiff, PARAM_ATOL, scratch } from "./comlrl-golden.js";
+import { COMLRL_MODEL, expectClose, golden, goldenStateDict, goldenTensors, harnessTransition, LOSS_RTOL, maxParamDiff, PARAM_ATOL, recordUpdates, scratch, taggedFormatters } from "./comlrl-golden.js";
 
 // Old values are one fp32 forward of the same graph: 1e-5 absolute (values are ≈ 1e-2).
 const VALUE_ATOL = 1e-5;
@@ -30,14 +29,6 @@ function headDiff(head: ValueHead, prefix: string): number {
     t.data.forEach((v, i) => (diff = Math.max(diff, Math.abs(v - mine[i]))));
   }
   return diff;
-}
-
-/** Every optimizer step the trainer records, as [component, update], in order. */
-function recordUpdates(trainer: IACTrainer | MAACTrainer): Array<[string, { loss: number; gradNorm: number }]> {
-  const records: Array<[string, { loss: number; gradNorm: number }]> = [];
-  const record = (trainer as any).recordUpdate.bind(trainer);
-  (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
-  return records;
 }
 
 /** Both agents' heads, agent 0's actor and (separate critics) its critic against the golden's parameters after the update. */
@@ -175,11 +166,8 @@ function multiTurnOptions(ref: any, tokenizer: ComlrlTokenizer) {
   const rewards: number[][] = ref.rewards.flat();
   return {
     agents: [COMLRL_MODEL, COMLRL_MODEL], tokenizer, rewardFunc: () => rewards.shift()!, trainDataset: ref.items, quiet: true, outputDir: scratch(),
-    // CoMLRL's transition in make_comlrl_goldens.py: the agent's last prompt, its own last response, the other's.
-    externalTransition: ({ agentCompletions, numAgents, promptHistoryPerAgent, responseHistoryPerAgent }: TransitionInput) =>
-      Array.from({ length: numAgents }, (_, i) => `${promptHistoryPerAgent[i].at(-1)} | ${responseHistoryPerAgent[i].at(-1)} | ${agentCompletions[1 - i]}`),
-    // The harness's tagged formatters: "<i> prompt", the transition's prompt in later turns.
-    formatters: c.formatters === "tagged" ? [0, 1].map((i) => (item: Item) => `<${i}> ${item.prompt}`) : null,
+    externalTransition: harnessTransition,
+    formatters: c.formatters === "tagged" ? taggedFormatters : null,
     config: { numAgents: 2, numTurns: c.numTurns, numGenerations: 1, rolloutBufferSize: c.rolloutBufferSize, criticType: c.criticType, discount: c.discount, advantageNormalization: c.advantageNormalization },
   };
 }

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { expect } from "vitest";
 import type { StateTensor } from "../../src/io/torch-pickle.js";
+import type { Item, TransitionInput } from "../../src/rollout/types.js";
 import { readSafetensors, type FixtureTensor } from "../support/safetensors.js";
 
 export const COMLRL_GOLDEN = path.resolve(__dirname, "comlrl");
@@ -50,3 +51,18 @@ export function goldenStateDict(prefix: string): Record<string, StateTensor> {
   return dict;
 }
 
+
+/** Every optimizer step the trainer records, as [component, update], in order. */
+export function recordUpdates(trainer: object): Array<[string, { loss: number; gradNorm: number }]> {
+  const records: Array<[string, { loss: number; gradNorm: number }]> = [];
+  const record = (trainer as any).recordUpdate.bind(trainer);
+  (trainer as any).recordUpdate = (component: string, update: { loss: number; gradNorm: number }) => (records.push([component, update]), record(component, update));
+  return records;
+}
+
+/** The harness's multi-turn transition (mt_transition): the agent's last prompt, its own last response, the other's. */
+export const harnessTransition = ({ agentCompletions, numAgents, promptHistoryPerAgent, responseHistoryPerAgent }: TransitionInput): string[] =>
+  Array.from({ length: numAgents }, (_, i) => `${promptHistoryPerAgent[i].at(-1)} | ${responseHistoryPerAgent[i].at(-1)} | ${agentCompletions[1 - i]}`);
+
+/** The harness's tagged formatters (tagged_formatter): "<i> prompt", in later turns the transition's prompt so tagged. */
+export const taggedFormatters = [0, 1].map((i) => (item: Item) => `<${i}> ${item.prompt}`);

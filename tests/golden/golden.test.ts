@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { addon } from "../../src/native/loader.js";
+import { runtimeInfo } from "../../src/runtime.js";
 import { maxAbsDiff, norm, readSafetensors, type FixtureTensor } from "../support/safetensors.js";
 
 // The reference files live in the project's shared/ folder beside the checkout (COMLRL_GOLDEN_DIR overrides). CI
@@ -16,20 +17,49 @@ const GOLDEN = process.env.COMLRL_GOLDEN_DIR ?? path.resolve(__dirname, "..", ".
 if (process.env.CI && !existsSync(GOLDEN)) throw new Error(`golden reference files not found at ${GOLDEN}`);
 const SHARED = ["qwen2_tiny_untied", "qwen2_tiny_tied", "llama_tiny_untied", "llama_tiny_tied"];
 // Committed beside this file; a transformers-5 file for each family the decoder runs.
-const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral", "gpt2"];
-const MODELS: [string, string][] = [
-  ...(existsSync(GOLDEN) ? SHARED.map((name): [string, string] => [name, path.join(GOLDEN, name)]) : []),
-  ...FAMILIES.map((name): [string, string] => [name, path.join(__dirname, name)]),
+const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral", "gpt2", "gpt2_gelu"];
+// attn_implementation "sdpa": libtorch's scaled_dot_product_attention (libtorch ≥ 2.5; ours on older ones) on the
+// families whose attention differs most — grouped-query heads, sliding windows, q/k norms, experts — and Gemma 2,
+// whose soft-capped scores keep ours. Every check below runs for them too.
+const SDPA_FAMILIES = ["llama3", "qwen2_sliding", "gemma2", "gemma3_text", "qwen3_moe"];
+const MODELS: [string, string, string | undefined][] = [
+  ...(existsSync(GOLDEN) ? SHARED.map((name): [string, string, undefined] => [name, path.join(GOLDEN, name), undefined]) : []),
+  ...FAMILIES.map((name): [string, string, undefined] => [name, path.join(__dirname, name), undefined]),
+  ...SDPA_FAMILIES.map((name): [string, string, string] => [`${name}+sdpa`, path.join(__dirname, name), "sdpa"]),
 ];
+const [major, minor] = runtimeInfo().torchVersion.split(".").map(Number);
+const SDPA_AVAILABLE = major > 2 || (major === 2 && minor >= 5);
 // fp32 vs fp64 logits differ by ≈ 5e-6 (golden.json); 1e-4 leaves room for summation order, not for bugs.
 const LOGIT_TOL = 1e-4;
+
+/** Every parameter's gradient against transformers': within 1e-4 of that gradient's norm, and its norm too. */
+function expectGradients(model: CausalLM, expected: (param: string) => ArrayLike<number>, norms: Record<string, number>) {
+  const names = model.native.parameterNames().map((p) => p.name);
+  expect(names.sort()).toEqual(Object.keys(norms).sort());
+  for (const param of names) {
+    const grad = model.native.getGradient(param)!;
+    const scale = Math.max(norm(expected(param)), 1e-6);
+    expect(maxAbsDiff(grad, expected(param)) / scale, param).toBeLessThan(1e-4);
+    expect(Math.abs(norm(grad) - norms[param]) / scale, param).toBeLessThan(1e-4);
+  }
+}
+
+/** A [batch, length] fixture of token ids (and its mask) as a TokenBatch. */
+function tokenBatch(ids: FixtureTensor, mask?: FixtureTensor) {
+  return {
+    ids: Int32Array.from(ids.data),
+    batch: ids.shape[0],
+    length: ids.shape[1],
+    attentionMask: mask ? Int32Array.from(mask.data) : undefined,
+  };
+}
 
 function rows(t: FixtureTensor): number[][] {
   const [b, l] = t.shape;
   return Array.from({ length: b }, (_, i) => Array.from(t.data.subarray(i * l, (i + 1) * l)));
 }
 
-describe.each(MODELS)("golden parity: %s", (name, dir) => {
+describe.each(MODELS)("golden parity: %s", (name, dir, attnImplementation) => {
   let model: CausalLM;
   let ref: Map<string, FixtureTensor>;
   let meta: Record<string, any>;
@@ -42,9 +72,14 @@ describe.each(MODELS)("golden parity: %s", (name, dir) => {
   beforeAll(async () => {
     ref = readSafetensors(path.join(dir, "golden.safetensors"));
     meta = JSON.parse(readFileSync(path.join(dir, "golden.json"), "utf8"));
-    model = await CausalLM.fromDirectory(dir);
+    model = await CausalLM.fromDirectory(dir, { attnImplementation });
   });
   afterAll(() => model?.dispose());
+
+  it("attention runs in the kernel asked for: libtorch's SDPA where it can, ours on a CPU by default", () => {
+    const sdpa = attnImplementation === "sdpa" && SDPA_AVAILABLE && model.config.attnSoftcap === 0;
+    expect(model.info().attention).toBe(sdpa ? "sdpa" : "eager");
+  });
 
   async function forward(ids: string, mask?: string, positions?: string, hiddenStates = false) {
     const input = t(ids);
@@ -96,27 +131,27 @@ describe.each(MODELS)("golden parity: %s", (name, dir) => {
     }
   });
 
+  it("rows sharing prompts of different lengths score as each row alone (a sliding window reaches as far)", async () => {
+    // Rows 0 and 1 share a prompt, which a longer one pads when the shared prompt forward runs them together.
+    const prompts = [[5, 6], [5, 6], [9, 10, 11, 12]];
+    const completions = [[13, 14, 15, 16, 17, 18, 19], [20, 21], [22, 23, 24]];
+    const together = await model.score(prompts, completions, { tokenLogprobs: true });
+    let offset = 0;
+    for (let r = 0; r < prompts.length; r++) {
+      const alone = await model.score([prompts[r]], [completions[r]], { tokenLogprobs: true });
+      const rowLogprobs = together.tokenLogprobs!.subarray(offset, offset + completions[r].length);
+      expect(maxAbsDiff(rowLogprobs, alone.tokenLogprobs!), `row ${r}`).toBeLessThan(LOGIT_TOL);
+      offset += completions[r].length;
+    }
+  });
+
   for (const kind of ["full", "right"] as const) {
     it(`training loss and every parameter gradient (${kind}); gradient error < 1e-4 × the gradient's norm`, async () => {
       model.zeroGrad();
-      const input = t(kind === "full" ? "input.full_ids" : "input.right_ids");
-      const [batch, length] = input.shape;
-      const { loss } = await model.causalLMLossBackward({
-        ids: Int32Array.from(input.data),
-        batch,
-        length,
-        attentionMask: kind === "right" ? Int32Array.from(t("input.right_mask").data) : undefined,
-      });
+      const { loss, routerAuxLoss } = await model.causalLMLossBackward(tokenBatch(t(`input.${kind}_ids`), kind === "right" ? t("input.right_mask") : undefined));
       expect(Math.abs(loss - meta[`loss_${kind}`])).toBeLessThan(1e-5);
-      const names = model.native.parameterNames().map((p) => p.name);
-      expect(names.sort()).toEqual(Object.keys(meta[`grad_norm_${kind}`]).sort());
-      for (const param of names) {
-        const grad = model.native.getGradient(param)!;
-        const expected = t(`grad.${kind}.${param}`).data;
-        const scale = Math.max(norm(expected), 1e-6);
-        expect(maxAbsDiff(grad, expected) / scale, param).toBeLessThan(1e-4);
-        expect(Math.abs(norm(grad) - meta[`grad_norm_${kind}`][param]) / scale, param).toBeLessThan(1e-4);
-      }
+      expect(routerAuxLoss).toBeUndefined(); // output_router_logits is false in these files
+      expectGradients(model, (param) => t(`grad.${kind}.${param}`).data, meta[`grad_norm_${kind}`]);
       model.zeroGrad();
     });
   }
@@ -228,5 +263,98 @@ describe("golden parity: phi3 with longrope scaling", () => {
     } finally {
       model.dispose();
     }
+  });
+});
+
+// output_router_logits: transformers' loss of a forward given labels adds router_aux_loss_coef × load_balancing_loss_func
+// (softmax over each sparse layer's router logits, top-k counts per expert × mean probability per expert, over the real
+// tokens, × num_experts). The base family's weights under the variant's config.json (make_family_goldens.py's
+// ROUTER_AUX, coefficient 0.5): loss, aux loss and every gradient of the total, with and without gradient
+// checkpointing. The policy losses add the term only when LoadOptions.routerAuxLossCoef asks (CoMLRL never does), over
+// the padded batch of prompt ⧺ completion rows, a shared prompt counted once per row: that is checked against our own
+// causal-LM path on that padded batch, which the goldens pin.
+describe.each([
+  ["qwen3_moe_aux", "qwen3_moe"],
+  ["mixtral_aux", "mixtral"],
+])("golden parity: router auxiliary loss, %s", (name, base) => {
+  let dir: string;
+  let ref: Map<string, FixtureTensor>;
+  let meta: Record<string, any>;
+  let model: CausalLM;
+  const t = (key: string) => ref.get(key) ?? (() => { throw new Error(`golden tensor ${key} missing`); })();
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), `comlrl-${name}-`));
+    copyFileSync(path.join(__dirname, base, "model.safetensors"), path.join(dir, "model.safetensors"));
+    copyFileSync(path.join(__dirname, name, "config.json"), path.join(dir, "config.json"));
+    ref = readSafetensors(path.join(__dirname, name, "golden.safetensors"));
+    meta = JSON.parse(readFileSync(path.join(__dirname, name, "golden.json"), "utf8"));
+    model = await CausalLM.fromDirectory(dir);
+  });
+  afterAll(() => model?.dispose());
+
+  for (const kind of ["full", "right"] as const) {
+    for (const checkpointing of [false, true]) {
+      it(`loss, aux loss and every gradient of LM + coef × aux (${kind}${checkpointing ? ", gradient checkpointing" : ""})`, async () => {
+        model.setGradientCheckpointing(checkpointing);
+        model.zeroGrad();
+        try {
+          const out = await model.causalLMLossBackward(tokenBatch(t(`input.${kind}_ids`), kind === "right" ? t("input.right_mask") : undefined));
+          expect(Math.abs(out.routerAuxLoss! - meta[`aux_loss_${kind}`])).toBeLessThan(1e-6);
+          expect(Math.abs(out.loss - meta[`loss_${kind}`])).toBeLessThan(1e-5);
+          expectGradients(model, (param) => t(`grad.${kind}.${param}`).data, meta[`grad_norm_${kind}`]);
+        } finally {
+          model.setGradientCheckpointing(false);
+          model.zeroGrad();
+        }
+      });
+    }
+  }
+
+  it("policy losses: no router term unless asked; with routerAuxLossCoef, the padded rows' aux loss and its gradient", async () => {
+    const prompts = [[5, 6, 7], [5, 6, 7], [9, 10]];
+    const completions = [[11, 12, 13, 14], [15, 16], [17, 18, 19]];
+    // As CoMLRL: config.json's output_router_logits does not reach a loss computed from log-probs.
+    const plain = await model.policyGradientBackward(prompts, completions, [1, -1, 0.5]);
+    expect(plain.routerAuxLoss).toBeUndefined();
+    model.zeroGrad();
+
+    const coef = 0.25;
+    const optedIn = await CausalLM.fromDirectory(dir, { routerAuxLossCoef: coef });
+    const lmOnly = await CausalLM.fromDirectory(path.join(__dirname, base));
+    try {
+      // Rows 0 and 1 share a prompt (one prompt forward, its tokens weighed twice); rows 0 and 2 do not.
+      for (const picked of [[0, 1, 2], [0, 2]]) {
+        const sequences = picked.map((r) => [...prompts[r], ...completions[r]]);
+        const width = Math.max(...sequences.map((s) => s.length));
+        const padded = {
+          ids: Int32Array.from(sequences.flatMap((s) => [...s, ...Array(width - s.length).fill(0)])),
+          batch: sequences.length,
+          length: width,
+          attentionMask: Int32Array.from(sequences.flatMap((s) => [...Array(s.length).fill(1), ...Array(width - s.length).fill(0)])),
+        };
+        // coef · ∇aux of the padded batch: ∇(LM + coef · aux) − ∇LM.
+        optedIn.zeroGrad();
+        lmOnly.zeroGrad();
+        const reference = await optedIn.causalLMLossBackward(padded);
+        await lmOnly.causalLMLossBackward(padded);
+        const names = optedIn.native.parameterNames().map((p) => p.name);
+        const expected = new Map(names.map((n) => [n, Float64Array.from(optedIn.native.getGradient(n)!, (g, i) => g - lmOnly.native.getGradient(n)![i])]));
+
+        // Zero advantages: the loss and gradient are the router term's alone.
+        optedIn.zeroGrad();
+        const out = await optedIn.policyGradientBackward(picked.map((r) => prompts[r]), picked.map((r) => completions[r]), picked.map(() => 0));
+        expect(Math.abs(out.routerAuxLoss! - reference.routerAuxLoss!), `rows ${picked}`).toBeLessThan(1e-6);
+        expect(Math.abs(out.loss - coef * reference.routerAuxLoss!)).toBeLessThan(1e-6);
+        for (const param of names) {
+          const scale = Math.max(norm(expected.get(param)!), 1e-6);
+          expect(maxAbsDiff(optedIn.native.getGradient(param)!, expected.get(param)!) / scale, `${param}, rows ${picked}`).toBeLessThan(1e-4);
+        }
+      }
+    } finally {
+      optedIn.dispose();
+      lmOnly.dispose();
+    }
+    await expect(CausalLM.fromDirectory(path.join(__dirname, "llama3"), { routerAuxLossCoef: 0.1 })).rejects.toThrow(/routerAuxLossCoef: .* without mixture-of-experts layers/);
   });
 });

@@ -70,7 +70,7 @@ describe("wandbInitOptions", () => {
     expect(options).toEqual({
       project: "comlrl",
       name: "test-magrpo",
-      config: { num_agents: 2, dataset_name: null, dataset_type: null, external_mode: null },
+      config: { num_agents: 2 },
       settings: { silent: false },
     });
   });
@@ -95,7 +95,7 @@ describe("wandbInitOptions", () => {
 });
 
 describe("wandbRunConfig", () => {
-  it("merges the sections and derives dataset and external fields", () => {
+  it("merges the sections and derives the dataset fields, as CoMLRL's wandb_init_kwargs", () => {
     const sections = {
       dataset: { name: "humaneval", type: "code" },
       output: { verbose: false, base_dir: "/runs" },
@@ -107,7 +107,14 @@ describe("wandbRunConfig", () => {
       ...sections,
       dataset_name: "humaneval",
       dataset_type: "code",
-      external_mode: "level_feedback",
+    });
+  });
+
+  it("leaves the dataset fields out when the dataset section does not name them", () => {
+    expect(wandbRunConfig({ num_agents: 2 }, { dataset: { name: "", type: null }, output: { verbose: true } })).toEqual({
+      num_agents: 2,
+      dataset: { name: "", type: null },
+      output: { verbose: true },
     });
   });
 });
@@ -256,7 +263,6 @@ describe("WandbLogger", () => {
       dataset: { name: "tldr", type: "writing" },
       dataset_name: "tldr",
       dataset_type: "writing",
-      external_mode: null,
     });
 
     logger.log({ "turn_1/reward_mean": 0.5 }, 4);

@@ -89,8 +89,36 @@ describe("transformers 5 layout", () => {
     expect(() => parseModelConfig({ ...raw, attn_pdrop: 0.1 })).toThrow(/attn_pdrop 0.1 is not supported/);
   });
 
-  it("attn_implementation is accepted (every implementation computes the same numbers); an unknown one is refused", () => {
+  it("output_router_logits: router_aux_loss_coef (transformers' default 0.001) on the causal-LM loss only; false: none", () => {
+    expect(decoder(read("qwen3_moe"))).toMatchObject({ lmRouterAuxCoef: 0, policyRouterAuxCoef: 0 });
+    expect(decoder({ ...read("qwen3_moe"), output_router_logits: true })).toMatchObject({ lmRouterAuxCoef: 0.001, policyRouterAuxCoef: 0 });
+    const mixtral: Record<string, unknown> = { ...read("mixtral"), output_router_logits: true, router_aux_loss_coef: 0.02 };
+    expect(decoder(mixtral)).toMatchObject({ lmRouterAuxCoef: 0.02, policyRouterAuxCoef: 0 });
+    delete mixtral.router_aux_loss_coef;
+    expect(decoder(mixtral).lmRouterAuxCoef).toBe(0.001);
+    expect(() => decoder({ ...mixtral, router_aux_loss_coef: -1 })).toThrow(/router_aux_loss_coef must be a non-negative number, got -1/);
+    expect(() => decoder({ ...read("qwen3_moe"), output_router_logits: true, mlp_only_layers: [0, 1] })).toThrow(/output_router_logits is true but no layer is sparse/);
+  });
+
+  it("activations by transformers' ACT2FN name: erf GELU (gelu, gelu_python), tanh GELU (gelu_new, ...), SiLU (silu, swish)", () => {
+    const gpt2 = read("gpt2");
+    for (const [name, activation] of [["gelu", "gelu"], ["gelu_python", "gelu"], ["gelu_new", "gelu_tanh"], ["gelu_pytorch_tanh", "gelu_tanh"],
+      ["gelu_accurate", "gelu_tanh"], ["gelu_python_tanh", "gelu_tanh"]]) {
+      expect(decoder({ ...gpt2, activation_function: name }).activation, name).toBe(activation);
+    }
+    expect(decoder({ ...read("llama3"), hidden_act: "gelu" }).activation).toBe("gelu");
+    expect(decoder({ ...read("llama3"), hidden_act: "swish" }).activation).toBe("silu");
+    expect(decoder({ ...read("gemma2"), hidden_activation: "gelu" }).activation).toBe("gelu");
+    // Close to one of ours but not the same numbers: refused by name.
+    for (const name of ["gelu_fast", "gelu_10", "quick_gelu"]) {
+      expect(() => decoder({ ...gpt2, activation_function: name }), name).toThrow(new RegExp(`activation_function "${name}" is not supported`));
+    }
+  });
+
+  it("attn_implementation picks the attention kernel (every one computes the same numbers); an unknown one is refused", () => {
     expect(parseModelConfig({ ...read("mistral"), attn_implementation: "sdpa" }).attnImplementation).toBe("sdpa");
+    const kernel = (name?: string) => decoder({ ...read("mistral"), attn_implementation: name }).attention;
+    expect([kernel(undefined), kernel("eager"), kernel("sdpa"), kernel("flash_attention_2"), kernel("flex_attention")]).toEqual(["auto", "eager", "sdpa", "sdpa", "sdpa"]);
     expect(() => parseModelConfig({ ...read("mistral"), attn_implementation: "paged" })).toThrow(/attn_implementation "paged"/);
   });
 });
@@ -127,8 +155,8 @@ const DORMANT: Record<string, string> = {
   "smollm3.use_sliding_window": "sliding_window is null",
   "smollm3.layer_types": "sliding_window is null",
   "qwen3_moe.use_sliding_window": "sliding_window is null",
-  "qwen3_moe.router_aux_loss_coef": "read only with output_router_logits, which is refused",
-  "mixtral.router_aux_loss_coef": "read only with output_router_logits, which is refused",
+  "qwen3_moe.router_aux_loss_coef": "read only with output_router_logits, false in this file",
+  "mixtral.router_aux_loss_coef": "read only with output_router_logits, false in this file",
   "smollm3.no_rope_layer_interval": "no_rope_layers are given",
   "gemma3_text.sliding_window_pattern": "layer_types are given",
   "gemma3_text._sliding_window_pattern": "layer_types are given",

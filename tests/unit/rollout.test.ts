@@ -553,10 +553,9 @@ describe("early termination", () => {
       [1, 2],
     ]);
     expect(out.samples.map((s) => s.nodeMeanReturn)).toEqual([0.5, 1.5, 1, 2, 1.5]);
-    // Node env steps are numbered level by level (root 2; level 1: 4, 6; level 2: 8, 10). NOTE: upstream CoMLRL
-    // numbers depth-first (root 2, child 0 4, gc(0,0) 6, gc(0,1) 8, child 1 10); totals agree, per-node values
-    // differ from 3 turns on.
-    expect(out.samples.map((s) => s.envStep)).toEqual([8, 10, 4, 6, 2]);
+    // Node env steps are numbered depth first, as CoMLRL's recursive expansion counts them: root 2, child 0 4,
+    // gc(0,0) 6, gc(0,1) 8, child 1 10 (level by level, as the tree is expanded, they would be 2; 4, 6; 8, 10).
+    expect(out.samples.map((s) => s.envStep)).toEqual([6, 8, 4, 10, 2]);
   });
 });
 

@@ -2,6 +2,7 @@
 // separate LM with a value head fed the agent's own token ids, or a value head on the agent's backbone trained by
 // one backward of actor loss + valueLossCoef · (clipped) value loss. The shared machinery is ActorCriticTrainer's.
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
+import { iacRunConfig } from "../../logging/run-config.js";
 import { completionBatch } from "../../models/causal-lm.js";
 import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
@@ -25,6 +26,9 @@ export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>)
 export class IACTrainer extends ActorCriticTrainer<IACConfig> {
   readonly algorithm = "IAC";
 
+  protected comlrlRunConfig(): Record<string, unknown> {
+    return iacRunConfig(this.config);
+  }
 
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");

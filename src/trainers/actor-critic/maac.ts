@@ -3,6 +3,7 @@
 // agent 0's tokenizer, and is stepped inside every agent's update — N critic steps per batch, as CoMLRL does (§10.10),
 // which is why agent updates never run concurrently.
 import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/index.js";
+import { maacRunConfig } from "../../logging/run-config.js";
 import type { RolloutNode } from "../../rollout/tree.js";
 import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
@@ -40,6 +41,9 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
   readonly algorithm = "MAAC";
   private readonly jointRows = new WeakMap<RolloutNode, CriticRow[]>();
 
+  protected comlrlRunConfig(): Record<string, unknown> {
+    return maacRunConfig(this.config);
+  }
 
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
     checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");

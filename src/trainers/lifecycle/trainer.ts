@@ -10,6 +10,7 @@ import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, Ch
 import { writeResumeMarker } from "../../logging/jsonl.js";
 import { MetricsLogger, type MetricsLoggerState } from "../../logging/metrics-logger.js";
 import { ProgressBar } from "../../logging/progress.js";
+import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
 import type { WandbConfig } from "../../logging/wandb.js";
 import type { DistributedContext } from "../../dist/context.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
@@ -379,10 +380,13 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     return logger;
   }
 
-  /** What W&B records about the run. */
+  /** What W&B records about the run: CoMLRL's keys for this trainer, and ours under OURS_RUN_CONFIG_KEY. */
   protected runConfig(): Record<string, unknown> {
-    return { algorithm: this.algorithm, ...(this.config as object) };
+    return { ...this.comlrlRunConfig(), [OURS_RUN_CONFIG_KEY]: { trainer: this.algorithm, ...(this.config as object) } };
   }
+
+  /** The keys CoMLRL's trainer of this algorithm logs (its _init_wandb), from our config (see logging/run-config.ts). */
+  protected abstract comlrlRunConfig(): Record<string, unknown>;
 
   /** Logs one optimizer step of a component (nanochat-style: loss, gradient norm, learning rate, every step). */
   private recordUpdate(component: string, update: UpdateRecord): void {

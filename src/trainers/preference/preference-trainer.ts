@@ -4,6 +4,7 @@
 // with the preference actors). The stages — pair collection, DPO, the reward model, the RL phase, the iterative
 // round — are each trainer's own.
 import type { MADPOConfig } from "../../config/index.js";
+import { centralizedRunConfig, comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
 import type { RolloutSettings } from "../../rollout/tree.js";
 import { defaultOutputDir } from "../actors.js";
 import { registerAgents, type Agent } from "../agents.js";
@@ -81,8 +82,13 @@ export abstract class PreferenceTrainer<C extends PreferenceConfig, O extends Ta
     return evaluateAgents(this.agents, this.actors.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
   }
 
-  protected override runConfig(): Record<string, unknown> {
-    return { ...super.runConfig(), numRoles: this.numRoles, numActorModels: this.agents.length };
+  // CoMLRL's preference trainers inherit MAGRPO's _init_wandb; its actor count is theirs (one when centralized).
+  protected comlrlRunConfig(): Record<string, unknown> {
+    const c = this.config;
+    return {
+      ...magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: c }),
+      ...(c.collaborationMode === "centralized" ? centralizedRunConfig(this.numRoles, this.agents.length, "comparatorGenerationMode" in c) : {}),
+    };
   }
 
   protected override async saveCheckpointFiles(dir: string): Promise<void> {

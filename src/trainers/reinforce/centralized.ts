@@ -2,6 +2,7 @@
 // the joint prompt from the roles' prompts and splits each response back into roles; the task reward scores the
 // split roles. Internally this is single-actor MAGRPO over joint responses, scored on the full joint sequence.
 import { centralizedMagrpoConfig, type CentralizedMAGRPOConfigInput, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
+import { centralizedRunConfig } from "../../logging/run-config.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
 import type { Formatter, Item, RewardFunction } from "../../rollout/types.js";
@@ -94,8 +95,9 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
   /** How many roles the joint policy writes for. */
   numRoles = 0;
 
-  protected override runConfig(): Record<string, unknown> {
-    return { ...super.runConfig(), collaborationMode: "centralized", numRoles: this.numRoles, numActorModels: 1 };
+  // CoMLRL's centralized trainer has no algorithm name of its own: it logs MAGRPO's, with the collaboration keys.
+  protected override comlrlRunConfig(): Record<string, unknown> {
+    return { ...super.comlrlRunConfig(), algorithm: "MAGRPO", ...centralizedRunConfig(this.numRoles, 1, false) };
   }
 
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
@@ -116,6 +118,8 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
       throw new AgentResolutionError(`Centralized MAGRPO takes one actor tokenizer, got ${options.tokenizer.length}`);
     }
     const joint = centralizedTask(givenAdapter ?? new TaggedAdapter(), options.formatters, options.rewardFunc, roles);
+    // The one actor replaces the role count, under either spelling a config (or a config file) gives it.
+    const { num_agents: _roles, ...actorConfig } = (options.config ?? {}) as Record<string, unknown>;
     const trainer = (await MAGRPOTrainer.create.call(this, {
       ...magrpoOptions,
       agentModel: null,
@@ -124,7 +128,7 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
       tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer,
       formatters: [joint.formatter],
       rewardFunc: joint.rewardFunc,
-      config: { ...(options.config ?? {}), numAgents: 1 },
+      config: { ...actorConfig, numAgents: 1 },
     })) as T & CentralizedMAGRPOTrainer;
     trainer.numRoles = roles;
     return trainer;

@@ -2,6 +2,7 @@
 // plumbing (buffers, drains, minibatch planning, per-turn metrics, evaluation) is RolloutTrainer's and the lifecycle
 // the shared Trainer's; this file holds MAGRPO's rollout settings, its advantages and its update rule.
 import { magrpoConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
+import { comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
 import { sampleRows, type RolloutEnvironment, type RolloutSettings, type rolloutItem } from "../../rollout/tree.js";
 import type { NodeSample } from "../../rollout/types.js";
@@ -55,6 +56,10 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     super(config, agents, options, environment, outputDir, hostedBy);
   }
 
+  protected comlrlRunConfig(): Record<string, unknown> {
+    return magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: this.config });
+  }
+
   /** The config builder of this algorithm (baselines override the advantage mode's default). */
   static buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
     return magrpoConfig(input as MAGRPOConfigInput);
@@ -91,6 +96,20 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     const interval = this.options.sampleLogInterval ?? 0;
     if (this.host.logger && interval > 0 && itemIndex % interval === 0) this.host.logger.logSamples(sampleRows(rollout.root), this.progress.envStep);
     return rollout.samples;
+  }
+
+  /**
+   * CoMLRL's MAGRPO buffers an item's samples node by node in env-step order and updates an agent as soon as its
+   * buffer is full, also within an item. Under data parallelism every rank takes as many steps as the rank with the
+   * most nodes, so that the drains (collective operations) line up.
+   */
+  protected override async bufferSamples(samples: NodeSample[]): Promise<void> {
+    const steps = [...new Set(samples.map((s) => s.envStep))].sort((a, b) => a - b);
+    const [count] = await this.host.agreeMax([steps.length]);
+    for (let n = 0; n < count; n++) {
+      for (const sample of samples) if (sample.envStep === steps[n]) this.buffers[sample.agent].push(sample);
+      await this.drainBuffers(this.config.rolloutBufferSize);
+    }
   }
 
   protected override drainOrder(samples: NodeSample[]): NodeSample[] {
