@@ -3,9 +3,10 @@
 // generation, critic readouts and updates overlap on two cores instead of taking turns on both. At a small model's
 // size an op is mostly libtorch's per-op overhead, which intra-op threads do not shorten. Results are those of one
 // intra-op thread: each lane runs its agent's ops in the order they were issued, every agent draws from its own
-// sampling stream, and the trainers plan (and shuffle) before agents run. What the agents share (MAAC's critic,
-// MARLHF's reward model) stays on the CPU's own lane with all the intra-op threads: it runs while the agents wait,
-// and the reward model's epoch needs them (demo: 0.58 s on two threads, 0.86 s on one).
+// sampling stream, and the trainers plan (and shuffle) before agents run. What the agents share (MARLHF's reward
+// model, an IAC critic given for several agents) stays on the CPU's own lane with all the intra-op threads: it runs
+// while the agents wait, and the reward model's epoch needs them (demo: 0.58 s on two threads, 0.86 s on one). MAAC
+// asks for none (setUpActors' updatesInTurn).
 import type { CausalLM } from "../models/causal-lm.js";
 import { addon } from "../native/loader.js";
 import { runtimeInfo } from "../runtime.js";

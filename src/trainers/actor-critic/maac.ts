@@ -59,7 +59,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
         source = resolveCentralCriticSource(options);
         dim = headHiddenDim(options);
       },
-      load: () => setUpActors(options, config),
+      load: () => setUpActors(options, config, { updatesInTurn: true }),
       make: (actors) => MAACTrainer.around(config, actors, source, dim, options, null),
       register: (trainer, actors) => {
         registerAgents(trainer.components, actors.agents, actors.sources);
