@@ -67,10 +67,14 @@ const RECIPES: Record<string, Recipe> = {
   },
 };
 
-// "digits": the fraction of the ten digits anywhere in the two completions. A random 0.5B model's text holds no
-// vowels (its ids past the demo tokenizer decode to "<id>"), so its candidates all tie on cover-the-vowels.
-const digitsReward: RewardFunction = (completions) =>
-  completions[0].map((a, j) => new Set((a + completions[1][j]).match(/[0-9]/g) ?? []).size / 10);
+// "digits": the mean digit value in the two completions over 9 (0 without digits). A random 0.5B model's text holds
+// no vowels (its ids past the demo tokenizer decode to "<id>"), so its candidates all tie on cover-the-vowels; this
+// reward is continuous, so they practically never tie.
+function meanDigit(text: string): number {
+  const digits = (text.match(/[0-9]/g) ?? []).map(Number);
+  return digits.length ? digits.reduce((a, b) => a + b, 0) / (9 * digits.length) : 0;
+}
+const digitsReward: RewardFunction = (completions) => completions[0].map((a, j) => meanDigit(a + completions[1][j]));
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,

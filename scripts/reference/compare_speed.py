@@ -54,7 +54,7 @@ SIZES = {
             "marlhf": {"numGenerations": 4, "preferenceNumCandidates": 4, "preferencePairsPerSample": 2, "rewardModelName": "{small_critic}"},
         },
         # A random model's text holds no vowels (its ids past the demo tokenizer decode to "<id>"), so every candidate
-        # ties on cover-the-vowels and no preference pair forms; the digits of those ids separate candidates.
+        # ties on cover-the-vowels and no preference pair forms; the mean of those ids' digits separates candidates.
         "reward_by_trainer": {"madpo": "digits", "marlhf": "digits"},
     },
 }
@@ -89,8 +89,12 @@ def reward(completions_a, completions_b):
 
 
 def digits_reward(completions_a, completions_b):
-    """The fraction of the ten digits anywhere in the two completions (as compare-speed-ours.ts --reward digits)."""
-    return [len(set(re.findall(r"[0-9]", a + b))) / 10 for a, b in zip(completions_a, completions_b)]
+    """The mean digit value in the two completions over 9, 0 without digits (as compare-speed-ours.ts --reward
+    digits): continuous, so candidates practically never tie."""
+    def mean_digit(text):
+        digits = [int(d) for d in re.findall(r"[0-9]", text)]
+        return sum(digits) / (9 * len(digits)) if digits else 0.0
+    return [mean_digit(a + b) for a, b in zip(completions_a, completions_b)]
 
 
 REWARDS = {"vowels": reward, "digits": digits_reward}
