@@ -215,6 +215,13 @@ function warnUnappliedSampling(generationConfig: Record<string, unknown>, file: 
   process.emitWarning(`${file}: ${unapplied.map((key) => `${key}=${JSON.stringify(generationConfig[key])}`).join(", ")} not applied: comlrl's sampler has no such setting, so it samples as transformers would without them`);
 }
 
+/** config.json read with LoadOptions' overrides: attnImplementation in place of the file's, and routerAuxLossCoef as
+ * the coefficient of every training loss. */
+function configWithOptions(raw: Record<string, unknown>, options: LoadOptions, file: string): ModelConfig {
+  const overridden = options.attnImplementation === undefined ? raw : { ...raw, attn_implementation: options.attnImplementation };
+  return withRouterAuxLoss(parseModelConfig(overridden, file), options, file);
+}
+
 /** LoadOptions' routerAuxLossCoef applied to a parsed config: the coefficient of every training loss. */
 function withRouterAuxLoss(config: ModelConfig, options: LoadOptions, file: string): ModelConfig {
   const coef = options.routerAuxLossCoef;
@@ -246,9 +253,7 @@ export class CausalLM {
   static async fromDirectory(dir: string, options: LoadOptions = {}): Promise<CausalLM> {
     if (!existsSync(dir)) throw new ModelLoadError(`${dir}: no such model directory`);
     const configFile = path.join(dir, "config.json");
-    const raw = readJson(configFile);
-    if (options.attnImplementation !== undefined) raw.attn_implementation = options.attnImplementation;
-    const config = withRouterAuxLoss(parseModelConfig(raw, configFile), options, configFile);
+    const config = configWithOptions(readJson(configFile), options, configFile);
     const generationFile = path.join(dir, "generation_config.json");
     const generationConfig = existsSync(generationFile) ? readJson(generationFile) : {};
     warnUnappliedSampling(generationConfig, generationFile);
@@ -268,7 +273,7 @@ export class CausalLM {
 
   /** A model with transformers-style random weights (normal(0, initStd), zero biases, unit norms). */
   static create(configJson: Record<string, unknown>, options: LoadOptions & { initStd?: number } = {}): CausalLM {
-    const config = withRouterAuxLoss(parseModelConfig(configJson, "config"), options, "config");
+    const config = configWithOptions(configJson, options, "config");
     const native = addon().NativeModel.create({
       config: decoderConfigOf(config),
       dtype: options.dtype ?? "float32",
