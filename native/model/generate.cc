@@ -28,6 +28,13 @@ torch::Tensor WarpLogits(torch::Tensor logits, const GenerateOptions& options) {
   return logits;
 }
 
+// One token per row drawn from probs as torch::multinomial(probs, 1) draws it (argmax of p / q with q ~ Exp(1), the
+// exponential form of the Gumbel-max trick: the same draws from the generator, the same tokens), without
+// multinomial's two validity checks, each of which waits for the device. Generate checks validity once per step.
+torch::Tensor SampleOnePerRow(const torch::Tensor& probs, at::Generator& generator) {
+  return probs.div(torch::empty_like(probs).exponential_(1, generator)).argmax(-1);
+}
+
 }  // namespace
 
 GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64_t>>& prompts, const GenerateOptions& options,
@@ -67,7 +74,7 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   torch::Tensor full_mask = torch::zeros({batch, capacity}, mask.options());
   full_mask.narrow(1, 0, prompt_width).copy_(mask);
 
-  torch::Tensor hidden = model.forward({ids, positions, mask}, &cache);
+  torch::Tensor hidden = model.forward({ids, positions, mask, prompt_width - 1}, &cache);
   torch::Tensor logits = model.logits(hidden.select(1, prompt_width - 1)).to(torch::kFloat32);
   torch::Tensor next_position = positions.select(1, prompt_width - 1) + 1;
   if (options.num_return_sequences > 1) {
@@ -86,10 +93,11 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     if (options.return_scores) step_scores.push_back(logits);
     const torch::Tensor processed = penalize ? PenalizeRepetitions(logits, seen, options.repetition_penalty) : logits;
-    torch::Tensor token;
+    torch::Tensor token, invalid;
     if (options.do_sample) {
       const torch::Tensor probs = WarpLogits(processed, options).softmax(-1);
-      token = torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(-1);
+      token = SampleOnePerRow(probs, generator);
+      invalid = probs.isnan().any();
     } else {
       token = processed.argmax(-1);
     }
@@ -102,9 +110,17 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
     lengths += finished.logical_not().to(torch::kInt64);
     steps.push_back(token);
     if (eos.numel() > 0) finished = finished | torch::isin(token, eos);
-    if (step + 1 == options.max_new_tokens || finished.all().item<bool>()) break;
+    // The step's one read from the device: whether every row has finished and whether the sampled distribution was
+    // valid (softmax gives NaN for a row of NaN logits or of -inf only, where multinomial would have refused it).
+    const torch::Tensor flags = (invalid.defined() ? torch::stack({finished.all(), invalid}) : finished.all().unsqueeze(0)).cpu();
+    const bool* flag = flags.data_ptr<bool>();
+    TORCH_CHECK(!invalid.defined() || !flag[1], "generate: the next-token probabilities at step ", step,
+                " hold NaN (the model's logits are NaN, or a row's are all -inf)");
+    if (step + 1 == options.max_new_tokens || flag[0]) break;
     full_mask.select(1, prompt_width + step).fill_(true);
-    hidden = model.forward({token.unsqueeze(1), next_position.unsqueeze(1), full_mask.narrow(1, 0, prompt_width + step + 1)}, &cache);
+    // The longest prompt's next position is prompt_width + step, the largest of next_position.
+    hidden = model.forward({token.unsqueeze(1), next_position.unsqueeze(1), full_mask.narrow(1, 0, prompt_width + step + 1), prompt_width + step},
+                           &cache);
     logits = model.logits(hidden.select(1, 0)).to(torch::kFloat32);
     next_position = next_position + 1;
   }
