@@ -4,6 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
+import { canonicalDevice } from "../config/devices.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
@@ -14,7 +15,7 @@ export type Dtype = "float32" | "bfloat16" | "float16";
 export interface LoadOptions {
   /** In-memory dtype (default float32; bf16 is fast only on CPUs with AVX512-BF16/AMX, and on GPUs). */
   dtype?: Dtype;
-  /** "cpu" or "cuda:N" (default "cpu"). */
+  /** "cpu", "cuda" (device 0) or "cuda:N" (default "cpu"). */
   device?: string;
   /** Seed of the model's sampling generator (default 0). */
   seed?: number;
@@ -265,7 +266,7 @@ export class CausalLM {
       config: decoderConfigOf(config),
       files: weightFiles(dir),
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
     });
     return new CausalLM(native, config, generationConfig, dir);
@@ -277,7 +278,7 @@ export class CausalLM {
     const native = addon().NativeModel.create({
       config: decoderConfigOf(config),
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
       initStd: options.initStd ?? ((configJson.initializer_range as number | undefined) ?? 0.02),
     });
@@ -387,7 +388,7 @@ export class CausalLM {
 
   /** Deep copy (optionally on another device or dtype): e.g. a frozen reference policy. */
   async clone(options: CloneOptions = {}): Promise<CausalLM> {
-    const native = await this.native.clone(options);
+    const native = await this.native.clone(options.device === undefined ? options : { ...options, device: canonicalDevice(options.device) });
     return new CausalLM(native, this.config, this.generationConfig, this.source);
   }
 
