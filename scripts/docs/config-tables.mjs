@@ -84,7 +84,7 @@ function rows(configName) {
     const description = docs.get(field) ?? "";
     if (!description) undocumented.add(`${configName}.${field}: no doc comment on its interface in src/config`);
     const given = shown(spec.default);
-    const derived = JSON.stringify(resolved[field]);
+    const derived = shown(resolved[field]);
     const defaultCell = derived === given || spec.default === undefined ? given : `${given} (→ ${derived})`;
     return { field, key: snake(field), defaultCell, accepts: spec.accepts, description };
   });
