@@ -1,13 +1,16 @@
 #!/usr/bin/env node
-// Writes the config-field tables of the trainer pages in docs/ from the config builders, so that they cannot drift:
-// the fields, their defaults and accepted values come from the compiled field tables in dist/config (run
-// `npm run build:ts` first), each field's description from its doc comment on the config interface in src/config.
-// A page marks where a table goes with
-//   <!-- config-table: MAGRPOConfig -->…<!-- /config-table -->            every field of a config
-//   <!-- config-table: MAACConfig vs IACConfig -->…<!-- /config-table -->  only what differs from another config
+// Writes the generated parts of README.md and docs/*.md, so that they cannot drift from what they describe. A page
+// marks each part with <!-- generated: KIND ARGS --> … <!-- /generated -->:
+//   config-table MAGRPOConfig            every field of a trainer config: name, file key, default, accepted values,
+//                                        description (fields and defaults from the compiled builders in dist/config —
+//                                        run `npm run build:ts` first — descriptions from the interfaces' doc comments)
+//   config-table MAACConfig vs IACConfig only the fields that are new or differ
+//   task-table                           the built-in tasks (dist/tasks/registry.js)
+//   example examples/quickstart.ts       the file as a code block (every example is type-checked and smoke-run in CI)
+//   perf-table docs/data/FILE.json       a measurement table with its machine, date and command
 // `--check` rewrites nothing and exits 1 when a page is not what this script would write (CI runs it so).
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
@@ -18,6 +21,7 @@ const magrpo = await dist("magrpo.js");
 const actorCritic = await dist("actor-critic.js");
 const preference = await dist("preference.js");
 const iterative = await dist("iterative.js");
+const tasks = await import(join(root, "dist", "tasks", "registry.js"));
 
 /** Each config: its field table, its builder (for the resolved defaults) and the interface its fields are documented on. */
 const CONFIGS = {
@@ -75,10 +79,10 @@ function cell(text) {
 /** One row per field: name, file key, default (with what it resolves to when the builder derives it), accepted values, description. */
 function rows(configName) {
   const config = CONFIGS[configName];
-  if (config === undefined) throw new Error(`config-tables: unknown config ${configName} (known: ${Object.keys(CONFIGS).join(", ")})`);
+  if (config === undefined) throw new Error(`docs: unknown config ${configName} (known: ${Object.keys(CONFIGS).join(", ")})`);
   const resolved = config.build({});
   const docs = DOCS.get(config.documentedOn ?? configName);
-  if (docs === undefined) throw new Error(`config-tables: no interface ${config.documentedOn ?? configName} in src/config`);
+  if (docs === undefined) throw new Error(`docs: no interface ${config.documentedOn ?? configName} in src/config`);
   return Object.entries(config.fields).map(([field, spec]) => {
     if (spec.accepts === undefined) undocumented.add(`${configName}.${field}: no accepts description (give field() its third argument)`);
     const description = docs.get(field) ?? "";
@@ -111,23 +115,79 @@ function render(spec) {
   return parts.join("\n");
 }
 
-const MARKER = /(<!-- config-table: ([^>]+?) -->\n)([\s\S]*?)(<!-- \/config-table -->)/g;
+function taskTable() {
+  const lines = ["| task | agents | turns | reward range | train / eval items | options | what it is |", "|---|---|---|---|---|---|---|"];
+  for (const name of tasks.listTasks()) {
+    const task = tasks.getTask(name);
+    const options = Object.entries(tasks.taskOptions(name)).map(([key, meaning]) => `\`${key}\`: ${meaning}`).join("; ") || "—";
+    const range = task.rewardRange ? `[${task.rewardRange.join(", ")}]` : "—";
+    const turns = task.externalTransition ? "multi" : "1";
+    const counts = `${task.dataset({ split: "train" }).length} / ${task.dataset({ split: "eval" }).length}`;
+    lines.push(`| \`${name}\` | ${task.numAgents} | ${turns} | ${range} | ${counts} | ${cell(options)} | ${cell(task.description)} |`);
+  }
+  return lines.join("\n");
+}
+
+/** The file as a user writes it: imports of the package's source read as imports of "comlrl". */
+function exampleBlock(file) {
+  const text = readFileSync(join(root, file), "utf8").trimEnd().replace(/from "(\.\.\/)+src\/index\.js"/g, 'from "comlrl"');
+  return `\`\`\`ts\n// ${file}\n${text}\n\`\`\``;
+}
+
+/** A measurement table: data/*.json holds columns, rows and where the numbers come from. */
+function perfTable(file) {
+  const data = JSON.parse(readFileSync(join(root, file), "utf8"));
+  for (const key of ["title", "machine", "date", "command", "columns", "rows"]) {
+    if (data[key] === undefined) throw new Error(`${file}: missing "${key}"`);
+  }
+  const lines = [`**${data.title}** — ${data.machine}; ${data.date}; \`${data.command}\`.${data.conditions ? ` ${data.conditions}` : ""}`, ""];
+  lines.push(`| ${data.columns.map(cell).join(" | ")} |`, `|${data.columns.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`);
+  for (const row of data.rows) {
+    if (row.length !== data.columns.length) throw new Error(`${file}: a row has ${row.length} cells for ${data.columns.length} columns: ${JSON.stringify(row)}`);
+    lines.push(`| ${row.map((c) => cell(String(c))).join(" | ")} |`);
+  }
+  if (data.notes) lines.push("", data.notes);
+  return lines.join("\n");
+}
+
+function generate(kind, args) {
+  if (kind === "config-table") return render(args);
+  if (kind === "task-table") return taskTable();
+  if (kind === "example") return exampleBlock(args);
+  if (kind === "perf-table") return perfTable(args);
+  throw new Error(`unknown generated part "${kind}" (config-table, task-table, example, perf-table)`);
+}
+
+const MARKER = /(<!-- generated: ([a-z-]+) ?([^>]*?) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;
+
+function pages(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === "api" ? [] : pages(path);
+    return entry.name.endsWith(".md") ? [path] : [];
+  });
+}
 
 const check = process.argv.includes("--check");
-const docsDir = join(root, "docs");
 let stale = 0;
-for (const page of readdirSync(docsDir).filter((f) => f.endsWith(".md"))) {
-  const path = join(docsDir, page);
+/** Pages with a TypeScript block that is not an example file: such code is never type-checked, so it is refused. */
+const unchecked = [];
+for (const path of [join(root, "README.md"), ...pages(join(root, "docs"))]) {
   const text = readFileSync(path, "utf8");
-  const next = text.replace(MARKER, (_, open, spec, _old, close) => `${open}${render(spec)}\n${close}`);
+  const next = text.replace(MARKER, (_, open, kind, args, _old, close) => `${open}${generate(kind, args.trim())}\n${close}`);
+  if (/^```(ts|typescript)\b/m.test(next.replace(MARKER, ""))) unchecked.push(relative(root, path));
   if (next === text) continue;
   stale++;
-  if (check) console.error(`config-tables: docs/${page} is not up to date; run node scripts/docs/config-tables.mjs`);
+  if (check) console.error(`docs: ${relative(root, path)} is not up to date; run node scripts/docs/generate.mjs`);
   else writeFileSync(path, next);
 }
 if (undocumented.size > 0) {
-  console.error(`config-tables: ${undocumented.size} field(s) undocumented:\n  ${[...undocumented].join("\n  ")}`);
+  console.error(`docs: ${undocumented.size} config field(s) undocumented:\n  ${[...undocumented].join("\n  ")}`);
+  process.exit(1);
+}
+if (unchecked.length > 0) {
+  console.error(`docs: TypeScript blocks outside <!-- generated: example FILE --> in ${unchecked.join(", ")}: move the code to examples/ or docs/snippets/, where it is type-checked`);
   process.exit(1);
 }
 if (check && stale > 0) process.exit(1);
-if (!check) console.log(`config-tables: ${stale} page(s) rewritten`);
+if (!check) console.log(`docs: ${stale} page(s) rewritten`);
