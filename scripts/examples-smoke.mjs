@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Runs every example in examples/ at a tiny size, each under its own time limit, so that none rots: a tiny model is
+// Runs every example in examples/ (scripts and config files) at a tiny size, each under its own time limit, so that none rots: a tiny model is
 // made here (nothing is downloaded) and handed to the examples through COMLRL_MODEL; each example gets arguments that
 // keep it short. An example file without an entry below fails the run, so a new example cannot skip the smoke test.
 //   node scripts/examples-smoke.mjs [--timeout 30] [NAME…]     (needs `npm run build:ts` and the native addon)
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -31,11 +31,15 @@ const RUNS = {
   "iterative-madpo.ts": [tsx, [ex("iterative-madpo.ts"), "--items", "2", "--epochs", "2", "--out", out("iterative")]],
   "preference-cover-vowels.ts": [tsx, [ex("preference-cover-vowels.ts"), "--items", "4", "--out", out("preference")]],
   "credit-study.ts": [tsx, [ex("credit-study.ts"), "--seeds", "1", "--env-steps", "48", "--out", out("credit")]],
+  "configs/magrpo-cover-vowels.yaml": [process.execPath, [cli, "train", "--config", join(work, "magrpo-cover-vowels.yaml"), "--output", out("train"), "--quiet"]],
   "ddp-demo.ts": [process.execPath, [cli, "launch", "--nproc", "2", ex("ddp-demo.ts"), "--epochs", "2", "--out", out("ddp")]],
 };
 const HELPERS = new Set(["common.ts"]);
 
-const files = readdirSync(join(root, "examples")).filter((f) => f.endsWith(".ts") && !HELPERS.has(f));
+const files = [
+  ...readdirSync(join(root, "examples")).filter((f) => f.endsWith(".ts") && !HELPERS.has(f)),
+  ...readdirSync(join(root, "examples", "configs")).map((f) => `configs/${f}`),
+];
 const missing = files.filter((f) => !(f in RUNS));
 if (missing.length > 0) {
   console.error(`examples-smoke: no smoke run for ${missing.join(", ")}: add it to RUNS in scripts/examples-smoke.mjs`);
@@ -46,6 +50,11 @@ const chosen = positionals.length > 0 ? files.filter((f) => positionals.some((p)
 const { createTinyModel } = await import(join(root, "dist", "index.js"));
 const model = join(work, "tiny-model");
 await createTinyModel(model, { seed: 1 });
+// Config files name a hub model; their smoke runs train the tiny one instead.
+for (const file of files.filter((f) => f.startsWith("configs/"))) {
+  const text = readFileSync(join(root, "examples", file), "utf8");
+  writeFileSync(join(work, file.slice("configs/".length)), text.replace(/^(\s+name:) \S+/m, `$1 ${model}`));
+}
 
 let running;
 for (const signal of ["SIGINT", "SIGTERM"]) {

@@ -8,7 +8,9 @@
 //   task-table                           the built-in tasks (dist/tasks/registry.js)
 //   example examples/quickstart.ts       the file as a code block (every example is type-checked and smoke-run in CI)
 //   perf-table docs/data/FILE.json       a measurement table with its machine, date and command
+//   cli-usage [COMMAND]                  `comlrl [COMMAND] --help`, as the command prints it
 // `--check` rewrites nothing and exits 1 when a page is not what this script would write (CI runs it so).
+import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -131,6 +133,7 @@ function taskTable() {
 /** The file as a user writes it: imports of the package's source read as imports of "comlrl". */
 function exampleBlock(file) {
   const text = readFileSync(join(root, file), "utf8").trimEnd().replace(/from "(\.\.\/)+src\/index\.js"/g, 'from "comlrl"');
+  if (file.endsWith(".yaml")) return `\`\`\`yaml\n# ${file}\n${text}\n\`\`\``;
   return `\`\`\`ts\n// ${file}\n${text}\n\`\`\``;
 }
 
@@ -150,12 +153,19 @@ function perfTable(file) {
   return lines.join("\n");
 }
 
+function cliUsage(command) {
+  const args = [join(root, "dist", "cli", "main.js"), ...(command ? [command] : []), "--help"];
+  const usage = execFileSync(process.execPath, args, { encoding: "utf8" }).trimEnd();
+  return `\`\`\`text\n${usage}\n\`\`\``;
+}
+
 function generate(kind, args) {
+  if (kind === "cli-usage") return cliUsage(args);
   if (kind === "config-table") return render(args);
   if (kind === "task-table") return taskTable();
   if (kind === "example") return exampleBlock(args);
   if (kind === "perf-table") return perfTable(args);
-  throw new Error(`unknown generated part "${kind}" (config-table, task-table, example, perf-table)`);
+  throw new Error(`unknown generated part "${kind}" (config-table, task-table, example, perf-table, cli-usage)`);
 }
 
 const MARKER = /(<!-- generated: ([a-z-]+) ?([^>]*?) -->\n)([\s\S]*?)(<!-- \/generated -->)/g;
