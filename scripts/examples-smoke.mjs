@@ -27,6 +27,7 @@ const RUNS = {
   "tldr-len-ratio.ts": [tsx, [ex("tldr-len-ratio.ts"), "--items", "2", "--epochs", "1", "--out", out("tldr")]],
   "tldr-len-ratio-iac.ts": [tsx, [ex("tldr-len-ratio-iac.ts"), "--items", "2", "--epochs", "1", "--out", out("tldr-iac")]],
   "tldr-len-ratio-maac.ts": [tsx, [ex("tldr-len-ratio-maac.ts"), "--items", "2", "--epochs", "1", "--out", out("tldr-maac")]],
+  "checkpoint-resume.ts": [tsx, [ex("checkpoint-resume.ts"), "--items", "4", "--out", out("checkpoint")]],
   "centralized-magrpo.ts": [tsx, [ex("centralized-magrpo.ts"), "--items", "2", "--epochs", "1", "--out", out("centralized")]],
   "iterative-madpo.ts": [tsx, [ex("iterative-madpo.ts"), "--items", "2", "--epochs", "2", "--out", out("iterative")]],
   "preference-cover-vowels.ts": [tsx, [ex("preference-cover-vowels.ts"), "--items", "4", "--out", out("preference")]],
