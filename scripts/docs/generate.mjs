@@ -7,7 +7,7 @@
 //   config-table MAACConfig vs IACConfig only the fields that are new or differ
 //   task-table                           the built-in tasks (dist/tasks/registry.js)
 //   example examples/quickstart.ts       the file as a code block (every example is type-checked and smoke-run in CI)
-//   perf-table docs/data/FILE.json       a measurement table with its machine, date and command
+//   perf-table docs/data/FILE.json [0,3] a measurement table with its machine, date and command (optionally some columns)
 //   cli-usage [COMMAND]                  `comlrl [COMMAND] --help`, as the command prints it
 // `--check` rewrites nothing and exits 1 when a page is not what this script would write (CI runs it so).
 import { execFileSync } from "node:child_process";
@@ -138,16 +138,19 @@ function exampleBlock(file) {
 }
 
 /** A measurement table: data/*.json holds columns, rows and where the numbers come from. */
-function perfTable(file) {
+function perfTable(spec) {
+  const [file, pick] = spec.split(/\s+/);
   const data = JSON.parse(readFileSync(join(root, file), "utf8"));
   for (const key of ["title", "machine", "date", "command", "columns", "rows"]) {
     if (data[key] === undefined) throw new Error(`${file}: missing "${key}"`);
   }
   const lines = [`**${data.title}** — ${data.machine}; ${data.date}; \`${data.command}\`.${data.conditions ? ` ${data.conditions}` : ""}`, ""];
-  lines.push(`| ${data.columns.map(cell).join(" | ")} |`, `|${data.columns.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`);
+  const shown = pick === undefined ? data.columns.map((_, i) => i) : pick.split(",").map(Number);
+  if (shown.some((i) => !(i >= 0 && i < data.columns.length))) throw new Error(`${file}: columns ${pick} out of range (${data.columns.length} columns)`);
+  lines.push(`| ${shown.map((i) => cell(data.columns[i])).join(" | ")} |`, `|${shown.map((_, k) => (k === 0 ? "---" : "---:")).join("|")}|`);
   for (const row of data.rows) {
     if (row.length !== data.columns.length) throw new Error(`${file}: a row has ${row.length} cells for ${data.columns.length} columns: ${JSON.stringify(row)}`);
-    lines.push(`| ${row.map((c) => cell(String(c))).join(" | ")} |`);
+    lines.push(`| ${shown.map((i) => cell(String(row[i]))).join(" | ")} |`);
   }
   if (data.notes) lines.push("", data.notes);
   return lines.join("\n");
