@@ -49,7 +49,7 @@ export function deviceSpec(): FieldSpec<DeviceSpec | null> {
     if (!Array.isArray(raw)) reject("must be a device string, a list of devices, or null");
     if (raw.length === 0) reject("must not be an empty list");
     return Object.freeze(raw.map(valid));
-  }, null);
+  }, null, '"cpu" | "cuda" | "cuda:N" | "auto" | list of devices | null');
 }
 
 function isAuto(spec: DeviceSpec | null | undefined): spec is "auto" | null | undefined {
