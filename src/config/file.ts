@@ -92,7 +92,10 @@ function place(json: string, message: string): string {
   return `:${lines.length}:${lines[lines.length - 1]!.length + 1}`;
 }
 
-/** V8's reason without the offset (place() turned it into a line and column). */
+/**
+ * V8's reason without the offset (place() turned it into a line and column) and without the excerpt of the text it
+ * may quote (`..."apiKey": sk-live-se"... is not valid JSON`), which can be part of a key.
+ */
 function reason(message: string): string {
-  return message.replace(/\s+in JSON at position \d+.*$/s, "");
+  return message.replace(/\s+in JSON at position \d+.*$/s, "").replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, "");
 }

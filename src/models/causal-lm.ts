@@ -9,6 +9,7 @@ import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
+import { checkModelFits, checkWeightsAgainstConfig, ModelLoadError } from "./weights-check.js";
 
 export type Dtype = "float32" | "bfloat16" | "float16";
 
@@ -110,9 +111,7 @@ export interface SaveOptions {
   tokenizer?: { saveTo(dir: string): Promise<void> };
 }
 
-export class ModelLoadError extends Error {
-  override name = "ModelLoadError";
-}
+export { ModelLoadError };
 
 function ragged(rows: TokenRows, what: string): { tokens: Int32Array; lengths: Int32Array } {
   const lengths = new Int32Array(rows.length);
@@ -262,9 +261,11 @@ export class CausalLM {
       (id): id is number => Number.isInteger(id),
     );
     config.eosTokenIds = [...new Set([...config.eosTokenIds, ...extraEos])];
+    const files = weightFiles(dir);
+    checkWeightsAgainstConfig(config, configFile, files);
     const native = await addon().NativeModel.load({
       config: decoderConfigOf(config),
-      files: weightFiles(dir),
+      files,
       dtype: options.dtype ?? "float32",
       device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
@@ -275,6 +276,7 @@ export class CausalLM {
   /** A model with transformers-style random weights (normal(0, initStd), zero biases, unit norms). */
   static create(configJson: Record<string, unknown>, options: LoadOptions & { initStd?: number } = {}): CausalLM {
     const config = configWithOptions(configJson, options, "config");
+    checkModelFits(config, "config");
     const native = addon().NativeModel.create({
       config: decoderConfigOf(config),
       dtype: options.dtype ?? "float32",
