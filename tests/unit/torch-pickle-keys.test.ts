@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encodeTorchStateDict, decodeTorchStateDict, loadTorchStateDict } from "../../src/io/torch-pickle.js";
+import { encodeTorchStateDict, decodeTorchStateDict, loadTorchStateDict, type StateTensor } from "../../src/io/torch-pickle.js";
 import { runPython } from "../support/python.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "torch-pickle-keys-"));
@@ -22,9 +22,10 @@ describe("torch state dict keys", () => {
   it('a "__proto__" key torch.save wrote is kept as a tensor of that name', () => {
     const tensors = loadTorchStateDict(file);
     expect(Object.keys(tensors)).toEqual(["__proto__", "constructor", "weight"]);
-    expect(Object.getOwnPropertyDescriptor(tensors, "__proto__")?.value).toMatchObject({ dtype: "float32", shape: [2] });
-    expect(values(Object.getOwnPropertyDescriptor(tensors, "__proto__")!.value.data)).toEqual([1, 2]);
-    expect(values(tensors.constructor.data)).toEqual([3]);
+    const own = (name: string) => Object.getOwnPropertyDescriptor(tensors, name)?.value as StateTensor;
+    expect(own("__proto__")).toMatchObject({ dtype: "float32", shape: [2] });
+    expect(values(own("__proto__").data)).toEqual([1, 2]);
+    expect(values(own("constructor").data)).toEqual([3]);
   });
 
   it("written back, the key survives the round trip", () => {
