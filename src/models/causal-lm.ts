@@ -7,6 +7,7 @@ import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/bi
 import { canonicalDevice } from "../config/devices.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
+import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, ModelLoadError } from "./weights-check.js";
@@ -142,7 +143,15 @@ export function completionBatch(prompts: TokenRows, completions: TokenRows) {
   return { prompts: p.tokens, promptLengths: p.lengths, completions: c.tokens, completionLengths: c.lengths };
 }
 
+/** A FIFO or device read whole would block the load forever. */
+function requireRegularFile(file: string): string {
+  const irregular = irregularFileKind(file);
+  if (irregular) throw new ModelLoadError(`${file} is not a regular file (${irregular})`);
+  return file;
+}
+
 function readJson(file: string): Record<string, unknown> {
+  requireRegularFile(file);
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -161,14 +170,14 @@ function readJson(file: string): Record<string, unknown> {
 /** The safetensors files of an HF directory: model.safetensors, or the shards its index names. */
 export function weightFiles(dir: string): string[] {
   const single = path.join(dir, "model.safetensors");
-  if (existsSync(single)) return [single];
+  if (existsSync(single)) return [requireRegularFile(single)];
   const indexFile = path.join(dir, "model.safetensors.index.json");
   if (existsSync(indexFile)) {
     const weightMap = readJson(indexFile).weight_map;
     if (typeof weightMap !== "object" || weightMap === null) throw new ModelLoadError(`${indexFile}: weight_map is missing`);
     const shards = [...new Set(Object.values(weightMap as Record<string, string>))].map((file) => path.join(dir, file));
     for (const shard of shards) if (!existsSync(shard)) throw new ModelLoadError(`${indexFile}: shard ${shard} does not exist`);
-    return shards;
+    return shards.map(requireRegularFile);
   }
   const other = ["pytorch_model.bin", "model.bin"].find((name) => existsSync(path.join(dir, name)));
   throw new ModelLoadError(
