@@ -26,6 +26,7 @@ export interface RolloutConfig {
   readonly trainBatchSize: number;
   /** z-score advantages after the baseline (which makes the four baselines equivalent, spec §3.3). */
   readonly advantageNormalization: boolean;
+  /** Baseline subtracted from each node's rewards: the group mean, none (raw), the group max, or leave-one-out (rloo). */
   readonly advantageMode: AdvantageMode;
 }
 
@@ -90,9 +91,9 @@ export function magrpoConfig(input?: MAGRPOConfigInput, options: ConfigSource = 
   return build("MAGRPOConfig", MAGRPO_FIELDS, input, options);
 }
 
-const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
-const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
-const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
+export const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
+export const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
+export const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
 
 /** MAGRPO without a baseline (advantageMode "raw"). */
 export function mareinforceConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAREINFORCEConfig {
@@ -109,13 +110,14 @@ export function marlooConfig(input?: MAGRPOConfigInput, options: ConfigSource = 
   return build("MARLOOConfig", MARLOO_FIELDS, input, options);
 }
 
-const CENTRALIZED_FIELDS = {
+export const CENTRALIZED_FIELDS = {
   ...MAGRPO_FIELDS,
   // There is no multi-turn centralized MAGRPO upstream: the joint policy answers once per item.
   numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: centralized MAGRPO supports only num_turns=1") }),
   collaborationMode: field<"centralized">(
     (raw) => (raw === "centralized" ? raw : reject('must be "centralized": CentralizedMAGRPOConfig requires centralized collaboration')),
     "centralized",
+    '"centralized"',
   ),
 };
 

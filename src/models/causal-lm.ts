@@ -4,17 +4,20 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
+import { canonicalDevice } from "../config/devices.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
+import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
+import { checkModelFits, checkWeightsAgainstConfig, ModelLoadError } from "./weights-check.js";
 
 export type Dtype = "float32" | "bfloat16" | "float16";
 
 export interface LoadOptions {
   /** In-memory dtype (default float32; bf16 is fast only on CPUs with AVX512-BF16/AMX, and on GPUs). */
   dtype?: Dtype;
-  /** "cpu" or "cuda:N" (default "cpu"). */
+  /** "cpu", "cuda" (device 0) or "cuda:N" (default "cpu"). */
   device?: string;
   /** Seed of the model's sampling generator (default 0). */
   seed?: number;
@@ -113,9 +116,7 @@ export interface SaveOptions {
   tokenizer?: { saveTo(dir: string): Promise<void> };
 }
 
-export class ModelLoadError extends Error {
-  override name = "ModelLoadError";
-}
+export { ModelLoadError };
 
 function ragged(rows: TokenRows, what: string): { tokens: Int32Array; lengths: Int32Array } {
   const lengths = new Int32Array(rows.length);
@@ -146,7 +147,15 @@ export function completionBatch(prompts: TokenRows, completions: TokenRows) {
   return { prompts: p.tokens, promptLengths: p.lengths, completions: c.tokens, completionLengths: c.lengths };
 }
 
+/** A FIFO or device read whole would block the load forever. */
+function requireRegularFile(file: string): string {
+  const irregular = irregularFileKind(file);
+  if (irregular) throw new ModelLoadError(`${file} is not a regular file (${irregular})`);
+  return file;
+}
+
 function readJson(file: string): Record<string, unknown> {
+  requireRegularFile(file);
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -165,14 +174,14 @@ function readJson(file: string): Record<string, unknown> {
 /** The safetensors files of an HF directory: model.safetensors, or the shards its index names. */
 export function weightFiles(dir: string): string[] {
   const single = path.join(dir, "model.safetensors");
-  if (existsSync(single)) return [single];
+  if (existsSync(single)) return [requireRegularFile(single)];
   const indexFile = path.join(dir, "model.safetensors.index.json");
   if (existsSync(indexFile)) {
     const weightMap = readJson(indexFile).weight_map;
     if (typeof weightMap !== "object" || weightMap === null) throw new ModelLoadError(`${indexFile}: weight_map is missing`);
     const shards = [...new Set(Object.values(weightMap as Record<string, string>))].map((file) => path.join(dir, file));
     for (const shard of shards) if (!existsSync(shard)) throw new ModelLoadError(`${indexFile}: shard ${shard} does not exist`);
-    return shards;
+    return shards.map(requireRegularFile);
   }
   const other = ["pytorch_model.bin", "model.bin"].find((name) => existsSync(path.join(dir, name)));
   throw new ModelLoadError(
@@ -265,11 +274,13 @@ export class CausalLM {
       (id): id is number => Number.isInteger(id),
     );
     config.eosTokenIds = [...new Set([...config.eosTokenIds, ...extraEos])];
+    const files = weightFiles(dir);
+    checkWeightsAgainstConfig(config, configFile, files);
     const native = await addon().NativeModel.load({
       config: decoderConfigOf(config),
-      files: weightFiles(dir),
+      files,
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
     });
     return new CausalLM(native, config, generationConfig, dir);
@@ -278,10 +289,11 @@ export class CausalLM {
   /** A model with transformers-style random weights (normal(0, initStd), zero biases, unit norms). */
   static create(configJson: Record<string, unknown>, options: LoadOptions & { initStd?: number } = {}): CausalLM {
     const config = configWithOptions(configJson, options, "config");
+    checkModelFits(config, "config");
     const native = addon().NativeModel.create({
       config: decoderConfigOf(config),
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
       initStd: options.initStd ?? ((configJson.initializer_range as number | undefined) ?? 0.02),
     });
@@ -390,7 +402,7 @@ export class CausalLM {
 
   /** Deep copy (optionally on another device or dtype): e.g. a frozen reference policy. */
   async clone(options: CloneOptions = {}): Promise<CausalLM> {
-    const native = await this.native.clone(options);
+    const native = await this.native.clone(options.device === undefined ? options : { ...options, device: canonicalDevice(options.device) });
     return new CausalLM(native, this.config, this.generationConfig, this.source);
   }
 

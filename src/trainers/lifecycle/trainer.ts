@@ -19,6 +19,7 @@ import { ComponentRegistry } from "./components.js";
 import { StageTimings } from "./timings.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
+import { lockRunDirectories } from "../../util/run-lock.js";
 import { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
 export { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
@@ -198,7 +199,9 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     if (this.hosted) throw new Error(`${this.algorithm}: this trainer runs inside another trainer's host; train that one`);
     if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
     this.running = true;
+    let unlock: (() => void) | undefined;
     try {
+      if (this.isMain) unlock = lockRunDirectories(this.outputDir, options.checkpointDir);
       await this.connectReplicas();
       if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
       await this.replicas?.join();
@@ -208,6 +211,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       }
       await this.runSchedule(options, interval);
     } finally {
+      unlock?.();
       this.running = false;
     }
   }
