@@ -94,15 +94,13 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
       token = processed.argmax(-1);
     }
     token = token.masked_fill(finished, options.pad_token_id);
-    if (options.return_logprobs) {
-      // Under the distribution sampled from; greedy picks its token with certainty.
-      const torch::Tensor chosen = warped.defined() ? warped.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1) : torch::zeros_like(token, logits.options());
-      step_processed_logprobs.push_back(chosen.masked_fill(finished, 0.0));
-    }
     if (penalize) seen.scatter_(1, token.unsqueeze(-1), true);
     if (options.return_logprobs) {
       const torch::Tensor logprob = logits.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1);
       step_logprobs.push_back(logprob.masked_fill(finished, 0.0));
+      // Under the distribution sampled from; greedy picks its token with certainty.
+      const torch::Tensor sampled = warped.defined() ? warped.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1) : torch::zeros_like(logprob);
+      step_processed_logprobs.push_back(sampled.masked_fill(finished, 0.0));
     }
     lengths += finished.logical_not().to(torch::kInt64);
     steps.push_back(token);

@@ -125,6 +125,6 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     registerCritics(setUp.registry, learner.critics, () => "critic", () => "critic");
     return learner;
   }
-  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n }));
+  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n, numIterations: 1 }));
   return new MAGRPOTrainer(magrpo, actors.agents, options, environment, setUp.options.outputDir, host);
 }
