@@ -181,7 +181,7 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
   protected override afterSteps(results: UpdateMetrics[]): void {
     for (const r of results) {
       this.host.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: this.agents[r.agent].optimizer.learningRates()[0], samples: r.samples });
-      if (r.objective) this.host.logger?.log("update", Object.fromEntries(Object.entries(r.objective).map(([k, v]) => [`agent_${r.agent}/${k}`, v])), this.progress.envStep);
+      if (r.objective && Object.keys(r.objective).length > 0) this.host.logger?.log("update", Object.fromEntries(Object.entries(r.objective).map(([k, v]) => [`agent_${r.agent}/${k}`, v])), this.progress.envStep);
     }
   }
 
