@@ -5,6 +5,7 @@ import { readFile } from "node:fs/promises";
 import { parseDocument } from "yaml";
 import { ConfigError } from "./fields.js";
 
+/** Options of loadConfigFile. */
 export interface LoadConfigOptions {
   /** The section a trainer reads ("magrpo", "iac", …). A flat file, one without sections, is returned whole. */
   readonly section?: string;
@@ -16,6 +17,7 @@ function isPlainObject(value: unknown): value is RawConfig {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Reads a YAML (.yaml, .yml) or JSON config file into a plain object, or one section of it; errors name the file. */
 export async function loadConfigFile(path: string, options: LoadConfigOptions = {}): Promise<RawConfig> {
   let text: string;
   try {

@@ -4,7 +4,9 @@ import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefa
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
+/** How agents' completions form joint actions: same-index ("aligned", K) or every combination ("cross", K^N). */
 export type JointMode = "aligned" | "cross";
+/** The baseline subtracted from returns: group mean, none, group max, or leave-one-out. */
 export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
 
 /** How MAGRPO rolls out and buffers (MADPO's config holds them too, for MARLHF's RL phase, which reads them by name). */
@@ -29,8 +31,10 @@ export interface RolloutConfig {
   readonly advantageMode: AdvantageMode;
 }
 
+/** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule and rollout fields; docs/magrpo.md lists every default. */
 export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig {}
 
+/** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
 export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
   /** One joint policy writes every role's part; upstream has the field with this as its only allowed value. */
   readonly collaborationMode: "centralized";
@@ -38,7 +42,9 @@ export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
 
 /** Aliases that document which algorithm a config is for; the fields are MAGRPO's. */
 export type MAREINFORCEConfig = MAGRPOConfig;
+/** MAReMax's config: MAGRPO's fields with advantageMode "max". */
 export type MAReMaxConfig = MAGRPOConfig;
+/** MARLOO's config: MAGRPO's fields with advantageMode "rloo". */
 export type MARLOOConfig = MAGRPOConfig;
 
 /** The fields as given, before trainBatchSize is resolved (null = rolloutBufferSize). */
@@ -46,8 +52,13 @@ type Settable = { readonly [K in keyof MAGRPOConfig]: K extends "trainBatchSize"
 
 /** What callers pass: any subset of the fields. Config files may use snake_case keys. */
 export type MAGRPOConfigInput = Partial<Settable>;
-export type CentralizedMAGRPOConfigInput = MAGRPOConfigInput & { readonly collaborationMode?: "centralized" };
+/** What centralizedMagrpoConfig accepts: MAGRPOConfigInput and collaborationMode. */
+export type CentralizedMAGRPOConfigInput = MAGRPOConfigInput & {
+  /** The only allowed value; may be omitted. */
+  readonly collaborationMode?: "centralized";
+};
 
+/** Where a config's input came from, for error messages. */
 export interface ConfigSource {
   /** Where the input came from (a config file path); errors start with it. */
   readonly source?: string;
@@ -82,6 +93,7 @@ function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, in
   return buildConfig(fields, input, { configName, source: options.source, finish: resolve });
 }
 
+/** Builds a validated MAGRPO config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
 export function magrpoConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAGRPOConfig {
   return build("MAGRPOConfig", MAGRPO_FIELDS, input, options);
 }

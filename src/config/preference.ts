@@ -6,8 +6,11 @@ import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, wi
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
 import type { AdvantageMode, ConfigSource, RolloutConfig } from "./magrpo.js";
 
+/** "decentralized": one actor per role; "centralized": one actor writes every role's part. */
 export type CollaborationMode = "decentralized" | "centralized";
+/** Order in which an item's preference pairs are kept: largest reward gap first, all, or random. */
 export type PairSelection = "reward_gap" | "all" | "random";
+/** The algorithm of MARLHF's RL phase. */
 export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
 
 /**
@@ -81,8 +84,13 @@ export interface MARLHFConfig extends MADPOConfig {
 }
 
 /** What callers pass: any subset of the fields (trainBatchSize null = rolloutBufferSize). Files may use snake_case. */
-export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & { readonly trainBatchSize?: number | null };
+export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & {
+  /** Pairs per DPO step; null = rolloutBufferSize. */
+  readonly trainBatchSize?: number | null;
+};
+/** What marlhfConfig accepts: any subset of MARLHFConfig (rlAlgorithm decides advantageMode). */
 export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "advantageMode" | "rlAlgorithm">> & {
+  /** Samples per optimizer step in the RL phase; null = rolloutBufferSize. */
   readonly trainBatchSize?: number | null;
   /** Derived from rlAlgorithm; when given it must agree. */
   readonly advantageMode?: AdvantageMode | null;
