@@ -10,8 +10,11 @@ import { writeFileAtomic } from "../util/atomic.js";
 import { makeDirs } from "../util/make-dirs.js";
 import { cleansUpTokenizationSpaces, matchRustDecoding } from "./tokenizer-compat.js";
 
+/** One message of a chat, as chat templates take them. */
 export interface ChatMessage {
+  /** "system", "user", "assistant", … */
   role: string;
+  /** The message text. */
   content: string;
 }
 
@@ -108,12 +111,15 @@ function pickChatTemplate(value: unknown, where: string): string | null {
   throw new Error(`${where}: chat_template must be a string or a list of {name, template}`);
 }
 
+/** A Hugging Face tokenizer (tokenizer.json, tokenizer_config.json) with its chat template: encoding, decoding, padding (docs/models.md). */
 export class ComlrlTokenizer {
   /** Where the tokenizer came from (a directory, or the `source` given to {@link fromJson}). */
   readonly source: string;
   /** Ids that end generation: the tokenizer's eos token, then generation_config.json's `eos_token_id`s. */
   readonly eosTokenIds: number[];
+  /** The id padding uses (tokenizer_config.json pad_token, else EOS). */
   readonly padTokenId: number;
+  /** The beginning-of-sequence id, when the tokenizer has one. */
   readonly bosTokenId: number | null;
 
   private tokenizerJson: JsonObject;
@@ -196,6 +202,7 @@ export class ComlrlTokenizer {
     return this.tokenizer.model!.vocab.length;
   }
 
+  /** The special tokens by role (bos, eos, pad, unk) and all of them, as the tokenizer's files name them. */
   get specialTokens(): SpecialTokens {
     const all = new Set<string>();
     for (const token of this.addedTokens()) if (token.special === true) all.add(String(token.content));
