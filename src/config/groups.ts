@@ -36,6 +36,7 @@ export const SAMPLING_FIELDS = {
   topK: nullable(int({ default: 50, min: 0 })),
 };
 
+/** Where a trainer's agents and models go. */
 export interface PlacementFields {
   /**
    * "none": models share one device, agents run in turn; "mp": one device per agent, concurrently; "ddp" (ours):

@@ -191,7 +191,7 @@ export class ComlrlTokenizer {
     );
   }
 
-  /** Builds a tokenizer from already-parsed file contents (e.g. {@link buildByteLevelBpeTokenizer}'s output). */
+  /** Builds a tokenizer from already-parsed file contents (e.g. the output of `buildByteLevelBpeTokenizer` in src/models/tiny-tokenizer.ts). */
   static fromJson(sources: TokenizerSources): ComlrlTokenizer {
     const where = `${sources.source ?? "tokenizer"}/tokenizer_config.json`;
     return new ComlrlTokenizer(sources, pickChatTemplate(sources.tokenizerConfig.chat_template, where));

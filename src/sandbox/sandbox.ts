@@ -93,6 +93,7 @@ export interface TestResult {
 export interface SandboxResult {
   /** False when the code does not parse; no test runs then. */
   syntaxOk: boolean;
+  /** Where and why the code does not parse (when syntaxOk is false). */
   syntaxError?: {
     /** 1-based line of the error, when Python names one. */
     line: number | null;
