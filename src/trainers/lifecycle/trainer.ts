@@ -55,9 +55,11 @@ export interface LifecycleOptions {
    * poisons the weights; "error" stops the run naming the batch.
    */
   onNonFinite?: NonFinitePolicy;
+  /** The bytes a CPU run may hold by the estimate made before loading (default: the machine's RAM; Infinity: no check). */
+  memoryLimitBytes?: number;
 }
 
-export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true } as const satisfies Record<
+export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true, memoryLimitBytes: true } as const satisfies Record<
   keyof LifecycleOptions,
   true
 >;
