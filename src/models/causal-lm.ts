@@ -64,7 +64,10 @@ export interface GenerationOptions {
   eosTokenIds?: number[];
   /** Filler after a sequence ends (default: the config's pad id, else the first EOS id). */
   padTokenId?: number;
-  /** Also return each chosen token's log-prob under the model (temperature 1, no filtering). */
+  /**
+   * Also return each chosen token's log-prob under the model (temperature 1, no filtering), and under the distribution
+   * it was sampled from (processedLogprobs: after repetition penalty, temperature, top-k and top-p; 0 when greedy).
+   */
   returnLogprobs?: boolean;
   /** Also return the raw next-token logits of every step (large; for tests). */
   returnScores?: boolean;
@@ -80,6 +83,7 @@ export interface Generation {
   width: number;
   lengths: Int32Array;
   logprobs?: Float32Array[];
+  processedLogprobs?: Float32Array[];
   scores?: Float32Array;
 }
 
@@ -327,10 +331,9 @@ export class CausalLM {
     const rows = out.lengths.length;
     const completions = Array.from({ length: rows }, (_, r) => out.tokens.slice(r * out.width, r * out.width + out.lengths[r]));
     const generation: Generation = { completions, tokens: out.tokens, width: out.width, lengths: out.lengths };
-    if (out.logprobs) {
-      const logprobs = out.logprobs;
-      generation.logprobs = Array.from({ length: rows }, (_, r) => logprobs.slice(r * out.width, r * out.width + out.lengths[r]));
-    }
+    const perRow = (values: Float32Array) => Array.from({ length: rows }, (_, r) => values.slice(r * out.width, r * out.width + out.lengths[r]));
+    if (out.logprobs) generation.logprobs = perRow(out.logprobs);
+    if (out.processedLogprobs) generation.processedLogprobs = perRow(out.processedLogprobs);
     if (out.scores) generation.scores = out.scores;
     return generation;
   }

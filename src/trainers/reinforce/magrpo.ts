@@ -14,6 +14,7 @@ import type { StageHost } from "../lifecycle/stage-host.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
+import { ObjectiveSteps } from "./objectives.js";
 
 export type { EvalLoggerInput };
 export type { Stateful, TrainOptions, TrainProgress } from "../lifecycle/trainer.js";
@@ -42,6 +43,8 @@ export interface UpdateMetrics {
   loss: number;
   gradNorm: number;
   samples: number;
+  /** A clipped-ratio objective's metrics (docs/objectives.md), logged beside the update. */
+  objective?: Record<string, number>;
 }
 
 type MetricFields = Pick<NodeSample, "agent" | "turn" | "nodeMeanReward" | "nodeMeanReturn" | "referenceKl" | "envStep">;
@@ -50,10 +53,13 @@ const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 
 
 export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], UpdateMetrics, MetricFields, MAGRPOConfig> {
   readonly algorithm: string = "MAGRPO";
+  /** The agents' objectives beyond CoMLRL's default path (docs/objectives.md). */
+  protected readonly objectiveSteps: ObjectiveSteps;
 
   /** Use the static create(), which loads the agents; `hostedBy`: the host of a trainer this one runs inside. */
   constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string, hostedBy: StageHost | null = null) {
     super(config, agents, options, environment, outputDir, hostedBy);
+    this.objectiveSteps = new ObjectiveSteps(config, agents, options.scoring ?? "batched");
   }
 
   protected comlrlRunConfig(): Record<string, unknown> {
@@ -116,9 +122,14 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     return samples.sort((a, b) => a.envStep - b.envStep);
   }
 
-  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize. */
+  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize (numIterations passes of them). */
   protected minibatchesOf(group: NodeSample[]): NodeSample[][] {
-    return RolloutTrainer.chunks(this.random.shuffle(group), this.config.trainBatchSize);
+    return this.objectiveSteps.passes(group, RolloutTrainer.chunks(this.random.shuffle(group), this.config.trainBatchSize));
+  }
+
+  override async update(samples: NodeSample[]): Promise<UpdateMetrics[]> {
+    this.objectiveSteps.prepare(samples);
+    return super.update(samples);
   }
 
   protected emptyMinibatch(): NodeSample[] {
@@ -127,6 +138,10 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
 
   /** Loss = (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π(completion_k), every completion token scored; one AdamW step. */
   protected async step(agent: Agent, minibatch: NodeSample[]): Promise<UpdateMetrics> {
+    if (this.objectiveSteps.handles(agent.index)) {
+      const result = await this.objectiveSteps.backward(agent, minibatch);
+      return this.optimizerStep(agent, minibatch, result.loss, result.objective);
+    }
     const c = this.config;
     const prompts: number[][] = [];
     const completions: Int32Array[] = [];
@@ -147,19 +162,26 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     } else if (completions.length > 0) {
       loss = (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss;
     }
+    return this.optimizerStep(agent, minibatch, loss);
+  }
+
+  /** The AdamW step after a minibatch's backward (a non-finite loss steps nothing, in step with data-parallel peers). */
+  private async optimizerStep(agent: Agent, minibatch: NodeSample[], loss: number, objective?: Record<string, number>): Promise<UpdateMetrics> {
     if (!this.host.checkLoss(loss, `agent ${agent.index}`, `a minibatch of ${minibatch.length}`)) {
       agent.model.zeroGrad();
       await agent.optimizer.step({ samples: 0, loss: 0 }); // no gradient here: a no-op, but data-parallel peers step together
       return { agent: agent.index, loss, gradNorm: NaN, samples: minibatch.length };
     }
-    const step = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined, samples: minibatch.length, loss });
-    return { agent: agent.index, loss: step.loss ?? loss, gradNorm: step.gradNorm, samples: step.samples };
+    const step = await agent.optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined, samples: minibatch.length, loss });
+    agent.updates++;
+    return { agent: agent.index, loss: step.loss ?? loss, gradNorm: step.gradNorm, samples: step.samples, ...(objective ? { objective } : {}) };
   }
 
   /** Updates are logged in agent order after every agent ran, so concurrent agents ("mp") log as sequential ones. */
   protected override afterSteps(results: UpdateMetrics[]): void {
     for (const r of results) {
       this.host.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: this.agents[r.agent].optimizer.learningRates()[0], samples: r.samples });
+      if (r.objective) this.host.logger?.log("update", Object.fromEntries(Object.entries(r.objective).map(([k, v]) => [`agent_${r.agent}/${k}`, v])), this.progress.envStep);
     }
   }
 
