@@ -1,6 +1,7 @@
 // The field-spec machinery every trainer config is built with: a config is a table of field specs, and buildConfig
 // turns a user's object (camelCase from TypeScript, snake_case from CoMLRL-style files) into a validated, frozen value.
 // Errors always name the field, because that is what users search their config for (and what tests match on).
+import { redactSecrets, scrubSecrets, secretValues } from "./secrets.js";
 
 /** A configuration problem; the message names the config and field (and the file, when it came from one). */
 export class ConfigError extends Error {
@@ -183,12 +184,14 @@ export function buildConfig<S extends FieldSpecs, R = ValuesOf<S>>(
       values[field] = spec.parse(raw);
     } catch (error) {
       if (!(error instanceof FieldProblem)) throw error;
-      throw new ConfigError(`${prefix}${name(field)} ${error.message}, got ${show(raw)}`, field);
+      // The value shown as written but with its secrets masked: a key, a key header, a URL's user info.
+      const shown = show(redactSecrets({ [key!]: raw })[key!]);
+      throw new ConfigError(scrubSecrets(`${prefix}${name(field)} ${error.message}, got ${shown}`, secretValues(input)), field);
     }
   }
 
   const fail: Fail<S> = (field, reason) => {
-    throw new ConfigError(`${prefix}${name(field)} ${reason}`, field);
+    throw new ConfigError(scrubSecrets(`${prefix}${name(field)} ${reason}`, secretValues(input)), field);
   };
   const result = options.finish ? options.finish(values as ValuesOf<S>, fail) : values;
   return Object.freeze(result) as Readonly<R>;

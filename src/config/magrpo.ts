@@ -2,6 +2,7 @@
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefault, type FieldSpec, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
+import { agentObjectives, OBJECTIVE_FIELDS, type AgentObjective, type ObjectiveConfig } from "./objectives.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
 /** How agents' completions form joint actions: same-index ("aligned", K) or every combination ("cross", K^N). */
@@ -31,8 +32,11 @@ export interface RolloutConfig {
   readonly advantageMode: AdvantageMode;
 }
 
-/** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule and rollout fields; docs/magrpo.md lists every default. */
-export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig {}
+/** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
+export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig, ObjectiveConfig {
+  /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
+  readonly objectives: readonly AgentObjective[];
+}
 
 /** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
 export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
@@ -48,7 +52,7 @@ export type MAReMaxConfig = MAGRPOConfig;
 export type MARLOOConfig = MAGRPOConfig;
 
 /** The fields as given, before trainBatchSize is resolved (null = rolloutBufferSize). */
-type Settable = { readonly [K in keyof MAGRPOConfig]: K extends "trainBatchSize" ? number | null : MAGRPOConfig[K] };
+type Settable = { readonly [K in Exclude<keyof MAGRPOConfig, "objectives">]: K extends "trainBatchSize" ? number | null : MAGRPOConfig[K] };
 
 /** What callers pass: any subset of the fields. Config files may use snake_case keys. */
 export type MAGRPOConfigInput = Partial<Settable>;
@@ -79,14 +83,15 @@ export const MAGRPO_FIELDS = {
   advantageNormalization: bool({ default: true }),
   // Upstream checks the mode only when the trainer starts; failing at config time names the field sooner.
   advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
+  ...OBJECTIVE_FIELDS,
 } satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */
-function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: "agentDevices", reason: string) => never) {
+function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: keyof typeof MAGRPO_FIELDS & string, reason: string) => never) {
   if (values.parallelTraining === "mp" && values.agentDevices === null) {
     fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
   }
-  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize };
+  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize, objectives: agentObjectives(values, values.numAgents, fail) };
 }
 
 function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, input: MAGRPOConfigInput | undefined, options: ConfigSource) {

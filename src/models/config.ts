@@ -375,6 +375,24 @@ const ATTENTION_KERNELS: Record<string, AttentionKernel> = {
   eager: "eager", sdpa: "sdpa", flash_attention_2: "sdpa", flash_attention_3: "sdpa", flex_attention: "sdpa",
 };
 
+// The most any field that sizes a tensor or a per-layer table may say: several times what the largest published
+// models use (126 layers, hidden 16384, 262144 tokens, 512 experts), so only a corrupt or hostile config.json is
+// refused, by field, before anything is sized by it.
+const SIZE_LIMITS: Record<string, number> = {
+  vocab_size: 2 ** 24,
+  hidden_size: 2 ** 16,
+  intermediate_size: 2 ** 18,
+  moe_intermediate_size: 2 ** 18,
+  num_hidden_layers: 1024,
+  num_attention_heads: 1024,
+  num_key_value_heads: 1024,
+  head_dim: 4096,
+  max_position_embeddings: 2 ** 27,
+  num_experts: 4096,
+  num_local_experts: 4096,
+  num_experts_per_tok: 4096,
+};
+
 function tokenIds(value: unknown): number[] {
   if (value === null || value === undefined) return [];
   return (Array.isArray(value) ? value : [value]).filter((id): id is number => Number.isInteger(id));
@@ -405,6 +423,10 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     const value = given(field) ?? fallback;
     if (value === undefined || value === null) return fail(named(field), "is missing");
     if (!Number.isInteger(value) || (value as number) <= 0) return fail(named(field), `must be a positive integer, got ${JSON.stringify(value)}`);
+    const limit = SIZE_LIMITS[field];
+    if (limit !== undefined && (value as number) > limit) {
+      return fail(named(field), `is ${value}, past the ${limit} any real model needs (a corrupt or hostile config.json?)`);
+    }
     return value as number;
   };
   const number = (field: string, fallback: number): number => {

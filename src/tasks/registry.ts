@@ -74,6 +74,7 @@ const codingTask = (name: string, description: string, items: Item[]): TaskEntry
     sandbox: '"bwrap" (default: contained) or "none" (runs model code unconfined on this machine; an explicit opt-out)',
     testTimeoutMs: "each test's timeout in ms (default 10000)",
     maxTimeouts: "timed-out tests after which the rest are skipped (default 3)",
+    strictTests: "true (default): asserts the grader cannot split, run in the code's own process where it could forge them, score 0; false counts them",
   },
   create: (options) => {
     const shift = booleanOption(name, options, "shift", false);
@@ -83,6 +84,7 @@ const codingTask = (name: string, description: string, items: Item[]): TaskEntry
       sandbox: choiceOption<SandboxMode>(name, options, "sandbox", ["bwrap", "none"], "bwrap"),
       testTimeoutMs: positiveNumberOption(name, options, "testTimeoutMs", 10_000),
       maxTimeouts: positiveNumberOption(name, options, "maxTimeouts", 3),
+      strictTests: booleanOption(name, options, "strictTests", true),
     });
     return {
       numAgents: 2,
