@@ -82,18 +82,23 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   torch::Tensor eos = ToDevice(torch::tensor(options.eos_token_ids, index_options), device);
   torch::Tensor finished = torch::zeros({rows}, on_device.dtype(torch::kBool));
   torch::Tensor lengths = torch::zeros({rows}, on_device);
-  std::vector<torch::Tensor> steps, step_logprobs, step_scores;
+  std::vector<torch::Tensor> steps, step_logprobs, step_processed_logprobs, step_scores;
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     if (options.return_scores) step_scores.push_back(logits);
     const torch::Tensor processed = penalize ? PenalizeRepetitions(logits, seen, options.repetition_penalty) : logits;
-    torch::Tensor token;
+    torch::Tensor token, warped;
     if (options.do_sample) {
-      const torch::Tensor probs = WarpLogits(processed, options).softmax(-1);
-      token = torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(-1);
+      warped = WarpLogits(processed, options);
+      token = torch::multinomial(warped.softmax(-1), 1, /*replacement=*/false, generator).squeeze(-1);
     } else {
       token = processed.argmax(-1);
     }
     token = token.masked_fill(finished, options.pad_token_id);
+    if (options.return_logprobs) {
+      // Under the distribution sampled from; greedy picks its token with certainty.
+      const torch::Tensor chosen = warped.defined() ? warped.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1) : torch::zeros_like(token, logits.options());
+      step_processed_logprobs.push_back(chosen.masked_fill(finished, 0.0));
+    }
     if (penalize) seen.scatter_(1, token.unsqueeze(-1), true);
     if (options.return_logprobs) {
       const torch::Tensor logprob = logits.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1);
@@ -111,7 +116,10 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   GenerateResult result;
   result.tokens = torch::stack(steps, 1);
   result.lengths = lengths;
-  if (options.return_logprobs) result.logprobs = torch::stack(step_logprobs, 1);
+  if (options.return_logprobs) {
+    result.logprobs = torch::stack(step_logprobs, 1);
+    result.processed_logprobs = torch::stack(step_processed_logprobs, 1);
+  }
   if (options.return_scores) result.scores = torch::stack(step_scores, 1);
   return result;
 }

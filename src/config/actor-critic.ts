@@ -8,11 +8,15 @@ import type { ConfigSource } from "./magrpo.js";
 export type CriticType = "v" | "q";
 
 export interface ActorCriticConfig extends GroupConfig {
+  /** Passes over the train dataset. */
   readonly numTrainEpochs: number;
+  /** AdamW learning rate of every actor. */
   readonly agentLearningRate: number;
   /** AdamW learning rate of the critics (IAC: null = agentLearningRate). */
   readonly criticLearningRate: number;
+  /** Least env-step gap between two train-metric logs. */
   readonly loggingSteps: number;
+  /** Validated only: the trainer's own numAgents argument decides the agent count. */
   readonly numAgents: number;
   /** >1 needs an external transition, and numGenerations 1. */
   readonly numTurns: number;
@@ -20,6 +24,7 @@ export interface ActorCriticConfig extends GroupConfig {
   readonly discount: number;
   /** An episode ends after a turn whose mean reward is above this; null never ends early. */
   readonly earlyTerminationThreshold: number | null;
+  /** Use external transitions' prompts verbatim instead of passing them through formatters. */
   readonly externalPromptPassthrough: boolean;
   /** Samples an agent collects before it updates. */
   readonly rolloutBufferSize: number;

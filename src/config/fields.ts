@@ -21,6 +21,8 @@ export interface FieldSpec<T> {
   readonly default?: T;
   /** Returns the field's value, or calls reject(reason) when raw is unacceptable. */
   readonly parse: (raw: unknown) => T;
+  /** The values parse accepts, in words ("integer ≥ 2", `"v" | "q"`): the range column of the generated config tables. */
+  readonly accepts?: string;
 }
 
 /** Thrown by parsers with the reason alone; buildConfig adds the config and field name around it. */
@@ -31,9 +33,9 @@ export function reject(reason: string): never {
   throw new FieldProblem(reason);
 }
 
-/** A field with a hand-written parser, for types the primitives below do not cover. */
-export function field<T>(parse: (raw: unknown) => T, defaultValue?: T): FieldSpec<T> {
-  return { default: defaultValue, parse };
+/** A field with a hand-written parser, for types the primitives below do not cover; accepts describes its values. */
+export function field<T>(parse: (raw: unknown) => T, defaultValue?: T, accepts?: string): FieldSpec<T> {
+  return { default: defaultValue, parse, accepts };
 }
 
 interface Bounds {
@@ -56,6 +58,12 @@ function checked<T>(value: T, check: Options<T>["check"]): T {
   return reason === undefined ? value : reject(reason);
 }
 
+function describeBounds(kind: string, { min, above, max }: Bounds): string {
+  const limits = [min === undefined ? "" : `≥ ${min}`, above === undefined ? "" : `> ${above}`, max === undefined ? "" : `≤ ${max}`];
+  const stated = limits.filter((limit) => limit !== "");
+  return stated.length === 0 ? kind : `${kind} ${stated.join(", ")}`;
+}
+
 function inBounds(value: number, { min, above, max }: Bounds): number {
   if (min !== undefined && !(value >= min)) reject(`must be ≥ ${min}`);
   if (above !== undefined && !(value > above)) reject(`must be > ${above}`);
@@ -67,28 +75,28 @@ export function int(options: Options<number> & Bounds = {}): FieldSpec<number> {
   return field((raw) => {
     if (typeof raw !== "number" || !Number.isSafeInteger(raw)) reject("must be an integer");
     return checked(inBounds(raw, options), options.check);
-  }, options.default);
+  }, options.default, describeBounds("integer", options));
 }
 
 export function float(options: Options<number> & Bounds = {}): FieldSpec<number> {
   return field((raw) => {
     if (typeof raw !== "number" || !Number.isFinite(raw)) reject("must be a finite number");
     return checked(inBounds(raw, options), options.check);
-  }, options.default);
+  }, options.default, describeBounds("number", options));
 }
 
 export function bool(options: Options<boolean> = {}): FieldSpec<boolean> {
   return field((raw) => {
     if (typeof raw !== "boolean") reject("must be true or false");
     return checked(raw, options.check);
-  }, options.default);
+  }, options.default, "true | false");
 }
 
 export function text(options: Options<string> = {}): FieldSpec<string> {
   return field((raw) => {
     if (typeof raw !== "string") reject("must be a string");
     return checked(raw, options.check);
-  }, options.default);
+  }, options.default, "string");
 }
 
 /**
@@ -105,17 +113,18 @@ export function oneOf<const V extends string>(
     const value = key === undefined ? undefined : (allowed.find((v) => v === key) ?? aliases.get(key));
     if (value === undefined) reject(`must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`);
     return checked(value, options.check);
-  }, options.default);
+  }, options.default, allowed.map((v) => JSON.stringify(v)).join(" | "));
 }
 
 /** Also accepts null; the default is the inner spec's default, or null when it has none. */
 export function nullable<T>(inner: FieldSpec<T>): FieldSpec<T | null> {
-  return field((raw) => (raw === null ? null : inner.parse(raw)), inner.default === undefined ? null : inner.default);
+  const accepts = inner.accepts === undefined ? undefined : `${inner.accepts} | null`;
+  return field((raw) => (raw === null ? null : inner.parse(raw)), inner.default === undefined ? null : inner.default, accepts);
 }
 
 /** The same field with another default (how config variants such as MAREINFORCEConfig differ from their parent). */
 export function withDefault<T>(spec: FieldSpec<T>, defaultValue: T): FieldSpec<T> {
-  return field(spec.parse, defaultValue);
+  return field(spec.parse, defaultValue, spec.accepts);
 }
 
 export type FieldSpecs = Readonly<Record<string, FieldSpec<unknown>>>;

@@ -3,6 +3,7 @@
 // builder validates it, given { source: path } so that its errors name the file too.
 import { readFile } from "node:fs/promises";
 import { parseDocument } from "yaml";
+import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError } from "./fields.js";
 
 export interface LoadConfigOptions {
@@ -17,6 +18,8 @@ function isPlainObject(value: unknown): value is RawConfig {
 }
 
 export async function loadConfigFile(path: string, options: LoadConfigOptions = {}): Promise<RawConfig> {
+  const irregular = irregularFileKind(path);
+  if (irregular) throw new ConfigError(`cannot read config file ${path}: it is not a regular file (${irregular})`);
   let text: string;
   try {
     text = await readFile(path, "utf8");

@@ -10,8 +10,11 @@ export type DType = "float32" | "bfloat16";
 export interface SamplingConfig {
   /** Completions per agent per node: the group the baseline is taken over. */
   readonly numGenerations: number;
+  /** Most tokens sampled per completion (EOS ends one sooner). */
   readonly maxNewTokens: number;
+  /** Sampling temperature; logits are divided by it before top-k and top-p. */
   readonly temperature: number;
+  /** Nucleus sampling: the smallest set of tokens whose probability reaches topP; 1 keeps every token. */
   readonly topP: number;
   /**
    * null: what CoMLRL's top_k=None means under Hugging Face generate(): the model's generation_config.json decides
@@ -49,7 +52,9 @@ export const PLACEMENT_FIELDS = {
 export interface EvalConfig {
   /** Evaluate every this many train items; 0 turns periodic evaluation off. */
   readonly evalInterval: number;
+  /** Evaluation items per evaluation (from the eval dataset, else the train dataset). */
   readonly evalNumSamples: number;
+  /** Validated only: evaluation runs its items one at a time, as CoMLRL does. */
   readonly evalBatchSize: number;
 }
 
@@ -60,7 +65,9 @@ export const EVAL_FIELDS = {
 };
 
 export interface ReferenceKlConfig {
+  /** (ours) Subtract β · KL(agent ‖ frozen reference) from each completion's reward (k3 estimator per token). */
   readonly referenceKlEnabled: boolean;
+  /** β of the reference-KL penalty. */
   readonly referenceKlCoef: number;
   /** Devices of the frozen reference models; null = their agents' devices. */
   readonly referenceDevices: DeviceSpec | null;
@@ -90,7 +97,7 @@ export interface RuntimeConfig {
 const betas = field<readonly [number, number]>((raw) => {
   const ok = Array.isArray(raw) && raw.length === 2 && raw.every((b) => typeof b === "number" && b >= 0 && b < 1);
   return ok ? [raw[0], raw[1]] : reject("must be two numbers in [0, 1), e.g. [0.9, 0.999]");
-}, [0.9, 0.999]);
+}, [0.9, 0.999], "[β1, β2], each in [0, 1)");
 
 export const RUNTIME_FIELDS = {
   seed: int({ default: 0, min: 0 }),

@@ -1,7 +1,9 @@
 // The trainer configuration layer: configs with CoMLRL's defaults, device placement, and config files.
 export { ConfigError } from "./fields.js";
 export {
+  canonicalDevice,
   planPlacement,
+  rankDevice,
   resolveDevices,
   resolveSingleDevice,
   type CudaFacts,

@@ -2,6 +2,7 @@
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefault, type FieldSpec, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
+import { agentObjectives, OBJECTIVE_FIELDS, type AgentObjective, type ObjectiveConfig } from "./objectives.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
 export type JointMode = "aligned" | "cross";
@@ -25,10 +26,14 @@ export interface RolloutConfig {
   readonly trainBatchSize: number;
   /** z-score advantages after the baseline (which makes the four baselines equivalent, spec §3.3). */
   readonly advantageNormalization: boolean;
+  /** Baseline subtracted from each node's rewards: the group mean, none (raw), the group max, or leave-one-out (rloo). */
   readonly advantageMode: AdvantageMode;
 }
 
-export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig {}
+export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig, ObjectiveConfig {
+  /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
+  readonly objectives: readonly AgentObjective[];
+}
 
 export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
   /** One joint policy writes every role's part; upstream has the field with this as its only allowed value. */
@@ -41,7 +46,7 @@ export type MAReMaxConfig = MAGRPOConfig;
 export type MARLOOConfig = MAGRPOConfig;
 
 /** The fields as given, before trainBatchSize is resolved (null = rolloutBufferSize). */
-type Settable = { readonly [K in keyof MAGRPOConfig]: K extends "trainBatchSize" ? number | null : MAGRPOConfig[K] };
+type Settable = { readonly [K in Exclude<keyof MAGRPOConfig, "objectives">]: K extends "trainBatchSize" ? number | null : MAGRPOConfig[K] };
 
 /** What callers pass: any subset of the fields. Config files may use snake_case keys. */
 export type MAGRPOConfigInput = Partial<Settable>;
@@ -67,14 +72,15 @@ export const MAGRPO_FIELDS = {
   advantageNormalization: bool({ default: true }),
   // Upstream checks the mode only when the trainer starts; failing at config time names the field sooner.
   advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
+  ...OBJECTIVE_FIELDS,
 } satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */
-function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: "agentDevices", reason: string) => never) {
+function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: keyof typeof MAGRPO_FIELDS & string, reason: string) => never) {
   if (values.parallelTraining === "mp" && values.agentDevices === null) {
     fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
   }
-  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize };
+  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize, objectives: agentObjectives(values, values.numAgents, fail) };
 }
 
 function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, input: MAGRPOConfigInput | undefined, options: ConfigSource) {
@@ -85,9 +91,9 @@ export function magrpoConfig(input?: MAGRPOConfigInput, options: ConfigSource = 
   return build("MAGRPOConfig", MAGRPO_FIELDS, input, options);
 }
 
-const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
-const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
-const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
+export const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
+export const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
+export const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
 
 /** MAGRPO without a baseline (advantageMode "raw"). */
 export function mareinforceConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAREINFORCEConfig {
@@ -104,13 +110,14 @@ export function marlooConfig(input?: MAGRPOConfigInput, options: ConfigSource = 
   return build("MARLOOConfig", MARLOO_FIELDS, input, options);
 }
 
-const CENTRALIZED_FIELDS = {
+export const CENTRALIZED_FIELDS = {
   ...MAGRPO_FIELDS,
   // There is no multi-turn centralized MAGRPO upstream: the joint policy answers once per item.
   numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: centralized MAGRPO supports only num_turns=1") }),
   collaborationMode: field<"centralized">(
     (raw) => (raw === "centralized" ? raw : reject('must be "centralized": CentralizedMAGRPOConfig requires centralized collaboration')),
     "centralized",
+    '"centralized"',
   ),
 };
 

@@ -1,6 +1,7 @@
 // DistributedContext: this process's place in a data-parallel job and the collectives trainers use, over one c10d
 // process group. Every collective must be called by every rank, in the same order; one that a dead or stalled
 // peer cannot complete rejects with a TorchError after the job's timeout instead of hanging.
+import type { CudaFacts } from "../config/devices.js";
 import type { CollectiveTraffic, NativeAddon, NativeModel, NativeProcessGroup, NativeValueHead } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { readDistributedEnvironment, DistributedEnvironmentError, type DistributedEnvironment } from "./environment.js";
@@ -18,11 +19,19 @@ export interface CommunicationStats {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The CUDA device a rank's NCCL group uses: its local rank, when this build has NCCL and that GPU exists. */
+/**
+ * The CUDA device a rank's NCCL group may use: its local rank's own GPU (where auto placement puts it, rankDevice),
+ * when this build has NCCL and that GPU exists; null for a rank that shares a GPU or has none. Each collective over
+ * GPU tensors then runs on NCCL only if every rank's tensors are on its NCCL device, agreed by all ranks in the call
+ * itself (native/dist/process_group.cc), so ranks never split between NCCL and Gloo.
+ */
+export function ncclDeviceFor(localRank: number, facts: CudaFacts, ncclAvailable: boolean): number | null {
+  return ncclAvailable && facts.cudaAvailable && localRank < facts.deviceCount ? localRank : null;
+}
+
 function ncclDevice(native: NativeAddon, localRank: number): number | null {
-  if (!native.NativeProcessGroup?.ncclAvailable()) return null;
   const { cudaAvailable, cudaDeviceCount } = native.runtimeInfo();
-  return cudaAvailable && localRank < cudaDeviceCount ? localRank : null;
+  return ncclDeviceFor(localRank, { cudaAvailable, deviceCount: cudaDeviceCount }, native.NativeProcessGroup?.ncclAvailable() ?? false);
 }
 
 export class DistributedContext {

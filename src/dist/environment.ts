@@ -59,3 +59,11 @@ export function readDistributedEnvironment(env: NodeJS.ProcessEnv = process.env)
     interface: env.GLOO_SOCKET_IFNAME?.trim() || null,
   };
 }
+
+/**
+ * This process's local rank in its data-parallel job: the given context's, else the torchrun environment's; 0 when
+ * it belongs to none (one process).
+ */
+export function localRankOf(given: { readonly localRank: number } | null | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  return given?.localRank ?? readDistributedEnvironment(env)?.localRank ?? 0;
+}

@@ -637,7 +637,8 @@ export function decodeTorchStateDict(bytes: Uint8Array, file?: string, inspect?:
         `are read up to ${MATERIALISE_ALLOWANCE} bytes beyond ${MATERIALISE_FACTOR}× the file`,
     );
   }
-  const out: Record<string, StateTensor> = {};
+  // Keys are data: on a plain object a tensor named "__proto__" would set the prototype instead of a property.
+  const out: Record<string, StateTensor> = Object.create(null);
   for (const { name, view, storage } of tensors) out[name] = { dtype: view.storage.dtype, shape: view.shape, data: materialize(view, storage) };
   return out;
 }

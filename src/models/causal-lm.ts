@@ -4,8 +4,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
+import { canonicalDevice } from "../config/devices.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
+import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
@@ -15,7 +17,7 @@ export type Dtype = "float32" | "bfloat16" | "float16";
 export interface LoadOptions {
   /** In-memory dtype (default float32; bf16 is fast only on CPUs with AVX512-BF16/AMX, and on GPUs). */
   dtype?: Dtype;
-  /** "cpu" or "cuda:N" (default "cpu"). */
+  /** "cpu", "cuda" (device 0) or "cuda:N" (default "cpu"). */
   device?: string;
   /** Seed of the model's sampling generator (default 0). */
   seed?: number;
@@ -62,7 +64,10 @@ export interface GenerationOptions {
   eosTokenIds?: number[];
   /** Filler after a sequence ends (default: the config's pad id, else the first EOS id). */
   padTokenId?: number;
-  /** Also return each chosen token's log-prob under the model (temperature 1, no filtering). */
+  /**
+   * Also return each chosen token's log-prob under the model (temperature 1, no filtering), and under the distribution
+   * it was sampled from (processedLogprobs: after repetition penalty, temperature, top-k and top-p; 0 when greedy).
+   */
   returnLogprobs?: boolean;
   /** Also return the raw next-token logits of every step (large; for tests). */
   returnScores?: boolean;
@@ -78,6 +83,7 @@ export interface Generation {
   width: number;
   lengths: Int32Array;
   logprobs?: Float32Array[];
+  processedLogprobs?: Float32Array[];
   scores?: Float32Array;
 }
 
@@ -141,7 +147,15 @@ export function completionBatch(prompts: TokenRows, completions: TokenRows) {
   return { prompts: p.tokens, promptLengths: p.lengths, completions: c.tokens, completionLengths: c.lengths };
 }
 
+/** A FIFO or device read whole would block the load forever. */
+function requireRegularFile(file: string): string {
+  const irregular = irregularFileKind(file);
+  if (irregular) throw new ModelLoadError(`${file} is not a regular file (${irregular})`);
+  return file;
+}
+
 function readJson(file: string): Record<string, unknown> {
+  requireRegularFile(file);
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -162,14 +176,14 @@ function readJson(file: string): Record<string, unknown> {
 /** The safetensors files of an HF directory: model.safetensors, or the shards its index names. */
 export function weightFiles(dir: string): string[] {
   const single = path.join(dir, "model.safetensors");
-  if (existsSync(single)) return [single];
+  if (existsSync(single)) return [requireRegularFile(single)];
   const indexFile = path.join(dir, "model.safetensors.index.json");
   if (existsSync(indexFile)) {
     const weightMap = readJson(indexFile).weight_map;
     if (typeof weightMap !== "object" || weightMap === null) throw new ModelLoadError(`${indexFile}: weight_map is missing`);
     const shards = [...new Set(Object.values(weightMap as Record<string, string>))].map((file) => path.join(dir, file));
     for (const shard of shards) if (!existsSync(shard)) throw new ModelLoadError(`${indexFile}: shard ${shard} does not exist`);
-    return shards;
+    return shards.map(requireRegularFile);
   }
   const other = ["pytorch_model.bin", "model.bin"].find((name) => existsSync(path.join(dir, name)));
   throw new ModelLoadError(
@@ -268,7 +282,7 @@ export class CausalLM {
       config: decoderConfigOf(config),
       files,
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
     });
     return new CausalLM(native, config, generationConfig, dir);
@@ -281,7 +295,7 @@ export class CausalLM {
     const native = addon().NativeModel.create({
       config: decoderConfigOf(config),
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
       initStd: options.initStd ?? ((configJson.initializer_range as number | undefined) ?? 0.02),
     });
@@ -319,10 +333,9 @@ export class CausalLM {
     const rows = out.lengths.length;
     const completions = Array.from({ length: rows }, (_, r) => out.tokens.slice(r * out.width, r * out.width + out.lengths[r]));
     const generation: Generation = { completions, tokens: out.tokens, width: out.width, lengths: out.lengths };
-    if (out.logprobs) {
-      const logprobs = out.logprobs;
-      generation.logprobs = Array.from({ length: rows }, (_, r) => logprobs.slice(r * out.width, r * out.width + out.lengths[r]));
-    }
+    const perRow = (values: Float32Array) => Array.from({ length: rows }, (_, r) => values.slice(r * out.width, r * out.width + out.lengths[r]));
+    if (out.logprobs) generation.logprobs = perRow(out.logprobs);
+    if (out.processedLogprobs) generation.processedLogprobs = perRow(out.processedLogprobs);
     if (out.scores) generation.scores = out.scores;
     return generation;
   }
@@ -391,7 +404,7 @@ export class CausalLM {
 
   /** Deep copy (optionally on another device or dtype): e.g. a frozen reference policy. */
   async clone(options: CloneOptions = {}): Promise<CausalLM> {
-    const native = await this.native.clone(options);
+    const native = await this.native.clone(options.device === undefined ? options : { ...options, device: canonicalDevice(options.device) });
     return new CausalLM(native, this.config, this.generationConfig, this.source);
   }
 

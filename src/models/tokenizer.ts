@@ -4,9 +4,9 @@
 // (COMLRL-SPEC §5.2), padded batches for the native side, and chat templates rendered with @huggingface/jinja.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { writeFileAtomic } from "../util/atomic.js";
+import { BoundedChatTemplate } from "./chat-template.js";
 import { makeDirs } from "../util/make-dirs.js";
 import { cleansUpTokenizationSpaces, matchRustDecoding } from "./tokenizer-compat.js";
 
@@ -120,7 +120,7 @@ export class ComlrlTokenizer {
   private readonly config: JsonObject;
   private tokenizer: Tokenizer;
   private readonly chatTemplate: string | null;
-  private compiledTemplate: Template | null = null;
+  private compiledTemplate: BoundedChatTemplate | null = null;
 
   private constructor(sources: TokenizerSources, chatTemplate: string | null) {
     this.source = sources.source ?? "tokenizer";
@@ -260,7 +260,7 @@ export class ComlrlTokenizer {
     }
     const roles = Object.fromEntries(ROLE_KEYS.map((key) => [key, this.role(key) ?? undefined]));
     try {
-      this.compiledTemplate ??= new Template(this.chatTemplate);
+      this.compiledTemplate ??= new BoundedChatTemplate(this.chatTemplate);
       return this.compiledTemplate.render({
         ...roles,
         ...options.variables,

@@ -29,6 +29,15 @@ export interface NativeLosses {
   klK3(policy: NativeModel, reference: NativeModel, batch: CompletionBatchInput): Promise<Float32Array>;
   /** Accumulates ∇ scale · Σ_k −A_k · log π(completion_k). */
   policyGradientBackward(model: NativeModel, batch: CompletionBatchInput & { advantages: Float32Array; scale?: number }): Promise<NativeScores & { loss: number }>;
+  /** A clipped-ratio objective (native/losses/objective.h) over given per-token log-probs, and its gradient wrt them. */
+  objectiveLoss(inputs: ObjectiveTokenInput & { logprobs: Float32Array; rowLengths: Int32Array; advantages: Float32Array; entropies?: Float32Array }): Promise<
+    ObjectiveMetrics & { loss: number; gradLogprobs: Float32Array; gradEntropies?: Float32Array }
+  >;
+  /** Accumulates ∇ scale · (objective + router aux) from one scoring forward; tokenLogprobs are the trainer's. */
+  objectiveBackward(
+    model: NativeModel,
+    batch: CompletionBatchInput & ObjectiveTokenInput & { advantages: Float32Array; scale?: number },
+  ): Promise<NativeScores & ObjectiveMetrics & { loss: number; tokenLogprobs: Float32Array; routerAuxLoss?: number }>;
   causalLMLossBackward(model: NativeModel, batch: TokenBatchInput & { backward?: boolean }): Promise<{ loss: number }>;
   /** MSE (or, with oldValues and clipRange, PPO-clipped) value loss; accumulates scale · ∇loss. loss is unscaled. */
   valueLossBackward(
@@ -68,6 +77,9 @@ export interface NativeAddon extends NativeLosses, NativeReadouts {
   setComputeLane(module: NativeModel | NativeValueHead, lane: number | null): void;
   /** Where a module's calls run: "cpu", "cuda:N" or an agent lane "cpu#k". */
   computeLane(module: NativeModel | NativeValueHead): string;
+  /** Agent-lane jobs running now, and the most that ran at once since resetAgentLanePeak(). */
+  agentLaneJobs(): { running: number; peak: number };
+  resetAgentLanePeak(): void;
   matmul(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[]): MatmulResult;
   matmulAsync(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[], repeat?: number): Promise<MatmulResult>;
   measureMatmul(options: { n: number; dtype: string; device: string; iterations?: number }): Promise<{ seconds: number; gflops: number }>;
@@ -91,6 +103,49 @@ export interface CompletionBatchInput {
   completionLengths: Int32Array;
 }
 
+/** The objective's settings, TRL's defaults where absent (native/losses/objective.h). */
+export interface NativeObjectiveOptions {
+  lossType: "grpo" | "dapo" | "dr_grpo" | "bnpo" | "cispo" | "sapo";
+  importanceSamplingLevel?: "token" | "sequence";
+  epsilon?: number;
+  epsilonHigh?: number;
+  delta?: number | null;
+  /** Weight of the per-token KL to the reference in the loss; refLogprobs are needed when ≠ 0. */
+  beta?: number;
+  klEstimator?: "k1" | "k2" | "k3";
+  /** TRL's use_bias_correction_kl (default true): the KL term times the importance weight. */
+  klBiasCorrection?: boolean;
+  entropyCoef?: number;
+  sapoTemperaturePos?: number;
+  sapoTemperatureNeg?: number;
+  /** dr_grpo divides by rows × this. */
+  maxCompletionLength?: number;
+  /** dapo and cispo divide by this token count (default: the unmasked tokens given). */
+  tokenNormalizer?: number;
+}
+
+/** Per-token inputs beside the log-probs, one value per completion token (rows concatenated). */
+export interface ObjectiveTokenInput {
+  objective: NativeObjectiveOptions;
+  /** The rollout's log-probs; absent: the current ones, detached (every ratio 1). */
+  oldLogprobs?: Float32Array;
+  refLogprobs?: Float32Array;
+  /** 0/1 per token; absent: all 1. */
+  tokenMask?: Float32Array;
+}
+
+export interface ObjectiveMetrics {
+  /** The loss before the entropy term. */
+  policyLoss: number;
+  /** NaN when the loss has no KL term. */
+  klMean: number;
+  /** NaN without entropies. */
+  entropyMean: number;
+  clipLow: number;
+  clipHigh: number;
+  ratioMean: number;
+}
+
 export interface NativeScores {
   sum: Float32Array;
   mean: Float32Array;
@@ -104,6 +159,7 @@ export interface NativeGeneration {
   lengths: Int32Array;
   width: number;
   logprobs?: Float32Array;
+  processedLogprobs?: Float32Array;
   scores?: Float32Array;
 }
 

@@ -41,6 +41,16 @@ export interface TransitionInput {
 export type ExternalTransition = (input: TransitionInput) => string[] | Promise<string[]>;
 
 /** What one agent trains on from one node: its prompt, its K completions and their credited returns. */
+/** Log-probs of sampled tokens under the policy's own distribution (before temperature, top-k, top-p). */
+export interface SamplerLogprobs {
+  /** [k]: one per completion token. */
+  readonly policy: Float32Array[];
+  /** [k]: under the distribution sampled from, after temperature and filtering. */
+  readonly processed: Float32Array[];
+  /** The agent's optimizer steps when they were sampled: equal to the current count, the trainer's parameters are the sampler's. */
+  readonly updates: number;
+}
+
 export interface NodeSample {
   agent: number;
   turn: number;
@@ -49,6 +59,8 @@ export interface NodeSample {
   returns: number[];
   /** Per completion Σ_t k3 KL to the reference (zeros when reference KL is off). */
   referenceKl: number[];
+  /** The sampler's log-probs of the completion tokens, when the agent records them (clipped-ratio objectives). */
+  samplerLogprobs?: SamplerLogprobs;
   nodeMeanReward: number;
   nodeMeanReturn: number;
   envStep: number;
