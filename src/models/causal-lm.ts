@@ -10,7 +10,7 @@ import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
-import { checkModelFits, checkWeightsAgainstConfig, ModelLoadError } from "./weights-check.js";
+import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
 /** In-memory or saved parameter dtype. */
 export type Dtype = "float32" | "bfloat16" | "float16";
@@ -181,6 +181,8 @@ function readJson(file: string): Record<string, unknown> {
   } catch (error) {
     throw new ModelLoadError(`${file}: cannot read (${(error as Error).message})`);
   }
+  // Shallow in every real model; a deep one would overflow the stack wherever a value of it is shown in an error.
+  if (nestingDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw new ModelLoadError(`${file}: nests deeper than ${MAX_JSON_DEPTH} levels: not a model's JSON file`);
   try {
     const value = JSON.parse(text);
     if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("not a JSON object");
