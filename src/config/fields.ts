@@ -5,6 +5,7 @@ import { redactSecrets, scrubSecrets, secretValues } from "./secrets.js";
 
 /** A configuration problem; the message names the config and field (and the file, when it came from one). */
 export class ConfigError extends Error {
+  /** Always "ConfigError". */
   override name = "ConfigError";
   constructor(
     message: string,

@@ -6,6 +6,7 @@ import { parseDocument } from "yaml";
 import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError } from "./fields.js";
 
+/** Options of loadConfigFile. */
 export interface LoadConfigOptions {
   /** The section a trainer reads ("magrpo", "iac", …). A flat file, one without sections, is returned whole. */
   readonly section?: string;
@@ -17,6 +18,7 @@ function isPlainObject(value: unknown): value is RawConfig {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Reads a YAML (.yaml, .yml) or JSON config file into a plain object, or one section of it; errors name the file. */
 export async function loadConfigFile(path: string, options: LoadConfigOptions = {}): Promise<RawConfig> {
   const irregular = irregularFileKind(path);
   if (irregular) throw new ConfigError(`cannot read config file ${path}: it is not a regular file (${irregular})`);

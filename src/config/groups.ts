@@ -4,9 +4,12 @@
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, field, float, int, nullable, oneOf, reject } from "./fields.js";
 
+/** How agents are placed: "none" (one device, in turn), "mp" (one device per agent, concurrently), "ddp" (data parallel across processes). */
 export type ParallelTraining = "none" | "mp" | "ddp";
+/** Parameter dtype of trained models. */
 export type DType = "float32" | "bfloat16";
 
+/** How completions are sampled in training rollouts (and, with one sample, in evaluation). */
 export interface SamplingConfig {
   /** Completions per agent per node: the group the baseline is taken over. */
   readonly numGenerations: number;
@@ -33,6 +36,7 @@ export const SAMPLING_FIELDS = {
   topK: nullable(int({ default: 50, min: 0 })),
 };
 
+/** Where a trainer's agents and models go. */
 export interface PlacementFields {
   /**
    * "none": models share one device, agents run in turn; "mp": one device per agent, concurrently; "ddp" (ours):
@@ -49,6 +53,7 @@ export const PLACEMENT_FIELDS = {
   agentDevices: deviceSpec(),
 };
 
+/** When and on how many items a trainer evaluates. */
 export interface EvalConfig {
   /** Evaluate every this many train items; 0 turns periodic evaluation off. */
   readonly evalInterval: number;
@@ -64,6 +69,7 @@ export const EVAL_FIELDS = {
   evalBatchSize: int({ default: 1, min: 1 }),
 };
 
+/** The reference-KL penalty against frozen copies of the agents. */
 export interface ReferenceKlConfig {
   /** (ours) Subtract β · KL(agent ‖ frozen reference) from each completion's reward (k3 estimator per token). */
   readonly referenceKlEnabled: boolean;
@@ -79,6 +85,7 @@ export const REFERENCE_KL_FIELDS = {
   referenceDevices: deviceSpec(),
 };
 
+/** Seed, dtype, gradient clipping and AdamW settings every trainer takes. */
 export interface RuntimeConfig {
   /** (ours) Seeds the agents' sampling generators and anything the trainer shuffles. */
   readonly seed: number;

@@ -17,11 +17,17 @@ import {
   type MARLHFConfigInput,
 } from "./preference.js";
 
+/** Order in which an item's pairs are kept in the iterative trainers. */
 export type IterativePairSelection = "comparator_reward" | "reward_gap" | "all" | "random";
+/** Which iterations' replay shards the training pairs are drawn from. */
 export type ReplayMode = "current" | "nearest_k" | "all_history" | "lambda_decay";
+/** What the current policy's candidates are compared against (docs/iterative.md). */
 export type ComparatorPolicy = "current" | "current_copy" | "model" | "history" | "api";
+/** Whether the comparator answers per agent or as one joint answer split into roles. */
 export type ComparatorGenerationMode = "decentralized" | "centralized";
+/** The request and response layout of an API comparator's endpoint. */
 export type ComparatorApiFormat = "generic" | "openai" | "anthropic" | "openai_responses";
+/** What labels the pairs of an iteration: the task reward or the previous reward model. */
 export type PreferenceScoringReward = "task" | "reward_model";
 
 /** The fields MADPOIter and MARLHFIter add to their parents. */
@@ -98,8 +104,13 @@ export interface MARLHFIterConfig extends Omit<MARLHFConfig, "pairSelection">, I
 }
 
 type IterativeInput = Partial<Omit<IterativeFields, "comparatorAgents">> & { readonly comparatorAgents?: readonly string[] | null };
+/** What madpoIterConfig accepts: any subset of MADPOIterConfig. */
 export type MADPOIterConfigInput = Omit<MADPOConfigInput, "pairSelection"> & IterativeInput;
-export type MARLHFIterConfigInput = Omit<MARLHFConfigInput, "pairSelection"> & IterativeInput & { readonly preferenceScoringReward?: PreferenceScoringReward };
+/** What marlhfIterConfig accepts: any subset of MARLHFIterConfig. */
+export type MARLHFIterConfigInput = Omit<MARLHFConfigInput, "pairSelection"> & IterativeInput & {
+  /** What labels the pairs (default "task"). */
+  readonly preferenceScoringReward?: PreferenceScoringReward;
+};
 
 const stringRecord = field<Readonly<Record<string, string>> | null>((raw) => {
   if (raw === null) return null;

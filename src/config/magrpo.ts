@@ -5,7 +5,9 @@ import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } 
 import { agentObjectives, OBJECTIVE_FIELDS, type AgentObjective, type ObjectiveConfig } from "./objectives.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
+/** How agents' completions form joint actions: same-index ("aligned", K) or every combination ("cross", K^N). */
 export type JointMode = "aligned" | "cross";
+/** The baseline subtracted from returns: group mean, none, group max, or leave-one-out. */
 export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
 
 /** How MAGRPO rolls out and buffers (MADPO's config holds them too, for MARLHF's RL phase, which reads them by name). */
@@ -30,11 +32,13 @@ export interface RolloutConfig {
   readonly advantageMode: AdvantageMode;
 }
 
+/** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
 export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig, ObjectiveConfig {
   /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
   readonly objectives: readonly AgentObjective[];
 }
 
+/** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
 export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
   /** One joint policy writes every role's part; upstream has the field with this as its only allowed value. */
   readonly collaborationMode: "centralized";
@@ -42,7 +46,9 @@ export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
 
 /** Aliases that document which algorithm a config is for; the fields are MAGRPO's. */
 export type MAREINFORCEConfig = MAGRPOConfig;
+/** MAReMax's config: MAGRPO's fields with advantageMode "max". */
 export type MAReMaxConfig = MAGRPOConfig;
+/** MARLOO's config: MAGRPO's fields with advantageMode "rloo". */
 export type MARLOOConfig = MAGRPOConfig;
 
 /** The fields as given, before trainBatchSize is resolved (null = rolloutBufferSize). */
@@ -50,8 +56,13 @@ type Settable = { readonly [K in Exclude<keyof MAGRPOConfig, "objectives">]: K e
 
 /** What callers pass: any subset of the fields. Config files may use snake_case keys. */
 export type MAGRPOConfigInput = Partial<Settable>;
-export type CentralizedMAGRPOConfigInput = MAGRPOConfigInput & { readonly collaborationMode?: "centralized" };
+/** What centralizedMagrpoConfig accepts: MAGRPOConfigInput and collaborationMode. */
+export type CentralizedMAGRPOConfigInput = MAGRPOConfigInput & {
+  /** The only allowed value; may be omitted. */
+  readonly collaborationMode?: "centralized";
+};
 
+/** Where a config's input came from, for error messages. */
 export interface ConfigSource {
   /** Where the input came from (a config file path); errors start with it. */
   readonly source?: string;
@@ -87,6 +98,7 @@ function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, in
   return buildConfig(fields, input, { configName, source: options.source, finish: resolve });
 }
 
+/** Builds a validated MAGRPO config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
 export function magrpoConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAGRPOConfig {
   return build("MAGRPOConfig", MAGRPO_FIELDS, input, options);
 }

@@ -9,8 +9,11 @@ import { OBJECTIVE_FIELDS, type ObjectiveConfig } from "./objectives.js";
 
 const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OBJECTIVE_FIELDS;
 
+/** "decentralized": one actor per role; "centralized": one actor writes every role's part. */
 export type CollaborationMode = "decentralized" | "centralized";
+/** Order in which an item's preference pairs are kept: largest reward gap first, all, or random. */
 export type PairSelection = "reward_gap" | "all" | "random";
+/** The algorithm of MARLHF's RL phase. */
 export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
 
 /**
@@ -84,8 +87,13 @@ export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIte
 }
 
 /** What callers pass: any subset of the fields (trainBatchSize null = rolloutBufferSize). Files may use snake_case. */
-export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & { readonly trainBatchSize?: number | null };
+export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & {
+  /** Pairs per DPO step; null = rolloutBufferSize. */
+  readonly trainBatchSize?: number | null;
+};
+/** What marlhfConfig accepts: any subset of MARLHFConfig (rlAlgorithm decides advantageMode). */
 export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "advantageMode" | "rlAlgorithm">> & {
+  /** Samples per optimizer step in the RL phase; null = rolloutBufferSize. */
   readonly trainBatchSize?: number | null;
   /** Derived from rlAlgorithm; when given it must agree. */
   readonly advantageMode?: AdvantageMode | null;

@@ -123,6 +123,7 @@ export function registerTask(name: string, entry: TaskEntry): void {
   registry.set(name, entry);
 }
 
+/** The names of the registered tasks, sorted. */
 export function listTasks(): string[] {
   return [...registry.keys()].sort();
 }
