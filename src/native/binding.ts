@@ -6,8 +6,13 @@ export interface RuntimeInfo {
   cudaCompiled: boolean;
   cudaAvailable: boolean;
   cudaDeviceCount: number;
-  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only). */
+  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only; 0 until CUDA has started). */
   cudaAllocatedBytes?: number;
+  /**
+   * The CUDA caching allocator's figures per visible device (empty without CUDA). All 0 until CUDA starts, at the
+   * first CUDA tensor; a CUDA build on libtorch 1.x reports 0 throughout (it cannot tell when the allocator starts).
+   */
+  cudaMemory: CudaDeviceMemory[];
   numThreads: number;
   /** The BLAS libtorch's matmuls run on, as that library describes itself. */
   blas: string;
@@ -15,6 +20,18 @@ export interface RuntimeInfo {
   /** Bytes of freed CPU tensor memory the addon keeps for reuse, and its limit (0: caching off; COMLRL_CPU_CACHE_MB). */
   cpuCacheBytes: number;
   cpuCacheLimitBytes: number;
+}
+
+export interface CudaDeviceMemory {
+  /** "cuda:N". */
+  device: string;
+  /** Bytes in live tensors. */
+  allocatedBytes: number;
+  /** Bytes the allocator holds from the driver: live tensors plus its cache (what nvidia-smi shows, less the context). */
+  reservedBytes: number;
+  /** The highest allocatedBytes / reservedBytes since the process started. */
+  peakAllocatedBytes: number;
+  peakReservedBytes: number;
 }
 
 export interface MatmulResult {
