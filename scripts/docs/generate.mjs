@@ -87,12 +87,13 @@ function rows(configName) {
   if (docs === undefined) throw new Error(`docs: no interface ${config.documentedOn ?? configName} in src/config`);
   return Object.entries(config.fields).map(([field, spec]) => {
     if (spec.accepts === undefined) undocumented.add(`${configName}.${field}: no accepts description (give field() its third argument)`);
-    const description = docs.get(field) ?? "";
+    // The objective fields are a mapped type over their specs, so their descriptions live on AgentObjective.
+    const description = docs.get(field) || (DOCS.get("AgentObjective")?.get(field) ?? "");
     if (!description) undocumented.add(`${configName}.${field}: no doc comment on its interface in src/config`);
     const given = shown(spec.default);
     const derived = shown(resolved[field]);
     const defaultCell = derived === given || spec.default === undefined ? given : `${given} (→ ${derived})`;
-    return { field, key: snake(field), defaultCell, accepts: spec.accepts, description };
+    return { field, key: snake(field), defaultCell, accepts: spec.accepts ?? "", description };
   });
 }
 
