@@ -68,19 +68,33 @@ function perAgent<T>(inner: FieldSpec<T>): FieldSpec<PerAgent<T>> {
 }
 
 export const OBJECTIVE_FIELDS = {
+  /** {@inheritDoc AgentObjective.lossType} */
   lossType: perAgent(oneOf(LOSS_TYPES, { default: "comlrl" })),
+  /** {@inheritDoc AgentObjective.importanceSamplingLevel} */
   importanceSamplingLevel: perAgent(oneOf(["token", "sequence"], { default: "token" })),
+  /** {@inheritDoc AgentObjective.numIterations} */
   numIterations: perAgent(int({ default: 1, min: 1 })),
+  /** {@inheritDoc AgentObjective.epsilon} */
   epsilon: perAgent(float({ default: 0.2, min: 0 })),
+  /** {@inheritDoc AgentObjective.epsilonHigh} */
   epsilonHigh: perAgent(nullable(float({ min: 0 }))),
+  /** {@inheritDoc AgentObjective.delta} */
   delta: perAgent(nullable(float({ above: 1 }))),
+  /** {@inheritDoc AgentObjective.klEstimator} */
   klEstimator: perAgent(oneOf(["k1", "k2", "k3"], { default: "k3" })),
+  /** {@inheritDoc AgentObjective.klIn} */
   klIn: perAgent(oneOf(["reward", "loss"], { default: "reward" })),
+  /** {@inheritDoc AgentObjective.useBiasCorrectionKl} */
   useBiasCorrectionKl: perAgent(bool({ default: true })),
+  /** {@inheritDoc AgentObjective.entropyCoef} */
   entropyCoef: perAgent(float({ default: 0 })),
+  /** {@inheritDoc AgentObjective.scaleRewards} */
   scaleRewards: perAgent(nullable(oneOf(["group", "batch", "none"]))),
+  /** {@inheritDoc AgentObjective.maskTruncatedCompletions} */
   maskTruncatedCompletions: perAgent(bool({ default: false })),
+  /** {@inheritDoc AgentObjective.zeroVarianceFilter} */
   zeroVarianceFilter: perAgent(nullable(float({ min: 0 }))),
+  /** {@inheritDoc AgentObjective.advantageGrouping} */
   advantageGrouping: perAgent(oneOf(["joint", "agent", "agent_turn"], { default: "joint" })),
 };
 
