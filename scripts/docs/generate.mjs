@@ -87,10 +87,7 @@ function rows(configName) {
   if (docs === undefined) throw new Error(`docs: no interface ${config.documentedOn ?? configName} in src/config`);
   return Object.entries(config.fields).map(([field, spec]) => {
     if (spec.accepts === undefined) undocumented.add(`${configName}.${field}: no accepts description (give field() its third argument)`);
-    // The objective fields are a mapped type over their specs, so their descriptions live on AgentObjective.
-    const own = docs.get(field) ?? "";
-    const inherited = own === "" || own.startsWith("{@inheritDoc");
-    const description = inherited ? (DOCS.get("AgentObjective")?.get(field) ?? "") : own;
+    const description = docs.get(field) ?? "";
     if (!description) undocumented.add(`${configName}.${field}: no doc comment on its interface in src/config`);
     const given = shown(spec.default);
     const derived = shown(resolved[field]);

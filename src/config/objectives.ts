@@ -68,33 +68,33 @@ function perAgent<T>(inner: FieldSpec<T>): FieldSpec<PerAgent<T>> {
 }
 
 export const OBJECTIVE_FIELDS = {
-  /** {@inheritDoc AgentObjective.lossType} */
+  /** The policy loss: CoMLRL's on-policy sum ("comlrl"), or one of TRL's clipped-ratio losses (docs/objectives.md). */
   lossType: perAgent(oneOf(LOSS_TYPES, { default: "comlrl" })),
-  /** {@inheritDoc AgentObjective.importanceSamplingLevel} */
+  /** Importance ratios per token, or one per sequence (GSPO). */
   importanceSamplingLevel: perAgent(oneOf(["token", "sequence"], { default: "token" })),
-  /** {@inheritDoc AgentObjective.numIterations} */
+  /** Updates per rollout; > 1 takes ratios against the rollout's own log-probs. */
   numIterations: perAgent(int({ default: 1, min: 1 })),
-  /** {@inheritDoc AgentObjective.epsilon} */
+  /** Lower clip ε of the ratio: clip(r, 1 − ε, 1 + εhigh). */
   epsilon: perAgent(float({ default: 0.2, min: 0 })),
-  /** {@inheritDoc AgentObjective.epsilonHigh} */
+  /** Upper clip ε (clip-higher); for cispo the cap on the truncated ratio. */
   epsilonHigh: perAgent(nullable(float({ min: 0 }))),
-  /** {@inheritDoc AgentObjective.delta} */
+  /** Upper bound on the unclipped ratio (two-sided clipping); null: none. */
   delta: perAgent(nullable(float({ above: 1 }))),
-  /** {@inheritDoc AgentObjective.klEstimator} */
+  /** The reference-KL estimator per token. */
   klEstimator: perAgent(oneOf(["k1", "k2", "k3"], { default: "k3" })),
-  /** {@inheritDoc AgentObjective.klIn} */
+  /** Where the reference KL (referenceKlEnabled, referenceKlCoef) enters: shaped into the returns, or a loss term. */
   klIn: perAgent(oneOf(["reward", "loss"], { default: "reward" })),
-  /** {@inheritDoc AgentObjective.useBiasCorrectionKl} */
+  /** TRL's use_bias_correction_kl: the KL term in the loss times the importance weight (the unbiased reverse-KL gradient). */
   useBiasCorrectionKl: perAgent(bool({ default: true })),
-  /** {@inheritDoc AgentObjective.entropyCoef} */
+  /** Weight of an entropy bonus in the loss (0: none). */
   entropyCoef: perAgent(float({ default: 0 })),
-  /** {@inheritDoc AgentObjective.scaleRewards} */
+  /** null: CoMLRL's advantages (advantageMode, advantageNormalization); else TRL's mean baseline with this scaling. */
   scaleRewards: perAgent(nullable(oneOf(["group", "batch", "none"]))),
-  /** {@inheritDoc AgentObjective.maskTruncatedCompletions} */
+  /** Completions cut by maxNewTokens (no EOS) get no loss. */
   maskTruncatedCompletions: perAgent(bool({ default: false })),
-  /** {@inheritDoc AgentObjective.zeroVarianceFilter} */
+  /** Groups whose return standard deviation is at most this are skipped (not scored); null: none. */
   zeroVarianceFilter: perAgent(nullable(float({ min: 0 }))),
-  /** {@inheritDoc AgentObjective.advantageGrouping} */
+  /** Over which completions the baseline is taken: the joint action's group, per agent, or per agent and turn. */
   advantageGrouping: perAgent(oneOf(["joint", "agent", "agent_turn"], { default: "joint" })),
 };
 
