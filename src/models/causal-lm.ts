@@ -95,6 +95,7 @@ export interface Generation {
   lengths: Int32Array;
   /** Per row, each chosen token's log-prob (with returnLogprobs). */
   logprobs?: Float32Array[];
+  /** Per row, each chosen token's log-prob under the distribution it was sampled from (with returnLogprobs). */
   processedLogprobs?: Float32Array[];
   /** Every step's raw next-token logits (with returnScores). */
   scores?: Float32Array;
