@@ -15,7 +15,9 @@ export interface Manifest {
   files: Record<string, { size: number; sha256: string }>;
 }
 
+/** A checkpoint that is missing, incomplete, corrupted or from another trainer; the message names the file or directory. */
 export class CheckpointError extends Error {
+  /** Always "CheckpointError". */
   override name = "CheckpointError";
 }
 

@@ -6,8 +6,11 @@ import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, wi
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
 import type { AdvantageMode, ConfigSource, RolloutConfig } from "./magrpo.js";
 
+/** "decentralized": one actor per role; "centralized": one actor writes every role's part. */
 export type CollaborationMode = "decentralized" | "centralized";
+/** Order in which an item's preference pairs are kept: largest reward gap first, all, or random. */
 export type PairSelection = "reward_gap" | "all" | "random";
+/** The algorithm of MARLHF's RL phase. */
 export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
 
 /**
@@ -29,6 +32,7 @@ export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, Traini
   readonly dpoBeta: number;
   /** Whether DPO steps advance the env-step counter, by environmentStepsPerPair per pair. */
   readonly useEnvironmentStep: boolean;
+  /** Env steps one pair counts for in a DPO step (with useEnvironmentStep). */
   readonly environmentStepsPerPair: number;
 }
 
@@ -44,7 +48,9 @@ export interface MARLHFConfig extends MADPOConfig {
    * trainer's device on a machine without CUDA (logged once); an explicitly given CUDA device without CUDA is an error.
    */
   readonly rewardModelDevice: string | null;
+  /** AdamW learning rate of the reward model (backbone and head). */
   readonly rewardLearningRate: number;
+  /** Bradley–Terry passes over the training pairs. */
   readonly rewardNumTrainEpochs: number;
   /** Pairs per Bradley–Terry step. */
   readonly rewardTrainBatchSize: number;
@@ -61,18 +67,30 @@ export interface MARLHFConfig extends MADPOConfig {
   readonly criticModelName: string | null;
   /** null = agentLearningRate. */
   readonly criticLearningRate: number | null;
+  /** Devices of the RL phase's critics; null = their agents' devices. */
   readonly criticDevices: DeviceSpec | null;
+  /** iac back-end: one critic LM per agent (true) or a value head on each actor (false). */
   readonly useSeparateCritic: boolean;
+  /** "v": critics read the prompt; "q": prompt and completion. */
   readonly criticType: "v" | "q";
+  /** Weight of the value loss (IACConfig.valueLossCoef). */
   readonly valueLossCoef: number;
+  /** PPO-style value clipping of shared heads (IACConfig.valueClipRange). */
   readonly valueClipRange: number | null;
+  /** Hidden size of separate critics' heads; null: Linear(H, 1). */
   readonly criticValueHeadHiddenDim: number | null;
+  /** Hidden size of heads on the actors; null: Linear(H, 1). */
   readonly valueHeadHiddenDim: number | null;
 }
 
 /** What callers pass: any subset of the fields (trainBatchSize null = rolloutBufferSize). Files may use snake_case. */
-export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & { readonly trainBatchSize?: number | null };
+export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & {
+  /** Pairs per DPO step; null = rolloutBufferSize. */
+  readonly trainBatchSize?: number | null;
+};
+/** What marlhfConfig accepts: any subset of MARLHFConfig (rlAlgorithm decides advantageMode). */
 export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "advantageMode" | "rlAlgorithm">> & {
+  /** Samples per optimizer step in the RL phase; null = rolloutBufferSize. */
   readonly trainBatchSize?: number | null;
   /** Derived from rlAlgorithm; when given it must agree. */
   readonly advantageMode?: AdvantageMode | null;
@@ -136,7 +154,7 @@ function singleDevice() {
   return field<string>((raw) => {
     if (typeof raw !== "string" || raw.trim().toLowerCase() === "auto") reject('must be one device: "cpu", "cuda" or "cuda:N"');
     return spec.parse(raw) as string;
-  });
+  }, undefined, '"cpu" | "cuda" | "cuda:N"');
 }
 
 export const MARLHF_FIELDS = {

@@ -17,6 +17,7 @@ const GROUP_CONCURRENCY = 4;
 const SNAPPY_MAX_RATIO = 22;
 
 export class ParquetBoundsError extends Error {
+  /** Always "ParquetBoundsError". */
   override name = "ParquetBoundsError";
 }
 

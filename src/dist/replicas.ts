@@ -15,14 +15,19 @@ import { readDistributedEnvironment } from "./environment.js";
 
 /** What differs between the ranks of one run and so is checkpointed per rank. */
 export interface RankState {
+  /** The rank's shuffle generator state. */
   random: number;
+  /** The rank's env-step counter. */
   envStep: number;
+  /** The rank's optimizer-step counter. */
   update: number;
   /** Default sampling stream of each generating component, base64. */
   generators: Record<string, string>;
 }
 
+/** Ranks of a data-parallel job that disagree (a checkpoint of another world size, missing per-rank state). */
 export class ReplicaError extends Error {
+  /** Always "ReplicaError". */
   override name = "ReplicaError";
 }
 

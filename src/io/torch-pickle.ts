@@ -11,10 +11,14 @@ import { crc32 } from "node:zlib";
 import { writeFileAtomic } from "../util/atomic.js";
 import { readStoredZip, writeStoredZip, type ZipRecord } from "./zip.js";
 
+/** Dtypes a torch.save state dict here may hold. */
 export type StateDtype = "float32" | "bfloat16" | "float16";
 
+/** One tensor of a state dict, as raw bytes. */
 export interface StateTensor {
+  /** Its element type. */
   dtype: StateDtype;
+  /** Its dimensions. */
   shape: number[];
   /** Raw little-endian elements, row-major and contiguous. */
   data: Uint8Array;

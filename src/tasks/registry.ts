@@ -123,8 +123,16 @@ export function registerTask(name: string, entry: TaskEntry): void {
   registry.set(name, entry);
 }
 
+/** The names of the registered tasks, sorted. */
 export function listTasks(): string[] {
   return [...registry.keys()].sort();
+}
+
+/** The options the task called `name` accepts, each with what it means (the docs' task table lists them). */
+export function taskOptions(name: string): Readonly<Record<string, string>> {
+  const entry = registry.get(name);
+  if (!entry) throw new Error(`unknown task "${name}"; known tasks: ${listTasks().join(", ")}`);
+  return entry.options;
 }
 
 /** The task called `name`, built with `options`; an unknown name or option is an error listing the known ones. */
