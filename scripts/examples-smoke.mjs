@@ -19,7 +19,7 @@ const tsx = join(root, "node_modules", ".bin", "tsx");
 const ex = (file) => join(root, "examples", file);
 const cli = join(root, "dist", "cli", "main.js");
 
-/** How each example runs at smoke size: the command and its arguments. */
+/** How each example runs at smoke size: the command, its arguments, and where it starts (default: a scratch directory). */
 const RUNS = {
   "quickstart.ts": [tsx, [ex("quickstart.ts")]],
   "alternating-trainers.ts": [tsx, [ex("alternating-trainers.ts"), "--items", "2", "--epochs", "1", "--out", out("alternating")]],
@@ -33,7 +33,8 @@ const RUNS = {
   "preference-cover-vowels.ts": [tsx, [ex("preference-cover-vowels.ts"), "--items", "4", "--out", out("preference")]],
   "credit-study.ts": [tsx, [ex("credit-study.ts"), "--seeds", "1", "--env-steps", "48", "--out", out("credit")]],
   "configs/magrpo-cover-vowels.yaml": [process.execPath, [cli, "train", "--config", join(work, "magrpo-cover-vowels.yaml"), "--output", out("train"), "--quiet"]],
-  "ddp-demo.ts": [process.execPath, [cli, "launch", "--nproc", "2", ex("ddp-demo.ts"), "--epochs", "2", "--out", out("ddp")]],
+  // comlrl launch runs a .ts script through the tsx of the directory it starts in: this checkout's.
+  "ddp-demo.ts": [process.execPath, [cli, "launch", "--nproc", "2", ex("ddp-demo.ts"), "--epochs", "2", "--out", out("ddp")], root],
 };
 const HELPERS = new Set(["common.ts"]);
 
@@ -67,11 +68,11 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 function run(file) {
-  const [command, args] = RUNS[file];
+  const [command, args, cwd = work] = RUNS[file];
   const started = performance.now();
   return new Promise((resolve) => {
     const child = spawn(command, args, {
-      cwd: work,
+      cwd,
       env: { ...process.env, COMLRL_MODEL: model, INIT_CWD: root },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,

@@ -12,6 +12,7 @@ import { causalLMModule, ComponentRegistry, valueHeadModule } from "./lifecycle/
 export type ModelSource = string | CausalLM;
 
 export class AgentResolutionError extends Error {
+  /** Always "AgentResolutionError". */
   override name = "AgentResolutionError";
 }
 

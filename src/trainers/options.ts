@@ -3,6 +3,7 @@
 import { closestField } from "../config/fields.js";
 
 export class TrainerOptionError extends TypeError {
+  /** Always "TrainerOptionError". */
   override name = "TrainerOptionError";
 }
 

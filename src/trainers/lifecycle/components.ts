@@ -66,6 +66,7 @@ export interface SavedComponent {
 }
 
 export class ComponentError extends Error {
+  /** Always "ComponentError". */
   override name = "ComponentError";
 }
 

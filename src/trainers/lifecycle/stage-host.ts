@@ -78,6 +78,7 @@ export interface StepRequest {
 export type StepFunction = (request: StepRequest) => Promise<UpdateRecord>;
 
 export class NonFiniteError extends Error {
+  /** Always "NonFiniteError". */
   override name = "NonFiniteError";
 }
 

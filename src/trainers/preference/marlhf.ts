@@ -38,10 +38,12 @@ export function marlhfTrainerConfig<C extends RlhfConfig, I>(options: { config?:
   return config;
 }
 
+/** MARLHF: a joint Bradley–Terry reward model learned from preference pairs, then online RL against it (docs/preference.md). */
 export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainerOptions> {
   readonly algorithm = "MARLHF";
   private phases!: RlhfPhases;
 
+  /** Builds the trainer: validates options and config, loads the agents, the reward model and the RL phase's parts. */
   static async create(options: MARLHFTrainerOptions): Promise<MARLHFTrainer> {
     checkOptionKeys(options, MARLHF_OPTION_KEYS, "MARLHFTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfConfig(input));

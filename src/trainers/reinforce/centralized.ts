@@ -10,7 +10,9 @@ import { AgentResolutionError, type ModelSource } from "../agents.js";
 import { checkOptionKeys } from "../options.js";
 import { MAGRPO_OPTION_KEYS, MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./magrpo.js";
 
+/** A joint completion the adapter cannot split into the roles. */
 export class CentralizedParseError extends Error {
+  /** Always "CentralizedParseError". */
   override name = "CentralizedParseError";
 }
 
@@ -90,6 +92,7 @@ export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptio
 const { externalTransition: _singleTurn, ...MAGRPO_KEYS_BUT_TRANSITION } = MAGRPO_OPTION_KEYS;
 const CENTRALIZED_OPTION_KEYS = { ...MAGRPO_KEYS_BUT_TRANSITION, adapter: true } as const satisfies Record<keyof CentralizedMAGRPOTrainerOptions, true>;
 
+/** Centralized MAGRPO: one joint policy writes every role's part through an adapter (docs/magrpo.md). */
 export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
   override readonly algorithm = "CentralizedMAGRPO";
   /** How many roles the joint policy writes for. */
