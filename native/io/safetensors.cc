@@ -20,14 +20,12 @@ struct DtypeCode {
   const char* code;
   torch::Dtype dtype;
   size_t size;
-  int rank;  // position in the Python library's Dtype enum, which orders tensors in the file
 };
 
 const DtypeCode kDtypes[] = {
-    {"BOOL", torch::kBool, 1, 0},      {"U8", torch::kUInt8, 1, 1},   {"I8", torch::kInt8, 1, 2},
-    {"I16", torch::kInt16, 2, 5},      {"F16", torch::kFloat16, 2, 7}, {"BF16", torch::kBFloat16, 2, 8},
-    {"I32", torch::kInt32, 4, 9},      {"F32", torch::kFloat32, 4, 11}, {"F64", torch::kFloat64, 8, 12},
-    {"I64", torch::kInt64, 8, 13},
+    {"BOOL", torch::kBool, 1},    {"U8", torch::kUInt8, 1},      {"I8", torch::kInt8, 1},        {"I16", torch::kInt16, 2},
+    {"F16", torch::kFloat16, 2},  {"BF16", torch::kBFloat16, 2}, {"I32", torch::kInt32, 4},      {"F32", torch::kFloat32, 4},
+    {"F64", torch::kFloat64, 8},  {"I64", torch::kInt64, 8},
 };
 
 const DtypeCode* FindCode(const std::string& code) {
@@ -189,30 +187,34 @@ SafetensorsFile::~SafetensorsFile() {
   if (mapping_) ::munmap(mapping_, size_);
 }
 
-torch::Tensor SafetensorsFile::load(const std::string& name, torch::Dtype dtype) const {
+torch::Tensor SafetensorsFile::view(const std::string& name) const {
   const auto found = entries_.find(name);
   if (found == entries_.end()) Fail(path_, "has no tensor \"" + name + "\"");
   const TensorEntry& entry = found->second;
-  // from_blob needs a writable pointer; the tensor is only read before the copy below.
-  torch::Tensor view = torch::from_blob(const_cast<uint8_t*>(data_ + entry.begin), entry.shape,
-                                        torch::TensorOptions().dtype(entry.dtype));
-  return entry.dtype == dtype ? view.clone() : view.to(dtype);
+  // from_blob needs a writable pointer; callers only read it.
+  return torch::from_blob(const_cast<uint8_t*>(data_ + entry.begin), entry.shape, torch::TensorOptions().dtype(entry.dtype));
 }
 
-void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
-  std::vector<std::pair<std::string, torch::Tensor>> ordered;
-  ordered.reserve(tensors.size());
-  for (const auto& [name, tensor] : tensors) ordered.emplace_back(name, tensor.detach().to(torch::kCPU).contiguous());
-  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
-    const int rank_a = FindDtype(a.second.scalar_type()).rank, rank_b = FindDtype(b.second.scalar_type()).rank;
-    return rank_a != rank_b ? rank_a > rank_b : a.first < b.first;
-  });
+void SafetensorsFile::release(size_t begin, size_t end) const {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+  const auto* mapped = static_cast<const uint8_t*>(mapping_);
+  const size_t first = (static_cast<size_t>(data_ - mapped) + begin) / page * page;
+  const size_t last = std::min(size_, static_cast<size_t>(data_ - mapped) + end);
+  // Neighbouring bytes on the edge pages are dropped too, which costs at most a re-read: nothing here is written.
+  if (last > first) ::madvise(const_cast<uint8_t*>(mapped) + first, last - first, MADV_DONTNEED);
+}
+
+void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors, torch::Dtype dtype) {
+  const DtypeCode& code = FindDtype(dtype);
+  // One dtype for all: the Python library's order is then by name alone.
+  std::vector<std::pair<std::string, torch::Tensor>> ordered(tensors.begin(), tensors.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   nlohmann::ordered_json header;
   header["__metadata__"] = {{"format", "pt"}};
   size_t offset = 0;
   for (const auto& [name, tensor] : ordered) {
-    const size_t bytes = tensor.numel() * tensor.element_size();
-    header[name] = {{"dtype", FindDtype(tensor.scalar_type()).code}, {"shape", tensor.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    const size_t bytes = static_cast<size_t>(tensor.numel()) * code.size;
+    header[name] = {{"dtype", code.code}, {"shape", tensor.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -221,7 +223,10 @@ void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::
   const uint64_t header_size = text.size();
   file.Write(&header_size, 8);
   file.Write(text.data(), text.size());
-  for (const auto& [name, tensor] : ordered) file.Write(tensor.data_ptr(), tensor.numel() * tensor.element_size());
+  for (const auto& [name, tensor] : ordered) {
+    const torch::Tensor host = tensor.detach().to(torch::kCPU, dtype).contiguous();
+    file.Write(host.data_ptr(), host.numel() * host.element_size());
+  }
   // Durable before the caller renames it into place: a crash never leaves a short file under the final name.
   file.Finish();
 }

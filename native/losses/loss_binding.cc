@@ -109,7 +109,7 @@ Napi::Value Score(const Napi::CallbackInfo& info) {
     const bool with_entropy = BoolFieldOr(options, "entropy", false);
     const bool with_tokens = BoolFieldOr(options, "tokenLogprobs", false);
     return RunAsync(info.Env(), model->lane, [model, batch, with_entropy, with_tokens]() -> Resolver {
-      std::lock_guard<std::mutex> lock(model->mutex);
+      ModuleLocks lock({model.get()});
       torch::NoGradGuard no_grad;
       CompletionScores scores = ScoreCompletions(*model->module, batch, with_entropy);
       return [scores, with_tokens](Napi::Env env) -> Napi::Value { return ScoresToJs(env, scores, with_tokens); };
@@ -128,11 +128,11 @@ Napi::Value KlK3Estimate(const Napi::CallbackInfo& info) {
       CompletionScores policy_scores, reference_scores;
       // Each model scored under its own lock, one after the other: neither is held while waiting for the other.
       {
-        std::lock_guard<std::mutex> lock(policy->mutex);
+        ModuleLocks lock({policy.get()});
         policy_scores = ScoreCompletions(*policy->module, batch, false);
       }
       {
-        std::lock_guard<std::mutex> lock(reference->mutex);
+        ModuleLocks lock({reference.get()});
         reference_scores = ScoreCompletions(*reference->module, batch, false);
       }
       torch::Tensor kl = comlrl::KlK3(policy_scores, reference_scores);
@@ -151,7 +151,7 @@ Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
     const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(batch.prompts.size()), "completions");
     const double scale = NumberFieldOr(options, "scale", 1.0);
     return RunAsync(info.Env(), model->lane, [model, batch, advantages, scale]() -> Resolver {
-      std::lock_guard<std::mutex> lock(model->mutex);
+      ModuleLocks lock({model.get()});
       RouterAuxRecording router(*model->module, model->module->config().policy_router_aux_coef);
       CompletionScores scores = ScoreCompletions(*model->module, batch, false);
       const LossWithRouterAux total = WithRouterAux(PolicyGradientLoss(scores, advantages, 1.0), router);
@@ -306,7 +306,7 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
     const torch::Tensor ids = token_batch.first, mask = token_batch.second;
     const bool backward = BoolFieldOr(options, "backward", true);
     return RunAsync(info.Env(), model->lane, [model, ids, mask, backward]() -> Resolver {
-      std::lock_guard<std::mutex> lock(model->mutex);
+      ModuleLocks lock({model.get()});
       torch::AutoGradMode grad_mode(backward);
       RouterAuxRecording router(*model->module, model->module->config().lm_router_aux_coef);
       const LossWithRouterAux total = WithRouterAux(CausalLMLoss(*model->module, ids.to(model->device), mask.to(model->device)), router);

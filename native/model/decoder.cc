@@ -73,10 +73,21 @@ void KVCache::RepeatRows(int64_t times) {
   }
 }
 
+namespace {
+
+thread_local torch::TensorOptions parameter_options = torch::TensorOptions().dtype(torch::kFloat32);
+
+torch::Tensor NewParameter(torch::IntArrayRef shape) { return torch::empty(shape, parameter_options); }
+
+}  // namespace
+
+ParameterPlacement::ParameterPlacement(const torch::TensorOptions& options) : previous_(parameter_options) { parameter_options = options; }
+
+ParameterPlacement::~ParameterPlacement() { parameter_options = previous_; }
+
 NormImpl::NormImpl(int64_t dim, double eps, NormKind kind) : eps_(eps), kind_(kind) {
-  // Gemma stores w of (1 + w), initialised to 0.
-  weight = register_parameter("weight", kind == NormKind::kRmsOnePlus ? torch::zeros({dim}) : torch::ones({dim}));
-  if (kind == NormKind::kLayer) bias = register_parameter("bias", torch::zeros({dim}));
+  weight = register_parameter("weight", NewParameter({dim}));
+  if (kind == NormKind::kLayer) bias = register_parameter("bias", NewParameter({dim}));
 }
 
 // As transformers: RMSNorm normalises in float32; Llama casts back then scales, Gemma scales by (1 + w) in float32
@@ -175,8 +186,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 }  // namespace
 
 DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias, bool conv1d) : conv1d_(conv1d) {
-  weight = register_parameter("weight", conv1d ? torch::zeros({in, out}) : torch::zeros({out, in}));
-  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+  weight = register_parameter("weight", conv1d ? NewParameter({in, out}) : NewParameter({out, in}));
+  if (with_bias) bias = register_parameter("bias", NewParameter({out}));
 }
 
 torch::Tensor DenseImpl::forward(const torch::Tensor& x) { return Project(x, conv1d_ ? weight.t() : weight, bias); }
@@ -370,10 +381,12 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 
 DecoderModelImpl::DecoderModelImpl(const DecoderConfig& config) {
   const bool gpt2 = config.gpt2_layout;
-  embed_tokens = register_module(gpt2 ? "wte" : "embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
-  if (config.learned_positions > 0) {
-    position_embeddings = register_module("wpe", torch::nn::Embedding(config.learned_positions, config.hidden_size));
-  }
+  // A given _weight also skips Embedding's own normal_ initialisation.
+  const auto embedding = [](int64_t rows, int64_t width) {
+    return torch::nn::Embedding(torch::nn::EmbeddingOptions(rows, width)._weight(NewParameter({rows, width})));
+  };
+  embed_tokens = register_module(gpt2 ? "wte" : "embed_tokens", embedding(config.vocab_size, config.hidden_size));
+  if (config.learned_positions > 0) position_embeddings = register_module("wpe", embedding(config.learned_positions, config.hidden_size));
   layers = register_module(gpt2 ? "h" : "layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderLayer(config, i));
   norm = register_module(gpt2 ? "ln_f" : "norm", Norm(config.hidden_size, config.rms_norm_eps, config.norm));

@@ -105,6 +105,20 @@ struct KVCache {
   KVCache() = default;
 };
 
+// While one lives, the modules built on this thread allocate their parameters uninitialised with its options (device
+// and dtype): whoever builds a model writes every parameter next (LoadWeights, InitWeights, a clone's copy), so
+// neither a float32 host copy nor an initialisation pass is paid first. Without one: float32 on the CPU.
+class ParameterPlacement {
+ public:
+  explicit ParameterPlacement(const torch::TensorOptions& options);
+  ~ParameterPlacement();
+  ParameterPlacement(const ParameterPlacement&) = delete;
+  ParameterPlacement& operator=(const ParameterPlacement&) = delete;
+
+ private:
+  torch::TensorOptions previous_;
+};
+
 class NormImpl : public torch::nn::Module {
  public:
   NormImpl(int64_t dim, double eps, NormKind kind);

@@ -5,6 +5,9 @@ import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
 import type { AdvantageMode, ConfigSource, RolloutConfig } from "./magrpo.js";
+import { OBJECTIVE_FIELDS, type ObjectiveConfig } from "./objectives.js";
+
+const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OBJECTIVE_FIELDS;
 
 /** "decentralized": one actor per role; "centralized": one actor writes every role's part. */
 export type CollaborationMode = "decentralized" | "centralized";
@@ -36,7 +39,7 @@ export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, Traini
   readonly environmentStepsPerPair: number;
 }
 
-export interface MARLHFConfig extends MADPOConfig {
+export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIterations"> {
   /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
   readonly rlAlgorithm: RLAlgorithm;
   /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
@@ -180,6 +183,9 @@ export const MARLHF_FIELDS = {
   valueClipRange: nullable(float({ default: 0.2, above: 0 })),
   criticValueHeadHiddenDim: nullable(int({ min: 1 })),
   valueHeadHiddenDim: nullable(int({ min: 1 })),
+  // (ours) The MAGRPO family's objective, read by the RL phase when rlAlgorithm is one of it (docs/objectives.md);
+  // one update per rollout there, since CoMLRL's iterative trainers already name their outer loop numIterations.
+  ...OBJECTIVE_FIELDS_BUT_ITERATIONS,
 };
 
 /**

@@ -34,7 +34,7 @@ export class ReplicaError extends Error {
 /** Seeds of rank r > 0 sit this far apart from rank 0's (the same stride per component index as the agents' seed + i). */
 const RANK_SEED_STRIDE = 1_000_003;
 
-function nativeOf(key: object): NativeModel | NativeValueHead | null {
+export function nativeOf(key: object): NativeModel | NativeValueHead | null {
   return key instanceof CausalLM || key instanceof ValueHead ? key.native : null;
 }
 

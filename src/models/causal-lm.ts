@@ -10,7 +10,7 @@ import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
-import { checkModelFits, checkWeightsAgainstConfig, ModelLoadError } from "./weights-check.js";
+import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
 /** In-memory or saved parameter dtype. */
 export type Dtype = "float32" | "bfloat16" | "float16";
@@ -138,6 +138,11 @@ export interface SaveOptions {
 
 export { ModelLoadError };
 
+/** Generation met NaN or infinite logits (NaN weights, overflow in the dtype). */
+export class NonFiniteLogitsError extends Error {
+  override name = "NonFiniteLogitsError";
+}
+
 function ragged(rows: TokenRows, what: string): { tokens: Int32Array; lengths: Int32Array } {
   const lengths = new Int32Array(rows.length);
   let total = 0;
@@ -182,6 +187,8 @@ function readJson(file: string): Record<string, unknown> {
   } catch (error) {
     throw new ModelLoadError(`${file}: cannot read (${(error as Error).message})`);
   }
+  // Shallow in every real model; a deep one would overflow the stack wherever a value of it is shown in an error.
+  if (nestingDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw new ModelLoadError(`${file}: nests deeper than ${MAX_JSON_DEPTH} levels: not a model's JSON file`);
   try {
     const value = JSON.parse(text);
     if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("not a JSON object");
@@ -352,6 +359,9 @@ export class CausalLM {
       returnLogprobs: options.returnLogprobs ?? false,
       returnScores: options.returnScores ?? false,
       ...(options.stream === undefined ? {} : { stream: options.stream }),
+    }).catch((error: Error) => {
+      // The native side cannot name the model whose logits went non-finite.
+      throw /logits are not finite/.test(error.message) ? new NonFiniteLogitsError(`${this.source ?? "a model built in memory"}: ${error.message}`, { cause: error }) : error;
     });
     const rows = out.lengths.length;
     const completions = Array.from({ length: rows }, (_, r) => out.tokens.slice(r * out.width, r * out.width + out.lengths[r]));

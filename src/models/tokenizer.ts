@@ -216,18 +216,20 @@ export class ComlrlTokenizer {
     return this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;
   }
 
-  /** Text of `ids`; special tokens are dropped unless `skipSpecialTokens` is false. */
+  /**
+   * Text of `ids`; special tokens are dropped unless `skipSpecialTokens` is false. Ids the tokenizer has no token for
+   * decode to nothing, as transformers decodes them: a model's embedding table is often padded past its tokenizer
+   * (Qwen2.5: 151,936 rows over 151,665 tokens), so sampling can pick such an id.
+   */
   decode(ids: ArrayLike<number>, options: { skipSpecialTokens?: boolean } = {}): string {
     const list = Array.from(ids);
-    if (list.length === 0) return "";
-    const size = this.vocabSize;
     for (const id of list) {
-      // The library maps unknown ids to nothing and silently drops them; a bad id is a caller bug worth reporting.
-      if (!Number.isInteger(id) || id < 0 || id >= size || this.tokenizer.id_to_token(id) === undefined) {
-        throw new RangeError(`decode: token id ${id} is not in the vocabulary of ${this.source} (size ${size})`);
-      }
+      // Not an id at all is a caller bug (Python's tokenizers raises on it too).
+      if (!Number.isInteger(id) || id < 0) throw new RangeError(`decode: ${id} is not a token id (a non-negative integer), decoding for ${this.source}`);
     }
-    return this.tokenizer.decode(list, {
+    const known = list.filter((id) => this.tokenizer.id_to_token(id) !== undefined);
+    if (known.length === 0) return "";
+    return this.tokenizer.decode(known, {
       skip_special_tokens: options.skipSpecialTokens ?? true,
       clean_up_tokenization_spaces: cleansUpTokenizationSpaces(this.tokenizerJson, this.config),
     });

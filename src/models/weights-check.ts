@@ -16,6 +16,8 @@ export class ModelLoadError extends Error {
 export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
 /** A header nests three deep (tensor → entry → shape); past this it is not a safetensors header. */
 const MAX_HEADER_DEPTH = 16;
+/** config.json nests at most a few levels (rope_parameters by layer kind); past this it is not a model's. */
+export const MAX_JSON_DEPTH = 64;
 
 const ELEMENT_BYTES: Record<string, number> = { BOOL: 1, U8: 1, I8: 1, I16: 2, F16: 2, BF16: 2, I32: 4, F32: 4, F64: 8, I64: 8 };
 const FLOAT_DTYPES = new Set(["F16", "BF16", "F32", "F64"]);
@@ -38,8 +40,8 @@ function excerpt(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
 
-/** The deepest nesting of brackets outside strings, stopping once past `limit`. */
-function nestingDepth(text: string, limit: number): number {
+/** The deepest nesting of JSON brackets outside strings, stopping once past `limit`. */
+export function nestingDepth(text: string, limit: number): number {
   let depth = 0;
   let deepest = 0;
   let inString = false;
@@ -299,21 +301,21 @@ export function checkWeightsAgainstConfig(config: ModelConfig, configFile: strin
     const name = owner.has(expected.name) || stripped === null ? expected.name : stripped;
     const found = owner.get(name);
     if (!found) {
-      throw new ModelLoadError(`${configFile}: tensor "${expected.name}" is missing from ${where}${expected.because ? ` (${configFile} says ${expected.because})` : ""}`);
+      throw new ModelLoadError(`weights: tensor "${expected.name}" is missing from ${where}${expected.because ? ` (${configFile} says ${expected.because})` : ""}`);
     }
     const { header, tensor } = found;
     if (tensor.shape.length !== expected.shape.length || tensor.shape.some((d, k) => d !== expected.shape[k])) {
       const implied = expected.shape.map((d, k) => `${d} (${expected.dims[k]})`).join(", ");
-      throw new ModelLoadError(`${header.file}: tensor "${name}" has shape [${tensor.shape.join(", ")}], ${configFile} implies [${implied}]`);
+      throw new ModelLoadError(`weights: tensor "${name}" in ${header.file} has shape [${tensor.shape.join(", ")}], ${configFile} implies [${implied}]`);
     }
     if (!FLOAT_DTYPES.has(tensor.dtype)) {
-      throw new ModelLoadError(`${header.file}: tensor "${name}" is ${tensor.dtype}; weights must be F16, BF16, F32 or F64`);
+      throw new ModelLoadError(`weights: tensor "${name}" in ${header.file} is ${tensor.dtype}; weights must be F16, BF16, F32 or F64`);
     }
     used.add(name);
   }
   for (const [name, { header }] of owner) {
     if (!used.has(name) && !ignorable(config, name)) {
-      throw new ModelLoadError(`${header.file}: holds tensor "${name}", which the architecture ${configFile} describes does not have`);
+      throw new ModelLoadError(`weights: ${header.file} holds tensor "${name}", which this architecture does not have (${configFile}: model_type ${config.modelType})`);
     }
   }
 }

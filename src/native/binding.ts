@@ -11,8 +11,13 @@ export interface RuntimeInfo {
   cudaAvailable: boolean;
   /** Visible CUDA devices. */
   cudaDeviceCount: number;
-  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only). */
+  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only; 0 until CUDA has started). */
   cudaAllocatedBytes?: number;
+  /**
+   * The CUDA caching allocator's figures per visible device (empty without CUDA). All 0 until CUDA starts, at the
+   * first CUDA tensor; a CUDA build on libtorch 1.x reports 0 throughout (it cannot tell when the allocator starts).
+   */
+  cudaMemory: CudaDeviceMemory[];
   /** Intra-op threads (COMLRL_NUM_THREADS or setNumThreads). */
   numThreads: number;
   /** The BLAS libtorch's matmuls run on, as that library describes itself. */
@@ -23,6 +28,18 @@ export interface RuntimeInfo {
   cpuCacheBytes: number;
   /** The cache's limit in bytes. */
   cpuCacheLimitBytes: number;
+}
+
+export interface CudaDeviceMemory {
+  /** "cuda:N". */
+  device: string;
+  /** Bytes in live tensors. */
+  allocatedBytes: number;
+  /** Bytes the allocator holds from the driver: live tensors plus its cache (what nvidia-smi shows, less the context). */
+  reservedBytes: number;
+  /** The highest allocatedBytes / reservedBytes since the process started. */
+  peakAllocatedBytes: number;
+  peakReservedBytes: number;
 }
 
 export interface MatmulResult {

@@ -7,7 +7,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeF
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { weightFiles } from "../../src/models/causal-lm.js";
+import { CausalLM, weightFiles } from "../../src/models/causal-lm.js";
 import { parseModelConfig } from "../../src/models/config.js";
 import { checkModelFits, checkWeightsAgainstConfig, parameterCount, readSafetensorsHeader } from "../../src/models/weights-check.js";
 
@@ -76,7 +76,7 @@ describe("config.json checked before allocation", () => {
     });
     const run = child(loadScript(dir));
     expect(run.out).toContain(
-      `refused: ${dir}/model.safetensors: tensor "model.embed_tokens.weight" has shape [64, 32], ${dir}/config.json implies [4194304 (vocab_size), 32 (hidden_size)]`,
+      `refused: weights: tensor "model.embed_tokens.weight" in ${dir}/model.safetensors has shape [64, 32], ${dir}/config.json implies [4194304 (vocab_size), 32 (hidden_size)]`,
     );
     // Node, tsx and libtorch alone; the model would add over 1000 MB.
     expect(run.maxRssMb, run.out).toBeLessThan(600);
@@ -99,7 +99,7 @@ describe("config.json checked before allocation", () => {
     const dir = edited("llama3", "layers-3", (c) => (c.num_hidden_layers = 3));
     const config = parseModelConfig(JSON.parse(readFileSync(path.join(dir, "config.json"), "utf8")), path.join(dir, "config.json"));
     expect(() => checkWeightsAgainstConfig(config, path.join(dir, "config.json"), weightFiles(dir))).toThrow(
-      `${dir}/config.json: tensor "model.layers.2.self_attn.q_proj.weight" is missing from ${dir}/model.safetensors (${dir}/config.json says num_hidden_layers = 3)`,
+      `weights: tensor "model.layers.2.self_attn.q_proj.weight" is missing from ${dir}/model.safetensors (${dir}/config.json says num_hidden_layers = 3)`,
     );
   });
 
@@ -107,7 +107,7 @@ describe("config.json checked before allocation", () => {
     const dir = edited("llama3", "kv-heads", (c) => (c.num_key_value_heads = 4));
     const config = parseModelConfig(JSON.parse(readFileSync(path.join(dir, "config.json"), "utf8")));
     expect(() => checkWeightsAgainstConfig(config, "config.json", weightFiles(dir))).toThrow(
-      `${dir}/model.safetensors: tensor "model.layers.0.self_attn.k_proj.weight" has shape [32, 32], config.json implies [64 (num_key_value_heads × head_dim), 32 (hidden_size)]`,
+      `weights: tensor "model.layers.0.self_attn.k_proj.weight" in ${dir}/model.safetensors has shape [32, 32], config.json implies [64 (num_key_value_heads × head_dim), 32 (hidden_size)]`,
     );
   });
 
@@ -121,11 +121,11 @@ describe("config.json checked before allocation", () => {
     const data = source.subarray(8 + length);
     const extra = safetensors(path.join(scratch, "extra.safetensors"), { ...entries, "model.layers.0.mlp.bias": { dtype: "F32", shape: [0], data_offsets: [0, 0] } }, data);
     expect(() => checkWeightsAgainstConfig(config, "config.json", [extra])).toThrow(
-      `${extra}: holds tensor "model.layers.0.mlp.bias", which the architecture config.json describes does not have`,
+      `weights: ${extra} holds tensor "model.layers.0.mlp.bias", which this architecture does not have (config.json: model_type llama)`,
     );
     const norm = "model.norm.weight";
     const integer = safetensors(path.join(scratch, "integer.safetensors"), { ...entries, [norm]: { ...entries[norm], dtype: "I32" } }, data);
-    expect(() => checkWeightsAgainstConfig(config, "config.json", [integer])).toThrow(`${integer}: tensor "${norm}" is I32; weights must be F16, BF16, F32 or F64`);
+    expect(() => checkWeightsAgainstConfig(config, "config.json", [integer])).toThrow(`weights: tensor "${norm}" in ${integer} is I32; weights must be F16, BF16, F32 or F64`);
     // Every tensor pointing at the same bytes: each fits the file, together they claim far more than it has.
     const same = Object.fromEntries(Object.entries(entries).map(([name, entry]) => [name, name === "__metadata__" ? entry : { dtype: "F32", shape: [8], data_offsets: [0, 32] }]));
     const overlap = safetensors(path.join(scratch, "overlap.safetensors"), same, data.subarray(0, 32));
@@ -158,5 +158,16 @@ describe("config.json checked before allocation", () => {
     const bytes = parameterCount(config) * 4;
     expect(() => checkModelFits(config, "config.json", bytes)).not.toThrow();
     expect(() => checkModelFits(config, "config.json", bytes - 1)).toThrow(/^config\.json: vocab_size = 64, hidden_size = 32, intermediate_size = 32, num_hidden_layers = 2 make/);
+  });
+});
+
+describe("model JSON files nested deep", () => {
+  it("a config.json value nested 100k deep is refused by file, not a stack overflow while it is shown", async () => {
+    const dir = path.join(scratch, "deep-config");
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(path.join(golden("llama3"), "model.safetensors"), path.join(dir, "model.safetensors"));
+    const text = readFileSync(path.join(golden("llama3"), "config.json"), "utf8").replace('"hidden_size": 32', `"hidden_size": ${"[".repeat(100_000)}${"]".repeat(100_000)}`);
+    writeFileSync(path.join(dir, "config.json"), text);
+    await expect(CausalLM.fromDirectory(dir)).rejects.toThrow(`${dir}/config.json: nests deeper than 64 levels: not a model's JSON file`);
   });
 });

@@ -12,6 +12,7 @@ import { ProgressBar } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
 import type { WandbConfig } from "../../logging/wandb.js";
 import type { DistributedContext } from "../../dist/context.js";
+import { checkRanksAgree } from "../../dist/fingerprint.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
 import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
@@ -186,7 +187,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   private async connectReplicas(): Promise<void> {
-    if (this.job) this.replicas ??= new Replicas(await this.job.context, this.components, this.config.seed);
+    if (!this.job || this.replicas) return;
+    const context = await this.job.context;
+    await checkRanksAgree(context, this.components, this.config);
+    this.replicas = new Replicas(context, this.components, this.config.seed);
   }
 
   /**

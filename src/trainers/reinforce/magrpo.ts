@@ -170,7 +170,10 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
       batch: `a minibatch of ${minibatch.length}`,
       maxGradNorm: this.config.maxGradNorm,
     });
-    if (objective) this.host.logger?.log("update", Object.fromEntries(Object.entries(objective).map(([k, v]) => [`agent_${agent.index}/${k}`, v])), this.progress.envStep);
+    agent.updates++;
+    if (objective && Object.keys(objective).length > 0) {
+      this.host.logger?.log("update", Object.fromEntries(Object.entries(objective).map(([k, v]) => [`agent_${agent.index}/${k}`, v])), this.progress.envStep);
+    }
   }
 
   /** Each completion's weight −A_k / (K · |mb|), A from the (KL-shaped) returns by the advantage mode. */
