@@ -75,6 +75,7 @@ export interface LifecycleConfig {
   readonly parallelTraining?: string;
 }
 
+/** Checkpoint and resume options of train() (docs/checkpoints.md). */
 export interface TrainOptions {
   /** Where checkpoint-<completed epochs>/ directories go; checkpoints are off without it. */
   checkpointDir?: string;
@@ -91,6 +92,7 @@ const TRAIN_OPTION_KEYS = { checkpointDir: true, checkpointInterval: true, resum
   true
 >;
 
+/** What every trainer is: registered components plus a schedule of stages, with evaluation, logging, checkpoints, exact resume and data parallelism (docs/architecture.md). */
 export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   /** The algorithm's name, as CoMLRL logs it ("MAGRPO", "IAC", …). */
   abstract readonly algorithm: string;

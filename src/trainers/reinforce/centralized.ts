@@ -16,7 +16,9 @@ export class CentralizedParseError extends Error {
   override name = "CentralizedParseError";
 }
 
+/** How one joint policy sees a decentralized task: one prompt from the roles' prompts, and its completion split back into roles. */
 export interface CentralizedAdapter {
+  /** The joint prompt from each role's formatted prompt. */
   buildPrompt(item: Item, rolePrompts: string[]): string;
   /** Exactly numRoles strings; throw CentralizedParseError when the text has no recognisable structure. */
   parseCompletion(text: string, item: Item, numRoles: number): string[];
