@@ -16,6 +16,7 @@ import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resol
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
 import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
 
+/** IACTrainer.create()'s options: the task and agents, and the critics (criticModel or critics; none with useSeparateCritic false). */
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
 const NO_TOKENS = new Int32Array(0);

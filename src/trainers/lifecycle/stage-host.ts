@@ -89,6 +89,7 @@ export class NonFiniteError extends Error {
 /** What a batch with a non-finite loss does: "skip" drops its gradient (the default), "error" stops the run. */
 export type NonFinitePolicy = "skip" | "error";
 
+/** What every stage and hosted learner runs inside: the progress counters, the shuffle generator, logging, optimizer steps and the non-finite policy. */
 export interface StageHost {
   readonly progress: TrainProgress;
   /** The run's shuffle generator (checkpointed, per rank under data parallelism). */

@@ -20,6 +20,7 @@ import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, type Preferen
 
 export type { RewardModelStepMetrics };
 
+/** MARLHFTrainer.create()'s options: the task and agents, the critics of an actor-critic RL phase, and the reward model. */
 export interface MARLHFTrainerOptions extends Omit<MAGRPOTrainerOptions, "config">, PreferenceOptions {
   config?: MARLHFConfigInput | MARLHFConfig;
   /** Critic source for the actor-critic RL phases (rlAlgorithm "maac" / "iac"). */

@@ -79,6 +79,7 @@ export function centralizedTask(
   return { formatter, rewardFunc, splitRoles };
 }
 
+/** CentralizedMAGRPOTrainer.create()'s options: MAGRPO's, with one joint actor and its adapter. */
 export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptions, "agentModel" | "agents" | "tokenizer" | "config" | "externalTransition"> {
   agentModel?: ModelSource | null;
   /** At most one actor: the joint policy. */

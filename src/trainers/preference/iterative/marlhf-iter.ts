@@ -20,6 +20,7 @@ import { scoreCandidates, type Candidates } from "./candidates.js";
 import { iterationStages, IterativeRound } from "./round.js";
 import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
 
+/** MARLHFIterTrainer.create()'s options: MARLHF's, plus the comparator's. */
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
 }
