@@ -46,6 +46,37 @@ const DtypeCode& FindDtype(torch::Dtype dtype) {
   throw ArgumentError(path + ": " + message);
 }
 
+// The Python safetensors library's limit on a header; a longer one is refused there too.
+constexpr uint64_t kMaxHeaderBytes = 100000000;
+// A header nests three deep (tensor, entry, shape). Formatting a value recurses once per level, so a hostile header
+// nested 100k deep would overflow the stack while its error is written: refused before parsing.
+constexpr int kMaxHeaderDepth = 16;
+
+// The deepest bracket nesting outside strings, stopping once past kMaxHeaderDepth.
+int NestingDepth(const uint8_t* begin, const uint8_t* end) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (const uint8_t* c = begin; c < end && deepest <= kMaxHeaderDepth; ++c) {
+    if (in_string) {
+      if (*c == '\\') ++c;
+      else if (*c == '"') in_string = false;
+    } else if (*c == '"') {
+      in_string = true;
+    } else if (*c == '[' || *c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (*c == ']' || *c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// A header value as a message shows it: at most 80 characters of its JSON.
+std::string Excerpt(const nlohmann::json& value) {
+  std::string text = value.dump();
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
 // Two tensors may not share bytes: a loader would silently hand out one tensor's data as the other's.
 void CheckDisjoint(const std::string& path, const std::map<std::string, TensorEntry>& entries) {
   std::vector<std::pair<const std::string*, const TensorEntry*>> by_offset;
@@ -92,6 +123,13 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     Fail(path, "truncated or corrupt: header claims " + std::to_string(header_size) + " bytes but the file has " +
                    std::to_string(size_ - 8) + " after the length");
   }
+  if (header_size > kMaxHeaderBytes) {
+    Fail(path, "the header claims " + std::to_string(header_size) + " bytes, past the " + std::to_string(kMaxHeaderBytes) +
+                   " the safetensors format allows");
+  }
+  if (NestingDepth(bytes + 8, bytes + 8 + header_size) > kMaxHeaderDepth) {
+    Fail(path, "the header nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels: not a safetensors header");
+  }
   data_ = bytes + 8 + header_size;
   const size_t data_size = size_ - 8 - header_size;
   nlohmann::json header;
@@ -114,23 +152,26 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       Fail(path, where + " lacks dtype, shape or data_offsets");
     }
     const DtypeCode* code = value["dtype"].is_string() ? FindCode(value["dtype"].get<std::string>()) : nullptr;
-    if (!code) Fail(path, where + " has an unsupported dtype " + value["dtype"].dump());
+    if (!code) Fail(path, where + " has an unsupported dtype " + Excerpt(value["dtype"]));
     TensorEntry entry;
     entry.dtype = code->dtype;
     size_t count = 1;
     for (const auto& dim : value["shape"]) {
-      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) Fail(path, where + " has an invalid shape " + value["shape"].dump());
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) Fail(path, where + " has an invalid shape " + Excerpt(value["shape"]));
       entry.shape.push_back(dim.get<int64_t>());
-      count *= static_cast<size_t>(dim.get<int64_t>());
+      // A wrapped product could match small data_offsets and hand from_blob a shape past the mapping.
+      if (__builtin_mul_overflow(count, static_cast<size_t>(dim.get<int64_t>()), &count) || count > size_) {
+        Fail(path, where + " has a shape " + Excerpt(value["shape"]) + " larger than the file");
+      }
     }
     const auto& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
-      Fail(path, where + " has invalid data_offsets " + offsets.dump());
+      Fail(path, where + " has invalid data_offsets " + Excerpt(offsets));
     }
     entry.begin = offsets[0].get<size_t>();
     entry.end = offsets[1].get<size_t>();
     if (entry.end < entry.begin || entry.end - entry.begin != count * code->size) {
-      Fail(path, where + " data_offsets " + offsets.dump() + " do not match its shape and dtype (" +
+      Fail(path, where + " data_offsets " + Excerpt(offsets) + " do not match its shape and dtype (" +
                      std::to_string(count * code->size) + " bytes)");
     }
     if (entry.end > data_size) {

@@ -138,7 +138,8 @@ void CheckBatch(const CompletionBatch& batch) {
 }
 
 // Log-probs of every completion token from the hidden states that predict them (rows concatenated).
-CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& batch, const torch::Tensor& predicting, bool with_entropy) {
+CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& batch, const torch::Tensor& predicting, bool with_entropy,
+                                 bool token_entropy = false) {
   const torch::Device device = model.model->embed_tokens->weight.device();
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
   std::vector<int64_t> targets, row_of_token;
@@ -158,16 +159,24 @@ CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& bat
     scores.token_logprobs = torch::zeros({0}, torch::TensorOptions().device(device));
     scores.sums = torch::zeros({rows}, torch::TensorOptions().device(device));
     if (with_entropy) scores.entropy = torch::zeros({rows}, torch::TensorOptions().device(device));
+    if (token_entropy) scores.token_entropy = torch::zeros({0}, torch::TensorOptions().device(device));
     return scores;
   }
   const torch::Tensor logits = model.logits(predicting).to(torch::kFloat32);
   scores.token_logprobs = TokenLogProbs(logits, Int64Tensor(targets, {total}, device));
   scores.sums = torch::zeros({rows}, scores.token_logprobs.options()).index_add(0, scores.row_of_token, scores.token_logprobs);
+  if (token_entropy) {
+    const torch::Tensor logprobs = logits.log_softmax(-1);
+    scores.token_entropy = -(logprobs.exp() * logprobs).sum(-1);
+  }
   if (with_entropy) {
     torch::NoGradGuard no_grad;
-    const torch::Tensor logprobs = logits.log_softmax(-1);
-    const torch::Tensor token_entropy = -(logprobs.exp() * logprobs).sum(-1);
-    scores.entropy = torch::zeros({rows}, token_entropy.options()).index_add(0, scores.row_of_token, token_entropy) /
+    torch::Tensor per_token = scores.token_entropy;
+    if (!per_token.defined()) {
+      const torch::Tensor logprobs = logits.log_softmax(-1);
+      per_token = -(logprobs.exp() * logprobs).sum(-1);
+    }
+    scores.entropy = torch::zeros({rows}, per_token.options()).index_add(0, scores.row_of_token, per_token.detach()) /
                      scores.counts.clamp_min(1.0);
   }
   return scores;
@@ -182,11 +191,11 @@ bool HasCompletionTokens(const CompletionBatch& batch) {
 
 }  // namespace
 
-CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy) {
+CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy, bool token_entropy) {
   CheckBatch(batch);
   const torch::Device device = model.model->embed_tokens->weight.device();
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
-  if (!HasCompletionTokens(batch)) return ScorePredicting(model, batch, torch::Tensor(), with_entropy);
+  if (!HasCompletionTokens(batch)) return ScorePredicting(model, batch, torch::Tensor(), with_entropy, token_entropy);
   // Distinct prompts, in order of first appearance, and each row's.
   std::map<std::vector<int64_t>, int64_t> group_of_prompt;
   std::vector<const std::vector<int64_t>*> prompts;
@@ -199,7 +208,7 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
   const bool shared = static_cast<int64_t>(prompts.size()) < rows;
   const torch::Tensor predicting = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
                                           : PredictingHidden(batch, ForwardSequences(model, batch, model.router_records() != nullptr));
-  return ScorePredicting(model, batch, predicting, with_entropy);
+  return ScorePredicting(model, batch, predicting, with_entropy, token_entropy);
 }
 
 CompletionScores ScoreFromForward(CausalLMImpl& model, const CompletionBatch& batch, const SequenceForward& forward, bool with_entropy) {

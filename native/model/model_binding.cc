@@ -232,6 +232,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
         out.Set("lengths", ToInt32Array(env, result.lengths));
         out.Set("width", Napi::Number::New(env, result.tokens.size(1)));
         if (result.logprobs.defined()) out.Set("logprobs", ToFloat32Array(env, result.logprobs));
+        if (result.processed_logprobs.defined()) out.Set("processedLogprobs", ToFloat32Array(env, result.processed_logprobs));
         if (result.scores.defined()) out.Set("scores", ToFloat32Array(env, result.scores));
         return out;
       };

@@ -6,8 +6,11 @@ import { ConfigError, field, reject, show, type FieldSpec } from "./fields.js";
 /** "cpu", "cuda", "cuda:N", "auto", or a list of devices (one for all, or one per model). */
 export type DeviceSpec = string | readonly string[];
 
+/** What the machine offers, as runtimeInfo() reports it; placement is decided from these alone. */
 export interface CudaFacts {
+  /** Whether the loaded libtorch can use CUDA on this machine. */
   readonly cudaAvailable: boolean;
+  /** Visible CUDA devices (0 without CUDA). */
   readonly deviceCount: number;
 }
 
@@ -49,7 +52,7 @@ export function deviceSpec(): FieldSpec<DeviceSpec | null> {
     if (!Array.isArray(raw)) reject("must be a device string, a list of devices, or null");
     if (raw.length === 0) reject("must not be an empty list");
     return Object.freeze(raw.map(valid));
-  }, null);
+  }, null, '"cpu" | "cuda" | "cuda:N" | "auto" | list of devices | null');
 }
 
 function isAuto(spec: DeviceSpec | null | undefined): spec is "auto" | null | undefined {
@@ -88,14 +91,19 @@ export function resolveSingleDevice(
 
 /** The parts of a MAGRPO-family config that decide placement. */
 export interface PlacementConfig {
+  /** "none": one device for all actors; "mp": one per actor; "ddp": "none" in each data-parallel process. */
   readonly parallelTraining: "none" | "mp" | "ddp";
+  /** Actors to place (the config's count; the trainer may pass its own). */
   readonly numAgents: number;
+  /** The actors' devices; null or "auto" places them automatically. */
   readonly agentDevices: DeviceSpec | null;
+  /** The frozen references' devices; null = their actors'. */
   readonly referenceDevices: DeviceSpec | null;
   /** Centralized configs train one joint actor, so they place one model (and one reference). */
   readonly collaborationMode?: "centralized";
 }
 
+/** Where each model of a trainer goes, as planPlacement decides. */
 export interface Placement {
   /** One device per actor. */
   readonly agentDevices: string[];

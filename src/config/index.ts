@@ -44,11 +44,6 @@ export {
   type RLAlgorithm,
 } from "./preference.js";
 export {
-  EVAL_FIELDS,
-  PLACEMENT_FIELDS,
-  REFERENCE_KL_FIELDS,
-  RUNTIME_FIELDS,
-  SAMPLING_FIELDS,
   type EvalConfig,
   type PlacementFields,
   type ReferenceKlConfig,

@@ -6,13 +6,18 @@ import type { CollectiveTraffic, NativeAddon, NativeModel, NativeProcessGroup, N
 import { addon } from "../native/loader.js";
 import { readDistributedEnvironment, DistributedEnvironmentError, type DistributedEnvironment } from "./environment.js";
 
+/** How allReduce combines the ranks' values. */
 export type ReduceOp = "sum" | "mean" | "max" | "min";
 
 /** Totals over this process's gradient reductions, for benches and logs. */
 export interface CommunicationStats {
+  /** Gradient all-reduces so far (one per optimizer step). */
   gradientReductions: number;
+  /** Bytes of gradients all-reduced so far. */
   gradientBytes: number;
+  /** Seconds spent in gradient all-reduces. */
   gradientSeconds: number;
+  /** Bytes broadcast so far (parameters at start and resume). */
   broadcastBytes: number;
 }
 
@@ -34,11 +39,14 @@ function ncclDevice(native: NativeAddon, localRank: number): number | null {
   return ncclDeviceFor(localRank, { cudaAvailable, deviceCount: cudaDeviceCount }, native.NativeProcessGroup?.ncclAvailable() ?? false);
 }
 
+/** This process's place in a data-parallel job and its collectives over c10d's Gloo process group (docs/data-parallel.md). */
 export class DistributedContext {
+  /** What this rank has communicated so far. */
   readonly stats: CommunicationStats = { gradientReductions: 0, gradientBytes: 0, gradientSeconds: 0, broadcastBytes: 0 };
 
   private constructor(
     private readonly group: NativeProcessGroup,
+    /** The job's torchrun environment. */
     readonly environment: DistributedEnvironment,
   ) {}
 
@@ -81,14 +89,17 @@ export class DistributedContext {
     return DistributedContext.shared;
   }
 
+  /** This process's rank. */
   get rank(): number {
     return this.environment.rank;
   }
 
+  /** Ranks in the job. */
   get worldSize(): number {
     return this.environment.worldSize;
   }
 
+  /** This process's rank on its machine. */
   get localRank(): number {
     return this.environment.localRank;
   }
@@ -115,6 +126,7 @@ export class DistributedContext {
     return JSON.parse(decoder.decode(bytes)) as T;
   }
 
+  /** Waits until every rank has reached it. */
   async barrier(): Promise<void> {
     await this.group.barrier();
   }
@@ -127,7 +139,12 @@ export class DistributedContext {
     modules: Array<NativeModel | NativeValueHead>,
     weight: number,
     values: readonly number[] = [],
-  ): Promise<{ totalWeight: number; values: number[] } & CollectiveTraffic> {
+  ): Promise<{
+    /** Σ of the ranks' weights. */
+    totalWeight: number;
+    /** `values` summed over the ranks. */
+    values: number[];
+  } & CollectiveTraffic> {
     const result = await this.group.allReduceGradients(modules, { weight, values: Float64Array.from(values) });
     this.stats.gradientReductions++;
     this.stats.gradientBytes += result.bytes;

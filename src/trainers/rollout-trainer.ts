@@ -1,221 +1,55 @@
-// What every online trainer (MAGRPO and its family, IAC, MAAC, and MARLHF's RL phase) does around its algorithm:
-// rollouts of the train items through the rollout tree, per-agent buffers drained into updates once they hold
-// rolloutBufferSize samples (the rest at an epoch's end), updates planned per agent and per turn (ascending) as
-// shuffled minibatches, padded under data parallelism to the ranks' most, per-turn train metrics gathered from
-// every rank, the guard that keeps checkpoints off half-filled buffers, and evaluation on the agents' own streams.
-// An algorithm file says how an episode becomes samples, how a turn's samples become minibatches, what one
-// minibatch step does, and which per-turn metrics it logs.
-import { formatPrompt } from "../rollout/formatters.js";
-import { forEachAgent, rolloutItem, type RolloutEnvironment, type RolloutSettings } from "../rollout/tree.js";
+// An online trainer: the shared lifecycle (lifecycle/trainer.ts) around one learner (learner.ts) built in the
+// trainer's host. Its one stage is the learner's train stage; collect, update, generate and evaluation are the
+// learner's, so a loop of one's own drives the learner as train() does.
 import type { Item } from "../rollout/types.js";
 import type { Agent } from "./agents.js";
-import { evaluateAgents } from "./evaluation.js";
-import { Trainer, type LifecycleConfig } from "./lifecycle/trainer.js";
-import type { StageHost, TrainingStage } from "./lifecycle/stage-host.js";
-import type { TaskOptions } from "./task-options.js";
+import type { StageHost, TrainingStage, UpdateRecord } from "./lifecycle/stage-host.js";
+import { Trainer, type LifecycleOptions } from "./lifecycle/trainer.js";
+import type { RolloutConfig, RolloutLearner, RolloutSample } from "./learner.js";
 
-/** The config fields the rollout plumbing reads. */
-export interface RolloutConfig extends LifecycleConfig {
-  readonly numGenerations: number;
-  readonly numTurns: number;
-  readonly numTrainEpochs: number;
-  readonly rolloutBufferSize: number;
-  readonly trainBatchSize: number;
-  readonly earlyTerminationThreshold: number | null;
-  readonly externalPromptPassthrough: boolean;
-  readonly evalInterval: number;
-  readonly evalNumSamples: number;
-}
+export abstract class RolloutTrainer<S extends RolloutSample, C extends RolloutConfig, L extends RolloutLearner<S, unknown, RolloutSample, C>> extends Trainer<C> {
+  /** The rollout/update half of the algorithm, running in this trainer's host. */
+  readonly learner: L;
 
-/** What the plumbing reads of a sample: whose it is, its turn, and when it was collected. */
-export interface RolloutSample {
-  agent: number;
-  turn: number;
-  envStep: number;
-}
-
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-/** The progress bar's reward is the mean over this many of the latest samples. */
-const SHOWN_REWARDS = 50;
-
-/**
- * S: the algorithm's sample; M: one minibatch as its step takes it; R: what one step returns; P: what of a sample
- * every rank sends rank 0 for the train metrics.
- */
-export abstract class RolloutTrainer<S extends RolloutSample, M, R, P extends RolloutSample, C extends RolloutConfig> extends Trainer<C> {
-  protected readonly buffers: S[][];
-
-  protected constructor(
-    config: C,
-    readonly agents: Agent[],
-    protected readonly options: TaskOptions<unknown>,
-    /** Where rollouts run: the task's environment, or (MARLHF's RL phase) one whose reward is a reward model. */
-    protected readonly environment: RolloutEnvironment,
-    outputDir: string,
-    hostedBy: StageHost | null,
-  ) {
-    super(config, options, outputDir, hostedBy);
-    this.buffers = agents.map(() => []);
-    environment.timings = this.timings;
+  protected constructor(config: C, lifecycle: LifecycleOptions, outputDir: string, learner: (host: StageHost) => L) {
+    super(config, lifecycle, outputDir);
+    this.learner = learner(this.host);
   }
 
-  protected abstract get rolloutSettings(): RolloutSettings;
-
-  /** How evaluation rolls out: CoMLRL's MAGRPO evaluation plays every turn, whatever the early-termination threshold. */
-  protected get evaluationSettings(): RolloutSettings {
-    return { ...this.rolloutSettings, earlyTerminationThreshold: null };
-  }
-
-  /** One rolled-out item's samples (the episode's tree is `root`). */
-  protected abstract samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<S[]>;
-
-  /** One agent's samples of one turn, as the minibatches of its update (shuffled with host.random). */
-  protected abstract minibatchesOf(group: S[]): M[];
-
-  /** A minibatch with no samples: a rank with fewer minibatches still steps with its peers. */
-  protected abstract emptyMinibatch(): M;
-
-  protected abstract step(agent: Agent, minibatch: M): Promise<R>;
-
-  /** Called with every step's result, in agent order, once all agents have updated. */
-  protected afterSteps(_results: R[]): void {}
-
-  /** What of a sample the train metrics need, sent from every rank to rank 0. */
-  protected abstract metricFields(sample: S): P;
-
-  /** The train metrics of one turn's samples (over every rank), unprefixed. */
-  protected abstract turnMetrics(group: P[]): Record<string, number>;
-
-  /** The rewards the progress bar averages. */
-  protected abstract shownRewards(samples: S[]): number[];
-
-  /** The order of an agent's drained samples before the update plans them. */
-  protected drainOrder(samples: S[]): S[] {
-    return samples;
-  }
-
-  /** Whether agents may update at the same time (only on distinct devices). */
-  protected get concurrentUpdates(): boolean {
-    return this.environment.concurrent;
+  get agents(): Agent[] {
+    return this.learner.agents;
   }
 
   /** Agent's formatted turn-1 prompt for an item. */
   promptFor(agent: number, item: Item): string {
-    return formatPrompt(this.environment.formatters[agent], item, agent);
+    return this.learner.promptFor(agent, item);
   }
 
   /** K sampled completions per prompt for each agent: prompts[agent] → texts[agent][prompt][k]. */
-  async generate(prompts: string[][], k = this.config.numGenerations): Promise<string[][][]> {
-    if (prompts.length !== this.agents.length) throw new RangeError(`generate: ${prompts.length} prompt lists for ${this.agents.length} agents`);
-    return Promise.all(this.agents.map(async (agent, i) => (await agent.sample(prompts[i], k)).texts));
+  generate(prompts: string[][], k = this.config.numGenerations): Promise<string[][][]> {
+    return this.learner.generate(prompts, k);
   }
 
   /** Rolls out each item and returns its samples, advancing the env-step counter. */
-  async collect(items: Item[], firstItemIndex = 0): Promise<S[]> {
-    const samples: S[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.environment, this.rolloutSettings, this.progress.envStep);
-      this.progress.envStep += rollout.envSteps;
-      samples.push(...(await this.samplesOf(rollout, firstItemIndex + i)));
-    }
-    return samples;
+  collect(items: Item[], firstItemIndex = 0): Promise<S[]> {
+    return this.learner.collect(items, firstItemIndex);
   }
 
-  /**
-   * One pass of updates: per agent, per turn (ascending), the turn's minibatches, one step each. Minibatches are
-   * planned (and shuffled) in agent order before any agent runs, so concurrent agents train as sequential ones do.
-   */
-  async update(samples: S[]): Promise<R[]> {
-    const plans = this.agents.map((agent) => {
-      const mine = samples.filter((s) => s.agent === agent.index);
-      return [...new Set(mine.map((s) => s.turn))].sort((a, b) => a - b).flatMap((turn) => this.minibatchesOf(mine.filter((s) => s.turn === turn)));
-    });
-    // Data parallel: every rank takes as many steps per agent as the rank with the most minibatches; the extra ones add nothing.
-    const counts = await this.host.agreeMax(plans.map((plan) => plan.length));
-    plans.forEach((plan, i) => plan.push(...Array.from({ length: counts[i] - plan.length }, () => this.emptyMinibatch())));
-    const perAgent = await this.timings.time("update", () =>
-      forEachAgent(this.agents.length, this.concurrentUpdates, async (i) => {
-        const results: R[] = [];
-        for (const minibatch of plans[i]) results.push(await this.step(this.agents[i], minibatch));
-        return results;
-      }),
-    );
-    const results = perAgent.flat();
-    this.afterSteps(results);
-    this.logTrainMetrics(await this.host.gather(samples.map((s) => this.metricFields(s))));
-    return results;
+  /** One pass of updates over the samples (see RolloutLearner.update); the steps taken, in agent order. */
+  update(samples: S[]): Promise<UpdateRecord[]> {
+    return this.learner.update(samples);
   }
 
-  private logTrainMetrics(samples: readonly P[]): void {
-    const logger = this.host.logger;
-    if (!logger || samples.length === 0) return;
-    const metrics: Record<string, number> = {};
-    for (const turn of [...new Set(samples.map((s) => s.turn))]) {
-      for (const [name, value] of Object.entries(this.turnMetrics(samples.filter((s) => s.turn === turn)))) metrics[`turn_${turn + 1}/${name}`] = value;
-    }
-    logger.logTrain(metrics, Math.max(...samples.map((s) => s.envStep)));
-  }
-
-  /** Updates every agent whose buffer holds at least `minimum` samples (on any rank), and empties those buffers. */
-  protected async drainBuffers(minimum: number): Promise<void> {
-    const sizes = await this.host.agreeMax(this.buffers.map((buffer) => buffer.length));
-    const ready = this.buffers.flatMap((_, agent) => (sizes[agent] >= minimum ? [agent] : []));
-    if (ready.length === 0) return;
-    await this.update(ready.flatMap((agent) => this.drainOrder(this.buffers[agent].splice(0))));
-  }
-
-  /** Buffers an item's samples, then updates the agents whose buffers are full (CoMLRL's IAC and MAAC do so per item). */
-  protected async bufferSamples(samples: S[]): Promise<void> {
-    for (const sample of samples) this.buffers[sample.agent].push(sample);
-    await this.drainBuffers(this.config.rolloutBufferSize);
-  }
-
-  protected override assertCheckpointable(): void {
-    if (this.buffers.some((b) => b.length > 0)) throw new Error("saveCheckpoint: rollout buffers must be drained first (checkpoints are taken at epoch ends)");
-  }
-
-  /** Throws when samples are buffered that a checkpoint would lose (a hosting trainer's guard). */
-  checkpointable(): void {
-    this.assertCheckpointable();
-  }
-
-  /**
-   * Epochs over the train items: roll out each, buffer its samples, update the agents whose buffers are full, the
-   * rest at the epoch's end; evaluation every evalInterval items; the progress bar shows the latest rewards.
-   */
-  trainStage(): TrainingStage {
-    const c = this.config;
-    const items = this.options.trainDataset;
-    const recent: number[] = [];
-    return {
-      name: "train",
-      epochs: c.numTrainEpochs,
-      steps: items.length,
-      evaluateBefore: (b) => c.evalInterval > 0 && b % c.evalInterval === 0 && Boolean(this.options.evalDataset?.length),
-      runStep: async (b) => {
-        const samples = await this.collect([items[b]], b);
-        recent.push(...this.shownRewards(samples));
-        recent.splice(0, Math.max(0, recent.length - SHOWN_REWARDS));
-        await this.bufferSamples(samples);
-        return { [`reward (last ${SHOWN_REWARDS})`]: mean(recent) };
-      },
-      endEpoch: () => this.drainBuffers(1),
-    };
+  /** Held-out evaluation (COMLRL-SPEC §3.4) on the agents' evaluation streams. */
+  evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
+    return this.learner.evaluate(numSamples);
   }
 
   protected stages(): TrainingStage[] {
-    return [this.trainStage()];
+    return [this.learner.trainStage()];
   }
 
-  /** Held-out evaluation (COMLRL-SPEC §3.4) on the agents' evaluation streams, re-seeded so every eval draws alike. */
-  async evaluate(numSamples = this.config.evalNumSamples): Promise<Record<string, number>> {
-    const items = (this.options.evalDataset ?? []).slice(0, numSamples);
-    return evaluateAgents(this.agents, this.environment, this.evaluationSettings, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
-  }
-
-  /** Chunks of `size` in order. */
-  protected static chunks<T>(list: readonly T[], size: number): T[][] {
-    return Array.from({ length: Math.ceil(list.length / size) }, (_, m) => list.slice(m * size, (m + 1) * size));
+  protected override assertCheckpointable(): void {
+    this.learner.assertDrained();
   }
 }

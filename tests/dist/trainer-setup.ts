@@ -8,6 +8,7 @@ import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
+import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
 
@@ -15,12 +16,13 @@ export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
   return createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
 }
 
-export type DdpKind = "MAGRPO" | "IAC" | "MAAC" | "MARLHF-IAC" | "MARLHF-MAAC" | "MARLHF-ITER" | "MADPO-ITER";
+export type DdpKind = "MAGRPO" | "IAC" | "MAAC" | "MADPO" | "MARLHF-IAC" | "MARLHF-MAAC" | "MARLHF-ITER" | "MADPO-ITER";
 
 export interface DdpTrainerOptions {
   ddp: boolean;
   /**
    * MAGRPO (default); IAC runs two turns that end early on some items, so ranks hold different sample counts;
+   * MADPO: pairs, then DPO epochs over them;
    * MARLHF-IAC / MARLHF-MAAC: MARLHF with an actor-critic RL phase, hosted in MARLHF's data-parallel job;
    * MARLHF-ITER: three MARLHFIter iterations against the history comparator (which loads the policy checkpoint rank 0
    * wrote), pairs drawn at random and trained from the whole replay history (both draw from the shuffle generator);
@@ -50,6 +52,7 @@ export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, o
   if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
   if (o.kind === "MARLHF-ITER") return makeMarlhfIter(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
   if (o.kind === "MADPO-ITER") return makeMadpoIter(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+  if (o.kind === "MADPO") return makeMadpo(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
   return MAGRPOTrainer.create({
     ...ddpTask(base, tokenizer, outputDir, o),
     config: {
@@ -122,6 +125,10 @@ function makeMarlhf(base: string, tokenizer: ComlrlTokenizer, outputDir: string,
   });
 }
 
+function makeMadpo(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MADPOTrainer> {
+  return MADPOTrainer.create({ ...ddpTask(base, tokenizer, outputDir, o), config: { ...preferenceSettings(o), trainBatchSize: 2 } });
+}
+
 function makeMarlhfIter(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MARLHFIterTrainer> {
   return MARLHFIterTrainer.create({
     ...ddpTask(base, tokenizer, outputDir, o),
@@ -137,7 +144,7 @@ function makeMadpoIter(base: string, tokenizer: ComlrlTokenizer, outputDir: stri
 }
 
 /** Every agent's, critic's and reward model's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
-export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer | MARLHFTrainer | MARLHFIterTrainer | MADPOIterTrainer): string[] {
+export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer | MADPOTrainer | MARLHFTrainer | MARLHFIterTrainer | MADPOIterTrainer): string[] {
   const critics = trainer instanceof MARLHFTrainer ? (trainer.actorCritic?.critics ?? []) : "critics" in trainer ? trainer.critics : [];
   const rewardModel = trainer instanceof MARLHFTrainer || trainer instanceof MARLHFIterTrainer ? [trainer.rewardModel.model.native, trainer.rewardModel.head.native] : [];
   const modules = [...trainer.agents.map((a) => a.model.native), ...critics.flatMap((c) => [c.model.native, c.valueHead.native]), ...rewardModel];

@@ -1,14 +1,16 @@
 // One rank (or the only process) of the data-parallel trainer tests:
 //   node --import tsx training-worker.ts <scenario> <base> <outDir> [args...]
 // "update": two updates over this rank's share of fixed samples; "train": MAGRPO (or the kind named) on
-// cover-the-vowels with checkpoints (optionally resuming, optionally slowed so a test can kill it mid-run). Writes
-// <outDir>/rank-<r>.json.
+// cover-the-vowels with checkpoints (optionally resuming, optionally slowed so a test can kill it mid-run, optionally
+// with one rank's first DPO or reward-model loss made non-finite). Writes <outDir>/rank-<r>.json.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
+import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { fixedSamples, makeDdpTrainer, weightsOf, type DdpKind } from "./trainer-setup.js";
 
 const [scenario, base, outDir, ...args] = process.argv.slice(2);
@@ -28,7 +30,7 @@ if (scenario === "update") {
   result = { weights: weightsOf(trainer), updates };
   await trainer.close();
 } else if (scenario === "train") {
-  const [epochs, checkpointDir, resume = "", slowMs = "0", items = "6", kind = "MAGRPO"] = args;
+  const [epochs, checkpointDir, resume = "", slowMs = "0", items = "6", kind = "MAGRPO", nonFiniteRank = ""] = args;
   const delay = Number(slowMs);
   const trainer = await makeDdpTrainer(base, tokenizer, path.join(outDir, "run"), {
     ddp,
@@ -41,11 +43,31 @@ if (scenario === "update") {
       return coverVowelsRewardFunc(completions, ctx);
     },
   });
+  const trained: object = trainer;
+  let nonFinite = 0;
+  if (nonFiniteRank !== "" && Number(nonFiniteRank) === rank) {
+    // The real forward (and backward) runs; only what the loss is computed from, or the loss itself, is NaN, once.
+    if (trained instanceof MADPOTrainer) {
+      const model = trained.agents[0].model;
+      const score = model.score.bind(model);
+      model.score = async (...scored) => {
+        const out = await score(...scored);
+        // Stage 1 is DPO's (stage 0 collects the pairs).
+        return trained.progress.stage === 1 && nonFinite++ === 0 ? { ...out, sum: out.sum.map(() => Number.NaN) } : out;
+      };
+    } else if (trained instanceof MARLHFTrainer) {
+      const rewardModel = trained.rewardModel;
+      const backward = rewardModel.bradleyTerryBackward.bind(rewardModel);
+      rewardModel.bradleyTerryBackward = async (...pairs) => {
+        const out = await backward(...pairs);
+        return nonFinite++ === 0 ? { ...out, loss: Number.NaN } : out;
+      };
+    }
+  }
   await trainer.train({ checkpointDir, checkpointInterval: 1, ...(resume ? { resumeFromCheckpoint: resume } : {}) });
   // The iterative trainers: the last iteration's training pairs, as this rank holds them.
-  const trained: object = trainer;
   const pairs = trained instanceof MARLHFIterTrainer || trained instanceof MADPOIterTrainer ? trained.preferences.pairs.map((p) => ({ item: p.itemIndex, winner: p.winnerTexts, loser: p.loserTexts })) : null;
-  result = { weights: weightsOf(trainer), progress: trainer.progress, pairs };
+  result = { weights: weightsOf(trainer), progress: trainer.progress, pairs, nonFinite };
   await trainer.close();
 }
 writeFileSync(path.join(outDir, `rank-${rank}.json`), JSON.stringify(result));

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setNumThreads } from "../../src/runtime.js";
-import type { UpdateMetrics } from "../../src/trainers/reinforce/magrpo.js";
+import type { UpdateRecord } from "../../src/trainers/lifecycle/stage-host.js";
 import { alive, freePort, killAll, rankEnv, start } from "./spawn.js";
 import { decodeWeights, fixedSamples, makeDdpBase, makeDdpTrainer, weightsOf } from "./trainer-setup.js";
 
@@ -51,7 +51,7 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
 
     const { ComlrlTokenizer } = await import("../../src/models/tokenizer.js");
     const single = await makeDdpTrainer(base, await ComlrlTokenizer.fromDirectory(base), path.join(root, "update-single"), { ddp: false, epochs: 1, trainBatchSize: 8 });
-    const updates: UpdateMetrics[][] = [];
+    const updates: UpdateRecord[][] = [];
     for (let round = 0; round < 2; round++) updates.push(await single.update(fixedSamples()));
     const expected = decodeWeights(weightsOf(single));
     const initial = decodeWeights(weightsOf(await makeDdpTrainer(base, await ComlrlTokenizer.fromDirectory(base), path.join(root, "update-initial"), { ddp: false, epochs: 1 })));
@@ -105,6 +105,16 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
     expect(run.ranks[0].weights.length).toBeGreaterThan(0);
     expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);
     // Both ranks counted the same job: pairs, reward-model and RL steps over every rank's share.
+    expect(run.ranks[1].progress).toEqual(run.ranks[0].progress);
+  });
+
+  it.each(["MADPO", "MARLHF-IAC"])("%s: one rank's non-finite DPO or reward-model loss is skipped with a step of no samples; the ranks stay bit-identical and finish", async (kind) => {
+    const name = `nonfinite-${kind}`;
+    const run = await runRanks(name, ["train", "1", path.join(root, name, "checkpoints"), "", "0", "6", kind, "1"]);
+    expect(run.ranks[1].nonFinite).toBeGreaterThan(0);
+    expect(run.ranks[0].nonFinite).toBe(0);
+    expect(run.ranks[0].weights.length).toBeGreaterThan(0);
+    expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);
     expect(run.ranks[1].progress).toEqual(run.ranks[0].progress);
   });
 

@@ -10,7 +10,7 @@ import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_CEILING } from "../../src/tasks/cover-vowels.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
-import type { ActorCriticOptions } from "../../src/trainers/actor-critic/trainer.js";
+import type { ActorCriticOptions } from "../../src/trainers/actor-critic/learner.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-ac-learn-"));
 const base = path.join(scratch, "base");

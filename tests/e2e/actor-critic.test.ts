@@ -12,7 +12,7 @@ import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
 import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
 import { jointCriticText, MAACTrainer, type MAACTrainerOptions } from "../../src/trainers/actor-critic/maac.js";
-import { normalizedAdvantages } from "../../src/trainers/actor-critic/trainer.js";
+import { normalizedAdvantages } from "../../src/trainers/actor-critic/learner.js";
 import { runPython } from "../support/python.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-ac-"));
@@ -201,7 +201,7 @@ describe("updates", () => {
     const { Optimizer } = await import("../../src/models/optimizer.js");
     const head = ValueHead.create(model, { hiddenDim: null });
     head.loadStateDict(agent.valueHead!.stateDict());
-    await (trainer as unknown as { update(s: unknown[]): Promise<void> }).update([sample]);
+    await trainer.update([sample]);
     // By hand: A = y − V_old (one sample, no normalization); loss = −A·log π + 0.6 · max((y−V)², (y−V_clip)²).
     const a = sample.target - sample.oldValue;
     const result = await head.actorCriticBackward([sample.promptIds], [sample.completionIds], {

@@ -197,7 +197,7 @@ describe("concurrent agents", () => {
   it("update in the same order and to the same weights as sequential ones", async () => {
     const run = async (concurrent: boolean) => {
       const trainer = await MAGRPOTrainer.create(options({ config: { numTrainEpochs: 2 } as never }));
-      (trainer as unknown as { environment: { concurrent: boolean } }).environment.concurrent = concurrent;
+      trainer.learner.environment.concurrent = concurrent;
       await trainer.train();
       const result = { weights: weightsOf(trainer), update: records(trainer.outputDir, "update") };
       await trainer.close();

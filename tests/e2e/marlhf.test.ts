@@ -15,8 +15,8 @@ import { marlhfDemoOptions, trainMeasuringTaskReward } from "../../src/demo/pref
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFTrainer, type MARLHFTrainerOptions } from "../../src/trainers/preference/marlhf.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
-import type { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
-import type { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import type { IACLearner } from "../../src/trainers/actor-critic/iac.js";
+import type { MAACLearner } from "../../src/trainers/actor-critic/maac.js";
 import { makeBase } from "../support/checkpoint-run.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-"));
@@ -254,7 +254,7 @@ describe("MARLHF", () => {
       "agent_1/critic",
       "agent_1/critic/value_head",
     ]);
-    const ac = trainer.actorCritic as IACTrainer;
+    const ac = trainer.actorCritic as IACLearner;
     expect(ac.agents).toBe(trainer.agents);
     expect(ac.config).toMatchObject({ criticLearningRate: 2e-3, agentLearningRate: 1e-3, numGenerations: 2, rolloutBufferSize: 2, valueLossCoef: 0.6, useSeparateCritic: true });
     const headBefore = parameters(ac.critics[0].valueHead);
@@ -291,7 +291,7 @@ describe("MARLHF", () => {
     // run trains the second epoch again and lands on the same weights.
     const resumed = await make();
     await resumed.train({ checkpointDir: checkpoints, resumeFromCheckpoint: path.join(checkpoints, `checkpoint-${trainer.progress.unitsDone - 1}`) });
-    const restored = resumed.actorCritic as IACTrainer;
+    const restored = resumed.actorCritic as IACLearner;
     parameters(restored.critics[0].valueHead).forEach((t, i) => expect(Array.from(t)).toEqual(Array.from(trained[i])));
     parameters(restored.critics[1].model).forEach((t, i) => expect(Array.from(t)).toEqual(Array.from(trainedCritic[i])));
     await resumed.close();
@@ -315,7 +315,7 @@ describe("MARLHF", () => {
         config: { ...acConfig, rlAlgorithm: "iac", evalInterval: 1, evalNumSamples: 1, rolloutBufferSize: 16 },
       }),
     );
-    const ac = trainer.actorCritic as IACTrainer;
+    const ac = trainer.actorCritic as IACLearner;
     const initialHead = parameters(ac.critics[0].valueHead);
     const source = await CausalLM.fromDirectory(base);
     const sourceEmbedding = parameters(source)[0];
@@ -347,7 +347,7 @@ describe("MARLHF", () => {
   it("MAAC back-end: one centralized critic from criticModelName, stepped in every agent's update", async () => {
     const trainer = await MARLHFTrainer.create(options({ trainDataset: coverVowelsDataset(4), config: { ...acConfig, rlAlgorithm: "maac", criticModelName: base, criticValueHeadHiddenDim: 8 } }));
     expect(trainer.components.all.map((c) => c.name).slice(4)).toEqual(["critic", "critic/value_head"]);
-    const ac = trainer.actorCritic as MAACTrainer;
+    const ac = trainer.actorCritic as MAACLearner;
     expect(ac.critics[0].valueHead.info().hiddenDim).toBe(8);
     expect(ac.config.criticDevices).toBeNull();
     await trainer.train();

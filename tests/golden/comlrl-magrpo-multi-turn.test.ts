@@ -90,8 +90,10 @@ describe.each(Object.entries<any>(golden.magrpo_multi_turn))("CoMLRL 1.4.3 parit
     try {
       const unanswered = scriptPolicies(trainer, ref.generateCalls, tokenizer);
       const drains: NodeSample[][] = [];
-      const update = trainer.update.bind(trainer);
-      trainer.update = (samples) => (drains.push([...samples]), update(samples));
+      // The drains are the learner's calls of its own update().
+      const learner = trainer.learner;
+      const update = learner.update.bind(learner);
+      learner.update = (samples) => (drains.push([...samples]), update(samples));
       const records = recordUpdates(trainer);
       await trainer.train();
       unanswered.forEach((calls, agent) => expect([...calls.keys()], `agent ${agent}'s prompts never asked`).toEqual([]));

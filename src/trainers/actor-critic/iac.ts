@@ -1,18 +1,20 @@
 // IAC — independent actor-critic (COMLRL-SPEC §2.2, §3.5; "CoLLM-DC"): every agent has its own critic, either a
 // separate LM with a value head fed the agent's own token ids, or a value head on the agent's backbone trained by
-// one backward of actor loss + valueLossCoef · (clipped) value loss. The shared machinery is ActorCriticTrainer's.
+// one backward of actor loss + valueLossCoef · (clipped) value loss. IACTrainer is the shared lifecycle around
+// IACLearner, which MARLHF's RL phase also runs in its own host; the shared machinery is ActorCriticLearner's.
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
 import { iacRunConfig } from "../../logging/run-config.js";
-import { completionBatch } from "../../models/causal-lm.js";
+import type { RolloutEnvironment } from "../../rollout/tree.js";
 import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
-import type { StageHost } from "../lifecycle/stage-host.js";
+import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
+import { RolloutTrainer } from "../rollout-trainer.js";
 import { placeOnAgentLane, sharesModels } from "../lanes.js";
 import { checkOptionKeys } from "../options.js";
-import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources } from "./critics.js";
-import { headValues, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions, type StepLog } from "./trainer.js";
+import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
+import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
 
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
@@ -23,8 +25,17 @@ export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>)
   if (options.agents !== null && options.agents !== undefined && !options.tokenizer) throw new AgentResolutionError("Tokenizer must be provided when using agents.");
 }
 
-export class IACTrainer extends ActorCriticTrainer<IACConfig> {
+export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IACLearner> {
   readonly algorithm = "IAC";
+
+  private constructor(config: IACConfig, options: IACTrainerOptions, outputDir: string, learner: (host: StageHost) => IACLearner) {
+    super(config, options, outputDir, learner);
+  }
+
+  /** One per agent with separate critics, else none (the heads sit on the actors). */
+  get critics(): Critic[] {
+    return this.learner.critics;
+  }
 
   protected comlrlRunConfig(): Record<string, unknown> {
     return iacRunConfig(this.config);
@@ -45,7 +56,10 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
       },
       // References are always deep copies of the agents in IAC (spec §3.6).
       load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } }),
-      make: (actors) => IACTrainer.around(config, actors, criticSources, options, null),
+      make: async (actors) => {
+        const critics = await loadIACCritics(config, actors, criticSources);
+        return new IACTrainer(config, options, defaultOutputDir("IACTrainer", options.outputDir), (host) => new IACLearner(config, actors.agents, critics, options, actors.environment, host));
+      },
       register: (trainer, actors) => {
         // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
         registerAgents(trainer.components, actors.agents, actors.sources, (i) => (n === 1 ? "" : `agent_${i}`));
@@ -53,32 +67,33 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
       },
     });
   }
+}
 
-  /**
-   * An IAC trainer around actors set up elsewhere (MARLHF's rl stage, which passes its host): loads the critics and
-   * registers nothing, so the caller registers agents and critics where its checkpoints see them.
-   */
-  static async around(
-    config: IACConfig,
-    actors: Pick<Actors, "agents" | "placement" | "environment" | "lanes">,
-    criticSources: ModelSource[],
-    options: IACTrainerOptions,
-    hostedBy: StageHost | null,
-  ): Promise<IACTrainer> {
-    if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
-    const critics = await loadCritics({
-      sources: criticSources,
-      devices: criticDevices(config, actors.placement.agentDevices, criticSources.length),
-      dtype: config.dtype,
-      seed: config.seed,
-      headHiddenDim: config.criticValueHeadHiddenDim,
-      optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
-      tokenizers: actors.agents.map((a) => a.tokenizer),
-    });
-    // Each critic on its agent's lane; a critic shared by agents is one module, so then the agents take turns.
-    if (sharesModels(criticSources)) actors.environment.concurrent = actors.placement.concurrent;
-    else critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
-    return new IACTrainer(config, actors.agents, critics, options, actors.environment, defaultOutputDir("IACTrainer", options.outputDir), hostedBy);
+/**
+ * IAC's critics for actors set up by setUpActors (IACTrainer's, or MARLHF's for its RL phase): one per source on
+ * the agents' critic devices, none when the value heads sit on the actors. The caller registers them.
+ */
+export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "environment" | "lanes">, criticSources: ModelSource[]): Promise<Critic[]> {
+  if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
+  const critics = await loadCritics({
+    sources: criticSources,
+    devices: criticDevices(config, actors.placement.agentDevices, criticSources.length),
+    dtype: config.dtype,
+    seed: config.seed,
+    headHiddenDim: config.criticValueHeadHiddenDim,
+    optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    tokenizers: actors.agents.map((a) => a.tokenizer),
+  });
+  // Each critic on its agent's lane; a critic shared by agents is one module, so then the agents take turns.
+  if (sharesModels(criticSources)) actors.environment.concurrent = actors.placement.concurrent;
+  else critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
+  return critics;
+}
+
+/** IAC's rollouts and updates, in the host of IACTrainer or of MARLHF's RL phase. */
+export class IACLearner extends ActorCriticLearner<IACConfig> {
+  constructor(config: IACConfig, agents: Agent[], critics: Critic[], options: IACTrainerOptions, environment: RolloutEnvironment, host: StageHost) {
+    super(config, agents, critics, options, environment, host);
   }
 
   protected readonly criticView: CriticView = {
@@ -87,7 +102,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     values: (agent, rows) => headValues(this.critics[agent]?.valueHead ?? this.agents[agent].valueHead!, rows, this.config.criticType),
   };
 
-  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<StepLog[]> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
     const c = this.config;
     const prompts = minibatch.map((s) => s.promptIds);
     const completions = minibatch.map((s) => s.completionIds);
@@ -95,32 +110,27 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig> {
     const targets = Float32Array.from(minibatch, (s) => s.target);
     const name = `agent_${agent.index}`;
     const some = minibatch.length > 0;
-    agent.model.zeroGrad();
-    if (agent.valueHead) {
-      agent.valueHead.zeroGrad();
-      let loss = 0;
-      if (some) {
-        const result = await agent.valueHead.actorCriticBackward(prompts, completions, {
+    const head = agent.valueHead;
+    if (head) {
+      const backward = async () => {
+        if (!some) return 0;
+        const result = await head.actorCriticBackward(prompts, completions, {
           advantages: weights,
           targets,
           valueLossCoef: c.valueLossCoef,
           readout: c.criticType,
           ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
         });
-        loss = result.loss;
-      }
-      const head = agent.valueHead;
-      return [await this.stepIfFinite(name, agent.optimizer, loss, agent, minibatch, () => (agent.model.zeroGrad(), head.zeroGrad()))];
+        return result.loss;
+      };
+      await this.stepOn(step, agent, minibatch, { component: name, optimizer: agent.optimizer, zeroGrad: () => (agent.model.zeroGrad(), head.zeroGrad()), backward });
+      return;
     }
-    const actorLoss = some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0;
-    const actorStep = await this.stepIfFinite(name, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
+    const actorBackward = async () => (some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0);
+    await this.stepOn(step, agent, minibatch, { component: name, optimizer: agent.optimizer, zeroGrad: () => agent.model.zeroGrad(), backward: actorBackward });
     const critic = this.critics[agent.index];
-    critic.model.zeroGrad();
-    critic.valueHead.zeroGrad();
-    const valueLoss = some
-      ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss
-      : 0;
-    const criticStep = await this.stepIfFinite(`${name}/critic`, critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
-    return [actorStep, criticStep];
+    const criticBackward = async () =>
+      some ? c.valueLossCoef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss : 0;
+    await this.stepOn(step, agent, minibatch, { component: `${name}/critic`, optimizer: critic.optimizer, zeroGrad: () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()), backward: criticBackward });
   }
 }

@@ -1,19 +1,21 @@
 // MAAC — multi-agent actor-critic with one centralized critic (COMLRL-SPEC §2.3, §3.5; "CoLLM-CC"). The critic reads
 // the joint history as text, "[Agent i] <prompt_i>" blocks (and for a Q critic the joint action), tokenized with
 // agent 0's tokenizer, and is stepped inside every agent's update — N critic steps per batch, as CoMLRL does (§10.10),
-// which is why agent updates never run concurrently.
+// which is why agent updates never run concurrently. MAACTrainer is the shared lifecycle around MAACLearner, which
+// MARLHF's RL phase also runs in its own host.
 import { maacConfig, type MAACConfig, type MAACConfigInput } from "../../config/index.js";
 import { maacRunConfig } from "../../logging/run-config.js";
-import type { RolloutNode } from "../../rollout/tree.js";
+import type { RolloutEnvironment, RolloutNode } from "../../rollout/tree.js";
 import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
-import type { StageHost } from "../lifecycle/stage-host.js";
+import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
+import { RolloutTrainer } from "../rollout-trainer.js";
 import { checkOptionKeys, TrainerOptionError } from "../options.js";
-import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource } from "./critics.js";
+import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
-import { headValues, type CriticRow, type CriticView } from "./samples.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions, type StepLog } from "./trainer.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
+import { headValues, type ActorCriticSample, type CriticRow, type CriticView } from "./samples.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
   /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
@@ -37,9 +39,17 @@ function headHiddenDim(options: MAACTrainerOptions): number | null {
   return dim;
 }
 
-export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
+export class MAACTrainer extends RolloutTrainer<ActorCriticSample, MAACConfig, MAACLearner> {
   readonly algorithm = "MAAC";
-  private readonly jointRows = new WeakMap<RolloutNode, CriticRow[]>();
+
+  private constructor(config: MAACConfig, options: MAACTrainerOptions, outputDir: string, learner: (host: StageHost) => MAACLearner) {
+    super(config, options, outputDir, learner);
+  }
+
+  /** The one centralized critic. */
+  get critics(): Critic[] {
+    return this.learner.critics;
+  }
 
   protected comlrlRunConfig(): Record<string, unknown> {
     return maacRunConfig(this.config);
@@ -60,38 +70,42 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
         dim = headHiddenDim(options);
       },
       load: () => setUpActors(options, config, { updatesInTurn: true }),
-      make: (actors) => MAACTrainer.around(config, actors, source, dim, options, null),
+      make: async (actors) => {
+        const critic = await loadMAACCritic(config, actors, source, dim);
+        return new MAACTrainer(config, options, defaultOutputDir("MAACTrainer", options.outputDir), (host) => new MAACLearner(config, actors.agents, critic, options, actors.environment, host));
+      },
       register: (trainer, actors) => {
         registerAgents(trainer.components, actors.agents, actors.sources);
         registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
       },
     });
   }
+}
 
-  /**
-   * A MAAC trainer around actors set up elsewhere (MARLHF's rl stage, which passes its host): loads the critic (with
-   * a head of headHiddenDim) and registers nothing, so the caller registers agents and critic where its checkpoints
-   * see them.
-   */
-  static async around(
-    config: MAACConfig,
-    actors: Pick<Actors, "agents" | "placement" | "environment">,
-    source: ModelSource,
-    headHiddenDim: number | null,
-    options: MAACTrainerOptions,
-    hostedBy: StageHost | null,
-  ): Promise<MAACTrainer> {
-    // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
-    const [critic] = await loadCritics({
-      sources: [source],
-      devices: criticDevices({ ...config, criticDevices: config.criticDevices ?? actors.placement.agentDevices[0] }, actors.placement.agentDevices, 1),
-      dtype: config.dtype,
-      seed: config.seed,
-      headHiddenDim,
-      optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
-      tokenizers: [actors.agents[0].tokenizer],
-    });
-    return new MAACTrainer(config, actors.agents, [critic], options, actors.environment, defaultOutputDir("MAACTrainer", options.outputDir), hostedBy);
+/**
+ * MAAC's centralized critic (with a head of headHiddenDim) for actors set up by setUpActors (MAACTrainer's, or
+ * MARLHF's for its RL phase); the caller registers it.
+ */
+export async function loadMAACCritic(config: MAACConfig, actors: Pick<Actors, "agents" | "placement">, source: ModelSource, headHiddenDim: number | null): Promise<Critic> {
+  // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
+  const [critic] = await loadCritics({
+    sources: [source],
+    devices: criticDevices({ ...config, criticDevices: config.criticDevices ?? actors.placement.agentDevices[0] }, actors.placement.agentDevices, 1),
+    dtype: config.dtype,
+    seed: config.seed,
+    headHiddenDim,
+    optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    tokenizers: [actors.agents[0].tokenizer],
+  });
+  return critic;
+}
+
+/** MAAC's rollouts and updates, in the host of MAACTrainer or of MARLHF's RL phase. */
+export class MAACLearner extends ActorCriticLearner<MAACConfig> {
+  private readonly jointRows = new WeakMap<RolloutNode, CriticRow[]>();
+
+  constructor(config: MAACConfig, agents: Agent[], critic: Critic, options: MAACTrainerOptions, environment: RolloutEnvironment, host: StageHost) {
+    super(config, agents, [critic], options, environment, host);
   }
 
   protected override get concurrentUpdates(): boolean {
@@ -119,21 +133,16 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig> {
     return rows;
   }
 
-  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch): Promise<StepLog[]> {
+  protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
     const c = this.config;
     const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
     const some = minibatch.length > 0;
-    agent.model.zeroGrad();
-    const actorLoss = some ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
-    const actorStep = await this.stepIfFinite(`agent_${agent.index}`, agent.optimizer, actorLoss, agent, minibatch, () => agent.model.zeroGrad());
+    const actorBackward = async () => (some ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0);
+    await this.stepOn(step, agent, minibatch, { component: `agent_${agent.index}`, optimizer: agent.optimizer, zeroGrad: () => agent.model.zeroGrad(), backward: actorBackward });
     const critic = this.critics[0];
-    critic.model.zeroGrad();
-    critic.valueHead.zeroGrad();
     const targets = minibatch.map((s) => s.target);
-    const valueLoss = some
-      ? (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss
-      : 0;
-    const criticStep = await this.stepIfFinite("critic", critic.optimizer, c.valueLossCoef * valueLoss, agent, minibatch, () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()));
-    return [actorStep, criticStep];
+    const criticBackward = async () =>
+      some ? c.valueLossCoef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss : 0;
+    await this.stepOn(step, agent, minibatch, { component: "critic", optimizer: critic.optimizer, zeroGrad: () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()), backward: criticBackward });
   }
 }

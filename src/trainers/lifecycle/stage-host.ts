@@ -4,6 +4,7 @@
 // data-parallel job. Whatever runs inside a host is counted, logged, checkpointed and synchronised by the trainer
 // that owns the host, and by no other.
 import type { ProgressFields } from "../../logging/progress.js";
+import type { Optimizer } from "../../models/optimizer.js";
 import type { MetricsLogger } from "../../logging/metrics-logger.js";
 import type { SeededRandom } from "../../util/random.js";
 import type { StageTimings } from "./timings.js";
@@ -40,13 +41,41 @@ export interface TrainingStage {
   evaluateBefore?(index: number): boolean;
 }
 
-/** One optimizer step of one component, as logged. */
+/** One optimizer step of one component, as logged: what every trainer's update returns. */
 export interface UpdateRecord {
+  /** What the step trained: "agent_0", "agent_0/critic", "critic", "reward_model". */
+  component: string;
+  /** The loss descended (over every rank under data parallelism); not finite for a skipped step. */
   loss: number;
+  /** The gradients' total norm before clipping; NaN for a skipped step. */
   gradNorm: number;
   learningRate: number;
+  /** The samples stepped on (over every rank); 0 for a skipped step. */
   samples: number;
 }
+
+/** One optimizer step as a stage asks its host for it (see StageHost.step). */
+export interface StepRequest {
+  component: string;
+  optimizer: Optimizer;
+  /** This rank's samples, which weigh its gradients against the other ranks'; 0 for an empty minibatch. */
+  samples: number;
+  /** Drops the gradients of every module the optimizer steps. */
+  zeroGrad(): void;
+  /**
+   * Accumulates the gradients and returns the loss they descend. With `loss` given (a loss known before the
+   * backward, as DPO's joint one) it returns nothing and runs only when that loss is finite.
+   */
+  backward(): Promise<number | void>;
+  loss?: number;
+  /** Who was scored on what, for the non-finite message: "agent 0", "a minibatch of 4". */
+  subject: string;
+  batch: string;
+  maxGradNorm: number | null;
+}
+
+/** Takes one optimizer step (see StageHost.step). */
+export type StepFunction = (request: StepRequest) => Promise<UpdateRecord>;
 
 export class NonFiniteError extends Error {
   override name = "NonFiniteError";
@@ -75,8 +104,18 @@ export interface StageHost {
    * names what was scored ("agent 0", "reward model"), `batch` what it was scored on.
    */
   checkLoss(loss: number, subject: string, batch: string): boolean;
-  /** Counts and logs one optimizer step of a component. */
-  recordUpdate(component: string, update: UpdateRecord): void;
+  /**
+   * Every optimizer step of every trainer: clears the gradients, runs the backward, checks the loss (checkLoss) and
+   * steps; a skipped batch steps with no samples and no gradient, which changes nothing here but issues the
+   * gradient reduction every data-parallel peer issues. The step is timed as "update", counted and logged.
+   */
+  step: StepFunction;
+  /**
+   * Runs `work` for each of `count` agents (all at once when `concurrent`), timed as "update"; the steps each takes
+   * through the `step` it is given are counted and logged in agent order once all are done, so agents that update
+   * at once log as agents in turn do. Returns those steps in that order.
+   */
+  stepAgents(count: number, concurrent: boolean, work: (agent: number, step: StepFunction) => Promise<void>): Promise<UpdateRecord[]>;
   /** Seconds per stage and phase; the stage that runs is the one phases count into. */
   readonly timings: StageTimings;
 }

@@ -1,9 +1,8 @@
 // The lifecycle every trainer shares: a schedule of stages (each a number of epochs over a number of steps) run inside
 // iterations, periodic evaluation, per-update metrics, checkpoints with exact resume, saving and disposal. A trainer
 // registers its components (see components.ts) and supplies its stages and evaluate(); everything here iterates
-// over those and never knows what an agent, a critic or a reward model is. The stages run inside the trainer's
-// stage host (stage-host.ts); a trainer built inside another's host (MARLHF's RL phase) is counted, logged and
-// synchronised by that host's trainer and never trains on its own.
+// over those and never knows what an agent, a critic or a reward model is. The stages, and the learners they drive,
+// run inside the trainer's stage host (stage-host.ts).
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, CheckpointError } from "../../checkpoint/checkpoint.js";
@@ -13,15 +12,18 @@ import { ProgressBar } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
 import type { WandbConfig } from "../../logging/wandb.js";
 import type { DistributedContext } from "../../dist/context.js";
+import { checkRanksAgree } from "../../dist/fingerprint.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
 import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
 import { StageTimings } from "./timings.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
-import { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
+import { lockRunDirectories } from "../../util/run-lock.js";
+import { forEachAgent } from "../../rollout/tree.js";
+import { NonFiniteError, type NonFinitePolicy, type StageHost, type StepRequest, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
-export { NonFiniteError, type NonFinitePolicy, type StageHost, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
+export { NonFiniteError, type NonFinitePolicy, type StageHost, type StepFunction, type StepRequest, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
 /** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
 export interface Stateful {
@@ -54,9 +56,11 @@ export interface LifecycleOptions {
    * poisons the weights; "error" stops the run naming the batch.
    */
   onNonFinite?: NonFinitePolicy;
+  /** The bytes a CPU run may hold by the estimate made before loading (default: the machine's RAM; Infinity: no check). */
+  memoryLimitBytes?: number;
 }
 
-export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true } as const satisfies Record<
+export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true, memoryLimitBytes: true } as const satisfies Record<
   keyof LifecycleOptions,
   true
 >;
@@ -90,7 +94,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   readonly progress: TrainProgress;
   readonly components = new ComponentRegistry();
   protected readonly random: SeededRandom;
-  /** What this trainer's stages, and any learner it hosts, run inside (see stage-host.ts). */
+  /** What this trainer's stages and learners run inside (see stage-host.ts). */
   readonly host: StageHost;
   protected logger: MetricsLogger | null = null;
   /** Where metrics go: outputDir, or a resume-* subdirectory when resuming over an earlier run's files. */
@@ -99,25 +103,20 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   private running = false;
   private readonly job: PendingJob | null;
   private replicas: Replicas | null = null;
-  /** Whether this trainer runs inside another trainer's host. */
-  private readonly hosted: boolean;
 
   protected constructor(
     readonly config: C,
     protected readonly lifecycle: LifecycleOptions,
     readonly outputDir: string,
-    /** The host of the trainer this one runs inside (MARLHF's RL phase); by default its own. */
-    hostedBy: StageHost | null = null,
   ) {
-    this.hosted = hostedBy !== null;
-    this.host = hostedBy ?? this.ownHost();
+    this.host = this.makeHost();
     this.progress = this.host.progress;
     this.random = this.host.random;
     this.logDir = outputDir;
-    this.job = this.hosted ? null : pendingJob(lifecycle.distributed, config.parallelTraining);
+    this.job = pendingJob(lifecycle.distributed, config.parallelTraining);
   }
 
-  private ownHost(): StageHost {
+  private makeHost(): StageHost {
     const trainer = this;
     return {
       progress: { iteration: 0, stage: 0, epoch: 0, itemIndex: 0, envStep: 0, update: 0, unitsDone: 0 },
@@ -139,12 +138,38 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
         this.console(`${subject}: non-finite loss (${loss}); ${batch} skipped`);
         return false;
       },
-      recordUpdate: (component, update) => this.recordUpdate(component, update),
+      step: (request) => this.timings.time("update", () => this.takeStep(request, (update) => this.recordUpdate(update.component, update))),
+      stepAgents: async (count, concurrent, work) => {
+        const taken: UpdateRecord[][] = Array.from({ length: count }, () => []);
+        await this.timings.time("update", () => forEachAgent(count, concurrent, (agent) => work(agent, (request) => this.takeStep(request, (update) => taken[agent].push(update)))));
+        for (const update of taken.flat()) this.recordUpdate(update.component, update);
+        return taken.flat();
+      },
       timings: new StageTimings(),
     };
   }
 
-  /** Where this trainer's time went, per stage and phase (evaluation not counted); shared with a learner it hosts. */
+  /** StageHost.step without its timing; `record` takes the step's record. */
+  private async takeStep(request: StepRequest, record: (update: UpdateRecord) => void): Promise<UpdateRecord> {
+    const { optimizer } = request;
+    request.zeroGrad();
+    const known = request.loss;
+    const returned = known === undefined || Number.isFinite(known) ? await request.backward() : undefined;
+    const loss = known ?? (returned as number);
+    let update: UpdateRecord;
+    if (this.host.checkLoss(loss, request.subject, request.batch)) {
+      const step = await optimizer.step({ maxGradNorm: request.maxGradNorm ?? undefined, samples: request.samples, loss });
+      update = { component: request.component, loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples };
+    } else {
+      request.zeroGrad();
+      await optimizer.step({ samples: 0, loss: 0 });
+      update = { component: request.component, loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 };
+    }
+    record(update);
+    return update;
+  }
+
+  /** Where this trainer's time went, per stage and phase (evaluation not counted). */
   get timings(): StageTimings {
     return this.host.timings;
   }
@@ -155,7 +180,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   private async connectReplicas(): Promise<void> {
-    if (this.job) this.replicas ??= new Replicas(await this.job.context, this.components, this.config.seed);
+    if (!this.job || this.replicas) return;
+    const context = await this.job.context;
+    await checkRanksAgree(context, this.components, this.config);
+    this.replicas = new Replicas(context, this.components, this.config.seed);
   }
 
   /**
@@ -177,7 +205,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   /** The stages of one iteration, in order. */
-  protected abstract stages(host: StageHost): TrainingStage[];
+  protected abstract stages(): TrainingStage[];
 
   /** How many times the stages run (iterative trainers); 1 by default. */
   protected iterations(): number {
@@ -195,10 +223,11 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     if (options.keepLast !== undefined && !(Number.isInteger(options.keepLast) && options.keepLast >= 1)) {
       throw new RangeError(`keepLast must be a positive integer (the checkpoints to keep), got ${options.keepLast}`);
     }
-    if (this.hosted) throw new Error(`${this.algorithm}: this trainer runs inside another trainer's host; train that one`);
     if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
     this.running = true;
+    let unlock: (() => void) | undefined;
     try {
+      if (this.isMain) unlock = lockRunDirectories(this.outputDir, options.checkpointDir);
       await this.connectReplicas();
       if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
       await this.replicas?.join();
@@ -208,13 +237,14 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       }
       await this.runSchedule(options, interval);
     } finally {
+      unlock?.();
       this.running = false;
     }
   }
 
   private async runSchedule(options: TrainOptions, interval: number): Promise<void> {
     const p = this.progress;
-    const stages = this.stages(this.host).map((stage) => this.replicas?.shard(stage) ?? stage);
+    const stages = this.stages().map((stage) => this.replicas?.shard(stage) ?? stage);
     const iterations = this.iterations();
     // Read again at every step: a stage's length may follow from an earlier one's work (MARLHF's reward-model steps
     // from the pairs collected).

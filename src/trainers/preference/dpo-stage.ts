@@ -2,7 +2,6 @@
 // set, one joint DPO step per trainBatchSize pairs, in which every agent is stepped in turn on the joint loss. It
 // runs inside its trainer's host, which counts its env steps and updates and logs them.
 import type { MADPOConfig } from "../../config/index.js";
-import { forEachAgent } from "../../rollout/tree.js";
 import type { Agent } from "../agents.js";
 import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
 import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
@@ -56,7 +55,7 @@ export class DpoTraining {
         // from the checkpointed generator, so a resumed epoch has the same order.
         if (this.host.progress.itemIndex === 0) this.order = this.host.random.shuffle(preferences.pairs.map((_, j) => j));
         const batch = this.order.slice(i * c.trainBatchSize, (i + 1) * c.trainBatchSize).map((j) => preferences.pairs[j]);
-        const metrics = await this.host.timings.time("update", () => this.update(batch));
+        const metrics = await this.update(batch);
         return { "dpo loss": metrics.loss };
       },
     };
@@ -70,28 +69,31 @@ export class DpoTraining {
   async update(batch: PreferencePair[]): Promise<DPOStepMetrics> {
     const c = this.config;
     const concurrent = this.concurrent;
-    const deltas = await agentDeltas(this.agents, batch, concurrent);
+    const deltas = await this.host.timings.time("update", () => agentDeltas(this.agents, batch, concurrent));
     const joint = batch.map((_, p) => deltas.reduce((sum, d) => sum + d[p], 0));
     const { loss, winnerWeights } = dpoObjective(joint, c.dpoBeta);
+    const steps = await this.host.stepAgents(this.agents.length, concurrent, async (i, step) => {
+      const agent = this.agents[i];
+      await step({
+        component: `agent_${agent.index}`,
+        optimizer: agent.optimizer,
+        samples: batch.length,
+        zeroGrad: () => agent.model.zeroGrad(),
+        loss,
+        backward: () => dpoBackward(agent, batch, winnerWeights),
+        subject: `agent ${agent.index} (DPO)`,
+        batch: `a batch of ${batch.length} pairs`,
+        maxGradNorm: c.maxGradNorm,
+      });
+    });
     const metrics: DPOStepMetrics = {
       loss,
       rewardMargin: mean(joint.map((d) => c.dpoBeta * d)),
       accuracy: mean(joint.map((d) => (d > 0 ? 1 : 0))),
       agentDeltas: deltas.map((d) => mean(d)),
-      gradNorms: this.agents.map(() => NaN),
+      gradNorms: steps.map((s) => s.gradNorm),
     };
-    if (this.host.checkLoss(loss, "DPO", `a batch of ${batch.length} pairs`)) {
-      metrics.gradNorms = await forEachAgent(this.agents.length, concurrent, async (i) => {
-        const agent = this.agents[i];
-        agent.model.zeroGrad();
-        await dpoBackward(agent, batch, winnerWeights);
-        return (await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined })).gradNorm;
-      });
-    }
     if (c.useEnvironmentStep) this.host.progress.envStep += c.environmentStepsPerPair * batch.length;
-    this.agents.forEach((agent, i) =>
-      this.host.recordUpdate(`agent_${agent.index}`, { loss, gradNorm: metrics.gradNorms[i], learningRate: agent.optimizer.learningRates()[0], samples: batch.length }),
-    );
     // CoMLRL's MADPO logs the batch's candidate reward mean as the turn-1 reward and return.
     const rewardMean = mean(batch.map((p) => p.candidateRewardMean));
     this.host.logger?.logTrain(

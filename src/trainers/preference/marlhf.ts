@@ -97,7 +97,7 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
   }
 
   protected override assertCheckpointable(): void {
-    this.phases.rl.checkpointable();
+    this.phases.rl.assertDrained();
   }
 }
 
@@ -120,7 +120,6 @@ export function rlhfSetUp(
       sampleLogInterval: options.sampleLogInterval,
       trainDataset: options.trainDataset,
       evalDataset: options.evalDataset ?? null,
-      outputDir: trainer.outputDir,
     },
     host: trainer.host,
     registry: trainer.components,

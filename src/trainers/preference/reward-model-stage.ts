@@ -77,14 +77,23 @@ export class RewardModelTraining {
   /** One Bradley–Terry step of the reward model on a batch of pairs. */
   async step(batch: PreferencePair[]): Promise<RewardModelStepMetrics> {
     const { model: rm, optimizer } = this.current!;
-    rm.zeroGrad();
-    const out = await rm.bradleyTerryBackward(texts(batch, "winnerTexts"), texts(batch, "loserTexts"));
-    const accuracy = mean(Array.from(out.winnerScores, (s, i) => (s > out.loserScores[i] ? 1 : 0)));
-    let gradNorm = NaN;
-    if (this.host.checkLoss(out.loss, "reward model", `a batch of ${batch.length} pairs`)) gradNorm = (await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined })).gradNorm;
-    this.host.recordUpdate("reward_model", { loss: out.loss, gradNorm, learningRate: optimizer.learningRates()[0], samples: batch.length });
-    this.host.logger?.logTrain({ "reward_model/loss": out.loss, "reward_model/accuracy": accuracy }, this.host.progress.envStep);
-    return { loss: out.loss, accuracy, gradNorm };
+    let accuracy = Number.NaN;
+    const update = await this.host.step({
+      component: "reward_model",
+      optimizer,
+      samples: batch.length,
+      zeroGrad: () => rm.zeroGrad(),
+      backward: async () => {
+        const out = await rm.bradleyTerryBackward(texts(batch, "winnerTexts"), texts(batch, "loserTexts"));
+        accuracy = mean(Array.from(out.winnerScores, (s, i) => (s > out.loserScores[i] ? 1 : 0)));
+        return out.loss;
+      },
+      subject: "reward model",
+      batch: `a batch of ${batch.length} pairs`,
+      maxGradNorm: this.config.maxGradNorm,
+    });
+    this.host.logger?.logTrain({ "reward_model/loss": update.loss, "reward_model/accuracy": accuracy }, this.host.progress.envStep);
+    return { loss: update.loss, accuracy, gradNorm: update.gradNorm };
   }
 
   /**
@@ -109,7 +118,7 @@ export class RewardModelTraining {
           this.order = this.host.random.shuffle(pairs.map((_, j) => j));
         }
         const batch = this.order.slice(i * c.rewardTrainBatchSize, (i + 1) * c.rewardTrainBatchSize).map((j) => pairs[j]);
-        const metrics = await this.host.timings.time("update", () => step(batch));
+        const metrics = await step(batch);
         return { "rm loss": metrics.loss };
       },
       endEpoch: async () => {

@@ -11,19 +11,19 @@ import { MAGRPO_FIELDS } from "../../config/magrpo.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
 import type { Actors } from "../actors.js";
-import { IACTrainer } from "../actor-critic/iac.js";
-import { MAACTrainer } from "../actor-critic/maac.js";
+import { IACLearner, loadIACCritics } from "../actor-critic/iac.js";
+import { loadMAACCritic, MAACLearner } from "../actor-critic/maac.js";
 import { refuseCriticSources, registerCritics, resolveCentralCriticSource, resolveSeparateCriticSources } from "../actor-critic/critics.js";
 import { AgentResolutionError, type ModelSource } from "../agents.js";
 import type { ComponentRegistry } from "../lifecycle/components.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
-import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
+import { MAGRPOLearner, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
 
-export type RLLearner = MAGRPOTrainer | IACTrainer | MAACTrainer;
+export type RLLearner = MAGRPOLearner | IACLearner | MAACLearner;
 
 /** What the RL phase and the reward model read of MARLHF's config (MARLHFIter's too, whose pair selection differs). */
 export type RlhfConfig = Omit<MARLHFConfig, "pairSelection">;
-export type ActorCriticLearner = IACTrainer | MAACTrainer;
+export type ActorCriticLearner = IACLearner | MAACLearner;
 
 /** What the RL phase adds to MARLHF's actors: IAC's value heads on the actors and copied references. */
 export function actorExtras(config: RlhfConfig): { referencesAsCopies?: boolean; valueHeads?: { hiddenDim: number | null } | null } {
@@ -55,7 +55,7 @@ export function rlPhaseInput<T>(fields: Record<keyof T & string, unknown>, c: Rl
  * MARLHF's own optimizers.
  */
 export function backEndRenewal(learner: RLLearner): (() => Promise<void>) | null {
-  if (!("critics" in learner)) return null;
+  if (learner instanceof MAGRPOLearner) return null;
   const heads = [...learner.agents.flatMap((a) => (a.valueHead ? [a.valueHead] : [])), ...learner.critics.map((c) => c.valueHead)];
   const initialHeads = heads.map((head) => head.stateDict());
   return async () => {
@@ -88,7 +88,7 @@ export interface RLPhaseSetUp {
   /** Where the learner's rollouts run: MARLHF's reward-model environment. */
   environment: RolloutEnvironment;
   critics: CriticOptions;
-  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "scoring" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null; outputDir: string };
+  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "scoring" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null };
   /** The trainer the learner runs inside; its registry takes the critics. */
   host: StageHost;
   registry: ComponentRegistry;
@@ -108,7 +108,8 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
     const iac = iacConfig(rlPhaseInput<IACConfigInput>(IAC_FIELDS, c, derived));
     const sources = iac.useSeparateCritic ? criticSources(c, setUp.critics, actors.sources, n) : (refuseCriticSources(setUp.critics), []);
-    const learner = await IACTrainer.around(iac, { ...actors, environment }, sources, options, host);
+    const critics = await loadIACCritics(iac, { ...actors, environment }, sources);
+    const learner = new IACLearner(iac, actors.agents, critics, options, environment, host);
     registerCritics(setUp.registry, learner.critics, (i) => `agent_${i}/critic`, (i) => `agent_${i}/critic`);
     return learner;
   }
@@ -121,10 +122,11 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (given ?? actors.placement.agentDevices[0]) : given };
     const maac = maacConfig(rlPhaseInput<MAACConfigInput>(MAAC_FIELDS, c, derived));
     const [source] = criticSources(c, setUp.critics, actors.sources, 1);
-    const learner = await MAACTrainer.around(maac, { ...actors, environment }, source, c.criticValueHeadHiddenDim, options, host);
+    const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
+    const learner = new MAACLearner(maac, actors.agents, critic, options, environment, host);
     registerCritics(setUp.registry, learner.critics, () => "critic", () => "critic");
     return learner;
   }
-  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n }));
-  return new MAGRPOTrainer(magrpo, actors.agents, options, environment, setUp.options.outputDir, host);
+  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n, numIterations: 1 }));
+  return new MAGRPOLearner(magrpo, actors.agents, options, environment, host);
 }

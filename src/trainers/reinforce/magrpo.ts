@@ -1,6 +1,7 @@
-// MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). The rollout
-// plumbing (buffers, drains, minibatch planning, per-turn metrics, evaluation) is RolloutTrainer's and the lifecycle
-// the shared Trainer's; this file holds MAGRPO's rollout settings, its advantages and its update rule.
+// MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). MAGRPOTrainer is
+// the shared lifecycle around MAGRPOLearner, which MARLHF's RL phase also runs in its own host. The rollout plumbing
+// (buffers, drains, minibatch planning, per-turn metrics, evaluation) is RolloutLearner's; this file holds MAGRPO's
+// rollout settings, its advantages and its update rule.
 import { magrpoConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
 import { comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
@@ -10,10 +11,12 @@ import { defaultOutputDir, setUpActors } from "../actors.js";
 import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
 import type { EvalLoggerInput } from "../evaluation.js";
-import type { StageHost } from "../lifecycle/stage-host.js";
+import type { StageHost, StepFunction, UpdateRecord } from "../lifecycle/stage-host.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
+import { RolloutLearner } from "../learner.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
+import { ObjectiveSteps } from "./objectives.js";
 
 export type { EvalLoggerInput };
 export type { Stateful, TrainOptions, TrainProgress } from "../lifecycle/trainer.js";
@@ -35,25 +38,16 @@ export const MAGRPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, rewardBatching: true, s
   true
 >;
 
-/** Seconds spent per phase of training since the trainer was made (evaluation is not counted). */
-
-export interface UpdateMetrics {
-  agent: number;
-  loss: number;
-  gradNorm: number;
-  samples: number;
-}
-
 type MetricFields = Pick<NodeSample, "agent" | "turn" | "nodeMeanReward" | "nodeMeanReturn" | "referenceKl" | "envStep">;
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], UpdateMetrics, MetricFields, MAGRPOConfig> {
+export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGRPOLearner> {
   readonly algorithm: string = "MAGRPO";
 
-  /** Use the static create(), which loads the agents; `hostedBy`: the host of a trainer this one runs inside. */
-  constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string, hostedBy: StageHost | null = null) {
-    super(config, agents, options, environment, outputDir, hostedBy);
+  /** Use the static create(), which loads the agents. */
+  constructor(config: MAGRPOConfig, agents: Agent[], protected readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string) {
+    super(config, options, outputDir, (host) => new MAGRPOLearner(config, agents, options, environment, host));
   }
 
   protected comlrlRunConfig(): Record<string, unknown> {
@@ -78,6 +72,30 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
       make: (actors) => new this(config, actors.agents, options, actors.environment, defaultOutputDir(this.name, options.outputDir)),
       register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
     });
+  }
+}
+
+export type TrainerClass<T> = {
+  new (config: MAGRPOConfig, agents: Agent[], options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string): T;
+  buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig;
+  name: string;
+};
+
+/** The policy-gradient rows of a minibatch: every completion with its prompt and its weight in the loss. */
+export interface PolicyRows {
+  prompts: number[][];
+  completions: Int32Array[];
+  weights: number[];
+}
+
+/** MAGRPO's rollouts and updates, in the host of MAGRPOTrainer or of MARLHF's RL phase. */
+export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], MetricFields, MAGRPOConfig> {
+  /** The agents' objectives beyond CoMLRL's default path (docs/objectives.md). */
+  protected readonly objectiveSteps: ObjectiveSteps;
+
+  constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, host: StageHost) {
+    super(config, agents, options, environment, host);
+    this.objectiveSteps = new ObjectiveSteps(config, agents, options.scoring ?? "batched");
   }
 
   protected get rolloutSettings(): RolloutSettings {
@@ -116,9 +134,14 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     return samples.sort((a, b) => a.envStep - b.envStep);
   }
 
-  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize. */
+  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize (numIterations passes of them). */
   protected minibatchesOf(group: NodeSample[]): NodeSample[][] {
-    return RolloutTrainer.chunks(this.random.shuffle(group), this.config.trainBatchSize);
+    return this.objectiveSteps.passes(group, RolloutLearner.chunks(this.host.random.shuffle(group), this.config.trainBatchSize));
+  }
+
+  override async update(samples: NodeSample[]): Promise<UpdateRecord[]> {
+    this.objectiveSteps.prepare(samples);
+    return super.update(samples);
   }
 
   protected emptyMinibatch(): NodeSample[] {
@@ -126,41 +149,55 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
   }
 
   /** Loss = (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π(completion_k), every completion token scored; one AdamW step. */
-  protected async step(agent: Agent, minibatch: NodeSample[]): Promise<UpdateMetrics> {
+  protected async step(agent: Agent, minibatch: NodeSample[], step: StepFunction): Promise<void> {
+    let objective: Record<string, number> | undefined;
+    const backward = this.objectiveSteps.handles(agent.index)
+      ? async () => {
+          const result = await this.objectiveSteps.backward(agent, minibatch);
+          objective = result.objective;
+          return result.loss;
+        }
+      : () => this.backward(agent, this.policyRows(minibatch));
+    await step({
+      component: `agent_${agent.index}`,
+      optimizer: agent.optimizer,
+      samples: minibatch.length,
+      zeroGrad: () => agent.model.zeroGrad(),
+      backward,
+      subject: `agent ${agent.index}`,
+      batch: `a minibatch of ${minibatch.length}`,
+      maxGradNorm: this.config.maxGradNorm,
+    });
+    agent.updates++;
+    if (objective && Object.keys(objective).length > 0) {
+      this.host.logger?.log("update", Object.fromEntries(Object.entries(objective).map(([k, v]) => [`agent_${agent.index}/${k}`, v])), this.progress.envStep);
+    }
+  }
+
+  /** Each completion's weight −A_k / (K · |mb|), A from the (KL-shaped) returns by the advantage mode. */
+  protected policyRows(minibatch: NodeSample[]): PolicyRows {
     const c = this.config;
-    const prompts: number[][] = [];
-    const completions: Int32Array[] = [];
-    const weights: number[] = [];
+    const rows: PolicyRows = { prompts: [], completions: [], weights: [] };
     for (const sample of minibatch) {
       const shaped = c.referenceKlEnabled ? shapeReturns(sample.returns, sample.referenceKl, c.referenceKlCoef) : sample.returns;
       const a = advantages(shaped, c.advantageMode, c.advantageNormalization);
       sample.completionIds.forEach((ids, k) => {
-        prompts.push(sample.promptIds);
-        completions.push(ids);
-        weights.push(a[k] / (sample.completionIds.length * minibatch.length));
+        rows.prompts.push(sample.promptIds);
+        rows.completions.push(ids);
+        rows.weights.push(a[k] / (sample.completionIds.length * minibatch.length));
       });
     }
-    agent.model.zeroGrad();
-    let loss = 0;
-    if (this.options.scoring === "perCompletion") {
-      for (let i = 0; i < completions.length; i++) loss += (await agent.model.policyGradientBackward([prompts[i]], [completions[i]], [weights[i]], 1)).loss;
-    } else if (completions.length > 0) {
-      loss = (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss;
-    }
-    if (!this.host.checkLoss(loss, `agent ${agent.index}`, `a minibatch of ${minibatch.length}`)) {
-      agent.model.zeroGrad();
-      await agent.optimizer.step({ samples: 0, loss: 0 }); // no gradient here: a no-op, but data-parallel peers step together
-      return { agent: agent.index, loss, gradNorm: NaN, samples: minibatch.length };
-    }
-    const step = await agent.optimizer.step({ maxGradNorm: c.maxGradNorm ?? undefined, samples: minibatch.length, loss });
-    return { agent: agent.index, loss: step.loss ?? loss, gradNorm: step.gradNorm, samples: step.samples };
+    return rows;
   }
 
-  /** Updates are logged in agent order after every agent ran, so concurrent agents ("mp") log as sequential ones. */
-  protected override afterSteps(results: UpdateMetrics[]): void {
-    for (const r of results) {
-      this.host.recordUpdate(`agent_${r.agent}`, { loss: r.loss, gradNorm: r.gradNorm, learningRate: this.agents[r.agent].optimizer.learningRates()[0], samples: r.samples });
+  /** Accumulates the rows' policy gradient; returns the loss. */
+  protected async backward(agent: Agent, { prompts, completions, weights }: PolicyRows): Promise<number> {
+    if (this.options.scoring === "perCompletion") {
+      let loss = 0;
+      for (let i = 0; i < completions.length; i++) loss += (await agent.model.policyGradientBackward([prompts[i]], [completions[i]], [weights[i]], 1)).loss;
+      return loss;
     }
+    return completions.length > 0 ? (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss : 0;
   }
 
   protected metricFields({ agent, turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep }: NodeSample): MetricFields {
@@ -182,9 +219,3 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, NodeSample[], Upda
     return samples.filter((s) => s.agent === 0 && s.turn === 0).map((s) => s.nodeMeanReward);
   }
 }
-
-export type TrainerClass<T> = {
-  new (config: MAGRPOConfig, agents: Agent[], options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string): T;
-  buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig;
-  name: string;
-};

@@ -105,7 +105,7 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
   }
 
   protected override assertCheckpointable(): void {
-    this.phases.rl.checkpointable();
+    this.phases.rl.assertDrained();
   }
 
   protected override checkpointState(): Record<string, unknown> {

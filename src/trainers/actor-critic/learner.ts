@@ -1,13 +1,12 @@
 // What IAC and MAAC share (COMLRL-SPEC §3.5): episodes through the rollout tree (numGenerations completions at one
 // node, or one trajectory of numTurns), actor-critic samples with TD(0) targets, advantages A = y − V_old (z-scored
 // over a turn's samples), shuffled minibatches. A2C-style: no ratio, no clipping of the policy, no entropy bonus, one
-// pass. The rollout plumbing is RolloutTrainer's; subclasses say how their critics read an episode and take one step.
+// pass. The rollout plumbing is RolloutLearner's; subclasses say how their critics read an episode and take one step.
 import type { ActorCriticConfig } from "../../config/index.js";
-import type { Optimizer } from "../../models/optimizer.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
 import type { Agent, ModelSource } from "../agents.js";
-import type { StageHost, UpdateRecord } from "../lifecycle/stage-host.js";
-import { RolloutTrainer } from "../rollout-trainer.js";
+import type { StageHost, StepFunction, StepRequest } from "../lifecycle/stage-host.js";
+import { RolloutLearner } from "../learner.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
@@ -21,12 +20,6 @@ export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput
 
 export const ACTOR_CRITIC_OPTION_KEYS = { ...TASK_OPTION_KEYS, criticModel: true, critics: true, metricsCallback: true } as const;
 
-/** One optimizer step of a component, logged once every agent has stepped. */
-export interface StepLog {
-  component: string;
-  update: UpdateRecord;
-}
-
 /** One step's minibatch with its normalised advantages. */
 export interface ActorCriticMinibatch {
   minibatch: ActorCriticSample[];
@@ -37,7 +30,7 @@ type MetricFields = Pick<ActorCriticSample, "agent" | "turn" | "environmentRewar
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutTrainer<ActorCriticSample, ActorCriticMinibatch, StepLog[], MetricFields, C> {
+export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutLearner<ActorCriticSample, ActorCriticMinibatch, MetricFields, C> {
   protected constructor(
     config: C,
     agents: Agent[],
@@ -48,10 +41,9 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
     readonly critics: Critic[],
     protected override readonly options: ActorCriticOptions<unknown>,
     environment: RolloutEnvironment,
-    outputDir: string,
-    hostedBy: StageHost | null,
+    host: StageHost,
   ) {
-    super(config, agents, options, environment, outputDir, hostedBy);
+    super(config, agents, options, environment, host);
   }
 
   /** How the critics read episodes. */
@@ -77,7 +69,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
   }
 
   protected async samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<ActorCriticSample[]> {
-    const samples = await this.timings.time("critic", () =>
+    const samples = await this.host.timings.time("critic", () =>
       actorCriticSamples(rollout.root, itemIndex, this.criticView, {
         numAgents: this.agents.length,
         discount: this.config.discount,
@@ -92,8 +84,8 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
   /** A = y − V_old over the turn's samples (z-scored when enabled), then shuffled minibatches of trainBatchSize. */
   protected minibatchesOf(group: ActorCriticSample[]): ActorCriticMinibatch[] {
     const normalized = normalizedAdvantages(group, this.config.advantageNormalization);
-    const order = this.random.shuffle(group.map((_, i) => i));
-    return RolloutTrainer.chunks(order, this.config.trainBatchSize).map((indices) => ({ minibatch: indices.map((i) => group[i]), advantages: indices.map((i) => normalized[i]) }));
+    const order = this.host.random.shuffle(group.map((_, i) => i));
+    return RolloutLearner.chunks(order, this.config.trainBatchSize).map((indices) => ({ minibatch: indices.map((i) => group[i]), advantages: indices.map((i) => normalized[i]) }));
   }
 
   protected emptyMinibatch(): ActorCriticMinibatch {
@@ -101,30 +93,12 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig = ActorCrit
   }
 
   /**
-   * One optimizer step over a minibatch's gradients, logged as `component`; `samples` weights this rank's gradients
-   * under data parallelism (an empty minibatch contributes nothing but still steps with its peers).
+   * One optimizer step of `component` (an actor or a critic) over a minibatch: `samples` weights this rank's
+   * gradients under data parallelism (an empty minibatch contributes nothing but still steps with its peers).
    */
-  protected async stepOptimizer(component: string, optimizer: Optimizer, loss: number, samples: number): Promise<StepLog> {
-    const step = await optimizer.step({ maxGradNorm: this.config.maxGradNorm ?? undefined, samples, loss });
-    return { component, update: { loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples } };
-  }
-
-  /**
-   * Steps `optimizer` on its accumulated gradients when `loss` is finite; otherwise (the host's onNonFinite policy
-   * permitting) drops them and takes a step with no samples, which changes nothing but keeps data-parallel peers in
-   * step. `zeroGrad` clears what the backward accumulated.
-   */
-  protected async stepIfFinite(component: string, optimizer: Optimizer, loss: number, agent: Agent, minibatch: ActorCriticSample[], zeroGrad: () => void): Promise<StepLog> {
+  protected stepOn(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], request: Pick<StepRequest, "component" | "optimizer" | "zeroGrad" | "backward">): Promise<unknown> {
     const where = [...new Set(minibatch.map((s) => `item ${s.itemIndex} turn ${s.turn + 1}`))].join(", ");
-    if (this.host.checkLoss(loss, `agent ${agent.index} (${component})`, `the minibatch of ${where}`)) return this.stepOptimizer(component, optimizer, loss, minibatch.length);
-    zeroGrad();
-    await optimizer.step({ samples: 0, loss: 0 });
-    return { component, update: { loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 } };
-  }
-
-  /** Steps are logged in agent order once every agent has stepped, so agents on lanes of their own log as agents in turn do. */
-  protected override afterSteps(results: StepLog[][]): void {
-    for (const { component, update } of results.flat()) this.host.recordUpdate(component, update);
+    return step({ ...request, samples: minibatch.length, subject: `agent ${agent.index} (${request.component})`, batch: `the minibatch of ${where}`, maxGradNorm: this.config.maxGradNorm });
   }
 
   protected metricFields({ agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }: ActorCriticSample): MetricFields {
