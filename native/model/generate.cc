@@ -28,6 +28,14 @@ torch::Tensor WarpLogits(torch::Tensor logits, const GenerateOptions& options) {
   return logits;
 }
 
+// One token per row drawn from probs as torch::multinomial(probs, 1) draws it (argmax of p / q with q ~ Exp(1), the
+// exponential form of the Gumbel-max trick: the same draws from the generator, the same tokens), without
+// multinomial's two validity checks, each of which waits for the device (generate's logits are made finite first, and
+// a flag read after the last step refuses non-finite ones).
+torch::Tensor SampleOnePerRow(const torch::Tensor& probs, at::Generator& generator) {
+  return probs.div(torch::empty_like(probs).exponential_(1, generator)).argmax(-1);
+}
+
 }  // namespace
 
 GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64_t>>& prompts, const GenerateOptions& options,
@@ -67,7 +75,7 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   torch::Tensor full_mask = torch::zeros({batch, capacity}, mask.options());
   full_mask.narrow(1, 0, prompt_width).copy_(mask);
 
-  torch::Tensor hidden = model.forward({ids, positions, mask}, &cache);
+  torch::Tensor hidden = model.forward({ids, positions, mask, prompt_width - 1}, &cache);
   torch::Tensor logits = model.logits(hidden.select(1, prompt_width - 1)).to(torch::kFloat32);
   torch::Tensor next_position = positions.select(1, prompt_width - 1) + 1;
   if (options.num_return_sequences > 1) {
@@ -92,9 +100,9 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
     const torch::Tensor processed = penalize ? PenalizeRepetitions(logits, seen, options.repetition_penalty) : logits;
     torch::Tensor token, warped;
     if (options.do_sample) {
-      // Zeroed where not finite (an identity otherwise), so that multinomial samples something until the flag is read.
+      // Zeroed where not finite (an identity otherwise), so that the draw picks something until the flag is read.
       warped = WarpLogits(processed.nan_to_num(0.0, 0.0, 0.0), options);
-      token = torch::multinomial(warped.softmax(-1), 1, /*replacement=*/false, generator).squeeze(-1);
+      token = SampleOnePerRow(warped.softmax(-1), generator);
     } else {
       token = processed.argmax(-1);
     }
@@ -110,9 +118,12 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
     lengths += finished.logical_not().to(torch::kInt64);
     steps.push_back(token);
     if (eos.numel() > 0) finished = finished | torch::isin(token, eos);
+    // The step's one read from the device: whether every row has finished.
     if (step + 1 == options.max_new_tokens || finished.all().item<bool>()) break;
     full_mask.select(1, prompt_width + step).fill_(true);
-    hidden = model.forward({token.unsqueeze(1), next_position.unsqueeze(1), full_mask.narrow(1, 0, prompt_width + step + 1)}, &cache);
+    // The longest prompt's next position is prompt_width + step, the largest of next_position.
+    hidden = model.forward({token.unsqueeze(1), next_position.unsqueeze(1), full_mask.narrow(1, 0, prompt_width + step + 1), prompt_width + step},
+                           &cache);
     logits = model.logits(hidden.select(1, 0)).to(torch::kFloat32);
     next_position = next_position + 1;
   }
