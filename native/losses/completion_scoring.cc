@@ -59,7 +59,7 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
   KVCache cache = KVCache::Growable(model.config().num_layers);
   const torch::Tensor prompt_hidden = model.forward(
       {Int64Tensor(prompt_ids, {groups, prompt_width}, device), Int64Tensor(prompt_positions, {groups, prompt_width}, device),
-       BoolTensor(prompt_mask, {groups, prompt_width}, device)},
+       BoolTensor(prompt_mask, {groups, prompt_width}, device), prompt_width - 1},
       &cache);
   if (router && !router->empty()) {
     std::vector<float> rows_of_group(groups, 0);
@@ -88,7 +88,7 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
     cache.SelectRows(Int64Tensor(group_of_row, {rows}, device));
     const torch::Tensor completion_hidden = model.forward(
         {Int64Tensor(ids, {rows, fed_width}, device), Int64Tensor(positions, {rows, fed_width}, device),
-         BoolTensor(mask, {rows, prompt_width + fed_width}, device)},
+         BoolTensor(mask, {rows, prompt_width + fed_width}, device), prompt_width + fed_width - 1},
         &cache);
     sources = torch::cat({prompt_last, completion_hidden.reshape({rows * fed_width, -1})}, 0);
   }
@@ -124,7 +124,8 @@ SequenceForward ForwardSequences(CausalLMImpl& model, const CompletionBatch& bat
     std::fill_n(mask.begin() + r * width, out.lengths[r], 1);
   }
   const torch::Tensor positions = torch::arange(width, torch::TensorOptions().dtype(torch::kInt64).device(device)).expand({rows, width});
-  out.hidden = model.forward({Int64Tensor(ids, {rows, width}, device), positions, BoolTensor(mask, {rows, width}, device)});
+  out.hidden = model.forward({Int64Tensor(ids, {rows, width}, device), positions, BoolTensor(mask, {rows, width}, device), width - 1,
+                              /*right_padded=*/true});
   return out;
 }
 
@@ -227,7 +228,7 @@ torch::Tensor KlK3(const CompletionScores& policy, const CompletionScores& refer
 torch::Tensor CausalLMLoss(CausalLMImpl& model, const torch::Tensor& ids, const torch::Tensor& mask) {
   const int64_t length = ids.size(1);
   const torch::Tensor positions = torch::arange(length, ids.options()).expand_as(ids);
-  const torch::Tensor hidden = model.forward({ids, positions, mask});
+  const torch::Tensor hidden = model.forward({ids, positions, mask, length - 1});
   const torch::Tensor logits = model.logits(hidden.narrow(1, 0, length - 1)).to(torch::kFloat32);
   const torch::Tensor targets = ids.narrow(1, 1, length - 1).masked_fill(mask.narrow(1, 1, length - 1).logical_not(), -100);
   return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),

@@ -167,6 +167,7 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
     torch::Tensor positions = options.Has("positionIds") && !options.Get("positionIds").IsUndefined()
                                   ? Int32ArrayToTensor(options.Get("positionIds"), "positionIds").view({batch, length}).to(torch::kInt64)
                                   : torch::arange(length, torch::kInt64).expand({batch, length});
+    const int64_t max_position = positions.max().item<int64_t>();  // a host tensor: no device read
     const bool want_logits = BoolFieldOr(options, "logits", true);
     const bool want_hidden = BoolFieldOr(options, "hiddenStates", false);
     return RunAsync(info.Env(), state->lane, [=]() -> Resolver {
@@ -174,7 +175,8 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> hidden_states;
       const torch::Tensor hidden = state->module->forward(
-          {ToDevice(ids, state->device), ToDevice(positions, state->device), ToDevice(mask, state->device)}, nullptr, want_hidden ? &hidden_states : nullptr);
+          {ToDevice(ids, state->device), ToDevice(positions, state->device), ToDevice(mask, state->device), max_position}, nullptr,
+          want_hidden ? &hidden_states : nullptr);
       torch::Tensor logits = want_logits ? state->module->logits(hidden).to(torch::kFloat32).cpu() : torch::Tensor();
       for (auto& h : hidden_states) h = h.to(torch::kCPU, torch::kFloat32);
       return [logits, hidden_states](Napi::Env env) -> Napi::Value {
@@ -405,7 +407,8 @@ Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
   });
 }
 
-// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, attention, gradientCheckpointing, frozen }
+// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, attention, attentionKernels,
+//            gradientCheckpointing, frozen }
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -419,6 +422,12 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     out.Set("dtype", DtypeName(state->dtype));
     const DecoderConfig& config = state->module->config();
     out.Set("attention", UsesSdpa(config.attention, config.attn_softcap, state->device) ? "sdpa" : "eager");
+    const AttentionKernels kernels = AttentionKernelsFor(config, torch::TensorOptions().device(state->device).dtype(state->dtype));
+    Napi::Object kernel_names = Napi::Object::New(info.Env());
+    kernel_names.Set("training", kernels.training);
+    kernel_names.Set("masked", kernels.masked);
+    kernel_names.Set("decode", kernels.decode);
+    out.Set("attentionKernels", kernel_names);
     out.Set("gradientCheckpointing", Napi::Boolean::New(info.Env(), state->module->gradient_checkpointing()));
     out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;

@@ -92,7 +92,7 @@ function rows(configName) {
     const given = shown(spec.default);
     const derived = shown(resolved[field]);
     const defaultCell = derived === given || spec.default === undefined ? given : `${given} (→ ${derived})`;
-    return { field, key: snake(field), defaultCell, accepts: spec.accepts, description };
+    return { field, key: snake(field), defaultCell, accepts: spec.accepts ?? "", description };
   });
 }
 

@@ -16,26 +16,33 @@ export type PerAgent<T> = T | readonly T[];
 
 /** One agent's objective, every field resolved. */
 export interface AgentObjective {
+  /** The policy loss: CoMLRL's on-policy sum ("comlrl"), or one of TRL's clipped-ratio losses (docs/objectives.md). */
   readonly lossType: LossType;
+  /** Importance ratios per token, or one per sequence (GSPO). */
   readonly importanceSamplingLevel: ImportanceSamplingLevel;
   /** Updates per rollout; > 1 takes ratios against the rollout's own log-probs. */
   readonly numIterations: number;
+  /** Lower clip ε of the ratio: clip(r, 1 − ε, 1 + εhigh). */
   readonly epsilon: number;
   /** Upper clip ε (clip-higher); for cispo the cap on the truncated ratio. */
   readonly epsilonHigh: number;
   /** Upper bound on the unclipped ratio (two-sided clipping); null: none. */
   readonly delta: number | null;
+  /** The reference-KL estimator per token. */
   readonly klEstimator: KlEstimator;
   /** Where the reference KL (referenceKlEnabled, referenceKlCoef) enters: shaped into the returns, or a loss term. */
   readonly klIn: KlIn;
   /** TRL's use_bias_correction_kl: the KL term in the loss times the importance weight (the unbiased reverse-KL gradient). */
   readonly useBiasCorrectionKl: boolean;
+  /** Weight of an entropy bonus in the loss (0: none). */
   readonly entropyCoef: number;
   /** null: CoMLRL's advantages (advantageMode, advantageNormalization); else TRL's mean baseline with this scaling. */
   readonly scaleRewards: ScaleRewards | null;
+  /** Completions cut by maxNewTokens (no EOS) get no loss. */
   readonly maskTruncatedCompletions: boolean;
   /** Groups whose return standard deviation is at most this are skipped (not scored); null: none. */
   readonly zeroVarianceFilter: number | null;
+  /** Over which completions the baseline is taken: the joint action's group, per agent, or per agent and turn. */
   readonly advantageGrouping: AdvantageGrouping;
 }
 
@@ -57,23 +64,37 @@ function perAgent<T>(inner: FieldSpec<T>): FieldSpec<PerAgent<T>> {
         }
       }),
     );
-  }, inner.default);
+  }, inner.default, inner.accepts === undefined ? undefined : `${inner.accepts}, or a list of them (one per agent)`);
 }
 
 export const OBJECTIVE_FIELDS = {
+  /** The policy loss: CoMLRL's on-policy sum ("comlrl"), or one of TRL's clipped-ratio losses (docs/objectives.md). */
   lossType: perAgent(oneOf(LOSS_TYPES, { default: "comlrl" })),
+  /** Importance ratios per token, or one per sequence (GSPO). */
   importanceSamplingLevel: perAgent(oneOf(["token", "sequence"], { default: "token" })),
+  /** Updates per rollout; > 1 takes ratios against the rollout's own log-probs. */
   numIterations: perAgent(int({ default: 1, min: 1 })),
+  /** Lower clip ε of the ratio: clip(r, 1 − ε, 1 + εhigh). */
   epsilon: perAgent(float({ default: 0.2, min: 0 })),
+  /** Upper clip ε (clip-higher); for cispo the cap on the truncated ratio. */
   epsilonHigh: perAgent(nullable(float({ min: 0 }))),
+  /** Upper bound on the unclipped ratio (two-sided clipping); null: none. */
   delta: perAgent(nullable(float({ above: 1 }))),
+  /** The reference-KL estimator per token. */
   klEstimator: perAgent(oneOf(["k1", "k2", "k3"], { default: "k3" })),
+  /** Where the reference KL (referenceKlEnabled, referenceKlCoef) enters: shaped into the returns, or a loss term. */
   klIn: perAgent(oneOf(["reward", "loss"], { default: "reward" })),
+  /** TRL's use_bias_correction_kl: the KL term in the loss times the importance weight (the unbiased reverse-KL gradient). */
   useBiasCorrectionKl: perAgent(bool({ default: true })),
+  /** Weight of an entropy bonus in the loss (0: none). */
   entropyCoef: perAgent(float({ default: 0 })),
+  /** null: CoMLRL's advantages (advantageMode, advantageNormalization); else TRL's mean baseline with this scaling. */
   scaleRewards: perAgent(nullable(oneOf(["group", "batch", "none"]))),
+  /** Completions cut by maxNewTokens (no EOS) get no loss. */
   maskTruncatedCompletions: perAgent(bool({ default: false })),
+  /** Groups whose return standard deviation is at most this are skipped (not scored); null: none. */
   zeroVarianceFilter: perAgent(nullable(float({ min: 0 }))),
+  /** Over which completions the baseline is taken: the joint action's group, per agent, or per agent and turn. */
   advantageGrouping: perAgent(oneOf(["joint", "agent", "agent_turn"], { default: "joint" })),
 };
 

@@ -16,9 +16,9 @@ const URL_NAME = /url$/i;
 // A URL's query values are all masked in the URL; elsewhere those under a secret name are, and any this long (a
 // key under a name such as code= or sig=), while short ones (v=2, model=gpt-4o) are not secrets worth garbling for.
 const MIN_QUERY_SECRET_LENGTH = 8;
-// The shortest value masked wherever it appears: shorter ones would garble every text they occur in, so they are
-// masked only where they are the whole value.
-const MIN_SCRUBBED_LENGTH = 4;
+// The shortest value masked wherever it appears (real keys are far longer): a shorter one would garble every text it
+// occurs in — a resumed run reads its checkpoint's state back — so it is masked only where it is the whole value.
+const MIN_SCRUBBED_LENGTH = 8;
 
 /** Whether a field (or header) of this name holds a secret. */
 export const isSecretName = (name: string): boolean => SECRET_NAME.test(name) || KEY_WORD.test(name) || CAMEL_KEY.test(name);

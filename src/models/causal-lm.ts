@@ -95,6 +95,7 @@ export interface Generation {
   lengths: Int32Array;
   /** Per row, each chosen token's log-prob (with returnLogprobs). */
   logprobs?: Float32Array[];
+  /** Per row, each chosen token's log-prob under the distribution it was sampled from (with returnLogprobs). */
   processedLogprobs?: Float32Array[];
   /** Every step's raw next-token logits (with returnScores). */
   scores?: Float32Array;
@@ -136,6 +137,11 @@ export interface SaveOptions {
 }
 
 export { ModelLoadError };
+
+/** Generation met NaN or infinite logits (NaN weights, overflow in the dtype). */
+export class NonFiniteLogitsError extends Error {
+  override name = "NonFiniteLogitsError";
+}
 
 function ragged(rows: TokenRows, what: string): { tokens: Int32Array; lengths: Int32Array } {
   const lengths = new Int32Array(rows.length);
@@ -353,6 +359,9 @@ export class CausalLM {
       returnLogprobs: options.returnLogprobs ?? false,
       returnScores: options.returnScores ?? false,
       ...(options.stream === undefined ? {} : { stream: options.stream }),
+    }).catch((error: Error) => {
+      // The native side cannot name the model whose logits went non-finite.
+      throw /logits are not finite/.test(error.message) ? new NonFiniteLogitsError(`${this.source ?? "a model built in memory"}: ${error.message}`, { cause: error }) : error;
     });
     const rows = out.lengths.length;
     const completions = Array.from({ length: rows }, (_, r) => out.tokens.slice(r * out.width, r * out.width + out.lengths[r]));

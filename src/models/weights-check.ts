@@ -8,6 +8,7 @@ import type { ModelConfig } from "./config.js";
 
 /** A model directory that cannot be loaded: the message names the file (and tensor or field) at fault. */
 export class ModelLoadError extends Error {
+  /** Always "ModelLoadError". */
   override name = "ModelLoadError";
 }
 

@@ -30,6 +30,15 @@ export interface RuntimeInfo {
   cpuCacheLimitBytes: number;
 }
 
+/** What COMLRL_TF32 and COMLRL_DETERMINISTIC turned on when the addon loaded (native/optim/numerics.h). */
+export interface NumericsInfo {
+  tf32Requested: boolean;
+  /** TF32 matmuls and convolutions on CUDA: requested and a CUDA device present. */
+  tf32: boolean;
+  deterministic: boolean;
+  cublasWorkspaceConfig: string | null;
+}
+
 export interface CudaDeviceMemory {
   /** "cuda:N". */
   device: string;
@@ -94,6 +103,7 @@ export interface NativeReadouts {
 
 export interface NativeAddon extends NativeLosses, NativeReadouts {
   runtimeInfo(): RuntimeInfo;
+  numerics(): NumericsInfo;
   setNumThreads(n: number): void;
   /**
    * Runs a CPU module's calls, and those of optimizers whose first module it is, on agent lane `lane` ("cpu#lane",
@@ -196,6 +206,12 @@ export interface NativeModelInfo {
   dtype: string;
   /** The attention kernel on this device: libtorch's scaled_dot_product_attention or ours. */
   attention: "sdpa" | "eager";
+  /**
+   * The kernel each kind of forward runs: "eager" (ours) or the one libtorch's SDPA picks ("flash_attention",
+   * "efficient_attention", "cudnn_attention", "math"). training: right-padded rows, no cache, layers without a
+   * window; masked: left-padded prefills, shared-prompt scoring, windowed layers; decode: one query against a cache.
+   */
+  attentionKernels: { training: string; masked: string; decode: string };
   gradientCheckpointing: boolean;
   frozen: boolean;
 }
@@ -258,6 +274,12 @@ export interface AdamWOptions {
   betas?: [number, number];
   eps?: number;
   weightDecay?: number;
+  /**
+   * Keep AdamW's moments in float32 for bf16 parameters (their updates still round to bf16). Off (the default):
+   * moments in the parameter's dtype, pure-bf16 AdamW as CoMLRL runs it with bf16 parameters, where the second
+   * moment cannot decay by 0.1% a step and small updates round away.
+   */
+  fp32Moments?: boolean;
 }
 
 /** A parameter group: a model or a head (frozen parameters skipped), with its own lr / weight decay if given. */
@@ -285,6 +307,8 @@ export interface NativeOptimizer {
   load(path: string): Promise<void>;
   /** Forgets every parameter's moments and step count (a new optimizer over the same groups). */
   reset(): Promise<void>;
+  /** The dtype of each moment held (exp_avg and exp_avg_sq of every parameter with state; order unspecified). */
+  momentDtypes(): string[];
   dispose(): void;
 }
 

@@ -50,7 +50,6 @@ export interface TransitionInput {
 /** Produces each agent's next-turn prompt from the branch so far (feedback, role swap, "revise your answer"). */
 export type ExternalTransition = (input: TransitionInput) => string[] | Promise<string[]>;
 
-/** What one agent trains on from one node: its prompt, its K completions and their credited returns. */
 /** Log-probs of sampled tokens under the policy's own distribution (before temperature, top-k, top-p). */
 export interface SamplerLogprobs {
   /** [k]: one per completion token. */
@@ -61,6 +60,7 @@ export interface SamplerLogprobs {
   readonly updates: number;
 }
 
+/** What one agent trains on from one node: its prompt, its K completions and their credited returns. */
 export interface NodeSample {
   /** The agent (0-based). */
   agent: number;

@@ -73,6 +73,11 @@ describe("secrets by value", () => {
     expect(written).toContain("Ocp-Apim-Subscription-Key: ***");
   });
 
+  it("a secret under 8 characters is masked where it is the whole value only, so resumed state stays intact", () => {
+    const state = { config: { comparatorApiKey: "abc", comparatorApiHeaders: { "X-Auth-Key": "abc" } }, callbacks: { log: { dir: "abc-runs", last: "abc" } } };
+    expect(redactSecrets(state)).toEqual({ config: { comparatorApiKey: "***", comparatorApiHeaders: { "X-Auth-Key": "***" } }, callbacks: { log: { dir: "abc-runs", last: "***" } } });
+  });
+
   it("masks URL path segments that are keys by their form or by the segment before them", () => {
     expect(redactUrl("https://h/v1/key/abc123/complete")).toBe("https://h/v1/key/***/complete");
     expect(redactUrl("https://h/v1/sk-proj-abcdefgh1234/chat")).toBe("https://h/v1/***/chat");
