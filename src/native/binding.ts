@@ -32,10 +32,13 @@ export interface RuntimeInfo {
 
 /** What COMLRL_TF32 and COMLRL_DETERMINISTIC turned on when the addon loaded (native/optim/numerics.h). */
 export interface NumericsInfo {
+  /** Whether TF32 was asked for (COMLRL_TF32) when the addon loaded. */
   tf32Requested: boolean;
   /** TF32 matmuls and convolutions on CUDA: requested and a CUDA device present. */
   tf32: boolean;
+  /** Whether deterministic algorithms were asked for (COMLRL_DETERMINISTIC) when the addon loaded. */
   deterministic: boolean;
+  /** CUBLAS_WORKSPACE_CONFIG as the addon saw it (null: unset). */
   cublasWorkspaceConfig: string | null;
 }
 

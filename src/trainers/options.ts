@@ -2,7 +2,9 @@
 // the nearest valid one, never silently ignored, and enum-like options must hold one of their values.
 import { closestField } from "../config/fields.js";
 
+/** An unknown or invalid trainer option; the message names it and the nearest valid one. */
 export class TrainerOptionError extends TypeError {
+  /** Always "TrainerOptionError". */
   override name = "TrainerOptionError";
 }
 

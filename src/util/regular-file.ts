@@ -8,7 +8,7 @@ function kindOf(stats: Stats): string {
   if (stats.isCharacterDevice()) return "a character device";
   if (stats.isBlockDevice()) return "a block device";
   if (stats.isSocket()) return "a socket";
-  return "not a regular file";
+  return "a special file";
 }
 
 /** What `file` is when it exists (symlinks followed) and is not a regular file, e.g. "a FIFO"; null otherwise. */

@@ -16,6 +16,7 @@ import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resol
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
 import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
 
+/** IACTrainer.create()'s options: the task and agents, and the critics (criticModel or critics; none with useSeparateCritic false). */
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
 const NO_TOKENS = new Int32Array(0);
@@ -25,6 +26,7 @@ export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>)
   if (options.agents !== null && options.agents !== undefined && !options.tokenizer) throw new AgentResolutionError("Tokenizer must be provided when using agents.");
 }
 
+/** IAC: actors trained A2C-style against independent LLM critics, or value heads on the actors (docs/actor-critic.md). */
 export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IACLearner> {
   readonly algorithm = "IAC";
 
@@ -41,6 +43,7 @@ export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IAC
     return iacRunConfig(this.config);
   }
 
+  /** Builds the trainer: validates options and config, loads actors and critics, and registers them. */
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");
     const config = iacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as IACConfigInput);

@@ -12,7 +12,9 @@ import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
+  /** The critics' base model (one critic per agent with useSeparateCritic; MAAC's one critic). */
   criticModel?: ModelSource | null;
+  /** One critic model per agent (MAAC: one), instead of criticModel. */
   critics?: ModelSource[] | null;
   /** Domain metrics from each item's samples, logged with the train metrics. */
   metricsCallback?: ((samples: ActorCriticSample[]) => Record<string, number>) | null;

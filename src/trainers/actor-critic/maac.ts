@@ -39,6 +39,7 @@ function headHiddenDim(options: MAACTrainerOptions): number | null {
   return dim;
 }
 
+/** MAAC: actors trained A2C-style against one centralized critic that reads every agent's prompt (docs/actor-critic.md). */
 export class MAACTrainer extends RolloutTrainer<ActorCriticSample, MAACConfig, MAACLearner> {
   readonly algorithm = "MAAC";
 
@@ -55,6 +56,7 @@ export class MAACTrainer extends RolloutTrainer<ActorCriticSample, MAACConfig, M
     return maacRunConfig(this.config);
   }
 
+  /** Builds the trainer: validates options and config, loads actors and the critic, and registers them. */
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
     checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");
     const config = maacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as MAACConfigInput);

@@ -36,6 +36,7 @@ export interface ComponentOptimizer {
   dispose(): void;
 }
 
+/** How a trainer registers a weight-bearing part: its name (also its checkpoint directory), module, optimizer and where saveModel puts it. */
 export interface ComponentSpec {
   /** Unique; its checkpoint directory ("agent_0", "reference_0", "agent_1/critic", "reward_model"). */
   name: string;
@@ -52,6 +53,7 @@ export interface ComponentSpec {
   exportDir?: string | null;
 }
 
+/** A registered part, every field of its spec resolved. */
 export interface Component extends Required<ComponentSpec> {
   /** The earlier component whose module this one shares, or null. */
   sharesModuleWith: string | null;
@@ -66,11 +68,13 @@ export interface SavedComponent {
 }
 
 export class ComponentError extends Error {
+  /** Always "ComponentError". */
   override name = "ComponentError";
 }
 
 const OPTIMIZER_FILE = "optimizer.pt";
 
+/** The trainer's registered parts, which checkpoints, exact resume, saveModel and close() iterate over. */
 export class ComponentRegistry {
   private readonly list: Component[] = [];
 

@@ -14,12 +14,15 @@ import type { StageTimings } from "./timings.js";
  * within the stage and the step within the epoch, plus running totals.
  */
 export interface TrainProgress {
+  /** The current iteration (iterative trainers; 0 otherwise). */
   iteration: number;
+  /** The current stage of the iteration's schedule. */
   stage: number;
   /** Completed epochs of the current stage. */
   epoch: number;
   /** The next step (item, pair batch, …) of the current epoch. */
   itemIndex: number;
+  /** Env steps so far (joint actions sampled). */
   envStep: number;
   /** Optimizer steps taken, over every component. */
   update: number;
@@ -77,12 +80,16 @@ export interface StepRequest {
 /** Takes one optimizer step (see StageHost.step). */
 export type StepFunction = (request: StepRequest) => Promise<UpdateRecord>;
 
+/** A non-finite loss or value the trainer cannot step over (onNonFinite "error", or a critic's value); the message names the agent and batch. */
 export class NonFiniteError extends Error {
+  /** Always "NonFiniteError". */
   override name = "NonFiniteError";
 }
 
+/** What a batch with a non-finite loss does: "skip" drops its gradient (the default), "error" stops the run. */
 export type NonFinitePolicy = "skip" | "error";
 
+/** What every stage and hosted learner runs inside: the progress counters, the shuffle generator, logging, optimizer steps and the non-finite policy. */
 export interface StageHost {
   readonly progress: TrainProgress;
   /** The run's shuffle generator (checkpointed, per rank under data parallelism). */

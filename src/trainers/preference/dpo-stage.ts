@@ -10,6 +10,7 @@ import type { PreferencePair, PreferencePairs } from "./pairs.js";
 /** What the DPO stage reads of its trainer's config (MADPOIter's pair selection differs from MADPO's). */
 export type DpoConfig = Omit<MADPOConfig, "pairSelection">;
 
+/** What one joint DPO step logs. */
 export interface DPOStepMetrics {
   /** mean_p −log σ(β Δ_p), the same joint loss every agent descends. */
   loss: number;

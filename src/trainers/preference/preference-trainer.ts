@@ -67,6 +67,7 @@ export abstract class PreferenceTrainer<C extends PreferenceConfig, O extends Ta
     actors.environment.timings = this.timings;
   }
 
+  /** The trained agents, in agent order. */
   get agents(): Agent[] {
     return this.actors.agents;
   }

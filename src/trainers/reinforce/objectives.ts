@@ -276,7 +276,6 @@ export class ObjectiveSteps {
   /** One minibatch's gradient under the agent's objective; the caller steps the optimizer. */
   async backward(agent: Agent, minibatch: readonly NodeSample[]): Promise<{ loss: number; objective: Record<string, number> }> {
     const objective = this.config.objectives[agent.index];
-    agent.model.zeroGrad();
     const metrics: Record<string, number> = {};
     const filtered = this.filteredFraction.get(agent.index);
     if (filtered !== undefined) metrics["objective/zero_variance_filtered"] = filtered;

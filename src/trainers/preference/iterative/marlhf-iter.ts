@@ -20,12 +20,14 @@ import { scoreCandidates, type Candidates } from "./candidates.js";
 import { iterationStages, IterativeRound } from "./round.js";
 import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
 
+/** MARLHFIterTrainer.create()'s options: MARLHF's, plus the comparator's. */
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
 }
 
 const MARLHF_ITER_OPTION_KEYS = { ...MARLHF_OPTION_KEYS, ...ITERATIVE_OPTION_KEYS } as const satisfies Record<keyof MARLHFIterTrainerOptions, true>;
 
+/** Iterative MARLHF: every iteration collects pairs, trains a fresh reward model on them, then RL against it (docs/iterative.md). */
 export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLHFIterTrainerOptions> {
   readonly algorithm = "MARLHFIter";
   private phases!: RlhfPhases;
@@ -33,6 +35,7 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
   /** Whether the current reward model has been stepped (so the next iteration starts a fresh one and may score with it). */
   private rewardModelTrained = false;
 
+  /** Builds the trainer: validates options and config, loads the agents and the comparator, and registers them. */
   static async create(options: MARLHFIterTrainerOptions): Promise<MARLHFIterTrainer> {
     checkOptionKeys(options, MARLHF_ITER_OPTION_KEYS, "MARLHFIterTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfIterConfig(input));
