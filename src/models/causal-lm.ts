@@ -9,6 +9,9 @@ import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
 
+/** An agent's (or critic's) model: a hub id or directory to load, or a loaded model. */
+export type ModelSource = string | CausalLM;
+
 export type Dtype = "float32" | "bfloat16" | "float16";
 
 export interface LoadOptions {
@@ -407,6 +410,19 @@ export class CausalLM {
 
   info(): NativeModelInfo {
     return this.native.info();
+  }
+
+  /**
+   * Runs this model's calls (its heads', and those of optimizers whose first module it is) on CPU agent lane `lane`
+   * with one intra-op thread, beside the other lanes; null returns them to its device's lane.
+   */
+  setComputeLane(lane: number | null): void {
+    addon().setComputeLane(this.native, lane);
+  }
+
+  /** Where this model's calls run: "cpu", "cuda:N" or an agent lane "cpu#k". */
+  computeLane(): string {
+    return addon().computeLane(this.native);
   }
 
   /** Writes an HF directory atomically: config.json, generation_config.json, safetensors (sharded above the limit). */

@@ -66,7 +66,7 @@ export async function setUpActors(
     valueHeads: extra.valueHeads,
   });
   // Agents whose updates take turns would overlap only their sampling, and lose the second intra-op thread in every
-  // update (MAAC's demo epoch: 0.74–0.82× with lanes, A/B of 2026-12-02).
+  // update (README, Performance: "CPU agent lanes").
   const lanes = extra.updatesInTurn ? 1 : cpuLanesFor(config.parallelTraining, [...placement.agentDevices, ...(config.referenceKlEnabled ? placement.referenceDevices : [])], sources);
   agents.forEach((agent) => placeOnAgentLane(lanes, agent.index, [agent.model, agent.reference]));
   const environment: RolloutEnvironment = {

@@ -55,7 +55,8 @@ export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IAC
         criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
       },
       // References are always deep copies of the agents in IAC (spec §3.6).
-      load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } }),
+      // A critic model shared by agents is one module: their updates then take turns, with no agent lanes.
+      load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim }, updatesInTurn: sharesModels(criticSources) }),
       make: async (actors) => {
         const critics = await loadIACCritics(config, actors, criticSources);
         return new IACTrainer(config, options, defaultOutputDir("IACTrainer", options.outputDir), (host) => new IACLearner(config, actors.agents, critics, options, actors.environment, host));
@@ -73,7 +74,7 @@ export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IAC
  * IAC's critics for actors set up by setUpActors (IACTrainer's, or MARLHF's for its RL phase): one per source on
  * the agents' critic devices, none when the value heads sit on the actors. The caller registers them.
  */
-export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "environment" | "lanes">, criticSources: ModelSource[]): Promise<Critic[]> {
+export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "lanes">, criticSources: ModelSource[]): Promise<Critic[]> {
   if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
   const critics = await loadCritics({
     sources: criticSources,
@@ -84,9 +85,8 @@ export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "ag
     optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
     tokenizers: actors.agents.map((a) => a.tokenizer),
   });
-  // Each critic on its agent's lane; a critic shared by agents is one module, so then the agents take turns.
-  if (sharesModels(criticSources)) actors.environment.concurrent = actors.placement.concurrent;
-  else critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
+  // Each critic on its agent's lane (agents sharing one critic have none: setUpActors' updatesInTurn).
+  critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
   return critics;
 }
 

@@ -50,10 +50,11 @@ export class DpoTraining {
         return Math.ceil(preferences.pairs.length / c.trainBatchSize);
       },
       evaluateBefore: (i) => c.evalInterval > 0 && (this.host.progress.epoch * dpo.steps + i) % c.evalInterval === 0 && this.hasEvalData,
+      // Drawn from the checkpointed generator, so a resumed epoch has the same order.
+      beginEpoch: async () => {
+        this.order = this.host.random.shuffle(preferences.pairs.map((_, j) => j));
+      },
       runStep: async (i) => {
-        // Drawn at each epoch's first step (this rank's first under data parallelism, whose shard starts elsewhere)
-        // from the checkpointed generator, so a resumed epoch has the same order.
-        if (this.host.progress.itemIndex === 0) this.order = this.host.random.shuffle(preferences.pairs.map((_, j) => j));
         const batch = this.order.slice(i * c.trainBatchSize, (i + 1) * c.trainBatchSize).map((j) => preferences.pairs[j]);
         const metrics = await this.update(batch);
         return { "dpo loss": metrics.loss };

@@ -71,6 +71,11 @@ export abstract class PreferenceTrainer<C extends PreferenceConfig, O extends Ta
     return this.actors.agents;
   }
 
+  /** Whether the agents sample and step at the same time (on devices or CPU agent lanes of their own). */
+  get concurrent(): boolean {
+    return this.actors.environment.concurrent;
+  }
+
   /** The role count (numAgents); one centralized actor writes for all of them. */
   get numRoles(): number {
     return this.actors.numRoles;

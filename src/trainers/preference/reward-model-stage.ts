@@ -102,21 +102,20 @@ export class RewardModelTraining {
    */
   stage(step: (batch: PreferencePair[]) => Promise<RewardModelStepMetrics>): TrainingStage {
     const c = this.config;
-    const training = this;
+    const trainingPairs = () => this.trainingPairs;
     let pairs: PreferencePair[] = [];
     return {
       name: "reward_model",
       epochs: c.rewardNumTrainEpochs,
       get steps() {
-        return Math.ceil(training.trainingPairs.length / c.rewardTrainBatchSize);
+        return Math.ceil(trainingPairs().length / c.rewardTrainBatchSize);
+      },
+      // Drawn from the checkpointed generator, so a resumed epoch has the same order.
+      beginEpoch: async () => {
+        pairs = this.trainingPairs;
+        this.order = this.host.random.shuffle(pairs.map((_, j) => j));
       },
       runStep: async (i) => {
-        if (this.host.progress.itemIndex === 0) {
-          pairs = this.trainingPairs;
-          // Drawn at each epoch's first step (this rank's first under data parallelism, whose shard starts
-          // elsewhere) from the checkpointed generator, so a resumed epoch has the same order.
-          this.order = this.host.random.shuffle(pairs.map((_, j) => j));
-        }
         const batch = this.order.slice(i * c.rewardTrainBatchSize, (i + 1) * c.rewardTrainBatchSize).map((j) => pairs[j]);
         const metrics = await step(batch);
         return { "rm loss": metrics.loss };
