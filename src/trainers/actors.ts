@@ -10,7 +10,7 @@ import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
 import { withGenerationKwargs } from "./generation-kwargs.js";
 import { cpuLanesFor, placeOnAgentLane } from "./lanes.js";
-import { checkOneOf } from "./options.js";
+import { adamW, checkOneOf } from "./options.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** The config fields actor setup reads. */
@@ -59,7 +59,7 @@ export async function setUpActors(
     referenceDevices: config.referenceKlEnabled ? placement.referenceDevices : null,
     dtype: config.dtype,
     seed: config.seed,
-    optimizer: { lr: config.agentLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    optimizer: adamW(config, config.agentLearningRate),
     sampling,
     evalSampling,
     referencesAsCopies: extra.referencesAsCopies,

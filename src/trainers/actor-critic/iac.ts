@@ -11,7 +11,7 @@ import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, ty
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
 import { placeOnAgentLane, sharesModels } from "../lanes.js";
-import { checkOptionKeys } from "../options.js";
+import { adamW, checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
 import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
@@ -82,7 +82,7 @@ export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "ag
     dtype: config.dtype,
     seed: config.seed,
     headHiddenDim: config.criticValueHeadHiddenDim,
-    optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    optimizer: adamW(config, config.criticLearningRate),
     tokenizers: actors.agents.map((a) => a.tokenizer),
   });
   // Each critic on its agent's lane (agents sharing one critic have none: setUpActors' updatesInTurn).

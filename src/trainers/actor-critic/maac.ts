@@ -11,7 +11,7 @@ import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
-import { checkOptionKeys, TrainerOptionError } from "../options.js";
+import { adamW, checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
@@ -94,7 +94,7 @@ export async function loadMAACCritic(config: MAACConfig, actors: Pick<Actors, "a
     dtype: config.dtype,
     seed: config.seed,
     headHiddenDim,
-    optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    optimizer: adamW(config, config.criticLearningRate),
     tokenizers: [actors.agents[0].tokenizer],
   });
   return critic;

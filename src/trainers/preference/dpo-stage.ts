@@ -1,14 +1,12 @@
 // MADPO's DPO stage (COMLRL-SPEC §6.2), shared by MADPO and MADPOIter: numTrainEpochs passes over the shuffled pair
 // set, one joint DPO step per trainBatchSize pairs, in which every agent is stepped in turn on the joint loss. It
 // runs inside its trainer's host, which counts its env steps and updates and logs them.
-import type { MADPOConfig } from "../../config/index.js";
+import type { PreferenceBaseConfig } from "./base-config.js";
 import type { Agent } from "../agents.js";
 import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
 import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
 
-/** What the DPO stage reads of its trainer's config (MADPOIter's pair selection differs from MADPO's). */
-export type DpoConfig = Omit<MADPOConfig, "pairSelection">;
 
 export interface DPOStepMetrics {
   /** mean_p −log σ(β Δ_p), the same joint loss every agent descends. */
@@ -30,7 +28,7 @@ export class DpoTraining {
 
   constructor(
     private readonly host: StageHost,
-    private readonly config: DpoConfig,
+    private readonly config: PreferenceBaseConfig,
     private readonly agents: readonly Agent[],
     /** Whether agents score and step at the same time (distinct devices). */
     private readonly concurrent: boolean,

@@ -5,7 +5,8 @@
 // phase shares with MARLHF's config: every field of the learner's config is read from MARLHF's by the same name
 // (a field MARLHF lacks is an error, never a silent default). Critics come from the first source given of
 // critics, criticModel, criticModelName and the agents' model ids; the host registers them.
-import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput, type MARLHFConfig } from "../../config/index.js";
+import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput } from "../../config/index.js";
+import type { RlhfConfig } from "./base-config.js";
 import { IAC_FIELDS, MAAC_FIELDS } from "../../config/actor-critic.js";
 import { MAGRPO_FIELDS } from "../../config/magrpo.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
@@ -22,8 +23,7 @@ import { MAGRPOLearner, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js
 
 export type RLLearner = MAGRPOLearner | IACLearner | MAACLearner;
 
-/** What the RL phase and the reward model read of MARLHF's config (MARLHFIter's too, whose pair selection differs). */
-export type RlhfConfig = Omit<MARLHFConfig, "pairSelection">;
+export type { RlhfConfig };
 export type ActorCriticLearner = IACLearner | MAACLearner;
 
 /**
