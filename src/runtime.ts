@@ -16,13 +16,9 @@ export function setNumThreads(n: number): void {
 }
 
 /**
- * CPU agent-lane jobs running now, and the most that ran at once since resetAgentLanePeak(): whether agents on
- * lanes of their own really overlap.
+ * CPU agent-lane jobs running now, and the most that ran at once since the last call: whether agents on lanes of
+ * their own really overlap.
  */
 export function agentLaneJobs(): { running: number; peak: number } {
   return addon().agentLaneJobs();
-}
-
-export function resetAgentLanePeak(): void {
-  addon().resetAgentLanePeak();
 }

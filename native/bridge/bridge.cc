@@ -223,9 +223,10 @@ Lane& LaneNamed(const std::string& name) {
 
 std::string AgentLaneName(int k) { return kAgentLanePrefix + std::to_string(k); }
 
-AgentLaneJobs AgentLaneJobCounts() { return {running_agent_jobs.load(), peak_agent_jobs.load()}; }
-
-void ResetAgentLanePeak() { peak_agent_jobs.store(running_agent_jobs.load()); }
+AgentLaneJobs TakeAgentLaneJobCounts() {
+  const int running = running_agent_jobs.load();
+  return {running, peak_agent_jobs.exchange(running)};
+}
 
 void SetNumThreads(int n) {
   // Torch sets a thread's OpenMP count on that thread's first parallel op; do it now, or it would undo the below.

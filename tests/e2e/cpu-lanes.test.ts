@@ -9,7 +9,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
-import { agentLaneJobs, resetAgentLanePeak } from "../../src/runtime.js";
+import { agentLaneJobs } from "../../src/runtime.js";
 import { CPU_LANES_ENV } from "../../src/trainers/lanes.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
@@ -47,7 +47,7 @@ async function run(kind: string, lanes: string | undefined) {
   const trainer = await makeTrainer(base, tokenizer, outputDir, 1, {}, kind);
   const placed = lanesOf(trainer);
   const concurrent = concurrentOf(trainer);
-  resetAgentLanePeak();
+  agentLaneJobs(); // counts from here
   await trainer.train();
   const { peak: laneJobsAtOnce } = agentLaneJobs();
   const weights = trainer.weights().map((w) => Array.from(w));

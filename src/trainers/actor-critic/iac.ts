@@ -9,12 +9,11 @@ import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
-import { RolloutTrainer } from "../rollout-trainer.js";
 import { placeOnAgentLane, sharesModels } from "../lanes.js";
 import { adamW, checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
-import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
+import { headValues, type CriticView } from "./samples.js";
 
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
@@ -25,17 +24,8 @@ export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>)
   if (options.agents !== null && options.agents !== undefined && !options.tokenizer) throw new AgentResolutionError("Tokenizer must be provided when using agents.");
 }
 
-export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IACLearner> {
+export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {
   readonly algorithm = "IAC";
-
-  private constructor(config: IACConfig, options: IACTrainerOptions, outputDir: string, learner: (host: StageHost) => IACLearner) {
-    super(config, options, outputDir, learner);
-  }
-
-  /** One per agent with separate critics, else none (the heads sit on the actors). */
-  get critics(): Critic[] {
-    return this.learner.critics;
-  }
 
   protected comlrlRunConfig(): Record<string, unknown> {
     return iacRunConfig(this.config);
