@@ -5,7 +5,7 @@ import { MAGRPOTrainer, type NodeSample, type RewardFunction } from "../src/inde
 import { dataFile, exampleArgs, readJsonl } from "./common.js";
 
 const args = await exampleArgs("alternating-trainers", { epochs: 4 });
-const items = readJsonl(dataFile("story-prompts.jsonl"));
+const items = readJsonl(dataFile("story-prompts.jsonl")).slice(0, args.items);
 const lengthNear = (target: number): RewardFunction => (completions) => completions[0].map((c) => 1 - Math.min(1, Math.abs(c.length - target) / target));
 
 const make = (name: string, target: number) =>

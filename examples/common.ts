@@ -19,20 +19,26 @@ export function readJsonl(file: string): Item[] {
 
 export const dataFile = (name: string) => path.join(path.dirname(new URL(import.meta.url).pathname), "data", name);
 
-/** --model (a hub id like Qwen/Qwen2.5-0.5B or a local HF dir; default: a tiny model made here), --epochs, --out. */
+/**
+ * --model (a hub id like Qwen/Qwen2.5-0.5B or a local HF dir; default: $COMLRL_MODEL, else a tiny model made here),
+ * --epochs, --items (train on the first n items only: a quick run), --out.
+ */
 export async function exampleArgs(name: string, defaults: { epochs: number }) {
   const { values } = parseArgs({
     options: {
       model: { type: "string" },
       epochs: { type: "string", default: String(defaults.epochs) },
+      items: { type: "string" },
       out: { type: "string", default: path.join("runs", name) },
     },
   });
-  let model = values.model;
+  let model = values.model ?? process.env.COMLRL_MODEL;
   if (!model) {
     model = path.join(values.out!, "tiny-model");
     await createTinyModel(model, { seed: 1 });
     console.log(`no --model given: training a tiny model made in ${model}`);
   }
-  return { model, epochs: Number(values.epochs), out: values.out! };
+  const items = values.items === undefined ? undefined : Number(values.items);
+  if (items !== undefined && !(Number.isInteger(items) && items >= 1)) throw new RangeError(`--items must be a positive integer, got ${values.items}`);
+  return { model, epochs: Number(values.epochs), items, out: values.out! };
 }

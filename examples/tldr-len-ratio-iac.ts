@@ -1,7 +1,6 @@
 // CoMLRL's TLDR dual-length task with IAC: an independent LLM critic per agent (CoMLRL ships it for MAGRPO, IAC and MAAC).
 //   npx tsx examples/tldr-len-ratio-iac.ts [--model Qwen/Qwen2.5-0.5B] [--epochs 3]
-import { IACTrainer } from "../src/index.js";
-import { getTask } from "../src/tasks/registry.js";
+import { getTask, IACTrainer } from "../src/index.js";
 import { exampleArgs } from "./common.js";
 
 const task = getTask("tldr-len-ratio");
@@ -12,7 +11,7 @@ const trainer = await IACTrainer.create({
   numAgents: 2,
   rewardFunc: task.rewardFunc,
   formatters: task.formatters,
-  trainDataset: task.dataset(),
+  trainDataset: task.dataset({ limit: args.items }),
   outputDir: args.out,
   config: { numAgents: 2, numTurns: 1, numTrainEpochs: args.epochs, agentLearningRate: 5e-5, criticLearningRate: 5e-5, numGenerations: 4, maxNewTokens: 96, evalInterval: 0 },
 });

@@ -1,7 +1,6 @@
 // CoMLRL's TLDR dual-length task, ported: a concise summary (~220 characters) and a detailed one 2–3× longer.
 //   npx tsx examples/tldr-len-ratio.ts [--model Qwen/Qwen2.5-0.5B] [--epochs 3]
-import { MAGRPOTrainer } from "../src/index.js";
-import { getTask } from "../src/tasks/registry.js";
+import { getTask, MAGRPOTrainer } from "../src/index.js";
 import { exampleArgs } from "./common.js";
 
 const task = getTask("tldr-len-ratio");
@@ -11,7 +10,7 @@ const trainer = await MAGRPOTrainer.create({
   numAgents: 2,
   rewardFunc: task.rewardFunc,
   formatters: task.formatters,
-  trainDataset: task.dataset(),
+  trainDataset: task.dataset({ limit: args.items }),
   outputDir: args.out,
   config: { numAgents: 2, numTurns: 1, numTrainEpochs: args.epochs, agentLearningRate: 5e-5, numGenerations: 4, maxNewTokens: 96, evalInterval: 0 },
 });

@@ -8,6 +8,7 @@
 #include "losses/loss_binding.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
+#include "optim/numerics.h"
 #include "runtime/caching_allocator.h"
 #include "runtime/compute_lanes.h"
 #include "runtime/runtime.h"
@@ -18,6 +19,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::InstallCachingCpuAllocator();
   comlrl::InitLanes(env);
   comlrl::InitRuntime(env, exports);
+  comlrl::InitNumerics(env, exports);
   comlrl::InitComputeLanes(env, exports);
   comlrl::NativeModel::Init(env, exports);
   comlrl::NativeValueHead::Init(env, exports);

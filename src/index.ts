@@ -1,5 +1,5 @@
 // The public API of comlrl.
-export { runtimeInfo, setNumThreads, type RuntimeInfo } from "./runtime.js";
+export { numerics, runtimeInfo, setNumThreads, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
 export { AddonLoadError } from "./native/loader.js";
 
 export { CausalLM, ModelLoadError, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type SaveOptions, type Scores } from "./models/causal-lm.js";

@@ -1,12 +1,17 @@
 // Process-wide runtime facts and settings.
 import { addon } from "./native/loader.js";
-import type { RuntimeInfo } from "./native/binding.js";
+import type { NumericsInfo, RuntimeInfo } from "./native/binding.js";
 
-export type { RuntimeInfo };
+export type { NumericsInfo, RuntimeInfo };
 
 /** libtorch version, CUDA availability and device count, intra-op threads and the BLAS in use. */
 export function runtimeInfo(): RuntimeInfo {
   return addon().runtimeInfo();
+}
+
+/** Whether TF32 and deterministic algorithms are on: opted into with COMLRL_TF32=1 and COMLRL_DETERMINISTIC=1 (docs/gpu.md). */
+export function numerics(): NumericsInfo {
+  return addon().numerics();
 }
 
 /** Sets libtorch's intra-op thread count (defaults to the machine's cores, or COMLRL_NUM_THREADS). */

@@ -1,4 +1,5 @@
 #include "bridge.h"
+#include "module_state.h"
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
@@ -155,7 +156,11 @@ class Lane {
 
   void Serve() {
 #if COMLRL_WITH_CUDA
-    const std::optional<c10::cuda::CUDAStream> stream = BindStream();
+    // Bound by the first job, inside its error handling: a device that cannot start (busy in exclusive-process
+    // mode, a driver mismatch, no memory for a context) rejects that job with the CUDA error instead of ending the
+    // process from this thread; the next job tries again.
+    std::optional<c10::cuda::CUDAStream> stream;
+    bool stream_bound = false;
 #endif
     for (;;) {
       Job* job;
@@ -174,6 +179,12 @@ class Lane {
       }
       if (agent_lane_) SettleBlasAtOneThread();
       try {
+#if COMLRL_WITH_CUDA
+        if (!stream_bound) {
+          stream = BindStream();
+          stream_bound = true;
+        }
+#endif
         std::optional<RunningAgentJob> counted;
         if (agent_lane_) counted.emplace();
         job->resolver = job->work();
@@ -240,6 +251,14 @@ void SetNumThreads(int n) {
   // spinning between parallel regions: every region of a decode step paid a futex wake-up (~57 context switches per
   // step, batch-8 decoding at 60% of its speed).
   omp_set_num_threads(1);
+#endif
+}
+
+void SynchronizeCurrentStream(const torch::Device& device) {
+#if COMLRL_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+#else
+  (void)device;
 #endif
 }
 
@@ -373,8 +392,11 @@ torch::Device ParseDevice(const std::string& text) {
   if (text == "cpu") return torch::Device(torch::kCPU);
   if (text.rfind("cuda", 0) == 0) {
     if (!torch::cuda::is_available()) throw ArgumentError("device \"" + text + "\" requested but CUDA is not available");
+    // "cuda" is device 0, as in torch: one spelling per device, so that a module loaded on "cuda" shares cuda:0's
+    // lane and stream, and optimizers and heads see the two as one device.
     torch::Device device(text);
-    if (device.has_index() && device.index() >= static_cast<int64_t>(torch::cuda::device_count())) {
+    if (!device.has_index()) device.set_index(0);
+    if (device.index() >= static_cast<int64_t>(torch::cuda::device_count())) {
       throw ArgumentError("device \"" + text + "\" does not exist (" + std::to_string(torch::cuda::device_count()) +
                           " CUDA devices)");
     }

@@ -195,6 +195,17 @@ bool OnNccl(const ProcessGroupState& state, const torch::Device& device) {
 #endif
 }
 
+// Whether every one of the tensors sits on this rank's NCCL device: 1 or 0, to be summed over the ranks. A call
+// uses NCCL only when the sum is the world size: a rank reducing with NCCL waits for peers that reduce with Gloo, so
+// the backend is one every rank agrees on (a rank whose modules share a GPU, or sit on another one, makes it Gloo).
+double NcclFlag(const ProcessGroupState& state, const std::vector<torch::Tensor>& tensors) {
+  if (tensors.empty()) return 0;
+  for (const auto& tensor : tensors) {
+    if (!OnNccl(state, tensor.device())) return 0;
+  }
+  return 1;
+}
+
 // NCCL's results and the copies out of its buckets run on this lane's CUDA stream; the device's other lanes read
 // the gradients next, so the collective is finished on the device before it resolves.
 void SynchronizeNccl(const ProcessGroupState& state) {
@@ -380,15 +391,19 @@ Napi::Value NativeProcessGroup::AllReduceGradients(const Napi::CallbackInfo& inf
           if (parameter.requires_grad()) parameters.push_back(parameter);
         }
       }
-      // One small reduction first: the total weight, the caller's values and which gradients exist anywhere.
+      // One small reduction first: the total weight, the caller's values, which gradients exist anywhere, and
+      // whether every rank can reduce them with NCCL (NcclFlag).
       const int64_t value_count = values.numel();
-      auto scalars = torch::zeros({1 + value_count + static_cast<int64_t>(parameters.size())}, torch::kFloat64);
+      const int64_t nccl_slot = 1 + value_count + static_cast<int64_t>(parameters.size());
+      auto scalars = torch::zeros({nccl_slot + 1}, torch::kFloat64);
       scalars[0] = weight;
       if (value_count > 0) scalars.narrow(0, 1, value_count).copy_(values);
       for (size_t p = 0; p < parameters.size(); ++p) scalars[1 + value_count + p] = parameters[p].grad().defined() ? 1.0 : 0.0;
+      scalars[nccl_slot] = NcclFlag(*state, parameters);
       std::vector<at::Tensor> scalar_buffers{scalars};
       state->Wait(AllReduceSum(*state, scalar_buffers), "allReduceGradients");
       const double total = scalars[0].item<double>();
+      const bool use_nccl = scalars[nccl_slot].item<double>() == state->world_size;
       int64_t bytes = scalars.numel() * 8;
 
       if (total > 0) {
@@ -402,7 +417,7 @@ Napi::Value NativeProcessGroup::AllReduceGradients(const Napi::CallbackInfo& inf
           if (bucket.slots.empty()) return;
           // Buckets of GPU gradients stay on the GPU under NCCL; everything else is reduced from CPU memory.
           const torch::Device device = bucket.slots.front().parameter.device();
-          bucket.flat = torch::empty({filled}, torch::TensorOptions().dtype(torch::kFloat32).device(OnNccl(*state, device) ? device : torch::kCPU));
+          bucket.flat = torch::empty({filled}, torch::TensorOptions().dtype(torch::kFloat32).device(use_nccl ? device : torch::kCPU));
           for (const auto& slot : bucket.slots) {
             auto target = bucket.flat.narrow(0, slot.offset, slot.parameter.numel());
             const auto& grad = slot.parameter.grad();
@@ -470,13 +485,23 @@ Napi::Value NativeProcessGroup::BroadcastParameters(const Napi::CallbackInfo& in
       const auto start = std::chrono::steady_clock::now();
       ModuleLocks locks(Raw(modules));
       torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> tensors;
+      for (const auto& module : modules) {
+        for (const auto& parameter : module->Module().parameters()) tensors.push_back(parameter);
+        for (const auto& buffer : module->Module().buffers()) tensors.push_back(buffer);
+      }
+      // Whether every rank broadcasts with NCCL (NcclFlag), agreed first over Gloo.
+      auto agreement = torch::full({1}, NcclFlag(*state, tensors), torch::kFloat64);
+      std::vector<at::Tensor> agreement_buffers{agreement};
+      state->Wait(state->group->allreduce(agreement_buffers), "broadcastParameters");
+      [[maybe_unused]] const bool use_nccl = agreement.item<double>() == state->world_size;
       c10d::BroadcastOptions options;
       options.rootRank = root;
-      int64_t bytes = 0;
+      int64_t bytes = 8;
       auto broadcast = [&](const torch::Tensor& tensor) {
         if (!tensor.defined() || tensor.numel() == 0) return;
 #if COMLRL_HAVE_NCCL
-        if (OnNccl(*state, tensor.device()) && tensor.is_contiguous()) {
+        if (use_nccl && tensor.is_contiguous()) {
           std::vector<at::Tensor> buffers{tensor.detach()};
           state->Wait(state->nccl->broadcast(buffers, options), "broadcastParameters");
           bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
@@ -486,10 +511,7 @@ Napi::Value NativeProcessGroup::BroadcastParameters(const Napi::CallbackInfo& in
         OverCpu(*state, tensor.detach(), "broadcastParameters", [&](std::vector<at::Tensor>& buffers) { return state->group->broadcast(buffers, options); });
         bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
       };
-      for (const auto& module : modules) {
-        for (const auto& parameter : module->Module().parameters()) broadcast(parameter);
-        for (const auto& buffer : module->Module().buffers()) broadcast(buffer);
-      }
+      for (const auto& tensor : tensors) broadcast(tensor);
       SynchronizeNccl(*state);
       const double seconds = SecondsSince(start);
       return [bytes, seconds](Napi::Env env) -> Napi::Value { return Traffic(env, bytes, seconds); };

@@ -167,7 +167,7 @@ Napi::Value NativeValueHead::LoadStateDict(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     Napi::Object dict = ObjectArg(info, 0, "state dict");
-    std::lock_guard<std::mutex> lock(state->mutex);
+    ModuleLocks lock({state.get()});
     auto parameters = state->module->named_parameters();
     std::set<std::string> expected;
     std::string names;

@@ -62,9 +62,12 @@ torch::Tensor ReadoutHidden(CausalLMImpl& model, const CompletionBatch& batch, R
 
 torch::Tensor LastRealTokenHidden(CausalLMImpl& model, const torch::Tensor& ids, const torch::Tensor& mask) {
   const torch::Tensor real = mask.to(torch::kInt64);
-  TORCH_CHECK(real.sum(1).min().item<int64_t>() > 0, "a row of attentionMask has no real token");
+  // The fewest and the most real tokens of a row, in one read from the device.
+  const auto [fewest, most] = torch::aminmax(real.sum(1));
+  const torch::Tensor counts = torch::stack({fewest, most}).cpu();
+  TORCH_CHECK(counts[0].item<int64_t>() > 0, "a row of attentionMask has no real token");
   const torch::Tensor positions = (real.cumsum(1) - 1).clamp_min(0);
-  const torch::Tensor hidden = model.forward({ids, positions, mask});
+  const torch::Tensor hidden = model.forward({ids, positions, mask, counts[1].item<int64_t>() - 1});
   // The last 1 of each row: the largest index whose mask is set.
   const int64_t length = ids.size(1);
   const torch::Tensor last = (torch::arange(length, real.options()).unsqueeze(0) * real).argmax(1);

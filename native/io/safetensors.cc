@@ -20,14 +20,12 @@ struct DtypeCode {
   const char* code;
   torch::Dtype dtype;
   size_t size;
-  int rank;  // position in the Python library's Dtype enum, which orders tensors in the file
 };
 
 const DtypeCode kDtypes[] = {
-    {"BOOL", torch::kBool, 1, 0},      {"U8", torch::kUInt8, 1, 1},   {"I8", torch::kInt8, 1, 2},
-    {"I16", torch::kInt16, 2, 5},      {"F16", torch::kFloat16, 2, 7}, {"BF16", torch::kBFloat16, 2, 8},
-    {"I32", torch::kInt32, 4, 9},      {"F32", torch::kFloat32, 4, 11}, {"F64", torch::kFloat64, 8, 12},
-    {"I64", torch::kInt64, 8, 13},
+    {"BOOL", torch::kBool, 1},    {"U8", torch::kUInt8, 1},      {"I8", torch::kInt8, 1},        {"I16", torch::kInt16, 2},
+    {"F16", torch::kFloat16, 2},  {"BF16", torch::kBFloat16, 2}, {"I32", torch::kInt32, 4},      {"F32", torch::kFloat32, 4},
+    {"F64", torch::kFloat64, 8},  {"I64", torch::kInt64, 8},
 };
 
 const DtypeCode* FindCode(const std::string& code) {
@@ -46,6 +44,37 @@ const DtypeCode& FindDtype(torch::Dtype dtype) {
 
 [[noreturn]] void Fail(const std::string& path, const std::string& message) {
   throw ArgumentError(path + ": " + message);
+}
+
+// The Python safetensors library's limit on a header; a longer one is refused there too.
+constexpr uint64_t kMaxHeaderBytes = 100000000;
+// A header nests three deep (tensor, entry, shape). Formatting a value recurses once per level, so a hostile header
+// nested 100k deep would overflow the stack while its error is written: refused before parsing.
+constexpr int kMaxHeaderDepth = 16;
+
+// The deepest bracket nesting outside strings, stopping once past kMaxHeaderDepth.
+int NestingDepth(const uint8_t* begin, const uint8_t* end) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (const uint8_t* c = begin; c < end && deepest <= kMaxHeaderDepth; ++c) {
+    if (in_string) {
+      if (*c == '\\') ++c;
+      else if (*c == '"') in_string = false;
+    } else if (*c == '"') {
+      in_string = true;
+    } else if (*c == '[' || *c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (*c == ']' || *c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// A header value as a message shows it: at most 80 characters of its JSON.
+std::string Excerpt(const nlohmann::json& value) {
+  std::string text = value.dump();
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
 }
 
 // Two tensors may not share bytes: a loader would silently hand out one tensor's data as the other's.
@@ -94,6 +123,13 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     Fail(path, "truncated or corrupt: header claims " + std::to_string(header_size) + " bytes but the file has " +
                    std::to_string(size_ - 8) + " after the length");
   }
+  if (header_size > kMaxHeaderBytes) {
+    Fail(path, "the header claims " + std::to_string(header_size) + " bytes, past the " + std::to_string(kMaxHeaderBytes) +
+                   " the safetensors format allows");
+  }
+  if (NestingDepth(bytes + 8, bytes + 8 + header_size) > kMaxHeaderDepth) {
+    Fail(path, "the header nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels: not a safetensors header");
+  }
   data_ = bytes + 8 + header_size;
   const size_t data_size = size_ - 8 - header_size;
   nlohmann::json header;
@@ -116,23 +152,26 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       Fail(path, where + " lacks dtype, shape or data_offsets");
     }
     const DtypeCode* code = value["dtype"].is_string() ? FindCode(value["dtype"].get<std::string>()) : nullptr;
-    if (!code) Fail(path, where + " has an unsupported dtype " + value["dtype"].dump());
+    if (!code) Fail(path, where + " has an unsupported dtype " + Excerpt(value["dtype"]));
     TensorEntry entry;
     entry.dtype = code->dtype;
     size_t count = 1;
     for (const auto& dim : value["shape"]) {
-      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) Fail(path, where + " has an invalid shape " + value["shape"].dump());
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) Fail(path, where + " has an invalid shape " + Excerpt(value["shape"]));
       entry.shape.push_back(dim.get<int64_t>());
-      count *= static_cast<size_t>(dim.get<int64_t>());
+      // A wrapped product could match small data_offsets and hand from_blob a shape past the mapping.
+      if (__builtin_mul_overflow(count, static_cast<size_t>(dim.get<int64_t>()), &count) || count > size_) {
+        Fail(path, where + " has a shape " + Excerpt(value["shape"]) + " larger than the file");
+      }
     }
     const auto& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
-      Fail(path, where + " has invalid data_offsets " + offsets.dump());
+      Fail(path, where + " has invalid data_offsets " + Excerpt(offsets));
     }
     entry.begin = offsets[0].get<size_t>();
     entry.end = offsets[1].get<size_t>();
     if (entry.end < entry.begin || entry.end - entry.begin != count * code->size) {
-      Fail(path, where + " data_offsets " + offsets.dump() + " do not match its shape and dtype (" +
+      Fail(path, where + " data_offsets " + Excerpt(offsets) + " do not match its shape and dtype (" +
                      std::to_string(count * code->size) + " bytes)");
     }
     if (entry.end > data_size) {
@@ -148,30 +187,34 @@ SafetensorsFile::~SafetensorsFile() {
   if (mapping_) ::munmap(mapping_, size_);
 }
 
-torch::Tensor SafetensorsFile::load(const std::string& name, torch::Dtype dtype) const {
+torch::Tensor SafetensorsFile::view(const std::string& name) const {
   const auto found = entries_.find(name);
   if (found == entries_.end()) Fail(path_, "has no tensor \"" + name + "\"");
   const TensorEntry& entry = found->second;
-  // from_blob needs a writable pointer; the tensor is only read before the copy below.
-  torch::Tensor view = torch::from_blob(const_cast<uint8_t*>(data_ + entry.begin), entry.shape,
-                                        torch::TensorOptions().dtype(entry.dtype));
-  return entry.dtype == dtype ? view.clone() : view.to(dtype);
+  // from_blob needs a writable pointer; callers only read it.
+  return torch::from_blob(const_cast<uint8_t*>(data_ + entry.begin), entry.shape, torch::TensorOptions().dtype(entry.dtype));
 }
 
-void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors) {
-  std::vector<std::pair<std::string, torch::Tensor>> ordered;
-  ordered.reserve(tensors.size());
-  for (const auto& [name, tensor] : tensors) ordered.emplace_back(name, tensor.detach().to(torch::kCPU).contiguous());
-  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
-    const int rank_a = FindDtype(a.second.scalar_type()).rank, rank_b = FindDtype(b.second.scalar_type()).rank;
-    return rank_a != rank_b ? rank_a > rank_b : a.first < b.first;
-  });
+void SafetensorsFile::release(size_t begin, size_t end) const {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+  const auto* mapped = static_cast<const uint8_t*>(mapping_);
+  const size_t first = (static_cast<size_t>(data_ - mapped) + begin) / page * page;
+  const size_t last = std::min(size_, static_cast<size_t>(data_ - mapped) + end);
+  // Neighbouring bytes on the edge pages are dropped too, which costs at most a re-read: nothing here is written.
+  if (last > first) ::madvise(const_cast<uint8_t*>(mapped) + first, last - first, MADV_DONTNEED);
+}
+
+void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors, torch::Dtype dtype) {
+  const DtypeCode& code = FindDtype(dtype);
+  // One dtype for all: the Python library's order is then by name alone.
+  std::vector<std::pair<std::string, torch::Tensor>> ordered(tensors.begin(), tensors.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   nlohmann::ordered_json header;
   header["__metadata__"] = {{"format", "pt"}};
   size_t offset = 0;
   for (const auto& [name, tensor] : ordered) {
-    const size_t bytes = tensor.numel() * tensor.element_size();
-    header[name] = {{"dtype", FindDtype(tensor.scalar_type()).code}, {"shape", tensor.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    const size_t bytes = static_cast<size_t>(tensor.numel()) * code.size;
+    header[name] = {{"dtype", code.code}, {"shape", tensor.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();
@@ -180,7 +223,10 @@ void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::
   const uint64_t header_size = text.size();
   file.Write(&header_size, 8);
   file.Write(text.data(), text.size());
-  for (const auto& [name, tensor] : ordered) file.Write(tensor.data_ptr(), tensor.numel() * tensor.element_size());
+  for (const auto& [name, tensor] : ordered) {
+    const torch::Tensor host = tensor.detach().to(torch::kCPU, dtype).contiguous();
+    file.Write(host.data_ptr(), host.numel() * host.element_size());
+  }
   // Durable before the caller renames it into place: a crash never leaves a short file under the final name.
   file.Finish();
 }

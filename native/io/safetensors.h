@@ -33,8 +33,13 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   bool contains(const std::string& name) const { return entries_.count(name) > 0; }
 
-  // A tensor owning its memory, converted to dtype (the mapping may be closed afterwards).
-  torch::Tensor load(const std::string& name, torch::Dtype dtype) const;
+  // The tensor's bytes in the mapping, as a tensor that does not own them: valid while the file is open, and only
+  // to be read (the mapping is read-only).
+  torch::Tensor view(const std::string& name) const;
+  // Drops the mapped pages under bytes [begin, end) of the data section from this process's memory once they have
+  // been read (the kernel's page cache keeps them; a later read maps them again): a load then holds no more of the
+  // file than what it is copying.
+  void release(size_t begin, size_t end) const;
 
  private:
   std::string path_;
@@ -45,8 +50,9 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-// Writes tensors (CPU copies are taken as needed) with {"format": "pt"} metadata, tensors ordered as the Python
-// library orders them (larger dtypes first, then by name), data contiguous and little-endian.
-void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
+// Writes tensors in dtype with {"format": "pt"} metadata, tensors ordered as the Python library orders them (larger
+// dtypes first, then by name), data contiguous and little-endian. Each tensor is copied to the host (and converted)
+// only as it is written, so a model on a GPU never has a second full copy on the host.
+void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors, torch::Dtype dtype);
 
 }  // namespace comlrl

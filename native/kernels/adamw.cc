@@ -11,6 +11,67 @@
 
 namespace comlrl {
 
+namespace {
+
+// libtorch 1.13 keys an optimizer's state by the parameter's TensorImpl address as text (c10::guts::to_string, an
+// ostream of the pointer), 2.x by the address itself.
+template <typename Map>
+typename Map::key_type StateKey(const Map&, const torch::Tensor& parameter) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    return c10::str(parameter.unsafeGetTensorImpl());
+  } else {
+    return parameter.unsafeGetTensorImpl();
+  }
+}
+
+}  // namespace
+
+bool HoldsLowPrecisionParameters(const torch::optim::AdamW& adamw) {
+  for (const auto& group : adamw.param_groups()) {
+    for (const auto& parameter : group.params()) {
+      if (parameter.grad().defined() && parameter.scalar_type() != torch::kFloat32) return true;
+    }
+  }
+  return false;
+}
+
+void StepWithFloat32Moments(torch::optim::AdamW& adamw) {
+  torch::NoGradGuard no_grad;
+  auto& states = adamw.state();
+  for (const auto& group : adamw.param_groups()) {
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    for (const auto& parameter : group.params()) {
+      if (!parameter.grad().defined()) continue;
+      auto key = StateKey(states, parameter);
+      auto found = states.find(key);
+      if (found == states.end()) {
+        auto created = std::make_unique<torch::optim::AdamWParamState>();
+        created->step(0);
+        created->exp_avg(torch::zeros_like(parameter, parameter.options().dtype(torch::kFloat32), torch::MemoryFormat::Preserve));
+        created->exp_avg_sq(torch::zeros_like(parameter, parameter.options().dtype(torch::kFloat32), torch::MemoryFormat::Preserve));
+        found = states.emplace(std::move(key), std::move(created)).first;
+      }
+      auto& state = static_cast<torch::optim::AdamWParamState&>(*found->second);
+      // Moments saved without the option (or loaded from such a file) continue in float32.
+      if (state.exp_avg().scalar_type() != torch::kFloat32) state.exp_avg(state.exp_avg().to(torch::kFloat32));
+      if (state.exp_avg_sq().scalar_type() != torch::kFloat32) state.exp_avg_sq(state.exp_avg_sq().to(torch::kFloat32));
+      // AdamW::step()'s arithmetic on a float32 copy of the parameter (the parameter itself when float32), rounded
+      // back to its dtype once.
+      torch::Tensor value = parameter.to(torch::kFloat32);
+      const torch::Tensor grad = parameter.grad().to(torch::kFloat32);
+      if (options.weight_decay() != 0) value.mul_(1 - options.lr() * options.weight_decay());
+      state.step(state.step() + 1);
+      const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
+      const double bias_correction1 = 1 - std::pow(beta1, state.step()), bias_correction2 = 1 - std::pow(beta2, state.step());
+      state.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+      state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+      const torch::Tensor denom = (state.exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
+      value.addcdiv_(state.exp_avg(), denom, -options.lr() / bias_correction1);
+      if (!value.is_same(parameter)) parameter.copy_(value);
+    }
+  }
+}
+
 #if COMLRL_AVX2_KERNELS
 
 namespace {
@@ -126,17 +187,6 @@ double SumOfSquares(const torch::Tensor& t) {
   double sum = 0;
   for (double p : partial) sum += p;
   return sum;
-}
-
-// libtorch 1.13 keys an optimizer's state by the parameter's TensorImpl address as text (c10::guts::to_string, an
-// ostream of the pointer), 2.x by the address itself.
-template <typename Map>
-typename Map::key_type StateKey(const Map&, const torch::Tensor& parameter) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::str(parameter.unsafeGetTensorImpl());
-  } else {
-    return parameter.unsafeGetTensorImpl();
-  }
 }
 
 bool DenseCpuFp32(const torch::Tensor& t) {

@@ -23,4 +23,14 @@ namespace comlrl {
 // and FMA (libtorch's own kernels use FMA there, so the two round alike): the caller then takes libtorch's path.
 std::optional<double> FusedAdamWStep(torch::optim::AdamW& adamw, double max_norm);
 
+// Whether a parameter with a gradient is not float32 (bf16 or fp16).
+bool HoldsLowPrecisionParameters(const torch::optim::AdamW& adamw);
+
+// AdamW::step() with float32 moments for every parameter: the moments (created, or widened from a file saved
+// without them) and the update are float32, and a bf16 parameter is rounded once, after its update. Why: in bf16,
+// exp_avg_sq.mul_(0.999) cannot move a value (0.1% is under half an ulp), so pure-bf16 AdamW's second moment stalls
+// and small updates round away. libtorch's own step cannot take it: its in-place CPU kernels refuse float32
+// operands on a bf16 parameter. Clipping is the caller's, before.
+void StepWithFloat32Moments(torch::optim::AdamW& adamw);
+
 }  // namespace comlrl

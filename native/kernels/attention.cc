@@ -3,6 +3,7 @@
 #include <torch/version.h>
 
 #include <limits>
+#include <optional>
 
 namespace comlrl {
 
@@ -63,9 +64,52 @@ torch::Tensor FusedAttention(const torch::Tensor& grouped_q, const torch::Tensor
 
 bool SdpaAvailable() { return true; }
 
+namespace {
+
+// The arguments Sdpa passes for q, k, v and allowed (see attention.h).
+struct SdpaArguments {
+  torch::Tensor k, v;
+  std::optional<torch::Tensor> mask;
+  bool causal = false;
+  bool grouped = false;  // enable_gqa
+};
+
+SdpaArguments SdpaArgumentsFor(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed) {
+  SdpaArguments args{k, v, allowed.defined() ? std::optional<torch::Tensor>(allowed) : std::nullopt, !allowed.defined(),
+                     q.size(1) != k.size(1)};
+  const bool half = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
+  if (args.grouped && q.is_cuda() && (args.mask || !half)) {
+    const int64_t group = q.size(1) / k.size(1);
+    args.k = k.repeat_interleave(group, 1);
+    args.v = v.repeat_interleave(group, 1);
+    args.grouped = false;
+  }
+  return args;
+}
+
+}  // namespace
+
 torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale) {
-  return at::scaled_dot_product_attention(q, k, v, allowed, /*dropout_p=*/0.0, /*is_causal=*/false, scale,
-                                          /*enable_gqa=*/q.size(1) != k.size(1));
+  const SdpaArguments args = SdpaArgumentsFor(q, k, v, allowed);
+  return at::scaled_dot_product_attention(q, args.k, args.v, args.mask, /*dropout_p=*/0.0, args.causal, scale, args.grouped);
+}
+
+std::string SdpaKernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale) {
+  const SdpaArguments args = SdpaArgumentsFor(q, k, v, allowed);
+  // scaled_dot_product_attention turns a boolean mask into an additive one of the query's dtype before it chooses.
+  std::optional<torch::Tensor> mask;
+  if (args.mask) {
+    mask = torch::zeros(args.mask->sizes(), q.options()).masked_fill_(args.mask->logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  // The values of libtorch's sdp::SDPBackend.
+  switch (at::_fused_sdp_choice(q, args.k, args.v, mask, /*dropout_p=*/0.0, args.causal, scale, args.grouped)) {
+    case 0: return "math";
+    case 1: return "flash_attention";
+    case 2: return "efficient_attention";
+    case 3: return "cudnn_attention";
+    case 4: return "overrideable";
+  }
+  return "none";
 }
 
 #else
@@ -73,6 +117,10 @@ torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::
 bool SdpaAvailable() { return false; }
 
 torch::Tensor Sdpa(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) {
+  TORCH_CHECK(false, "scaled_dot_product_attention needs libtorch 2.5 or later");
+}
+
+std::string SdpaKernel(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) {
   TORCH_CHECK(false, "scaled_dot_product_attention needs libtorch 2.5 or later");
 }
 

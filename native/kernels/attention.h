@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 namespace comlrl {
 
 // Grouped-query attention, softmax(q kᵀ · scale, masked) v, as one autograd node for fp32 CPU tensors. Why: written
@@ -24,9 +26,18 @@ torch::Tensor FusedAttention(const torch::Tensor& grouped_q, const torch::Tensor
 bool SdpaAvailable();
 
 // libtorch's scaled_dot_product_attention: q [batch, heads, queries, head_dim], k and v [batch, kv heads, keys,
-// head_dim], allowed bool [batch, 1, queries, keys]. It picks its kernel (flash, memory-efficient or math) by device
-// and shape. A query that may see no key (a left pad) gets zeros where ours attends uniformly (torch ≥ 2.5); nothing
-// reads a pad's output. Returns [batch, heads, queries, head_dim].
+// head_dim], allowed bool [batch, 1, queries, keys], or undefined for causal attention over keys = queries (rows
+// right-padded, so that a causal flag alone gives every real token its keys: no mask to refuse the flash kernel).
+// It picks its kernel (flash, memory-efficient, cuDNN or math) by device, dtype and arguments. On CUDA, where flash
+// cannot run (a mask, or fp32) and query heads share key/value heads, the keys/values are expanded to the query
+// heads first, as transformers' repeat_kv does: memory-efficient takes masks and fp32 but not grouped heads, and
+// the math kernel it would otherwise fall to builds every score in fp32. A query that may see no key (a left pad)
+// gets zeros where ours attends uniformly (torch ≥ 2.5); nothing reads a pad's output. Returns [batch, heads,
+// queries, head_dim].
 torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale);
+
+// The kernel libtorch would run for that call (at::_fused_sdp_choice on the same arguments): "flash_attention",
+// "efficient_attention", "cudnn_attention", "math" or "overrideable".
+std::string SdpaKernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale);
 
 }  // namespace comlrl

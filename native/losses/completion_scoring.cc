@@ -59,7 +59,7 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
   KVCache cache = KVCache::Growable(model.config().num_layers);
   const torch::Tensor prompt_hidden = model.forward(
       {Int64Tensor(prompt_ids, {groups, prompt_width}, device), Int64Tensor(prompt_positions, {groups, prompt_width}, device),
-       BoolTensor(prompt_mask, {groups, prompt_width}, device)},
+       BoolTensor(prompt_mask, {groups, prompt_width}, device), prompt_width - 1},
       &cache);
   if (router && !router->empty()) {
     std::vector<float> rows_of_group(groups, 0);
@@ -88,7 +88,7 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
     cache.SelectRows(Int64Tensor(group_of_row, {rows}, device));
     const torch::Tensor completion_hidden = model.forward(
         {Int64Tensor(ids, {rows, fed_width}, device), Int64Tensor(positions, {rows, fed_width}, device),
-         BoolTensor(mask, {rows, prompt_width + fed_width}, device)},
+         BoolTensor(mask, {rows, prompt_width + fed_width}, device), prompt_width + fed_width - 1},
         &cache);
     sources = torch::cat({prompt_last, completion_hidden.reshape({rows * fed_width, -1})}, 0);
   }
@@ -124,7 +124,8 @@ SequenceForward ForwardSequences(CausalLMImpl& model, const CompletionBatch& bat
     std::fill_n(mask.begin() + r * width, out.lengths[r], 1);
   }
   const torch::Tensor positions = torch::arange(width, torch::TensorOptions().dtype(torch::kInt64).device(device)).expand({rows, width});
-  out.hidden = model.forward({Int64Tensor(ids, {rows, width}, device), positions, BoolTensor(mask, {rows, width}, device)});
+  out.hidden = model.forward({Int64Tensor(ids, {rows, width}, device), positions, BoolTensor(mask, {rows, width}, device), width - 1,
+                              /*right_padded=*/true});
   return out;
 }
 
@@ -138,7 +139,8 @@ void CheckBatch(const CompletionBatch& batch) {
 }
 
 // Log-probs of every completion token from the hidden states that predict them (rows concatenated).
-CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& batch, const torch::Tensor& predicting, bool with_entropy) {
+CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& batch, const torch::Tensor& predicting, bool with_entropy,
+                                 bool token_entropy = false) {
   const torch::Device device = model.model->embed_tokens->weight.device();
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
   std::vector<int64_t> targets, row_of_token;
@@ -158,16 +160,24 @@ CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& bat
     scores.token_logprobs = torch::zeros({0}, torch::TensorOptions().device(device));
     scores.sums = torch::zeros({rows}, torch::TensorOptions().device(device));
     if (with_entropy) scores.entropy = torch::zeros({rows}, torch::TensorOptions().device(device));
+    if (token_entropy) scores.token_entropy = torch::zeros({0}, torch::TensorOptions().device(device));
     return scores;
   }
   const torch::Tensor logits = model.logits(predicting).to(torch::kFloat32);
   scores.token_logprobs = TokenLogProbs(logits, Int64Tensor(targets, {total}, device));
   scores.sums = torch::zeros({rows}, scores.token_logprobs.options()).index_add(0, scores.row_of_token, scores.token_logprobs);
+  if (token_entropy) {
+    const torch::Tensor logprobs = logits.log_softmax(-1);
+    scores.token_entropy = -(logprobs.exp() * logprobs).sum(-1);
+  }
   if (with_entropy) {
     torch::NoGradGuard no_grad;
-    const torch::Tensor logprobs = logits.log_softmax(-1);
-    const torch::Tensor token_entropy = -(logprobs.exp() * logprobs).sum(-1);
-    scores.entropy = torch::zeros({rows}, token_entropy.options()).index_add(0, scores.row_of_token, token_entropy) /
+    torch::Tensor per_token = scores.token_entropy;
+    if (!per_token.defined()) {
+      const torch::Tensor logprobs = logits.log_softmax(-1);
+      per_token = -(logprobs.exp() * logprobs).sum(-1);
+    }
+    scores.entropy = torch::zeros({rows}, per_token.options()).index_add(0, scores.row_of_token, per_token.detach()) /
                      scores.counts.clamp_min(1.0);
   }
   return scores;
@@ -182,11 +192,11 @@ bool HasCompletionTokens(const CompletionBatch& batch) {
 
 }  // namespace
 
-CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy) {
+CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy, bool token_entropy) {
   CheckBatch(batch);
   const torch::Device device = model.model->embed_tokens->weight.device();
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
-  if (!HasCompletionTokens(batch)) return ScorePredicting(model, batch, torch::Tensor(), with_entropy);
+  if (!HasCompletionTokens(batch)) return ScorePredicting(model, batch, torch::Tensor(), with_entropy, token_entropy);
   // Distinct prompts, in order of first appearance, and each row's.
   std::map<std::vector<int64_t>, int64_t> group_of_prompt;
   std::vector<const std::vector<int64_t>*> prompts;
@@ -199,7 +209,7 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
   const bool shared = static_cast<int64_t>(prompts.size()) < rows;
   const torch::Tensor predicting = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
                                           : PredictingHidden(batch, ForwardSequences(model, batch, model.router_records() != nullptr));
-  return ScorePredicting(model, batch, predicting, with_entropy);
+  return ScorePredicting(model, batch, predicting, with_entropy, token_entropy);
 }
 
 CompletionScores ScoreFromForward(CausalLMImpl& model, const CompletionBatch& batch, const SequenceForward& forward, bool with_entropy) {
@@ -218,7 +228,7 @@ torch::Tensor KlK3(const CompletionScores& policy, const CompletionScores& refer
 torch::Tensor CausalLMLoss(CausalLMImpl& model, const torch::Tensor& ids, const torch::Tensor& mask) {
   const int64_t length = ids.size(1);
   const torch::Tensor positions = torch::arange(length, ids.options()).expand_as(ids);
-  const torch::Tensor hidden = model.forward({ids, positions, mask});
+  const torch::Tensor hidden = model.forward({ids, positions, mask, length - 1});
   const torch::Tensor logits = model.logits(hidden.narrow(1, 0, length - 1)).to(torch::kFloat32);
   const torch::Tensor targets = ids.narrow(1, 1, length - 1).masked_fill(mask.narrow(1, 1, length - 1).logical_not(), -100);
   return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}),

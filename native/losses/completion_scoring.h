@@ -21,12 +21,14 @@ struct CompletionScores {
   torch::Tensor sums;            // float32 [rows]: Σ log π(completion token); carries the graph under grad mode
   torch::Tensor counts;          // float32 [rows]: completion lengths
   torch::Tensor entropy;         // float32 [rows]: mean token entropy (only when asked)
+  torch::Tensor token_entropy;   // float32 [total completion tokens] with its graph (only when asked for a loss)
   torch::Tensor row_of_token;    // int64 [total completion tokens]
 };
 
 // While the model records router logits (RouterAuxRecording), its forwards route every token of prompt ⧺ completion,
 // each row's prompt counted once per row, so the router loss is that of the padded batch of the rows.
-CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy);
+// token_entropy asks for every token's entropy with its graph (an entropy bonus differentiates it).
+CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& batch, bool with_entropy, bool token_entropy = false);
 
 // One right-padded forward over prompt ⧺ completion of every row (positions from 0, pads masked).
 struct SequenceForward {

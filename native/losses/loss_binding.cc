@@ -11,6 +11,7 @@
 #include "../model/router_loss.h"
 #include "bradley_terry.h"
 #include "completion_scoring.h"
+#include "objective.h"
 #include "policy_gradient.h"
 #include "value_loss.h"
 
@@ -108,7 +109,7 @@ Napi::Value Score(const Napi::CallbackInfo& info) {
     const bool with_entropy = BoolFieldOr(options, "entropy", false);
     const bool with_tokens = BoolFieldOr(options, "tokenLogprobs", false);
     return RunAsync(info.Env(), model->lane, [model, batch, with_entropy, with_tokens]() -> Resolver {
-      std::lock_guard<std::mutex> lock(model->mutex);
+      ModuleLocks lock({model.get()});
       torch::NoGradGuard no_grad;
       CompletionScores scores = ScoreCompletions(*model->module, batch, with_entropy);
       return [scores, with_tokens](Napi::Env env) -> Napi::Value { return ScoresToJs(env, scores, with_tokens); };
@@ -127,11 +128,11 @@ Napi::Value KlK3Estimate(const Napi::CallbackInfo& info) {
       CompletionScores policy_scores, reference_scores;
       // Each model scored under its own lock, one after the other: neither is held while waiting for the other.
       {
-        std::lock_guard<std::mutex> lock(policy->mutex);
+        ModuleLocks lock({policy.get()});
         policy_scores = ScoreCompletions(*policy->module, batch, false);
       }
       {
-        std::lock_guard<std::mutex> lock(reference->mutex);
+        ModuleLocks lock({reference.get()});
         reference_scores = ScoreCompletions(*reference->module, batch, false);
       }
       torch::Tensor kl = comlrl::KlK3(policy_scores, reference_scores);
@@ -150,7 +151,7 @@ Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
     const torch::Tensor advantages = Float32Field(options, "advantages", static_cast<int64_t>(batch.prompts.size()), "completions");
     const double scale = NumberFieldOr(options, "scale", 1.0);
     return RunAsync(info.Env(), model->lane, [model, batch, advantages, scale]() -> Resolver {
-      std::lock_guard<std::mutex> lock(model->mutex);
+      ModuleLocks lock({model.get()});
       RouterAuxRecording router(*model->module, model->module->config().policy_router_aux_coef);
       CompletionScores scores = ScoreCompletions(*model->module, batch, false);
       const LossWithRouterAux total = WithRouterAux(PolicyGradientLoss(scores, advantages, 1.0), router);
@@ -169,6 +170,132 @@ Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
   });
 }
 
+// The `objective` field of objectiveLoss / objectiveBackward: { lossType, importanceSamplingLevel?, epsilon?,
+//   epsilonHigh?, delta?, beta?, klEstimator?, klBiasCorrection?, entropyCoef?, sapoTemperaturePos?, sapoTemperatureNeg?,
+//   maxCompletionLength?, tokenNormalizer? }, TRL's defaults where absent (epsilonHigh: epsilon).
+ObjectiveOptions ReadObjectiveOptions(const Napi::Object& options) {
+  const Napi::Object given = ObjectField(options, "objective");
+  const auto present = [&given](const char* field) { return !given.Get(field).IsUndefined() && !given.Get(field).IsNull(); };
+  ObjectiveOptions out;
+  out.loss = ParseObjectiveLoss(StringField(given, "lossType"));
+  if (present("importanceSamplingLevel")) out.level = ParseImportanceSamplingLevel(StringField(given, "importanceSamplingLevel"));
+  if (present("klEstimator")) out.kl_estimator = ParseKlEstimator(StringField(given, "klEstimator"));
+  out.epsilon_low = NumberFieldOr(given, "epsilon", out.epsilon_low);
+  out.epsilon_high = NumberFieldOr(given, "epsilonHigh", out.epsilon_low);
+  if (present("delta")) out.delta = NumberField(given, "delta");
+  out.beta = NumberFieldOr(given, "beta", 0.0);
+  out.kl_bias_correction = BoolFieldOr(given, "klBiasCorrection", true);
+  out.entropy_coef = NumberFieldOr(given, "entropyCoef", 0.0);
+  out.sapo_temperature_pos = NumberFieldOr(given, "sapoTemperaturePos", out.sapo_temperature_pos);
+  out.sapo_temperature_neg = NumberFieldOr(given, "sapoTemperatureNeg", out.sapo_temperature_neg);
+  out.max_completion_length = static_cast<int64_t>(NumberFieldOr(given, "maxCompletionLength", 0));
+  out.token_normalizer = NumberFieldOr(given, "tokenNormalizer", 0.0);
+  return out;
+}
+
+// The per-token inputs beside the log-probs: oldLogprobs?, refLogprobs?, tokenMask? (one value per completion token).
+void ReadObjectiveTokenFields(const Napi::Object& options, int64_t tokens, ObjectiveInputs& inputs) {
+  const auto optional = [&](const char* field) {
+    return options.Get(field).IsUndefined() ? torch::Tensor() : Float32Field(options, field, tokens, "completion tokens");
+  };
+  inputs.old_logprobs = optional("oldLogprobs");
+  inputs.ref_logprobs = optional("refLogprobs");
+  inputs.token_mask = optional("tokenMask");
+}
+
+void SetObjectiveMetrics(Napi::Object& out, const ObjectiveResult& result) {
+  out.Set("policyLoss", result.policy_loss);
+  out.Set("klMean", result.kl_mean);
+  out.Set("entropyMean", result.entropy_mean);
+  out.Set("clipLow", result.clip_low);
+  out.Set("clipHigh", result.clip_high);
+  out.Set("ratioMean", result.ratio_mean);
+}
+
+// objectiveLoss({ logprobs, rowLengths, advantages, oldLogprobs?, refLogprobs?, entropies?, tokenMask?, objective })
+//   -> Promise<{ loss, gradLogprobs, gradEntropies?, policyLoss, klMean, entropyMean, clipLow, clipHigh, ratioMean }>:
+//   the objective over given per-token log-probs (rows concatenated, rowLengths tokens each) and its gradient with
+//   respect to them: what the TRL goldens check, with no model in between.
+Napi::Value ObjectiveLossOfTokens(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    Napi::Object options = ObjectArg(info, 0, "inputs");
+    const ObjectiveOptions objective = ReadObjectiveOptions(options);
+    const torch::Tensor lengths = Int32ArrayToTensor(options.Get("rowLengths"), "rowLengths").to(torch::kInt64);
+    if (lengths.numel() > 0 && lengths.min().item<int64_t>() < 0) throw ArgumentError("rowLengths must be non-negative");
+    const int64_t tokens = lengths.sum().item<int64_t>();
+    ObjectiveInputs inputs;
+    inputs.rows = lengths.numel();
+    inputs.logprobs = Float32Field(options, "logprobs", tokens, "completion tokens");
+    inputs.advantages = Float32Field(options, "advantages", inputs.rows, "rows");
+    inputs.row_of_token = torch::repeat_interleave(torch::arange(inputs.rows, torch::kInt64), lengths);
+    ReadObjectiveTokenFields(options, tokens, inputs);
+    if (!options.Get("entropies").IsUndefined()) inputs.entropies = Float32Field(options, "entropies", tokens, "completion tokens");
+    return RunAsync(info.Env(), "cpu", [inputs, objective]() mutable -> Resolver {
+      torch::AutoGradMode grad_mode(true);
+      inputs.logprobs = inputs.logprobs.clone().requires_grad_(true);
+      if (inputs.entropies.defined()) inputs.entropies = inputs.entropies.clone().requires_grad_(true);
+      ObjectiveResult result = ObjectiveLossOf(inputs, objective);
+      result.loss.backward();
+      const double loss = result.loss.item<double>();
+      result.loss = torch::Tensor();
+      const torch::Tensor grad_logprobs = inputs.logprobs.grad().defined() ? inputs.logprobs.grad() : torch::zeros_like(inputs.logprobs);
+      const torch::Tensor grad_entropies = inputs.entropies.defined() && inputs.entropies.grad().defined() ? inputs.entropies.grad() : torch::Tensor();
+      return [=](Napi::Env env) -> Napi::Value {
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("loss", loss);
+        out.Set("gradLogprobs", ToFloat32Array(env, grad_logprobs));
+        if (grad_entropies.defined()) out.Set("gradEntropies", ToFloat32Array(env, grad_entropies));
+        SetObjectiveMetrics(out, result);
+        return out;
+      };
+    });
+  });
+}
+
+// objectiveBackward(model, { ...batch, advantages, oldLogprobs?, refLogprobs?, tokenMask?, objective, scale? })
+//   -> Promise<{ loss, tokenLogprobs, sum, mean, policyLoss, klMean, entropyMean, clipLow, clipHigh, ratioMean,
+//   routerAuxLoss? }>: accumulates ∇ scale · (objective + the model's policy router coefficient × router aux loss)
+//   from one scoring forward; tokenLogprobs are the trainer's log-probs of the completion tokens (detached).
+Napi::Value ObjectiveBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto model = NativeModel::StateOf(info[0], "model");
+    Napi::Object options = ObjectArg(info, 1, "batch");
+    CompletionBatch batch = ReadCompletionBatch(*model->module, options);
+    const ObjectiveOptions objective = ReadObjectiveOptions(options);
+    int64_t tokens = 0;
+    for (const auto& completion : batch.completions) tokens += static_cast<int64_t>(completion.size());
+    ObjectiveInputs inputs;
+    inputs.rows = static_cast<int64_t>(batch.prompts.size());
+    inputs.advantages = Float32Field(options, "advantages", inputs.rows, "completions");
+    ReadObjectiveTokenFields(options, tokens, inputs);
+    const double scale = NumberFieldOr(options, "scale", 1.0);
+    return RunAsync(info.Env(), model->lane, [model, batch, objective, inputs, scale]() mutable -> Resolver {
+      std::lock_guard<std::mutex> lock(model->mutex);
+      RouterAuxRecording router(*model->module, model->module->config().policy_router_aux_coef);
+      CompletionScores scores = ScoreCompletions(*model->module, batch, false, objective.entropy_coef != 0.0);
+      inputs.logprobs = scores.token_logprobs;
+      inputs.entropies = scores.token_entropy;
+      inputs.row_of_token = scores.row_of_token;
+      ObjectiveResult result = ObjectiveLossOf(inputs, objective);
+      const LossWithRouterAux total = WithRouterAux(result.loss, router);
+      result.loss = torch::Tensor();
+      const torch::Tensor loss = total.loss * scale;
+      const double aux = total.aux;
+      Backward(loss, 1.0);
+      scores.sums = scores.sums.detach();
+      scores.token_logprobs = scores.token_logprobs.detach();
+      const double loss_value = loss.item<double>();
+      return [scores, result, loss_value, aux](Napi::Env env) -> Napi::Value {
+        Napi::Object out = ScoresToJs(env, scores, true);
+        out.Set("loss", loss_value);
+        SetObjectiveMetrics(out, result);
+        SetRouterAux(out, aux);
+        return out;
+      };
+    });
+  });
+}
+
 // causalLMLossBackward(model, { ids, batch, length, attentionMask?, backward?: true }) -> Promise<{ loss, routerAuxLoss? }>:
 //   the cross-entropy plus the model's LM router coefficient × the router aux loss, as transformers' labelled loss.
 Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
@@ -179,7 +306,7 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
     const torch::Tensor ids = token_batch.first, mask = token_batch.second;
     const bool backward = BoolFieldOr(options, "backward", true);
     return RunAsync(info.Env(), model->lane, [model, ids, mask, backward]() -> Resolver {
-      std::lock_guard<std::mutex> lock(model->mutex);
+      ModuleLocks lock({model.get()});
       torch::AutoGradMode grad_mode(backward);
       RouterAuxRecording router(*model->module, model->module->config().lm_router_aux_coef);
       const LossWithRouterAux total = WithRouterAux(CausalLMLoss(*model->module, ids.to(model->device), mask.to(model->device)), router);
@@ -293,6 +420,8 @@ void InitLosses(Napi::Env env, Napi::Object exports) {
       {"score", Score},
       {"klK3", KlK3Estimate},
       {"policyGradientBackward", PolicyGradientBackward},
+      {"objectiveLoss", ObjectiveLossOfTokens},
+      {"objectiveBackward", ObjectiveBackward},
       {"causalLMLossBackward", CausalLMLossBackward},
       {"valueLossBackward", ValueLossBackward},
       {"actorCriticBackward", ActorCriticBackward},

@@ -73,10 +73,21 @@ void KVCache::RepeatRows(int64_t times) {
   }
 }
 
+namespace {
+
+thread_local torch::TensorOptions parameter_options = torch::TensorOptions().dtype(torch::kFloat32);
+
+torch::Tensor NewParameter(torch::IntArrayRef shape) { return torch::empty(shape, parameter_options); }
+
+}  // namespace
+
+ParameterPlacement::ParameterPlacement(const torch::TensorOptions& options) : previous_(parameter_options) { parameter_options = options; }
+
+ParameterPlacement::~ParameterPlacement() { parameter_options = previous_; }
+
 NormImpl::NormImpl(int64_t dim, double eps, NormKind kind) : eps_(eps), kind_(kind) {
-  // Gemma stores w of (1 + w), initialised to 0.
-  weight = register_parameter("weight", kind == NormKind::kRmsOnePlus ? torch::zeros({dim}) : torch::ones({dim}));
-  if (kind == NormKind::kLayer) bias = register_parameter("bias", torch::zeros({dim}));
+  weight = register_parameter("weight", NewParameter({dim}));
+  if (kind == NormKind::kLayer) bias = register_parameter("bias", NewParameter({dim}));
 }
 
 // As transformers: RMSNorm normalises in float32; Llama casts back then scales, Gemma scales by (1 + w) in float32
@@ -175,8 +186,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 }  // namespace
 
 DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias, bool conv1d) : conv1d_(conv1d) {
-  weight = register_parameter("weight", conv1d ? torch::zeros({in, out}) : torch::zeros({out, in}));
-  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+  weight = register_parameter("weight", conv1d ? NewParameter({in, out}) : NewParameter({out, in}));
+  if (with_bias) bias = register_parameter("bias", NewParameter({out}));
 }
 
 torch::Tensor DenseImpl::forward(const torch::Tensor& x) { return Project(x, conv1d_ ? weight.t() : weight, bias); }
@@ -209,6 +220,18 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
 bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& device) {
   if (!SdpaAvailable() || softcap != 0) return false;
   return kernel == AttentionKernel::kSdpa || (kernel == AttentionKernel::kAuto && device.is_cuda());
+}
+
+AttentionKernels AttentionKernelsFor(const DecoderConfig& config, const torch::TensorOptions& options) {
+  if (!UsesSdpa(config.attention, config.attn_softcap, options.device())) return {"eager", "eager", "eager"};
+  // Shapes of this config at a modest length; libtorch chooses from shapes, dtype and device, not values.
+  constexpr int64_t kLength = 64;
+  auto heads = [&](int64_t count, int64_t length) { return torch::empty({1, count, length, config.head_dim}, options); };
+  const torch::Tensor q = heads(config.num_heads, kLength), k = heads(config.num_kv_heads, kLength), v = heads(config.num_kv_heads, kLength);
+  const auto mask_options = options.dtype(torch::kBool);
+  const double scale = config.attention_scale;
+  return {SdpaKernel(q, k, v, torch::Tensor(), scale), SdpaKernel(q, k, v, torch::ones({1, 1, kLength, kLength}, mask_options), scale),
+          SdpaKernel(heads(config.num_heads, 1), k, v, torch::ones({1, 1, 1, kLength}, mask_options), scale)};
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -244,10 +267,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   // query axis, [batch, kv_heads, group * queries, head_dim].
   const int64_t group = num_heads_ / num_kv_heads_;
   const int64_t keys = k.size(2);
+  torch::Tensor out;
+  if (!mask.defined()) {
+    out = Sdpa(q, k, v, torch::Tensor(), scale_);
+    return o_proj(out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
+  }
   // A windowed cache returns only the most recent keys: the mask's last `keys` columns.
   const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
-  torch::Tensor out;
   if (UsesSdpa(kernel_, softcap_, q.device())) {
     out = Sdpa(q, k, v, key_mask.view({key_mask.size(0), 1, queries, keys}), scale_);
   } else if (FusedAttentionApplies(grouped_q, k, v, softcap_)) {
@@ -297,13 +324,21 @@ torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x, torch::Tensor* rout
   auto [weights, chosen] = probs.topk(top_k_, -1);
   if (norm_topk_prob_) weights = weights / weights.sum(-1, /*keepdim=*/true);
   weights = weights.to(x.scalar_type());
+  // The (token, slot) pairs sorted by expert, stably, so that each expert's tokens keep their order (a token picks an
+  // expert at most once), and where each expert's run starts: the only read from the device in this layer.
+  const int64_t num_experts = static_cast<int64_t>(experts->size());
+  const auto [expert_of_pair, pair_order] = chosen.reshape({-1}).sort(/*stable=*/true, /*dim=*/0, /*descending=*/false);
+  const torch::Tensor run_starts =
+      torch::searchsorted(expert_of_pair, torch::arange(num_experts + 1, expert_of_pair.options())).cpu();
+  const int64_t* start = run_starts.data_ptr<int64_t>();
+  const torch::Tensor token_of_pair = pair_order.div(top_k_, "floor");
+  const torch::Tensor weight_of_pair = weights.reshape({-1}).index_select(0, pair_order);
   torch::Tensor out = torch::zeros_like(flat);
-  for (int64_t e = 0; e < static_cast<int64_t>(experts->size()); ++e) {
-    // (token, slot) pairs routed to expert e; a token picks an expert at most once.
-    const std::vector<torch::Tensor> hits = torch::where(chosen == e);
-    const torch::Tensor& tokens = hits[0];
-    if (tokens.numel() == 0) continue;
-    const torch::Tensor weight = weights.index({tokens, hits[1]}).unsqueeze(-1);
+  for (int64_t e = 0; e < num_experts; ++e) {
+    const int64_t hits = start[e + 1] - start[e];
+    if (hits == 0) continue;
+    const torch::Tensor tokens = token_of_pair.narrow(0, start[e], hits);
+    const torch::Tensor weight = weight_of_pair.narrow(0, start[e], hits).unsqueeze(-1);
     const torch::Tensor y = experts->ptr<MLPImpl>(e)->forward(flat.index_select(0, tokens)) * weight;
     out = out.index_add(0, tokens, y);
   }
@@ -370,10 +405,12 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
 
 DecoderModelImpl::DecoderModelImpl(const DecoderConfig& config) {
   const bool gpt2 = config.gpt2_layout;
-  embed_tokens = register_module(gpt2 ? "wte" : "embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
-  if (config.learned_positions > 0) {
-    position_embeddings = register_module("wpe", torch::nn::Embedding(config.learned_positions, config.hidden_size));
-  }
+  // A given _weight also skips Embedding's own normal_ initialisation.
+  const auto embedding = [](int64_t rows, int64_t width) {
+    return torch::nn::Embedding(torch::nn::EmbeddingOptions(rows, width)._weight(NewParameter({rows, width})));
+  };
+  embed_tokens = register_module(gpt2 ? "wte" : "embed_tokens", embedding(config.vocab_size, config.hidden_size));
+  if (config.learned_positions > 0) position_embeddings = register_module("wpe", embedding(config.learned_positions, config.hidden_size));
   layers = register_module(gpt2 ? "h" : "layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderLayer(config, i));
   norm = register_module(gpt2 ? "ln_f" : "norm", Norm(config.hidden_size, config.rms_norm_eps, config.norm));
@@ -409,12 +446,10 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   torch::Tensor h = model->embed_tokens(inputs.input_ids);
   // Gemma rounds √hidden to the activation dtype before scaling.
   if (config_.embed_scale) h = h * torch::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)), h.options());
-  if (config_.position_limit > 0) {
-    // Checked before the lookup: an index past GPT-2's table is a device-side assert on CUDA, not a readable error.
-    const int64_t last = inputs.position_ids.max().item<int64_t>();
-    TORCH_CHECK(last < config_.position_limit, "position ", last, " is past the model's limit of ", config_.position_limit,
-                " positions: ", config_.position_limit_reason);
-  }
+  TORCH_CHECK(inputs.max_position >= 0, "forward: the largest position id was not given");
+  // Checked before the lookup: an index past GPT-2's table is a device-side assert on CUDA, not a readable error.
+  TORCH_CHECK(config_.position_limit == 0 || inputs.max_position < config_.position_limit, "position ", inputs.max_position,
+              " is past the model's limit of ", config_.position_limit, " positions: ", config_.position_limit_reason);
   if (model->position_embeddings) h = h + model->position_embeddings(inputs.position_ids);
   if (hidden_states) hidden_states->push_back(h);
 
@@ -422,8 +457,9 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   // activation dtype.
   const torch::Tensor positions = inputs.position_ids.to(torch::kFloat32).unsqueeze(-1);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> rotary;
+  const torch::Tensor inv_freq = config_.rope_inv_freq.size(0) > 0 ? RopeInvFreqOn(h.device()) : torch::Tensor();
   for (int64_t t = 0; t < config_.rope_inv_freq.size(0); ++t) {
-    const torch::Tensor freqs = positions * config_.rope_inv_freq[t].to(h.device());
+    const torch::Tensor freqs = positions * inv_freq[t];
     const torch::Tensor angles = torch::cat({freqs, freqs}, -1).unsqueeze(1);
     const double scaling = config_.rope_attention_scaling[t];
     rotary.emplace_back((angles.cos() * scaling).to(h.scalar_type()), (angles.sin() * scaling).to(h.scalar_type()));
@@ -435,10 +471,14 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   const torch::Tensor query_pos = torch::arange(past, past + queries, index_options).view({queries, 1});
   const torch::Tensor key_pos = torch::arange(keys, index_options).view({1, keys});
   const torch::Tensor real = inputs.attention_mask.to(torch::kBool).view({-1, 1, keys});
+  // Right-padded rows without a cache need no mask where libtorch's SDPA runs and no window applies: its causal flag
+  // alone shows each real token its keys, and leaves flash eligible (see Sdpa).
+  const bool causal_flag_suffices = inputs.right_padded && !cache && UsesSdpa(config_.attention, config_.attn_softcap, h.device());
   std::map<int64_t, torch::Tensor> masks;
   auto mask_for = [&](int64_t window) -> const torch::Tensor& {
     auto found = masks.find(window);
     if (found != masks.end()) return found->second;
+    if (window == 0 && causal_flag_suffices) return masks.emplace(window, torch::Tensor()).first->second;
     torch::Tensor allowed = real & (key_pos <= query_pos).unsqueeze(0);
     if (window > 0) allowed = allowed & (key_pos > query_pos - window).unsqueeze(0);
     return masks.emplace(window, allowed.view({-1, 1, 1, queries, keys})).first->second;
@@ -475,6 +515,14 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   h = model->norm(h);
   if (hidden_states) hidden_states->push_back(h);
   return h;
+}
+
+torch::Tensor CausalLMImpl::RopeInvFreqOn(const torch::Device& device) {
+  std::lock_guard<std::mutex> lock(rope_on_device_mutex_);
+  if (!rope_inv_freq_on_device_.defined() || rope_inv_freq_on_device_.device() != device) {
+    rope_inv_freq_on_device_ = config_.rope_inv_freq.to(device);
+  }
+  return rope_inv_freq_on_device_;
 }
 
 torch::Tensor CausalLMImpl::logits(const torch::Tensor& hidden) {

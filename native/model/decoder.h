@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <array>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,6 +106,20 @@ struct KVCache {
   KVCache() = default;
 };
 
+// While one lives, the modules built on this thread allocate their parameters uninitialised with its options (device
+// and dtype): whoever builds a model writes every parameter next (LoadWeights, InitWeights, a clone's copy), so
+// neither a float32 host copy nor an initialisation pass is paid first. Without one: float32 on the CPU.
+class ParameterPlacement {
+ public:
+  explicit ParameterPlacement(const torch::TensorOptions& options);
+  ~ParameterPlacement();
+  ParameterPlacement(const ParameterPlacement&) = delete;
+  ParameterPlacement& operator=(const ParameterPlacement&) = delete;
+
+ private:
+  torch::TensorOptions previous_;
+};
+
 class NormImpl : public torch::nn::Module {
  public:
   NormImpl(int64_t dim, double eps, NormKind kind);
@@ -134,10 +149,20 @@ TORCH_MODULE(Dense);
 // libtorch 2.5 or later (grouped-query heads without copying keys/values), and no soft-capping (it has none).
 bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& device);
 
+// The attention kernel each kind of forward runs for this config on a device in a dtype: "eager" (ours), or the
+// kernel libtorch's SDPA picks ("flash_attention", "efficient_attention", "cudnn_attention", "math"). training:
+// right-padded rows without a cache (training and scoring forwards) on layers without a window; masked: a prefill of
+// left-padded prompts, shared-prompt scoring, or a windowed layer; decode: one query against cached keys.
+struct AttentionKernels {
+  std::string training, masked, decode;
+};
+AttentionKernels AttentionKernelsFor(const DecoderConfig& config, const torch::TensorOptions& options);
+
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const DecoderConfig& config);
-  // mask: bool [batch, 1, 1, queries, keys], true where a query may attend to a key. cos/sin undefined: no rotary.
+  // mask: bool [batch, 1, 1, queries, keys], true where a query may attend to a key, or undefined for libtorch's SDPA
+  // with its causal flag (right-padded rows, no cache, no window). cos/sin undefined: no rotary.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& mask,
                         KVCache* cache, int64_t layer);
 
@@ -215,6 +240,12 @@ struct ForwardInputs {
   torch::Tensor input_ids;       // int64 [batch, queries]
   torch::Tensor position_ids;    // int64 [batch, queries]
   torch::Tensor attention_mask;  // bool [batch, keys]: keys = cached + queries; true for real tokens
+  // The largest of position_ids, which every caller knows on the host: the position limit is checked against it
+  // without reading position_ids back from the device.
+  int64_t max_position = -1;
+  // Every row's real tokens come first, at positions 0, 1, ...: pads only follow them (a causal mask then covers
+  // the padding).
+  bool right_padded = false;
 };
 
 class CausalLMImpl : public torch::nn::Module {
@@ -241,7 +272,13 @@ class CausalLMImpl : public torch::nn::Module {
   Dense lm_head{nullptr};  // null when tied to the embeddings
 
  private:
+  // config_.rope_inv_freq on the device of the forward that asked for it, copied once per device rather than once
+  // per forward (a host-to-device copy waits for the device).
+  torch::Tensor RopeInvFreqOn(const torch::Device& device);
+
   DecoderConfig config_;
+  std::mutex rope_on_device_mutex_;
+  torch::Tensor rope_inv_freq_on_device_;
   bool gradient_checkpointing_ = false;
   std::vector<RouterRecord>* router_records_ = nullptr;
 };

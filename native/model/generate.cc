@@ -28,6 +28,14 @@ torch::Tensor WarpLogits(torch::Tensor logits, const GenerateOptions& options) {
   return logits;
 }
 
+// One token per row drawn from probs as torch::multinomial(probs, 1) draws it (argmax of p / q with q ~ Exp(1), the
+// exponential form of the Gumbel-max trick: the same draws from the generator, the same tokens), without
+// multinomial's two validity checks, each of which waits for the device (generate's logits are made finite first, and
+// a flag read after the last step refuses non-finite ones).
+torch::Tensor SampleOnePerRow(const torch::Tensor& probs, at::Generator& generator) {
+  return probs.div(torch::empty_like(probs).exponential_(1, generator)).argmax(-1);
+}
+
 }  // namespace
 
 GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64_t>>& prompts, const GenerateOptions& options,
@@ -67,7 +75,7 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   torch::Tensor full_mask = torch::zeros({batch, capacity}, mask.options());
   full_mask.narrow(1, 0, prompt_width).copy_(mask);
 
-  torch::Tensor hidden = model.forward({ids, positions, mask}, &cache);
+  torch::Tensor hidden = model.forward({ids, positions, mask, prompt_width - 1}, &cache);
   torch::Tensor logits = model.logits(hidden.select(1, prompt_width - 1)).to(torch::kFloat32);
   torch::Tensor next_position = positions.select(1, prompt_width - 1) + 1;
   if (options.num_return_sequences > 1) {
@@ -82,14 +90,19 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
   torch::Tensor eos = ToDevice(torch::tensor(options.eos_token_ids, index_options), device);
   torch::Tensor finished = torch::zeros({rows}, on_device.dtype(torch::kBool));
   torch::Tensor lengths = torch::zeros({rows}, on_device);
-  std::vector<torch::Tensor> steps, step_logprobs, step_scores;
+  std::vector<torch::Tensor> steps, step_logprobs, step_processed_logprobs, step_scores;
+  // NaN or infinite logits (NaN weights, an overflowing half-precision model) would be argmax'ed or sampled into some
+  // token id all the same: a flag kept on the device is read once, after the last step, and refuses the batch.
+  torch::Tensor nonfinite = torch::zeros({}, on_device.dtype(torch::kBool));
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
     if (options.return_scores) step_scores.push_back(logits);
+    nonfinite = nonfinite | (logits.isfinite().all(-1).logical_not() & finished.logical_not()).any();
     const torch::Tensor processed = penalize ? PenalizeRepetitions(logits, seen, options.repetition_penalty) : logits;
-    torch::Tensor token;
+    torch::Tensor token, warped;
     if (options.do_sample) {
-      const torch::Tensor probs = WarpLogits(processed, options).softmax(-1);
-      token = torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(-1);
+      // Zeroed where not finite (an identity otherwise), so that the draw picks something until the flag is read.
+      warped = WarpLogits(processed.nan_to_num(0.0, 0.0, 0.0), options);
+      token = SampleOnePerRow(warped.softmax(-1), generator);
     } else {
       token = processed.argmax(-1);
     }
@@ -98,20 +111,30 @@ GenerateResult Generate(CausalLMImpl& model, const std::vector<std::vector<int64
     if (options.return_logprobs) {
       const torch::Tensor logprob = logits.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1);
       step_logprobs.push_back(logprob.masked_fill(finished, 0.0));
+      // Under the distribution sampled from; greedy picks its token with certainty.
+      const torch::Tensor sampled = warped.defined() ? warped.log_softmax(-1).gather(-1, token.unsqueeze(-1)).squeeze(-1) : torch::zeros_like(logprob);
+      step_processed_logprobs.push_back(sampled.masked_fill(finished, 0.0));
     }
     lengths += finished.logical_not().to(torch::kInt64);
     steps.push_back(token);
     if (eos.numel() > 0) finished = finished | torch::isin(token, eos);
+    // The step's one read from the device: whether every row has finished.
     if (step + 1 == options.max_new_tokens || finished.all().item<bool>()) break;
     full_mask.select(1, prompt_width + step).fill_(true);
-    hidden = model.forward({token.unsqueeze(1), next_position.unsqueeze(1), full_mask.narrow(1, 0, prompt_width + step + 1)}, &cache);
+    // The longest prompt's next position is prompt_width + step, the largest of next_position.
+    hidden = model.forward({token.unsqueeze(1), next_position.unsqueeze(1), full_mask.narrow(1, 0, prompt_width + step + 1), prompt_width + step},
+                           &cache);
     logits = model.logits(hidden.select(1, 0)).to(torch::kFloat32);
     next_position = next_position + 1;
   }
+  TORCH_CHECK(!nonfinite.item<bool>(), "generate: the model's next-token logits are not finite (NaN or infinite): its weights hold NaN or infinity, or overflow in this dtype");
   GenerateResult result;
   result.tokens = torch::stack(steps, 1);
   result.lengths = lengths;
-  if (options.return_logprobs) result.logprobs = torch::stack(step_logprobs, 1);
+  if (options.return_logprobs) {
+    result.logprobs = torch::stack(step_logprobs, 1);
+    result.processed_logprobs = torch::stack(step_processed_logprobs, 1);
+  }
   if (options.return_scores) result.scores = torch::stack(step_scores, 1);
   return result;
 }

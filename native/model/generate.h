@@ -30,6 +30,7 @@ struct GenerateResult {
   torch::Tensor tokens;    // int64 [prompts * num_return_sequences, steps]; rows of one prompt are adjacent
   torch::Tensor lengths;   // int64 [rows]: tokens up to and including the first EOS
   torch::Tensor logprobs;  // float32 [rows, steps] when asked (0 after the end)
+  torch::Tensor processed_logprobs;  // the same under the warped distribution sampled from (repetition penalty, temperature, top-k, top-p)
   torch::Tensor scores;    // float32 [rows, steps, vocab] when asked
 };
 

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "../bridge/bridge.h"
 #include "../bridge/parameter_access.h"
@@ -26,13 +27,39 @@ at::Generator MakeGenerator(const torch::Device& device, uint64_t seed) {
   return generator;
 }
 
-std::shared_ptr<ModelState> NewState(const Napi::Object& options, const DecoderConfig& config) {
-  const torch::Device device = ParseDevice(StringField(options, "device"));
-  const torch::Dtype dtype = ParseDtype(StringField(options, "dtype"));
-  const auto seed = static_cast<uint64_t>(NumberFieldOr(options, "seed", 0));
-  CausalLM module(config);
-  module->to(device, dtype);
-  return std::make_shared<ModelState>(module, device, dtype, MakeGenerator(device, seed));
+// Where a new model goes, read on the JS thread so that a bad device or dtype is an error before any work.
+struct Placement {
+  torch::Device device;
+  torch::Dtype dtype;
+  uint64_t seed;
+};
+
+Placement ReadPlacement(const Napi::Object& options) {
+  return {ParseDevice(StringField(options, "device")), ParseDtype(StringField(options, "dtype")),
+          static_cast<uint64_t>(NumberFieldOr(options, "seed", 0))};
+}
+
+// A model whose parameters are allocated, uninitialised, on the placement's device in its dtype: the caller writes
+// every one of them next.
+std::shared_ptr<ModelState> NewState(const DecoderConfig& config, const Placement& placement) {
+  CausalLM module(nullptr);
+  {
+    ParameterPlacement allocation(torch::TensorOptions().device(placement.device).dtype(placement.dtype));
+    module = CausalLM(config);
+  }
+  return std::make_shared<ModelState>(module, placement.device, placement.dtype, MakeGenerator(placement.device, placement.seed));
+}
+
+// Pads are fed to the embedding (and to the repetition penalty's scatter): an id outside the vocabulary is refused
+// here, since on a GPU the kernel's device-side assert would end the process's CUDA context for good.
+int64_t PadTokenId(const Napi::Object& options, int64_t vocab_size) {
+  const double value = NumberField(options, "padTokenId");
+  if (value != std::floor(value) || value < 0 || value >= static_cast<double>(vocab_size)) {
+    std::ostringstream text;
+    text << "padTokenId " << value << " is outside the vocabulary of " << vocab_size << " (ids 0.." << vocab_size - 1 << ")";
+    throw ArgumentError(text.str());
+  }
+  return static_cast<int64_t>(value);
 }
 
 }  // namespace
@@ -106,8 +133,11 @@ Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
     Napi::Object options = ObjectArg(info, 0, "options");
     const DecoderConfig config = ReadDecoderConfig(ObjectField(options, "config"));
     const std::vector<std::string> files = StringListField(options, "files");
-    auto state = NewState(options, config);
-    return RunAsync(info.Env(), state->lane, [state, files]() -> Resolver {
+    const Placement placement = ReadPlacement(options);
+    // Built on the device's lane, as every later call on the model runs: the JS thread stays free while the
+    // parameters are allocated and the weights copied in.
+    return RunAsync(info.Env(), placement.device.str(), [config, files, placement]() -> Resolver {
+      auto state = NewState(config, placement);
       comlrl::LoadWeights(*state->module, files);
       return [state](Napi::Env env) -> Napi::Value { return Wrap(env, state); };
     });
@@ -118,16 +148,10 @@ Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
 Napi::Value NativeModel::Create(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Object options = ObjectArg(info, 0, "options");
-    auto state = NewState(options, ReadDecoderConfig(ObjectField(options, "config")));
-    at::Generator init = at::detail::createCPUGenerator(static_cast<uint64_t>(NumberFieldOr(options, "seed", 0)));
-    // Initialise on the CPU with a CPU generator so the same seed gives the same weights on every device.
-    CausalLM cpu_module(state->module->config());
-    InitWeights(*cpu_module, NumberFieldOr(options, "initStd", 0.02), init);
-    {
-      torch::NoGradGuard no_grad;
-      auto source = cpu_module->named_parameters();
-      for (auto& item : state->module->named_parameters()) item.value().copy_(source[item.key()]);
-    }
+    const Placement placement = ReadPlacement(options);
+    auto state = NewState(ReadDecoderConfig(ObjectField(options, "config")), placement);
+    at::Generator init = at::detail::createCPUGenerator(placement.seed);
+    InitWeights(*state->module, NumberFieldOr(options, "initStd", 0.02), init);
     return Wrap(info.Env(), state);
   });
 }
@@ -143,14 +167,16 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
     torch::Tensor positions = options.Has("positionIds") && !options.Get("positionIds").IsUndefined()
                                   ? Int32ArrayToTensor(options.Get("positionIds"), "positionIds").view({batch, length}).to(torch::kInt64)
                                   : torch::arange(length, torch::kInt64).expand({batch, length});
+    const int64_t max_position = positions.max().item<int64_t>();  // a host tensor: no device read
     const bool want_logits = BoolFieldOr(options, "logits", true);
     const bool want_hidden = BoolFieldOr(options, "hiddenStates", false);
     return RunAsync(info.Env(), state->lane, [=]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
+      ModuleLocks lock({state.get()});
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> hidden_states;
       const torch::Tensor hidden = state->module->forward(
-          {ToDevice(ids, state->device), ToDevice(positions, state->device), ToDevice(mask, state->device)}, nullptr, want_hidden ? &hidden_states : nullptr);
+          {ToDevice(ids, state->device), ToDevice(positions, state->device), ToDevice(mask, state->device), max_position}, nullptr,
+          want_hidden ? &hidden_states : nullptr);
       torch::Tensor logits = want_logits ? state->module->logits(hidden).to(torch::kFloat32).cpu() : torch::Tensor();
       for (auto& h : hidden_states) h = h.to(torch::kCPU, torch::kFloat32);
       return [logits, hidden_states](Napi::Env env) -> Napi::Value {
@@ -186,7 +212,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     settings.top_p = NumberFieldOr(options, "topP", 1.0);
     settings.top_k = static_cast<int64_t>(NumberFieldOr(options, "topK", 0));
     settings.repetition_penalty = NumberFieldOr(options, "repetitionPenalty", 1.0);
-    settings.pad_token_id = static_cast<int64_t>(NumberField(options, "padTokenId"));
+    settings.pad_token_id = PadTokenId(options, state->module->config().vocab_size);
     settings.return_logprobs = BoolFieldOr(options, "returnLogprobs", false);
     settings.return_scores = BoolFieldOr(options, "returnScores", false);
     const torch::Tensor eos = Int32ArrayToTensor(options.Get("eosTokenIds"), "eosTokenIds");
@@ -199,7 +225,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
     // map needs no lock (taking the model's mutex would wait out work in flight).
     state->Stream(stream);
     return RunAsync(info.Env(), state->lane, [state, prompts, settings, stream]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
+      ModuleLocks lock({state.get()});
       torch::InferenceMode inference;
       GenerateResult result = comlrl::Generate(*state->module, prompts, settings, state->Stream(stream));
       return [result](Napi::Env env) -> Napi::Value {
@@ -208,6 +234,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
         out.Set("lengths", ToInt32Array(env, result.lengths));
         out.Set("width", Napi::Number::New(env, result.tokens.size(1)));
         if (result.logprobs.defined()) out.Set("logprobs", ToFloat32Array(env, result.logprobs));
+        if (result.processed_logprobs.defined()) out.Set("processedLogprobs", ToFloat32Array(env, result.processed_logprobs));
         if (result.scores.defined()) out.Set("scores", ToFloat32Array(env, result.scores));
         return out;
       };
@@ -244,7 +271,7 @@ Napi::Value NativeModel::Save(const Napi::CallbackInfo& info) {
     const torch::Dtype dtype = options.Get("dtype").IsString() ? ParseDtype(StringField(options, "dtype")) : state->dtype;
     const auto max_shard = static_cast<int64_t>(NumberFieldOr(options, "maxShardBytes", 5e9));
     return RunAsync(info.Env(), state->lane, [state, dir, dtype, max_shard]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
+      ModuleLocks lock({state.get()});
       SavedShards saved = SaveWeights(*state->module, dir, dtype, max_shard);
       return [saved](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
@@ -270,7 +297,7 @@ Napi::Value NativeModel::LoadWeights(const Napi::CallbackInfo& info) {
     holder.Set("files", info.Length() > 0 ? info[0] : info.Env().Undefined());
     const std::vector<std::string> files = StringListField(holder, "files");
     return RunAsync(info.Env(), state->lane, [state, files]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
+      ModuleLocks lock({state.get()});
       comlrl::LoadWeights(*state->module, files);
       return nullptr;
     });
@@ -286,15 +313,13 @@ Napi::Value NativeModel::Clone(const Napi::CallbackInfo& info) {
     const torch::Dtype dtype = options.Get("dtype").IsString() ? ParseDtype(StringField(options, "dtype")) : state->dtype;
     const auto seed = static_cast<uint64_t>(NumberFieldOr(options, "seed", 0));
     return RunAsync(info.Env(), state->lane, [state, device, dtype, seed]() -> Resolver {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      CausalLM module(state->module->config());
-      module->to(device, dtype);
+      ModuleLocks lock({state.get()});
+      auto copy = NewState(state->module->config(), {device, dtype, seed});
       {
         torch::NoGradGuard no_grad;
         auto source = state->module->named_parameters();
-        for (auto& item : module->named_parameters()) item.value().copy_(source[item.key()]);
+        for (auto& item : copy->module->named_parameters()) item.value().copy_(source[item.key()]);
       }
-      auto copy = std::make_shared<ModelState>(module, device, dtype, MakeGenerator(device, seed));
       return [copy](Napi::Env env) -> Napi::Value { return Wrap(env, copy); };
     });
   });
@@ -382,7 +407,8 @@ Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
   });
 }
 
-// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, attention, gradientCheckpointing, frozen }
+// info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, attention, attentionKernels,
+//            gradientCheckpointing, frozen }
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -396,6 +422,12 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     out.Set("dtype", DtypeName(state->dtype));
     const DecoderConfig& config = state->module->config();
     out.Set("attention", UsesSdpa(config.attention, config.attn_softcap, state->device) ? "sdpa" : "eager");
+    const AttentionKernels kernels = AttentionKernelsFor(config, torch::TensorOptions().device(state->device).dtype(state->dtype));
+    Napi::Object kernel_names = Napi::Object::New(info.Env());
+    kernel_names.Set("training", kernels.training);
+    kernel_names.Set("masked", kernels.masked);
+    kernel_names.Set("decode", kernels.decode);
+    out.Set("attentionKernels", kernel_names);
     out.Set("gradientCheckpointing", Napi::Boolean::New(info.Env(), state->module->gradient_checkpointing()));
     out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;

@@ -81,8 +81,8 @@ void CheckGroupsMatch(torch::serialize::InputArchive& archive, const torch::opti
   }
 }
 
-// clip_grad_norm_ (or, without clipping, the same norm) and AdamW::step(): the path for what the fused loops do not take.
-double LibtorchStep(torch::optim::AdamW& adamw, double max_norm) {
+// clip_grad_norm_ (or, without clipping, the same norm) over every parameter with a gradient.
+double ClipGradients(torch::optim::AdamW& adamw, double max_norm) {
   std::vector<torch::Tensor> with_grad;
   for (const auto& group : adamw.param_groups()) {
     for (const auto& parameter : group.params()) {
@@ -98,6 +98,12 @@ double LibtorchStep(torch::optim::AdamW& adamw, double max_norm) {
     for (const auto& parameter : with_grad) norms.push_back(parameter.grad().norm(2).to(torch::kFloat32));
     norm = torch::stack(norms).norm(2).item<double>();
   }
+  return norm;
+}
+
+// ClipGradients and AdamW::step(): the path for what the fused loops do not take.
+double LibtorchStep(torch::optim::AdamW& adamw, double max_norm) {
+  const double norm = ClipGradients(adamw, max_norm);
   adamw.step();
   return norm;
 }
@@ -113,6 +119,7 @@ void NativeOptimizer::Init(Napi::Env env, Napi::Object exports) {
                                        InstanceMethod("save", &NativeOptimizer::Save),
                                        InstanceMethod("load", &NativeOptimizer::Load),
                                        InstanceMethod("reset", &NativeOptimizer::Reset),
+                                       InstanceMethod("momentDtypes", &NativeOptimizer::MomentDtypes),
                                        InstanceMethod("dispose", &NativeOptimizer::Dispose),
                                    });
   exports.Set("NativeOptimizer", cls);
@@ -149,7 +156,8 @@ NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectW
       specs.emplace_back(info.Length() > 0 ? info[0] : info.Env().Undefined(), Napi::Object::New(info.Env()));
     }
 
-    auto state = std::make_shared<State>(State{{}, nullptr, torch::Device(torch::kCPU)});
+    const bool fp32_moments = BoolFieldOr(options, "fp32Moments", false);
+    auto state = std::make_shared<State>(State{{}, nullptr, torch::Device(torch::kCPU), fp32_moments});
     std::vector<torch::optim::OptimizerParamGroup> groups;
     for (size_t g = 0; g < specs.size(); ++g) {
       const bool single = specs.size() == 1 && !info[0].IsArray();
@@ -164,6 +172,11 @@ NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectW
       }
       std::vector<torch::Tensor> params = TrainableParameters(*module);
       if (params.empty()) throw ArgumentError(where + " has no trainable parameters (it is frozen)");
+      if (module->dtype == torch::kHalf) {
+        throw ArgumentError(where + " is float16: training in float16 needs loss scaling and float32 master weights, which this "
+                            "optimizer does not have (AdamW's eps 1e-8 rounds to 0 in float16 and small squared gradients to 0, "
+                            "so the first step gives NaN); load the model in bfloat16 or float32");
+      }
       auto group_options = std::make_unique<torch::optim::AdamWOptions>(defaults);
       group_options->lr(NumberFieldOr(specs[g].second, "lr", defaults.lr()));
       group_options->weight_decay(NumberFieldOr(specs[g].second, "weightDecay", defaults.weight_decay()));
@@ -193,6 +206,7 @@ std::shared_ptr<NativeOptimizer::State> NativeOptimizer::Live() const {
 // CPU fp32 tensor, as the CPU models are) the fused loops of kernels/adamw.h; otherwise (CUDA, bf16, a non-contiguous
 // tensor) libtorch's clip_grad_norm_ and AdamW::step(). Both keep the state in AdamW's own objects, so a run may move
 // between them. libtorch: true takes libtorch's path even where the fused one applies (the tests compare the two).
+// With fp32Moments and a bf16 (or fp16) parameter, the step is StepWithFloat32Moments after the same clipping.
 Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -201,9 +215,15 @@ Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
     const bool libtorch = BoolFieldOr(options, "libtorch", false);
     return RunAsync(info.Env(), state->Lane(), [state, max_norm, libtorch]() -> Resolver {
       ModuleLocks locks(state->LockOrder());
-      std::optional<double> fused;
-      if (!libtorch) fused = FusedAdamWStep(*state->adamw, max_norm);
-      const double norm = fused ? *fused : LibtorchStep(*state->adamw, max_norm);
+      double norm;
+      if (state->fp32_moments && HoldsLowPrecisionParameters(*state->adamw)) {
+        norm = ClipGradients(*state->adamw, max_norm);
+        StepWithFloat32Moments(*state->adamw);
+      } else {
+        std::optional<double> fused;
+        if (!libtorch) fused = FusedAdamWStep(*state->adamw, max_norm);
+        norm = fused ? *fused : LibtorchStep(*state->adamw, max_norm);
+      }
       return [norm](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         out.Set("gradNorm", norm);
@@ -307,6 +327,23 @@ Napi::Value NativeOptimizer::Reset(const Napi::CallbackInfo& info) {
       state->adamw->state().clear();
       return nullptr;
     });
+  });
+}
+
+// momentDtypes() -> the dtypes the moments are held in, one entry per parameter with state, in group order.
+Napi::Value NativeOptimizer::MomentDtypes(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    ModuleLocks locks(state->LockOrder());
+    std::vector<std::string> names;
+    for (const auto& [key, param_state] : state->adamw->state()) {
+      const auto& moments = static_cast<const torch::optim::AdamWParamState&>(*param_state);
+      names.push_back(DtypeName(moments.exp_avg().scalar_type()));
+      names.push_back(DtypeName(moments.exp_avg_sq().scalar_type()));
+    }
+    Napi::Array out = Napi::Array::New(info.Env(), names.size());
+    for (size_t i = 0; i < names.size(); ++i) out.Set(static_cast<uint32_t>(i), names[i]);
+    return out;
   });
 }
 

@@ -17,7 +17,7 @@ namespace comlrl {
 class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
  public:
   static void Init(Napi::Env env, Napi::Object exports);
-  // new NativeOptimizer([{ module, lr?, weightDecay? }, ...], { lr, betas?: [b1, b2], eps?, weightDecay? })
+  // new NativeOptimizer([{ module, lr?, weightDecay? }, ...], { lr, betas?: [b1, b2], eps?, weightDecay?, fp32Moments? })
   // new NativeOptimizer(module, { ... }): one group
   explicit NativeOptimizer(const Napi::CallbackInfo& info);
 
@@ -26,6 +26,7 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
     std::vector<std::shared_ptr<ModuleState>> modules;  // one per group, in group order
     std::unique_ptr<torch::optim::AdamW> adamw;
     torch::Device device;
+    bool fp32_moments;  // float32 moments for bf16 parameters (options.fp32Moments); off: moments in the parameter's dtype
     std::vector<ModuleState*> LockOrder() const;
     // Its steps run where its first module's calls do, so they queue behind that module's backward.
     const std::string& Lane() const { return modules.front()->lane; }
@@ -37,6 +38,7 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
   Napi::Value Save(const Napi::CallbackInfo& info);
   Napi::Value Load(const Napi::CallbackInfo& info);
   Napi::Value Reset(const Napi::CallbackInfo& info);
+  Napi::Value MomentDtypes(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<State> state_;

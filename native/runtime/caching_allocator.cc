@@ -16,6 +16,10 @@ namespace comlrl {
 namespace {
 
 constexpr size_t kMinCachedBytes = size_t{1} << 20;
+// Larger blocks go straight back to the system when freed: they are a model's weights or a load's staging, freed
+// once and rarely asked for again at that size, and keeping them would hold that memory for the process's life.
+// Linux overcommits, so the release-and-retry below would never run: the OOM killer acts before malloc fails.
+constexpr size_t kMaxCachedBytes = size_t{256} << 20;
 constexpr size_t kPageBytes = 4096;
 
 size_t DefaultLimitBytes() {
@@ -89,7 +93,7 @@ class CachingCpuAllocator final : public c10::Allocator {
       if (block != live_.end()) {
         const size_t size = block->second;
         live_.erase(block);
-        if (cached_ + size <= limit_) {
+        if (size <= kMaxCachedBytes && cached_ + size <= limit_) {
           free_.emplace(size, data);
           cached_ += size;
           return;

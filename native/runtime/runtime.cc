@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <vector>
 
 #include "../bridge/bridge.h"
 #include "caching_allocator.h"
@@ -54,6 +55,30 @@ std::string BlasLibraryPath() {
   return "";
 }
 
+struct CudaMemory {
+  int64_t allocated = 0, reserved = 0, peak_allocated = 0, peak_reserved = 0;
+};
+
+// The CUDA caching allocator's figures for every visible device. CUDA starts lazily (at the first CUDA tensor), and
+// before that the allocator has no devices and its getDeviceStats throws ("did you call init?"): until then every
+// figure is 0, as torch.cuda.memory_stats returns nothing before CUDA is initialised. libtorch 1.x has no way to
+// ask whether the allocator is initialised, so a 1.x CUDA build reports zeros throughout.
+std::vector<CudaMemory> CudaMemoryPerDevice() {
+  const int64_t count = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  std::vector<CudaMemory> out(count);
+#if COMLRL_WITH_CUDA && TORCH_VERSION_MAJOR >= 2
+  auto* allocator = c10::cuda::CUDACachingAllocator::get();
+  if (allocator == nullptr || !allocator->initialized()) return out;
+  for (int64_t device = 0; device < count; ++device) {
+    const auto stats = allocator->getDeviceStats(static_cast<c10::DeviceIndex>(device));
+    constexpr size_t kAggregate = 0;  // StatType::AGGREGATE: the small and large pools together
+    out[device] = {stats.allocated_bytes[kAggregate].current, stats.reserved_bytes[kAggregate].current,
+                   stats.allocated_bytes[kAggregate].peak, stats.reserved_bytes[kAggregate].peak};
+  }
+#endif
+  return out;
+}
+
 Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Env env = info.Env();
@@ -68,13 +93,20 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
     out.Set("blasLibrary", BlasLibraryPath());
     out.Set("cpuCacheBytes", Napi::Number::New(env, static_cast<double>(CpuCacheBytes())));
     out.Set("cpuCacheLimitBytes", Napi::Number::New(env, static_cast<double>(CpuCacheLimitBytes())));
-#if COMLRL_WITH_CUDA
-    // Bytes in live tensors on cuda:0 (not the allocator's cached blocks): what a leak check watches.
-    if (torch::cuda::is_available()) {
-      const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
-      out.Set("cudaAllocatedBytes", static_cast<double>(stats.allocated_bytes[0].current));
+    const std::vector<CudaMemory> memory = CudaMemoryPerDevice();
+    Napi::Array devices = Napi::Array::New(env, memory.size());
+    for (size_t i = 0; i < memory.size(); ++i) {
+      Napi::Object entry = Napi::Object::New(env);
+      entry.Set("device", "cuda:" + std::to_string(i));
+      entry.Set("allocatedBytes", static_cast<double>(memory[i].allocated));
+      entry.Set("reservedBytes", static_cast<double>(memory[i].reserved));
+      entry.Set("peakAllocatedBytes", static_cast<double>(memory[i].peak_allocated));
+      entry.Set("peakReservedBytes", static_cast<double>(memory[i].peak_reserved));
+      devices.Set(static_cast<uint32_t>(i), entry);
     }
-#endif
+    out.Set("cudaMemory", devices);
+    // Bytes in live tensors on cuda:0 (not the allocator's cached blocks): what a leak check watches.
+    if (!memory.empty()) out.Set("cudaAllocatedBytes", static_cast<double>(memory[0].allocated));
     return out;
   });
 }

@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import type { BenchResult, ComparisonRow } from "./types.js";
 
 export class BenchResultError extends Error {
+  /** Always "BenchResultError". */
   override name = "BenchResultError";
 }
 

@@ -11,6 +11,7 @@ import { secondsSince } from "./stats.js";
 import { WORKER_RESULT_PREFIX, type AnyCase, type Measured, type WorkerOutput } from "./types.js";
 
 export class BenchWorkerError extends Error {
+  /** Always "BenchWorkerError". */
   override name = "BenchWorkerError";
 }
 

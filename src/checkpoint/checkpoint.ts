@@ -19,7 +19,16 @@ const NAME = /^checkpoint-(\d+)$/;
 
 export interface TrainerState {
   kind: string;
-  progress: { epoch: number; itemIndex: number; envStep: number; [key: string]: number };
+  progress: {
+    /** Completed epochs. */
+    epoch: number;
+    /** Items done in the current epoch. */
+    itemIndex: number;
+    /** Env steps so far. */
+    envStep: number;
+    /** The trainer's other counters (iteration, stage, update, …). */
+    [key: string]: number;
+  };
   wandb: WandbRunIdentity | null;
   /** Everything else the trainer restores (RNG, logger, config snapshot, datasets' and callbacks' state dicts). */
   state: Record<string, unknown>;
@@ -30,11 +39,17 @@ interface SavedTrainerState extends TrainerState {
   components: SavedComponent[];
 }
 
+/** What readCheckpointMetadata reports of a checkpoint directory. */
 export interface CheckpointMetadata {
+  /** The checkpoint directory. */
   path: string;
+  /** The trainer that wrote it ("MAGRPO", …). */
   kind: string;
+  /** Where training stood. */
   progress: TrainerState["progress"];
+  /** The W&B run it logged to, if any. */
   wandb: WandbRunIdentity | null;
+  /** When it was written (ISO time from its manifest). */
   createdAt: string;
 }
 

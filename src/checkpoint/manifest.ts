@@ -5,6 +5,7 @@ import { createReadStream, existsSync, readFileSync, realpathSync, statSync } fr
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { writeFileAtomic } from "../util/atomic.js";
+import { irregularFileKind } from "../util/regular-file.js";
 
 export const MANIFEST = "manifest.json";
 
@@ -14,7 +15,9 @@ export interface Manifest {
   files: Record<string, { size: number; sha256: string }>;
 }
 
+/** A checkpoint that is missing, incomplete, corrupted or from another trainer; the message names the file or directory. */
 export class CheckpointError extends Error {
+  /** Always "CheckpointError". */
   override name = "CheckpointError";
 }
 
@@ -56,6 +59,12 @@ export async function verifyManifest(dir: string): Promise<Manifest> {
     throw new CheckpointError(`${manifestFile}: malformed JSON (${(error as Error).message})`);
   }
   const root = realpathSync(dir);
+  // Resume reads what the components find in the directory, so a file planted beside the listed ones (an extra
+  // shard, a state file) would be loaded unvouched for.
+  const listed = new Set(Object.keys(manifest.files ?? {}));
+  for (const file of await listFiles(dir)) {
+    if (!listed.has(file)) throw new CheckpointError(`checkpoint ${dir} holds ${file}, which its ${MANIFEST} does not list (added after it was written)`);
+  }
   for (const [file, expected] of Object.entries(manifest.files ?? {})) {
     const full = path.join(dir, file);
     // Entries are relative paths inside the checkpoint; one that climbs out, is absolute, or reaches outside
@@ -68,6 +77,8 @@ export async function verifyManifest(dir: string): Promise<Manifest> {
       throw new CheckpointError(`${manifestFile}: entry ${JSON.stringify(file)} is not a file inside the checkpoint`);
     }
     if (!existsSync(full)) throw new CheckpointError(`checkpoint file ${full} is missing`);
+    const irregular = irregularFileKind(full);
+    if (irregular) throw new CheckpointError(`checkpoint file ${full} is not a regular file (${irregular})`);
     const size = statSync(full).size;
     if (size !== expected.size) throw new CheckpointError(`checkpoint file ${full} has ${size} bytes, the manifest says ${expected.size} (truncated or changed)`);
     if ((await sha256(full)) !== expected.sha256) throw new CheckpointError(`checkpoint file ${full} does not match its checksum (corrupted)`);

@@ -4,6 +4,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 
 export class UsageError extends Error {
+  /** Always "UsageError". */
   override name = "UsageError";
 }
 

@@ -5,14 +5,20 @@ import { bool, buildConfig, float, int, nullable, oneOf, type Fail, type ValuesO
 import { GROUP_FIELDS, type GroupConfig } from "./groups.js";
 import type { ConfigSource } from "./magrpo.js";
 
+/** What a critic reads: "v" the prompt alone (V(h)), "q" prompt and completion (Q(h, a)). */
 export type CriticType = "v" | "q";
 
+/** The fields IAC and MAAC share (CoMLRL's IACConfig / MAACConfig); see docs/actor-critic.md for every default. */
 export interface ActorCriticConfig extends GroupConfig {
+  /** Passes over the train dataset. */
   readonly numTrainEpochs: number;
+  /** AdamW learning rate of every actor. */
   readonly agentLearningRate: number;
   /** AdamW learning rate of the critics (IAC: null = agentLearningRate). */
   readonly criticLearningRate: number;
+  /** Least env-step gap between two train-metric logs. */
   readonly loggingSteps: number;
+  /** Validated only: the trainer's own numAgents argument decides the agent count. */
   readonly numAgents: number;
   /** >1 needs an external transition, and numGenerations 1. */
   readonly numTurns: number;
@@ -20,6 +26,7 @@ export interface ActorCriticConfig extends GroupConfig {
   readonly discount: number;
   /** An episode ends after a turn whose mean reward is above this; null never ends early. */
   readonly earlyTerminationThreshold: number | null;
+  /** Use external transitions' prompts verbatim instead of passing them through formatters. */
   readonly externalPromptPassthrough: boolean;
   /** Samples an agent collects before it updates. */
   readonly rolloutBufferSize: number;
@@ -35,6 +42,7 @@ export interface ActorCriticConfig extends GroupConfig {
   readonly criticDevices: DeviceSpec | null;
 }
 
+/** IAC's config: ActorCriticConfig plus the critics' form (separate critic LMs or value heads on the actors). */
 export interface IACConfig extends ActorCriticConfig {
   /** true: one critic LM per agent; false: a value head on each actor (one backward of actor + coef · value loss). */
   readonly useSeparateCritic: boolean;
@@ -46,10 +54,13 @@ export interface IACConfig extends ActorCriticConfig {
   readonly valueHeadHiddenDim: number | null;
 }
 
+/** MAAC's config: the shared actor-critic fields; its one centralized critic is stepped in every agent's update. */
 export type MAACConfig = ActorCriticConfig;
 
 type Settable<C> = { readonly [K in keyof C]: K extends "trainBatchSize" | "criticLearningRate" ? number | null : C[K] };
+/** What iacConfig accepts: any subset of IACConfig (trainBatchSize / criticLearningRate null = derived). */
 export type IACConfigInput = Partial<Settable<IACConfig>>;
+/** What maacConfig accepts: any subset of MAACConfig. */
 export type MAACConfigInput = Partial<Settable<MAACConfig>>;
 
 const COMMON_FIELDS = {
@@ -99,6 +110,7 @@ function resolveCommon<V extends ValuesOf<typeof COMMON_FIELDS>>(values: V, fail
   };
 }
 
+/** Builds a validated IAC config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
 export function iacConfig(input?: IACConfigInput, options: ConfigSource = {}): IACConfig {
   return buildConfig(IAC_FIELDS, input, {
     configName: "IACConfig",
@@ -107,6 +119,7 @@ export function iacConfig(input?: IACConfigInput, options: ConfigSource = {}): I
   });
 }
 
+/** Builds a validated MAAC config with CoMLRL's defaults; criticDevices names at most one device. */
 export function maacConfig(input?: MAACConfigInput, options: ConfigSource = {}): MAACConfig {
   return buildConfig(MAAC_FIELDS, input, {
     configName: "MAACConfig",

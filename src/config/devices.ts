@@ -6,8 +6,11 @@ import { ConfigError, field, reject, show, type FieldSpec } from "./fields.js";
 /** "cpu", "cuda", "cuda:N", "auto", or a list of devices (one for all, or one per model). */
 export type DeviceSpec = string | readonly string[];
 
+/** What the machine offers, as runtimeInfo() reports it; placement is decided from these alone. */
 export interface CudaFacts {
+  /** Whether the loaded libtorch can use CUDA on this machine. */
   readonly cudaAvailable: boolean;
+  /** Visible CUDA devices (0 without CUDA). */
   readonly deviceCount: number;
 }
 
@@ -16,6 +19,15 @@ function deviceName(raw: string): string | undefined {
   const name = raw.trim().toLowerCase();
   if (name === "cuda") return "cuda:0";
   return /^(cpu|cuda:\d+)$/.test(name) ? name : undefined;
+}
+
+/**
+ * One spelling per device ("cuda" and " CUDA:0" are "cuda:0"), so that a model loaded on "cuda" shares cuda:0's lane
+ * and stream with the rest and optimizers and heads see one device; a name that is no device is returned as given,
+ * for the native side to refuse by name.
+ */
+export function canonicalDevice(raw: string): string {
+  return deviceName(raw) ?? raw;
 }
 
 /** A device the machine described by facts actually has. */
@@ -40,7 +52,7 @@ export function deviceSpec(): FieldSpec<DeviceSpec | null> {
     if (!Array.isArray(raw)) reject("must be a device string, a list of devices, or null");
     if (raw.length === 0) reject("must not be an empty list");
     return Object.freeze(raw.map(valid));
-  }, null);
+  }, null, '"cpu" | "cuda" | "cuda:N" | "auto" | list of devices | null');
 }
 
 function isAuto(spec: DeviceSpec | null | undefined): spec is "auto" | null | undefined {
@@ -79,14 +91,19 @@ export function resolveSingleDevice(
 
 /** The parts of a MAGRPO-family config that decide placement. */
 export interface PlacementConfig {
+  /** "none": one device for all actors; "mp": one per actor; "ddp": "none" in each data-parallel process. */
   readonly parallelTraining: "none" | "mp" | "ddp";
+  /** Actors to place (the config's count; the trainer may pass its own). */
   readonly numAgents: number;
+  /** The actors' devices; null or "auto" places them automatically. */
   readonly agentDevices: DeviceSpec | null;
+  /** The frozen references' devices; null = their actors'. */
   readonly referenceDevices: DeviceSpec | null;
   /** Centralized configs train one joint actor, so they place one model (and one reference). */
   readonly collaborationMode?: "centralized";
 }
 
+/** Where each model of a trainer goes, as planPlacement decides. */
 export interface Placement {
   /** One device per actor. */
   readonly agentDevices: string[];
@@ -97,17 +114,30 @@ export interface Placement {
 }
 
 /**
- * Where a MAGRPO-family trainer puts its models. "none": every actor on one device, the first of agentDevices.
- * "mp": one device per actor from agentDevices. References default to their actors' devices; an explicit
- * referenceDevices is honoured in both modes (a second GPU can hold the frozen copies even when actors share one).
- * numAgents is the trainer's agent count, which wins over the config's (spec §1.2).
+ * A data-parallel rank's device when placement is auto: the GPU of its local rank, as torchrun jobs place ranks
+ * (ranks past the GPU count share them round-robin; their collectives then run on Gloo, see DistributedContext);
+ * cpu without CUDA.
  */
-export function planPlacement(config: PlacementConfig, facts: CudaFacts, numAgents = config.numAgents): Placement {
+export function rankDevice(localRank: number, facts: CudaFacts): string {
+  if (!facts.cudaAvailable || facts.deviceCount < 1) return "cpu";
+  return `cuda:${localRank % facts.deviceCount}`;
+}
+
+/**
+ * Where a MAGRPO-family trainer puts its models. "none": every actor on one device, the first of agentDevices.
+ * "mp": one device per actor from agentDevices. "ddp": as "none" on each rank, auto meaning the rank's own GPU
+ * (rankDevice of localRank). References default to their actors' devices; an explicit referenceDevices is honoured
+ * in every mode (a second GPU can hold the frozen copies even when actors share one). numAgents is the trainer's
+ * agent count, which wins over the config's (spec §1.2).
+ */
+export function planPlacement(config: PlacementConfig, facts: CudaFacts, numAgents = config.numAgents, localRank = 0): Placement {
   const actors = config.collaborationMode === "centralized" ? 1 : numAgents;
+  const single = (): string =>
+    config.parallelTraining === "ddp" && isAuto(config.agentDevices)
+      ? rankDevice(localRank, facts)
+      : resolveSingleDevice([config.agentDevices], facts, "agentDevices");
   const agentDevices =
-    config.parallelTraining === "mp"
-      ? resolveDevices(config.agentDevices, actors, "agentDevices", facts)
-      : Array<string>(actors).fill(resolveSingleDevice([config.agentDevices], facts, "agentDevices"));
+    config.parallelTraining === "mp" ? resolveDevices(config.agentDevices, actors, "agentDevices", facts) : Array<string>(actors).fill(single());
   const referenceDevices =
     config.referenceDevices === null ? [...agentDevices] : resolveDevices(config.referenceDevices, actors, "referenceDevices", facts);
   const concurrent = config.parallelTraining === "mp" && actors > 1 && new Set(agentDevices).size > 1;

@@ -1,9 +1,11 @@
 // The field-spec machinery every trainer config is built with: a config is a table of field specs, and buildConfig
 // turns a user's object (camelCase from TypeScript, snake_case from CoMLRL-style files) into a validated, frozen value.
 // Errors always name the field, because that is what users search their config for (and what tests match on).
+import { redactSecrets, scrubSecrets, secretValues } from "./secrets.js";
 
 /** A configuration problem; the message names the config and field (and the file, when it came from one). */
 export class ConfigError extends Error {
+  /** Always "ConfigError". */
   override name = "ConfigError";
   constructor(
     message: string,
@@ -20,6 +22,8 @@ export interface FieldSpec<T> {
   readonly default?: T;
   /** Returns the field's value, or calls reject(reason) when raw is unacceptable. */
   readonly parse: (raw: unknown) => T;
+  /** The values parse accepts, in words ("integer ≥ 2", `"v" | "q"`): the range column of the generated config tables. */
+  readonly accepts?: string;
 }
 
 /** Thrown by parsers with the reason alone; buildConfig adds the config and field name around it. */
@@ -30,9 +34,9 @@ export function reject(reason: string): never {
   throw new FieldProblem(reason);
 }
 
-/** A field with a hand-written parser, for types the primitives below do not cover. */
-export function field<T>(parse: (raw: unknown) => T, defaultValue?: T): FieldSpec<T> {
-  return { default: defaultValue, parse };
+/** A field with a hand-written parser, for types the primitives below do not cover; accepts describes its values. */
+export function field<T>(parse: (raw: unknown) => T, defaultValue?: T, accepts?: string): FieldSpec<T> {
+  return { default: defaultValue, parse, accepts };
 }
 
 interface Bounds {
@@ -55,6 +59,12 @@ function checked<T>(value: T, check: Options<T>["check"]): T {
   return reason === undefined ? value : reject(reason);
 }
 
+function describeBounds(kind: string, { min, above, max }: Bounds): string {
+  const limits = [min === undefined ? "" : `≥ ${min}`, above === undefined ? "" : `> ${above}`, max === undefined ? "" : `≤ ${max}`];
+  const stated = limits.filter((limit) => limit !== "");
+  return stated.length === 0 ? kind : `${kind} ${stated.join(", ")}`;
+}
+
 function inBounds(value: number, { min, above, max }: Bounds): number {
   if (min !== undefined && !(value >= min)) reject(`must be ≥ ${min}`);
   if (above !== undefined && !(value > above)) reject(`must be > ${above}`);
@@ -66,28 +76,28 @@ export function int(options: Options<number> & Bounds = {}): FieldSpec<number> {
   return field((raw) => {
     if (typeof raw !== "number" || !Number.isSafeInteger(raw)) reject("must be an integer");
     return checked(inBounds(raw, options), options.check);
-  }, options.default);
+  }, options.default, describeBounds("integer", options));
 }
 
 export function float(options: Options<number> & Bounds = {}): FieldSpec<number> {
   return field((raw) => {
     if (typeof raw !== "number" || !Number.isFinite(raw)) reject("must be a finite number");
     return checked(inBounds(raw, options), options.check);
-  }, options.default);
+  }, options.default, describeBounds("number", options));
 }
 
 export function bool(options: Options<boolean> = {}): FieldSpec<boolean> {
   return field((raw) => {
     if (typeof raw !== "boolean") reject("must be true or false");
     return checked(raw, options.check);
-  }, options.default);
+  }, options.default, "true | false");
 }
 
 export function text(options: Options<string> = {}): FieldSpec<string> {
   return field((raw) => {
     if (typeof raw !== "string") reject("must be a string");
     return checked(raw, options.check);
-  }, options.default);
+  }, options.default, "string");
 }
 
 /**
@@ -104,17 +114,18 @@ export function oneOf<const V extends string>(
     const value = key === undefined ? undefined : (allowed.find((v) => v === key) ?? aliases.get(key));
     if (value === undefined) reject(`must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`);
     return checked(value, options.check);
-  }, options.default);
+  }, options.default, allowed.map((v) => JSON.stringify(v)).join(" | "));
 }
 
 /** Also accepts null; the default is the inner spec's default, or null when it has none. */
 export function nullable<T>(inner: FieldSpec<T>): FieldSpec<T | null> {
-  return field((raw) => (raw === null ? null : inner.parse(raw)), inner.default === undefined ? null : inner.default);
+  const accepts = inner.accepts === undefined ? undefined : `${inner.accepts} | null`;
+  return field((raw) => (raw === null ? null : inner.parse(raw)), inner.default === undefined ? null : inner.default, accepts);
 }
 
 /** The same field with another default (how config variants such as MAREINFORCEConfig differ from their parent). */
 export function withDefault<T>(spec: FieldSpec<T>, defaultValue: T): FieldSpec<T> {
-  return field(spec.parse, defaultValue);
+  return field(spec.parse, defaultValue, spec.accepts);
 }
 
 export type FieldSpecs = Readonly<Record<string, FieldSpec<unknown>>>;
@@ -173,12 +184,14 @@ export function buildConfig<S extends FieldSpecs, R = ValuesOf<S>>(
       values[field] = spec.parse(raw);
     } catch (error) {
       if (!(error instanceof FieldProblem)) throw error;
-      throw new ConfigError(`${prefix}${name(field)} ${error.message}, got ${show(raw)}`, field);
+      // The value shown as written but with its secrets masked: a key, a key header, a URL's user info.
+      const shown = show(redactSecrets({ [key!]: raw })[key!]);
+      throw new ConfigError(scrubSecrets(`${prefix}${name(field)} ${error.message}, got ${shown}`, secretValues(input)), field);
     }
   }
 
   const fail: Fail<S> = (field, reason) => {
-    throw new ConfigError(`${prefix}${name(field)} ${reason}`, field);
+    throw new ConfigError(scrubSecrets(`${prefix}${name(field)} ${reason}`, secretValues(input)), field);
   };
   const result = options.finish ? options.finish(values as ValuesOf<S>, fail) : values;
   return Object.freeze(result) as Readonly<R>;

@@ -20,6 +20,7 @@ export type TrainerSection = (typeof TRAINER_SECTIONS)[number];
 /** The sections whose trainers can have critics (marlhf and marlhf_iter with rl_algorithm iac or maac). */
 export const CRITIC_SECTIONS: readonly TrainerSection[] = ["iac", "maac", "marlhf", "marlhf_iter"];
 
+/** A `comlrl train` config file, read and validated: the trainer, task, models, data and output it names (docs/cli.md). */
 export interface TrainFileConfig {
   /** The file it came from; messages name it. */
   readonly source: string;
@@ -29,6 +30,7 @@ export interface TrainFileConfig {
   readonly trainerConfig: Readonly<Record<string, unknown>>;
   /** A built-in task name, or a path to a task module (.js, .mjs, .ts), relative paths resolved against the file's directory. */
   readonly task: string;
+  /** The task's options (task_options), passed to getTask. */
   readonly taskOptions: Readonly<Record<string, unknown>>;
   /** The base model of every agent (null when `agents` lists them). */
   readonly model: string | null;
@@ -38,28 +40,46 @@ export interface TrainFileConfig {
   readonly criticModel: string | null;
   /** One critic model per agent (MAAC: one), when the file lists them. */
   readonly critics: readonly string[] | null;
+  /** The hub revision of the model (model.revision): a branch, tag or commit. */
   readonly modelRevision: string | undefined;
+  /** The dataset section. */
   readonly dataset: {
     /** A hub dataset id or local path; null: the task's own dataset. */
     readonly name: string | null;
+    /** The split trained on, in `datasets` syntax (default "train"). */
     readonly trainSplit: string;
+    /** The split evaluated on; null: none. */
     readonly evalSplit: string | null;
+    /** The dataset's hub revision. */
     readonly revision: string | undefined;
+    /** The dataset's config (subset) name. */
     readonly config: string | undefined;
   };
+  /** The output section. */
   readonly output: {
+    /** Where metrics, checkpoints and the final model go (default runs/<trainer>-<task>; --output replaces it). */
     readonly baseDir: string;
+    /** Progress bar and console lines. */
     readonly verbose: boolean;
+    /** Whether the trained agents are saved at the end (to savePath). */
     readonly saveFinalModel: boolean;
     /** Where the trained agents go (default <baseDir>/final_model). */
     readonly savePath: string;
     /** null: no checkpoints. Default <baseDir>/checkpoints. */
     readonly checkpointDir: string | null;
+    /** Epochs between checkpoints. */
     readonly checkpointInterval: number;
+    /** Checkpoints kept (undefined: all). */
     readonly keepLast: number | undefined;
   };
   /** r ↦ r · scaleFactor + shift when enabled; null when off. */
-  readonly rewardProcessor: { readonly scaleFactor: number; readonly shift: number } | null;
+  readonly rewardProcessor: {
+    /** Multiplies the reward first. */
+    readonly scaleFactor: number;
+    /** Then added to it. */
+    readonly shift: number;
+  } | null;
+  /** The W&B run to log to; null: none. */
   readonly wandb: WandbConfig | null;
   /** Fields the file sets that comlrl accepts but that change nothing here (the CLI prints them). */
   readonly ignored: readonly string[];
@@ -199,6 +219,7 @@ function trainerSection(top: Record<string, unknown>, source: string): { trainer
   return { trainer: name, body };
 }
 
+/** Options of loadTrainConfig and trainConfigFromObject. */
 export interface TrainConfigOptions {
   /** Replaces output.base_dir (save_path and checkpoint_dir the file sets itself stay). */
   readonly outputDir?: string;

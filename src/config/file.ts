@@ -3,8 +3,10 @@
 // builder validates it, given { source: path } so that its errors name the file too.
 import { readFile } from "node:fs/promises";
 import { parseDocument } from "yaml";
+import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError } from "./fields.js";
 
+/** Options of loadConfigFile. */
 export interface LoadConfigOptions {
   /** The section a trainer reads ("magrpo", "iac", …). A flat file, one without sections, is returned whole. */
   readonly section?: string;
@@ -16,7 +18,10 @@ function isPlainObject(value: unknown): value is RawConfig {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Reads a YAML (.yaml, .yml) or JSON config file into a plain object, or one section of it; errors name the file. */
 export async function loadConfigFile(path: string, options: LoadConfigOptions = {}): Promise<RawConfig> {
+  const irregular = irregularFileKind(path);
+  if (irregular) throw new ConfigError(`cannot read config file ${path}: it is not a regular file (${irregular})`);
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -92,7 +97,10 @@ function place(json: string, message: string): string {
   return `:${lines.length}:${lines[lines.length - 1]!.length + 1}`;
 }
 
-/** V8's reason without the offset (place() turned it into a line and column). */
+/**
+ * V8's reason without the offset (place() turned it into a line and column) and without the excerpt of the text it
+ * may quote (`..."apiKey": sk-live-se"... is not valid JSON`), which can be part of a key.
+ */
 function reason(message: string): string {
-  return message.replace(/\s+in JSON at position \d+.*$/s, "");
+  return message.replace(/\s+in JSON at position \d+.*$/s, "").replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, "");
 }

@@ -4,14 +4,20 @@
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, field, float, int, nullable, oneOf, reject } from "./fields.js";
 
+/** How agents are placed: "none" (one device, in turn), "mp" (one device per agent, concurrently), "ddp" (data parallel across processes). */
 export type ParallelTraining = "none" | "mp" | "ddp";
+/** Parameter dtype of trained models. */
 export type DType = "float32" | "bfloat16";
 
+/** How completions are sampled in training rollouts (and, with one sample, in evaluation). */
 export interface SamplingConfig {
   /** Completions per agent per node: the group the baseline is taken over. */
   readonly numGenerations: number;
+  /** Most tokens sampled per completion (EOS ends one sooner). */
   readonly maxNewTokens: number;
+  /** Sampling temperature; logits are divided by it before top-k and top-p. */
   readonly temperature: number;
+  /** Nucleus sampling: the smallest set of tokens whose probability reaches topP; 1 keeps every token. */
   readonly topP: number;
   /**
    * null: what CoMLRL's top_k=None means under Hugging Face generate(): the model's generation_config.json decides
@@ -30,6 +36,7 @@ export const SAMPLING_FIELDS = {
   topK: nullable(int({ default: 50, min: 0 })),
 };
 
+/** Where a trainer's agents and models go. */
 export interface PlacementFields {
   /**
    * "none": models share one device, agents run in turn; "mp": one device per agent, concurrently; "ddp" (ours):
@@ -46,10 +53,13 @@ export const PLACEMENT_FIELDS = {
   agentDevices: deviceSpec(),
 };
 
+/** When and on how many items a trainer evaluates. */
 export interface EvalConfig {
   /** Evaluate every this many train items; 0 turns periodic evaluation off. */
   readonly evalInterval: number;
+  /** Evaluation items per evaluation (from the eval dataset, else the train dataset). */
   readonly evalNumSamples: number;
+  /** Validated only: evaluation runs its items one at a time, as CoMLRL does. */
   readonly evalBatchSize: number;
 }
 
@@ -59,8 +69,11 @@ export const EVAL_FIELDS = {
   evalBatchSize: int({ default: 1, min: 1 }),
 };
 
+/** The reference-KL penalty against frozen copies of the agents. */
 export interface ReferenceKlConfig {
+  /** (ours) Subtract β · KL(agent ‖ frozen reference) from each completion's reward (k3 estimator per token). */
   readonly referenceKlEnabled: boolean;
+  /** β of the reference-KL penalty. */
   readonly referenceKlCoef: number;
   /** Devices of the frozen reference models; null = their agents' devices. */
   readonly referenceDevices: DeviceSpec | null;
@@ -72,6 +85,7 @@ export const REFERENCE_KL_FIELDS = {
   referenceDevices: deviceSpec(),
 };
 
+/** Seed, dtype, gradient clipping and AdamW settings every trainer takes. */
 export interface RuntimeConfig {
   /** (ours) Seeds the agents' sampling generators and anything the trainer shuffles. */
   readonly seed: number;
@@ -90,7 +104,7 @@ export interface RuntimeConfig {
 const betas = field<readonly [number, number]>((raw) => {
   const ok = Array.isArray(raw) && raw.length === 2 && raw.every((b) => typeof b === "number" && b >= 0 && b < 1);
   return ok ? [raw[0], raw[1]] : reject("must be two numbers in [0, 1), e.g. [0.9, 0.999]");
-}, [0.9, 0.999]);
+}, [0.9, 0.999], "[β1, β2], each in [0, 1)");
 
 export const RUNTIME_FIELDS = {
   seed: int({ default: 0, min: 0 }),

@@ -1,7 +1,9 @@
 // The trainer configuration layer: configs with CoMLRL's defaults, device placement, and config files.
 export { ConfigError } from "./fields.js";
 export {
+  canonicalDevice,
   planPlacement,
+  rankDevice,
   resolveDevices,
   resolveSingleDevice,
   type CudaFacts,
@@ -42,11 +44,6 @@ export {
   type RLAlgorithm,
 } from "./preference.js";
 export {
-  EVAL_FIELDS,
-  PLACEMENT_FIELDS,
-  REFERENCE_KL_FIELDS,
-  RUNTIME_FIELDS,
-  SAMPLING_FIELDS,
   type EvalConfig,
   type PlacementFields,
   type ReferenceKlConfig,

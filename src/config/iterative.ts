@@ -17,21 +17,30 @@ import {
   type MARLHFConfigInput,
 } from "./preference.js";
 
+/** Order in which an item's pairs are kept in the iterative trainers. */
 export type IterativePairSelection = "comparator_reward" | "reward_gap" | "all" | "random";
+/** Which iterations' replay shards the training pairs are drawn from. */
 export type ReplayMode = "current" | "nearest_k" | "all_history" | "lambda_decay";
+/** What the current policy's candidates are compared against (docs/iterative.md). */
 export type ComparatorPolicy = "current" | "current_copy" | "model" | "history" | "api";
+/** Whether the comparator answers per agent or as one joint answer split into roles. */
 export type ComparatorGenerationMode = "decentralized" | "centralized";
+/** The request and response layout of an API comparator's endpoint. */
 export type ComparatorApiFormat = "generic" | "openai" | "anthropic" | "openai_responses";
+/** What labels the pairs of an iteration: the task reward or the previous reward model. */
 export type PreferenceScoringReward = "task" | "reward_model";
 
 /** The fields MADPOIter and MARLHFIter add to their parents. */
 export interface IterativeFields {
   /** Collect → select → train rounds. */
   readonly numIterations: number;
+  /** Order in which an item's pairs are kept: by the comparator's reward, the largest gap, random, or all. */
   readonly pairSelection: IterativePairSelection;
   /** Which shards the training pairs come from: this iteration's, the last k, all, or all weighted by (1−λ)λ^age. */
   readonly preferenceReplayMode: ReplayMode;
+  /** nearest_k: how many of the latest shards to draw from. */
   readonly preferenceReplayK: number | null;
+  /** lambda_decay: λ of the shard weights (1−λ)λ^age. */
   readonly preferenceReplayLambda: number | null;
   /** Training pairs drawn per iteration; null = this iteration's pair count (else the latest non-empty shard's). */
   readonly preferenceReplaySampleSize: number | null;
@@ -41,12 +50,15 @@ export interface IterativeFields {
   readonly logRewardDistribution: boolean;
   /** Writes policy_checkpoints/{initial,iteration_KKKK}/agent_i (also done, under the default dir, for history). */
   readonly policyCheckpointDir: string | null;
+  /** What the current policy's candidates are compared against (see the iterative trainers' page). */
   readonly comparatorPolicy: ComparatorPolicy;
   /** "centralized": one agent answers the adapter's joint prompt for every role and the answer is split. */
   readonly comparatorGenerationMode: ComparatorGenerationMode;
+  /** comparatorGenerationMode "centralized": the agent that answers the joint prompt. */
   readonly comparatorCentralizedAgentIndex: number;
   /** comparatorPolicy "model": one id for every agent, or one id per agent. */
   readonly comparatorModelName: string | null;
+  /** comparatorPolicy "model": one model id or directory per agent (instead of comparatorModelName). */
   readonly comparatorAgents: readonly string[] | null;
   /** Devices of comparator models (current_copy, model, history); null = the agents' devices. */
   readonly comparatorDevices: DeviceSpec | null;
@@ -54,21 +66,29 @@ export interface IterativeFields {
   readonly comparatorNumCandidates: number | null;
   /** comparatorPolicy "history": compare with the checkpoint of iteration k − historyK (default 1). */
   readonly comparatorHistoryK: number | null;
+  /** comparatorPolicy "api": the endpoint (http:// or https://). */
   readonly comparatorApiUrl: string | null;
+  /** Request and response layout of the endpoint. */
   readonly comparatorApiFormat: ComparatorApiFormat;
+  /** Model name sent in the request body. */
   readonly comparatorApiModel: string | null;
   /** openai: candidates per request (n); null = all at once (1 for DeepSeek). */
   readonly comparatorApiMaxNPerRequest: number | null;
   /** Seconds per request. */
   readonly comparatorApiTimeout: number;
+  /** Extra request headers. */
   readonly comparatorApiHeaders: Readonly<Record<string, string>> | null;
+  /** The API key itself (masked in errors, checkpoints and W&B); prefer comparatorApiKeyEnv. */
   readonly comparatorApiKey: string | null;
   /** Name of the environment variable that holds the key. */
   readonly comparatorApiKeyEnv: string | null;
+  /** Header that carries the key. */
   readonly comparatorApiKeyHeader: string;
+  /** Written before the key in its header ("" for none). */
   readonly comparatorApiKeyPrefix: string;
   /** generic: dotted path of the completions in the response. */
   readonly comparatorApiResponseField: string;
+  /** Merged into every request body. */
   readonly comparatorApiExtraBody: Readonly<Record<string, unknown>> | null;
   /** (ours) Retries of a failed request (timeouts, 429, 5xx), with exponential backoff from 0.25 s. */
   readonly comparatorApiMaxRetries: number;
@@ -84,20 +104,25 @@ export interface MARLHFIterConfig extends Omit<MARLHFConfig, "pairSelection">, I
 }
 
 type IterativeInput = Partial<Omit<IterativeFields, "comparatorAgents">> & { readonly comparatorAgents?: readonly string[] | null };
+/** What madpoIterConfig accepts: any subset of MADPOIterConfig. */
 export type MADPOIterConfigInput = Omit<MADPOConfigInput, "pairSelection"> & IterativeInput;
-export type MARLHFIterConfigInput = Omit<MARLHFConfigInput, "pairSelection"> & IterativeInput & { readonly preferenceScoringReward?: PreferenceScoringReward };
+/** What marlhfIterConfig accepts: any subset of MARLHFIterConfig. */
+export type MARLHFIterConfigInput = Omit<MARLHFConfigInput, "pairSelection"> & IterativeInput & {
+  /** What labels the pairs (default "task"). */
+  readonly preferenceScoringReward?: PreferenceScoringReward;
+};
 
 const stringRecord = field<Readonly<Record<string, string>> | null>((raw) => {
   if (raw === null) return null;
   if (typeof raw !== "object" || Array.isArray(raw) || Object.values(raw).some((v) => typeof v !== "string")) reject("must be an object of string header values");
   return Object.freeze({ ...(raw as Record<string, string>) });
-}, null);
+}, null, "object of strings | null");
 
 const jsonObject = field<Readonly<Record<string, unknown>> | null>((raw) => {
   if (raw === null) return null;
   if (typeof raw !== "object" || Array.isArray(raw)) reject("must be an object merged into the request body");
   return Object.freeze({ ...(raw as Record<string, unknown>) });
-}, null);
+}, null, "object | null");
 
 const modelIds = field<readonly string[] | null>((raw) => {
   if (raw === null) return null;
@@ -105,7 +130,7 @@ const modelIds = field<readonly string[] | null>((raw) => {
     reject("must be a non-empty list of model ids or directories (pass loaded models through the trainer's comparatorAgents option)");
   }
   return Object.freeze([...(raw as string[])]);
-}, null);
+}, null, "list of model ids or directories | null");
 
 const ITERATIVE_FIELDS = {
   numIterations: int({ default: 6, min: 1 }),
@@ -225,7 +250,7 @@ function resolveIterative<V extends IterativeValues>(values: V, fail: IterativeF
   };
 }
 
-const MADPO_ITER_FIELDS = { ...MADPO_FIELDS, ...ITERATIVE_FIELDS };
+export const MADPO_ITER_FIELDS = { ...MADPO_FIELDS, ...ITERATIVE_FIELDS };
 
 /** MADPOIter (spec §2.6, §6.5): DPO on pairs refreshed every iteration against a comparator. */
 export function madpoIterConfig(input?: MADPOIterConfigInput, options: ConfigSource = {}): MADPOIterConfig {
@@ -236,7 +261,7 @@ export function madpoIterConfig(input?: MADPOIterConfigInput, options: ConfigSou
   }) as MADPOIterConfig;
 }
 
-const MARLHF_ITER_FIELDS = {
+export const MARLHF_ITER_FIELDS = {
   ...MARLHF_FIELDS,
   ...ITERATIVE_FIELDS,
   numTrainEpochs: withDefault(MARLHF_FIELDS.numTrainEpochs, 2),

@@ -2,9 +2,12 @@
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefault, type FieldSpec, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
+import { agentObjectives, OBJECTIVE_FIELDS, type AgentObjective, type ObjectiveConfig } from "./objectives.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
+/** How agents' completions form joint actions: same-index ("aligned", K) or every combination ("cross", K^N). */
 export type JointMode = "aligned" | "cross";
+/** The baseline subtracted from returns: group mean, none, group max, or leave-one-out. */
 export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
 
 /** How MAGRPO rolls out and buffers (MADPO's config holds them too, for MARLHF's RL phase, which reads them by name). */
@@ -25,11 +28,17 @@ export interface RolloutConfig {
   readonly trainBatchSize: number;
   /** z-score advantages after the baseline (which makes the four baselines equivalent, spec §3.3). */
   readonly advantageNormalization: boolean;
+  /** Baseline subtracted from each node's rewards: the group mean, none (raw), the group max, or leave-one-out (rloo). */
   readonly advantageMode: AdvantageMode;
 }
 
-export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig {}
+/** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
+export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig, ObjectiveConfig {
+  /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
+  readonly objectives: readonly AgentObjective[];
+}
 
+/** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
 export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
   /** One joint policy writes every role's part; upstream has the field with this as its only allowed value. */
   readonly collaborationMode: "centralized";
@@ -37,16 +46,23 @@ export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
 
 /** Aliases that document which algorithm a config is for; the fields are MAGRPO's. */
 export type MAREINFORCEConfig = MAGRPOConfig;
+/** MAReMax's config: MAGRPO's fields with advantageMode "max". */
 export type MAReMaxConfig = MAGRPOConfig;
+/** MARLOO's config: MAGRPO's fields with advantageMode "rloo". */
 export type MARLOOConfig = MAGRPOConfig;
 
 /** The fields as given, before trainBatchSize is resolved (null = rolloutBufferSize). */
-type Settable = { readonly [K in keyof MAGRPOConfig]: K extends "trainBatchSize" ? number | null : MAGRPOConfig[K] };
+type Settable = { readonly [K in Exclude<keyof MAGRPOConfig, "objectives">]: K extends "trainBatchSize" ? number | null : MAGRPOConfig[K] };
 
 /** What callers pass: any subset of the fields. Config files may use snake_case keys. */
 export type MAGRPOConfigInput = Partial<Settable>;
-export type CentralizedMAGRPOConfigInput = MAGRPOConfigInput & { readonly collaborationMode?: "centralized" };
+/** What centralizedMagrpoConfig accepts: MAGRPOConfigInput and collaborationMode. */
+export type CentralizedMAGRPOConfigInput = MAGRPOConfigInput & {
+  /** The only allowed value; may be omitted. */
+  readonly collaborationMode?: "centralized";
+};
 
+/** Where a config's input came from, for error messages. */
 export interface ConfigSource {
   /** Where the input came from (a config file path); errors start with it. */
   readonly source?: string;
@@ -67,27 +83,29 @@ export const MAGRPO_FIELDS = {
   advantageNormalization: bool({ default: true }),
   // Upstream checks the mode only when the trainer starts; failing at config time names the field sooner.
   advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
+  ...OBJECTIVE_FIELDS,
 } satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */
-function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: "agentDevices", reason: string) => never) {
+function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: keyof typeof MAGRPO_FIELDS & string, reason: string) => never) {
   if (values.parallelTraining === "mp" && values.agentDevices === null) {
     fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
   }
-  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize };
+  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize, objectives: agentObjectives(values, values.numAgents, fail) };
 }
 
 function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, input: MAGRPOConfigInput | undefined, options: ConfigSource) {
   return buildConfig(fields, input, { configName, source: options.source, finish: resolve });
 }
 
+/** Builds a validated MAGRPO config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
 export function magrpoConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAGRPOConfig {
   return build("MAGRPOConfig", MAGRPO_FIELDS, input, options);
 }
 
-const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
-const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
-const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
+export const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
+export const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
+export const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
 
 /** MAGRPO without a baseline (advantageMode "raw"). */
 export function mareinforceConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAREINFORCEConfig {
@@ -104,13 +122,14 @@ export function marlooConfig(input?: MAGRPOConfigInput, options: ConfigSource = 
   return build("MARLOOConfig", MARLOO_FIELDS, input, options);
 }
 
-const CENTRALIZED_FIELDS = {
+export const CENTRALIZED_FIELDS = {
   ...MAGRPO_FIELDS,
   // There is no multi-turn centralized MAGRPO upstream: the joint policy answers once per item.
   numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: centralized MAGRPO supports only num_turns=1") }),
   collaborationMode: field<"centralized">(
     (raw) => (raw === "centralized" ? raw : reject('must be "centralized": CentralizedMAGRPOConfig requires centralized collaboration')),
     "centralized",
+    '"centralized"',
   ),
 };
 

@@ -5,9 +5,15 @@ import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
 import type { AdvantageMode, ConfigSource, RolloutConfig } from "./magrpo.js";
+import { OBJECTIVE_FIELDS, type ObjectiveConfig } from "./objectives.js";
 
+const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OBJECTIVE_FIELDS;
+
+/** "decentralized": one actor per role; "centralized": one actor writes every role's part. */
 export type CollaborationMode = "decentralized" | "centralized";
+/** Order in which an item's preference pairs are kept: largest reward gap first, all, or random. */
 export type PairSelection = "reward_gap" | "all" | "random";
+/** The algorithm of MARLHF's RL phase. */
 export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
 
 /**
@@ -29,10 +35,11 @@ export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, Traini
   readonly dpoBeta: number;
   /** Whether DPO steps advance the env-step counter, by environmentStepsPerPair per pair. */
   readonly useEnvironmentStep: boolean;
+  /** Env steps one pair counts for in a DPO step (with useEnvironmentStep). */
   readonly environmentStepsPerPair: number;
 }
 
-export interface MARLHFConfig extends MADPOConfig {
+export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIterations"> {
   /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
   readonly rlAlgorithm: RLAlgorithm;
   /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
@@ -44,7 +51,9 @@ export interface MARLHFConfig extends MADPOConfig {
    * trainer's device on a machine without CUDA (logged once); an explicitly given CUDA device without CUDA is an error.
    */
   readonly rewardModelDevice: string | null;
+  /** AdamW learning rate of the reward model (backbone and head). */
   readonly rewardLearningRate: number;
+  /** Bradley–Terry passes over the training pairs. */
   readonly rewardNumTrainEpochs: number;
   /** Pairs per Bradley–Terry step. */
   readonly rewardTrainBatchSize: number;
@@ -61,18 +70,30 @@ export interface MARLHFConfig extends MADPOConfig {
   readonly criticModelName: string | null;
   /** null = agentLearningRate. */
   readonly criticLearningRate: number | null;
+  /** Devices of the RL phase's critics; null = their agents' devices. */
   readonly criticDevices: DeviceSpec | null;
+  /** iac back-end: one critic LM per agent (true) or a value head on each actor (false). */
   readonly useSeparateCritic: boolean;
+  /** "v": critics read the prompt; "q": prompt and completion. */
   readonly criticType: "v" | "q";
+  /** Weight of the value loss (IACConfig.valueLossCoef). */
   readonly valueLossCoef: number;
+  /** PPO-style value clipping of shared heads (IACConfig.valueClipRange). */
   readonly valueClipRange: number | null;
+  /** Hidden size of separate critics' heads; null: Linear(H, 1). */
   readonly criticValueHeadHiddenDim: number | null;
+  /** Hidden size of heads on the actors; null: Linear(H, 1). */
   readonly valueHeadHiddenDim: number | null;
 }
 
 /** What callers pass: any subset of the fields (trainBatchSize null = rolloutBufferSize). Files may use snake_case. */
-export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & { readonly trainBatchSize?: number | null };
+export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & {
+  /** Pairs per DPO step; null = rolloutBufferSize. */
+  readonly trainBatchSize?: number | null;
+};
+/** What marlhfConfig accepts: any subset of MARLHFConfig (rlAlgorithm decides advantageMode). */
 export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "advantageMode" | "rlAlgorithm">> & {
+  /** Samples per optimizer step in the RL phase; null = rolloutBufferSize. */
   readonly trainBatchSize?: number | null;
   /** Derived from rlAlgorithm; when given it must agree. */
   readonly advantageMode?: AdvantageMode | null;
@@ -136,7 +157,7 @@ function singleDevice() {
   return field<string>((raw) => {
     if (typeof raw !== "string" || raw.trim().toLowerCase() === "auto") reject('must be one device: "cpu", "cuda" or "cuda:N"');
     return spec.parse(raw) as string;
-  });
+  }, undefined, '"cpu" | "cuda" | "cuda:N"');
 }
 
 export const MARLHF_FIELDS = {
@@ -162,6 +183,9 @@ export const MARLHF_FIELDS = {
   valueClipRange: nullable(float({ default: 0.2, above: 0 })),
   criticValueHeadHiddenDim: nullable(int({ min: 1 })),
   valueHeadHiddenDim: nullable(int({ min: 1 })),
+  // (ours) The MAGRPO family's objective, read by the RL phase when rlAlgorithm is one of it (docs/objectives.md);
+  // one update per rollout there, since CoMLRL's iterative trainers already name their outer loop numIterations.
+  ...OBJECTIVE_FIELDS_BUT_ITERATIONS,
 };
 
 /**

@@ -10,7 +10,9 @@ import { parse as parseYaml } from "yaml";
 
 export const DATA_EXTENSIONS = [".parquet", ".jsonl", ".json"] as const;
 
+/** A dataset's data_files entry (README.md configs:) that is malformed or matches no file; the message names the dataset and split. */
 export class DataFilesError extends Error {
+  /** Always "DataFilesError". */
   override name = "DataFilesError";
 }
 

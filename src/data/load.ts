@@ -8,6 +8,7 @@ import { DataFilesError, DATA_EXTENSIONS, findSplitFiles, type SplitFiles } from
 import { openDataFile, type DataFile } from "./readers.js";
 import { boundedFromStart, parseSplit, sliceRange, SplitError, type SplitSlice } from "./split.js";
 
+/** Which part of a dataset loadDataset reads. */
 export interface LoadDatasetOptions {
   /** A split spec: "train", "train[:100]", "test[-5:]", "train[10%:20%]", "train[:10%]+validation" (default "train"). */
   split?: string;

@@ -17,6 +17,7 @@ const GROUP_CONCURRENCY = 4;
 const SNAPPY_MAX_RATIO = 22;
 
 export class ParquetBoundsError extends Error {
+  /** Always "ParquetBoundsError". */
   override name = "ParquetBoundsError";
 }
 
@@ -43,8 +44,12 @@ async function withFile<T>(file: string, work: (buffer: AsyncBuffer) => Promise<
   }
 }
 
-export function readParquetMetadata(file: string): Promise<FileMetaData> {
-  return withFile(file, (buffer) => parquetMetadataAsync(buffer));
+/** The file's footer, whose row count must be its row groups' (rows are located by the groups' counts). */
+export async function readParquetMetadata(file: string): Promise<FileMetaData> {
+  const metadata = await withFile(file, (buffer) => parquetMetadataAsync(buffer));
+  const grouped = metadata.row_groups.reduce((sum, group) => sum + BigInt(group.num_rows), 0n);
+  if (BigInt(metadata.num_rows) !== grouped) throw new ParquetBoundsError(`its footer declares ${metadata.num_rows} rows, but its row groups hold ${grouped}`);
+  return metadata;
 }
 
 /** Leaf column paths ("a.b") whose values are one per row: no REPEATED field on the way down. */
@@ -69,6 +74,8 @@ function scanGroup(bytes: Uint8Array, base: number, group: RowGroup, flat: Set<s
   for (const chunk of group.columns) {
     const meta = chunk.meta_data as ColumnMetaData;
     const column = meta.path_in_schema.join(".");
+    // Rows the chunk's pages hold, where their headers say (hyparquet yields an empty row for each one missing).
+    let heldRows: number | undefined = 0;
     const start = Number(meta.dictionary_page_offset || meta.data_page_offset) - base;
     const end = start + Number(meta.total_compressed_size);
     const reader = { view: new DataView(bytes.buffer, bytes.byteOffset + start, end - start), offset: 0 };
@@ -86,6 +93,7 @@ function scanGroup(bytes: Uint8Array, base: number, group: RowGroup, flat: Set<s
       }
       const dataRows = page.data_page_header_v2?.num_rows ?? (flat.has(column) ? page.data_page_header?.num_values : undefined);
       if (dataRows !== undefined && dataRows > rows) fail(`declares ${dataRows} ${page.data_page_header_v2 ? "rows" : "values"}, more than its row group's ${rows} rows`);
+      if (page.data_page_header || page.data_page_header_v2) heldRows = dataRows === undefined || heldRows === undefined ? undefined : heldRows + dataRows;
       const dictionary = page.dictionary_page_header?.num_values;
       // Dictionary entries are PLAIN-encoded: one byte each at the least.
       if (dictionary !== undefined && dictionary > page.uncompressed_page_size) fail(`declares ${dictionary} dictionary entries in ${page.uncompressed_page_size} bytes`);
@@ -93,6 +101,7 @@ function scanGroup(bytes: Uint8Array, base: number, group: RowGroup, flat: Set<s
       uncompressed += page.uncompressed_page_size;
       reader.offset += compressed;
     }
+    if (heldRows !== undefined && heldRows !== rows) throw new ParquetBoundsError(`column ${column} holds ${heldRows} rows, but its row group declares ${rows}`);
   }
   return { values, bytes: uncompressed };
 }

@@ -6,7 +6,9 @@ import type { FileMetaData } from "hyparquet";
 import type { Item } from "../rollout/types.js";
 import { readParquetMetadata, readParquetRows } from "./parquet.js";
 
+/** A Parquet, JSON Lines or JSON data file that cannot be read; the message names the file (and row or page). */
 export class DataFileError extends Error {
+  /** Always "DataFileError". */
   override name = "DataFileError";
 }
 

@@ -3,17 +3,21 @@
 // negative (counted from the end); a percent applies to the split's size and is rounded to the closest row, as
 // `datasets`' default "closest" rounding does (Python's round(), halves to even).
 
+/** A split expression that is malformed, empty, or names a split the dataset lacks; the message lists the available ones. */
 export class SplitError extends Error {
+  /** Always "SplitError". */
   override name = "SplitError";
 }
 
 /** One part of a split spec: rows [from, to) of a split, either as row numbers or as percents of its size. */
 export interface SplitSlice {
+  /** The split's name ("train", "test", …). */
   readonly split: string;
   /** undefined: from the start. */
   readonly from?: number;
   /** undefined: to the end. */
   readonly to?: number;
+  /** Whether from and to count rows or percent of the split. */
   readonly unit: "rows" | "%";
 }
 
@@ -56,7 +60,15 @@ function roundHalfEven(x: number): number {
 }
 
 /** The rows [start, end) a slice selects from a split of `size` rows (end ≥ start; an empty range is possible). */
-export function sliceRange(slice: SplitSlice, size: number): { start: number; end: number } {
+export function sliceRange(
+  slice: SplitSlice,
+  size: number,
+): {
+  /** First row (inclusive). */
+  start: number;
+  /** Last row (exclusive). */
+  end: number;
+} {
   const absolute = (bound: number | undefined, missing: number) => {
     if (bound === undefined) return missing;
     const rows = slice.unit === "%" ? roundHalfEven((bound * size) / 100) : bound;

@@ -10,19 +10,22 @@ export interface PreferenceDemoOptions {
   outputDir: string;
   seed: number;
   quiet: boolean;
+  /** Train items and eval items each (default 64, the measured recipe; fewer make a quick run). */
+  items?: number;
 }
 
 /** 64 train items, 64 eval items (evaluated whole), four new tokens at temperature 1. */
 function demoTask(baseDir: string, tokenizer: ComlrlTokenizer, options: PreferenceDemoOptions) {
+  const items = options.items ?? 64;
   return {
     agents: [baseDir, baseDir],
     rewardFunc: coverVowelsRewardFunc,
     formatters: coverVowelsFormatters((messages) => tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true })),
-    trainDataset: coverVowelsDataset(64),
-    evalDataset: coverVowelsDataset(64),
+    trainDataset: coverVowelsDataset(items),
+    evalDataset: coverVowelsDataset(items),
     outputDir: options.outputDir,
     quiet: options.quiet,
-    sampling: { maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, evalInterval: 0, evalNumSamples: 64, loggingSteps: 1, seed: options.seed },
+    sampling: { maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, evalInterval: 0, evalNumSamples: items, loggingSteps: 1, seed: options.seed },
   };
 }
 

@@ -1,35 +1,52 @@
 // DistributedContext: this process's place in a data-parallel job and the collectives trainers use, over one c10d
 // process group. Every collective must be called by every rank, in the same order; one that a dead or stalled
 // peer cannot complete rejects with a TorchError after the job's timeout instead of hanging.
+import type { CudaFacts } from "../config/devices.js";
 import type { CollectiveTraffic, NativeAddon, NativeModel, NativeProcessGroup, NativeValueHead } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { readDistributedEnvironment, DistributedEnvironmentError, type DistributedEnvironment } from "./environment.js";
 
+/** How allReduce combines the ranks' values. */
 export type ReduceOp = "sum" | "mean" | "max" | "min";
 
 /** Totals over this process's gradient reductions, for benches and logs. */
 export interface CommunicationStats {
+  /** Gradient all-reduces so far (one per optimizer step). */
   gradientReductions: number;
+  /** Bytes of gradients all-reduced so far. */
   gradientBytes: number;
+  /** Seconds spent in gradient all-reduces. */
   gradientSeconds: number;
+  /** Bytes broadcast so far (parameters at start and resume). */
   broadcastBytes: number;
 }
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The CUDA device a rank's NCCL group uses: its local rank, when this build has NCCL and that GPU exists. */
-function ncclDevice(native: NativeAddon, localRank: number): number | null {
-  if (!native.NativeProcessGroup?.ncclAvailable()) return null;
-  const { cudaAvailable, cudaDeviceCount } = native.runtimeInfo();
-  return cudaAvailable && localRank < cudaDeviceCount ? localRank : null;
+/**
+ * The CUDA device a rank's NCCL group may use: its local rank's own GPU (where auto placement puts it, rankDevice),
+ * when this build has NCCL and that GPU exists; null for a rank that shares a GPU or has none. Each collective over
+ * GPU tensors then runs on NCCL only if every rank's tensors are on its NCCL device, agreed by all ranks in the call
+ * itself (native/dist/process_group.cc), so ranks never split between NCCL and Gloo.
+ */
+export function ncclDeviceFor(localRank: number, facts: CudaFacts, ncclAvailable: boolean): number | null {
+  return ncclAvailable && facts.cudaAvailable && localRank < facts.deviceCount ? localRank : null;
 }
 
+function ncclDevice(native: NativeAddon, localRank: number): number | null {
+  const { cudaAvailable, cudaDeviceCount } = native.runtimeInfo();
+  return ncclDeviceFor(localRank, { cudaAvailable, deviceCount: cudaDeviceCount }, native.NativeProcessGroup?.ncclAvailable() ?? false);
+}
+
+/** This process's place in a data-parallel job and its collectives over c10d's Gloo process group (docs/data-parallel.md). */
 export class DistributedContext {
+  /** What this rank has communicated so far. */
   readonly stats: CommunicationStats = { gradientReductions: 0, gradientBytes: 0, gradientSeconds: 0, broadcastBytes: 0 };
 
   private constructor(
     private readonly group: NativeProcessGroup,
+    /** The job's torchrun environment. */
     readonly environment: DistributedEnvironment,
   ) {}
 
@@ -72,14 +89,17 @@ export class DistributedContext {
     return DistributedContext.shared;
   }
 
+  /** This process's rank. */
   get rank(): number {
     return this.environment.rank;
   }
 
+  /** Ranks in the job. */
   get worldSize(): number {
     return this.environment.worldSize;
   }
 
+  /** This process's rank on its machine. */
   get localRank(): number {
     return this.environment.localRank;
   }
@@ -106,6 +126,7 @@ export class DistributedContext {
     return JSON.parse(decoder.decode(bytes)) as T;
   }
 
+  /** Waits until every rank has reached it. */
   async barrier(): Promise<void> {
     await this.group.barrier();
   }
@@ -118,7 +139,12 @@ export class DistributedContext {
     modules: Array<NativeModel | NativeValueHead>,
     weight: number,
     values: readonly number[] = [],
-  ): Promise<{ totalWeight: number; values: number[] } & CollectiveTraffic> {
+  ): Promise<{
+    /** Σ of the ranks' weights. */
+    totalWeight: number;
+    /** `values` summed over the ranks. */
+    values: number[];
+  } & CollectiveTraffic> {
     const result = await this.group.allReduceGradients(modules, { weight, values: Float64Array.from(values) });
     this.stats.gradientReductions++;
     this.stats.gradientBytes += result.bytes;

@@ -3,11 +3,17 @@
 // own COMLRL_DIST_TIMEOUT and Gloo's GLOO_SOCKET_IFNAME. A partial or malformed environment is an error naming the
 // variable; no environment at all means one process.
 
+/** A data-parallel job's environment, read from torchrun's variables (readDistributedEnvironment). */
 export interface DistributedEnvironment {
+  /** This process's rank (RANK), 0 … worldSize − 1. */
   rank: number;
+  /** Processes in the job (WORLD_SIZE). */
   worldSize: number;
+  /** This process's rank on its machine (LOCAL_RANK). */
   localRank: number;
+  /** Rank 0's address (MASTER_ADDR). */
   masterAddr: string;
+  /** Rank 0's rendezvous port (MASTER_PORT). */
   masterPort: number;
   /** How long any collective (and joining the group) may wait for a peer before it fails. */
   timeoutMs: number;
@@ -15,7 +21,9 @@ export interface DistributedEnvironment {
   interface: string | null;
 }
 
+/** A torchrun environment that is partial or malformed; the message names the variable. */
 export class DistributedEnvironmentError extends Error {
+  /** Always "DistributedEnvironmentError". */
   override name = "DistributedEnvironmentError";
 }
 
@@ -58,4 +66,12 @@ export function readDistributedEnvironment(env: NodeJS.ProcessEnv = process.env)
     timeoutMs: Math.ceil(timeoutSeconds * 1000),
     interface: env.GLOO_SOCKET_IFNAME?.trim() || null,
   };
+}
+
+/**
+ * This process's local rank in its data-parallel job: the given context's, else the torchrun environment's; 0 when
+ * it belongs to none (one process).
+ */
+export function localRankOf(given: { readonly localRank: number } | null | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  return given?.localRank ?? readDistributedEnvironment(env)?.localRank ?? 0;
 }

@@ -15,21 +15,26 @@ import { readDistributedEnvironment } from "./environment.js";
 
 /** What differs between the ranks of one run and so is checkpointed per rank. */
 export interface RankState {
+  /** The rank's shuffle generator state. */
   random: number;
+  /** The rank's env-step counter. */
   envStep: number;
+  /** The rank's optimizer-step counter. */
   update: number;
   /** Default sampling stream of each generating component, base64. */
   generators: Record<string, string>;
 }
 
+/** Ranks of a data-parallel job that disagree (a checkpoint of another world size, missing per-rank state). */
 export class ReplicaError extends Error {
+  /** Always "ReplicaError". */
   override name = "ReplicaError";
 }
 
 /** Seeds of rank r > 0 sit this far apart from rank 0's (the same stride per component index as the agents' seed + i). */
 const RANK_SEED_STRIDE = 1_000_003;
 
-function nativeOf(key: object): NativeModel | NativeValueHead | null {
+export function nativeOf(key: object): NativeModel | NativeValueHead | null {
   return key instanceof CausalLM || key instanceof ValueHead ? key.native : null;
 }
 

@@ -11,10 +11,14 @@ import { crc32 } from "node:zlib";
 import { writeFileAtomic } from "../util/atomic.js";
 import { readStoredZip, writeStoredZip, type ZipRecord } from "./zip.js";
 
+/** Dtypes a torch.save state dict here may hold. */
 export type StateDtype = "float32" | "bfloat16" | "float16";
 
+/** One tensor of a state dict, as raw bytes. */
 export interface StateTensor {
+  /** Its element type. */
   dtype: StateDtype;
+  /** Its dimensions. */
   shape: number[];
   /** Raw little-endian elements, row-major and contiguous. */
   data: Uint8Array;
@@ -637,7 +641,8 @@ export function decodeTorchStateDict(bytes: Uint8Array, file?: string, inspect?:
         `are read up to ${MATERIALISE_ALLOWANCE} bytes beyond ${MATERIALISE_FACTOR}× the file`,
     );
   }
-  const out: Record<string, StateTensor> = {};
+  // Keys are data: on a plain object a tensor named "__proto__" would set the prototype instead of a property.
+  const out: Record<string, StateTensor> = Object.create(null);
   for (const { name, view, storage } of tensors) out[name] = { dtype: view.storage.dtype, shape: view.shape, data: materialize(view, storage) };
   return out;
 }

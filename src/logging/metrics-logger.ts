@@ -17,10 +17,15 @@ export type Metrics = Record<string, MetricValue>;
 
 /** One generated completion, as shown in sample tables. */
 export interface SampleRow {
+  /** The turn (1-based, as logged). */
   turn: number;
+  /** The agent index (or a role name). */
   agent: number | string;
+  /** The prompt text. */
   prompt: string;
+  /** The completion text. */
   completion: string;
+  /** The joint action's reward. */
   reward: number;
 }
 
@@ -73,6 +78,7 @@ function checkEnvStep(envStep: number, method: string): void {
   }
 }
 
+/** Writes a run's metrics to metrics.jsonl, and to TensorBoard and W&B when enabled (rank 0 only in data-parallel jobs). */
 export class MetricsLogger {
   private lastLoggedStep: number | null = null;
   private closed = false;
@@ -181,6 +187,7 @@ export class MetricsLogger {
     return this.jsonl.bytes();
   }
 
+  /** What a checkpoint saves so that a resumed run logs as an uninterrupted one would. */
   state(): MetricsLoggerState {
     return { lastLoggedStep: this.lastLoggedStep };
   }

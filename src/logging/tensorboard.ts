@@ -55,13 +55,17 @@ function textValue(tag: string, markdown: string): ProtoMessage {
   return new ProtoMessage().bytes(VALUE.tag, tag).bytes(VALUE.metadata, metadata).bytes(VALUE.tensor, tensor);
 }
 
+/** Writes scalars as a TensorBoard event file (no TensorFlow needed); trainers use it with tensorboard: true. */
 export class TensorBoardWriter {
   /** The event file this writer appends to. */
   readonly file: string;
   private fd: number | null;
 
   /** Creates logDir and a new event file in it, named the way TensorBoard expects to find it. */
-  constructor(readonly logDir: string) {
+  constructor(
+    /** The directory the event file is written to. */
+    readonly logDir: string,
+  ) {
     makeDirsSync(logDir);
     const seconds = Math.floor(Date.now() / 1000);
     this.file = path.join(logDir, `events.out.tfevents.${seconds}.${hostname()}.${process.pid}.${filesOpened++}`);
@@ -80,6 +84,7 @@ export class TensorBoardWriter {
     }
   }
 
+  /** Writes one scalar at step. */
   addScalar(tag: string, value: number, step: number): void {
     this.addScalars({ [tag]: value }, step);
   }

@@ -22,26 +22,35 @@ export type WandbResume = boolean | "allow" | "must" | "never" | "auto";
 export interface WandbConfig {
   /** Default "comlrl". */
   project?: string;
+  /** The W&B team or user (default: the API key's). */
   entity?: string;
   /** Run display name; `runName` is an alias. Default `test-<algorithm lower-case>`. */
   name?: string;
+  /** Alias of name. */
   runName?: string;
   /** Created if missing. */
   dir?: string;
+  /** Tags of the run. */
   tags?: string[];
   /** Merged into the run config: dataset{name,type}, output{verbose, base_dir}, external{mode, …}, trainer{…}. */
   configSections?: Record<string, unknown>;
   /** Where iterative trainers put their artefacts; not used by the logger itself. */
   outputDir?: string;
+  /** Continue (or create) the run with this id. */
   id?: string;
+  /** W&B's resume mode for id ("allow", "must", …). */
   resume?: WandbResume;
 }
 
 /** What a checkpoint stores to find its W&B run again. */
 export interface WandbRunIdentity {
+  /** The run's id. */
   id: string;
+  /** Its project. */
   project: string;
+  /** Its team or user. */
   entity: string;
+  /** Its display name. */
   name: string | null;
 }
 

@@ -4,20 +4,25 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
+import { canonicalDevice } from "../config/devices.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
+import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
+import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
 /** An agent's (or critic's) model: a hub id or directory to load, or a loaded model. */
 export type ModelSource = string | CausalLM;
 
+/** In-memory or saved parameter dtype. */
 export type Dtype = "float32" | "bfloat16" | "float16";
 
+/** How CausalLM.load / fromDirectory / create build a model. */
 export interface LoadOptions {
   /** In-memory dtype (default float32; bf16 is fast only on CPUs with AVX512-BF16/AMX, and on GPUs). */
   dtype?: Dtype;
-  /** "cpu" or "cuda:N" (default "cpu"). */
+  /** "cpu", "cuda" (device 0) or "cuda:N" (default "cpu"). */
   device?: string;
   /** Seed of the model's sampling generator (default 0). */
   seed?: number;
@@ -44,11 +49,17 @@ export interface RouterAuxLoss {
   routerAuxLoss?: number;
 }
 
+/** What CausalLM.generate samples; unset fields follow Hugging Face generate()'s defaults. */
 export interface GenerationOptions {
+  /** Most new tokens per row (EOS ends a row sooner). */
   maxNewTokens: number;
+  /** Samples per prompt (default 1); rows come prompt-major. */
   numReturnSequences?: number;
+  /** Sample (true) or take the most likely token (false, the default). */
   doSample?: boolean;
+  /** Logits are divided by it before filtering (default 1). */
   temperature?: number;
+  /** Nucleus filter: keep the smallest set of tokens whose probability reaches topP (default 1: all). */
   topP?: number;
   /**
    * As Hugging Face generate() reads top_k: a number wins (0: no top-k filter); null or unset leaves it to
@@ -64,7 +75,10 @@ export interface GenerationOptions {
   eosTokenIds?: number[];
   /** Filler after a sequence ends (default: the config's pad id, else the first EOS id). */
   padTokenId?: number;
-  /** Also return each chosen token's log-prob under the model (temperature 1, no filtering). */
+  /**
+   * Also return each chosen token's log-prob under the model (temperature 1, no filtering), and under the distribution
+   * it was sampled from (processedLogprobs: after repetition penalty, temperature, top-k and top-p; 0 when greedy).
+   */
   returnLogprobs?: boolean;
   /** Also return the raw next-token logits of every step (large; for tests). */
   returnScores?: boolean;
@@ -72,14 +86,21 @@ export interface GenerationOptions {
   stream?: string;
 }
 
+/** What CausalLM.generate returns. */
 export interface Generation {
   /** One completion per (prompt, sample), prompt-major: row p·K + k. Real tokens only, EOS included. */
   completions: Int32Array[];
   /** Padded [rows, width] block as generated, with pads after each row's end. */
   tokens: Int32Array;
+  /** Columns of `tokens`. */
   width: number;
+  /** Real tokens per row. */
   lengths: Int32Array;
+  /** Per row, each chosen token's log-prob (with returnLogprobs). */
   logprobs?: Float32Array[];
+  /** Per row, each chosen token's log-prob under the distribution it was sampled from (with returnLogprobs). */
+  processedLogprobs?: Float32Array[];
+  /** Every step's raw next-token logits (with returnScores). */
   scores?: Float32Array;
 }
 
@@ -93,6 +114,7 @@ export interface ScoreOptions {
   tokenLogprobs?: boolean;
 }
 
+/** Completion log-probs from CausalLM.score and the training losses. */
 export interface Scores {
   /** Σ log π(completion token) per row. */
   sum: Float32Array;
@@ -104,16 +126,24 @@ export interface Scores {
   tokenLogprobs?: Float32Array;
 }
 
+/** How CausalLM.save writes a Hugging Face directory. */
 export interface SaveOptions {
+  /** The saved dtype (default: the in-memory one). */
   dtype?: Dtype;
   /** Shard model.safetensors above this many bytes (default 5 GB, as transformers). */
   maxShardBytes?: number;
   /** Writes its files into the directory too. */
-  tokenizer?: { saveTo(dir: string): Promise<void> };
+  tokenizer?: {
+    /** Writes the tokenizer's files into dir. */
+    saveTo(dir: string): Promise<void>;
+  };
 }
 
-export class ModelLoadError extends Error {
-  override name = "ModelLoadError";
+export { ModelLoadError };
+
+/** Generation met NaN or infinite logits (NaN weights, overflow in the dtype). */
+export class NonFiniteLogitsError extends Error {
+  override name = "NonFiniteLogitsError";
 }
 
 function ragged(rows: TokenRows, what: string): { tokens: Int32Array; lengths: Int32Array } {
@@ -145,13 +175,23 @@ export function completionBatch(prompts: TokenRows, completions: TokenRows) {
   return { prompts: p.tokens, promptLengths: p.lengths, completions: c.tokens, completionLengths: c.lengths };
 }
 
+/** A FIFO or device read whole would block the load forever. */
+function requireRegularFile(file: string): string {
+  const irregular = irregularFileKind(file);
+  if (irregular) throw new ModelLoadError(`${file} is not a regular file (${irregular})`);
+  return file;
+}
+
 function readJson(file: string): Record<string, unknown> {
+  requireRegularFile(file);
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
     throw new ModelLoadError(`${file}: cannot read (${(error as Error).message})`);
   }
+  // Shallow in every real model; a deep one would overflow the stack wherever a value of it is shown in an error.
+  if (nestingDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw new ModelLoadError(`${file}: nests deeper than ${MAX_JSON_DEPTH} levels: not a model's JSON file`);
   try {
     const value = JSON.parse(text);
     if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("not a JSON object");
@@ -164,14 +204,14 @@ function readJson(file: string): Record<string, unknown> {
 /** The safetensors files of an HF directory: model.safetensors, or the shards its index names. */
 export function weightFiles(dir: string): string[] {
   const single = path.join(dir, "model.safetensors");
-  if (existsSync(single)) return [single];
+  if (existsSync(single)) return [requireRegularFile(single)];
   const indexFile = path.join(dir, "model.safetensors.index.json");
   if (existsSync(indexFile)) {
     const weightMap = readJson(indexFile).weight_map;
     if (typeof weightMap !== "object" || weightMap === null) throw new ModelLoadError(`${indexFile}: weight_map is missing`);
     const shards = [...new Set(Object.values(weightMap as Record<string, string>))].map((file) => path.join(dir, file));
     for (const shard of shards) if (!existsSync(shard)) throw new ModelLoadError(`${indexFile}: shard ${shard} does not exist`);
-    return shards;
+    return shards.map(requireRegularFile);
   }
   const other = ["pytorch_model.bin", "model.bin"].find((name) => existsSync(path.join(dir, name)));
   throw new ModelLoadError(
@@ -236,9 +276,12 @@ function withRouterAuxLoss(config: ModelConfig, options: LoadOptions, file: stri
   return { ...config, lmRouterAuxCoef: coef, policyRouterAuxCoef: coef };
 }
 
+/** A Hugging Face causal LM held by the native core: generation, exact completion scoring, the policy and causal-LM losses, saving (docs/models.md). */
 export class CausalLM {
   private constructor(
+    /** The native model the methods call into. */
     readonly native: NativeModel,
+    /** config.json as read into the decoder's settings. */
     readonly config: ModelConfig,
     /** generation_config.json as read, or built from the config. */
     readonly generationConfig: Record<string, unknown>,
@@ -264,11 +307,13 @@ export class CausalLM {
       (id): id is number => Number.isInteger(id),
     );
     config.eosTokenIds = [...new Set([...config.eosTokenIds, ...extraEos])];
+    const files = weightFiles(dir);
+    checkWeightsAgainstConfig(config, configFile, files);
     const native = await addon().NativeModel.load({
       config: decoderConfigOf(config),
-      files: weightFiles(dir),
+      files,
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
     });
     return new CausalLM(native, config, generationConfig, dir);
@@ -277,10 +322,11 @@ export class CausalLM {
   /** A model with transformers-style random weights (normal(0, initStd), zero biases, unit norms). */
   static create(configJson: Record<string, unknown>, options: LoadOptions & { initStd?: number } = {}): CausalLM {
     const config = configWithOptions(configJson, options, "config");
+    checkModelFits(config, "config");
     const native = addon().NativeModel.create({
       config: decoderConfigOf(config),
       dtype: options.dtype ?? "float32",
-      device: options.device ?? "cpu",
+      device: canonicalDevice(options.device ?? "cpu"),
       seed: options.seed ?? 0,
       initStd: options.initStd ?? ((configJson.initializer_range as number | undefined) ?? 0.02),
     });
@@ -289,10 +335,12 @@ export class CausalLM {
     return new CausalLM(native, config, generationConfig, null);
   }
 
+  /** The ids that end a generation: config.json's and generation_config.json's EOS ids. */
   get eosTokenIds(): number[] {
     return this.config.eosTokenIds;
   }
 
+  /** Samples completions for token-id prompts (KV-cached, batched; one native call), from the named sampling stream. */
   async generate(prompts: TokenRows, options: GenerationOptions): Promise<Generation> {
     const eos = options.eosTokenIds ?? this.config.eosTokenIds;
     const pad = options.padTokenId ?? this.config.padTokenId ?? this.config.eosTokenIds[0] ?? eos[0];
@@ -314,14 +362,16 @@ export class CausalLM {
       returnLogprobs: options.returnLogprobs ?? false,
       returnScores: options.returnScores ?? false,
       ...(options.stream === undefined ? {} : { stream: options.stream }),
+    }).catch((error: Error) => {
+      // The native side cannot name the model whose logits went non-finite.
+      throw /logits are not finite/.test(error.message) ? new NonFiniteLogitsError(`${this.source ?? "a model built in memory"}: ${error.message}`, { cause: error }) : error;
     });
     const rows = out.lengths.length;
     const completions = Array.from({ length: rows }, (_, r) => out.tokens.slice(r * out.width, r * out.width + out.lengths[r]));
     const generation: Generation = { completions, tokens: out.tokens, width: out.width, lengths: out.lengths };
-    if (out.logprobs) {
-      const logprobs = out.logprobs;
-      generation.logprobs = Array.from({ length: rows }, (_, r) => logprobs.slice(r * out.width, r * out.width + out.lengths[r]));
-    }
+    const perRow = (values: Float32Array) => Array.from({ length: rows }, (_, r) => values.slice(r * out.width, r * out.width + out.lengths[r]));
+    if (out.logprobs) generation.logprobs = perRow(out.logprobs);
+    if (out.processedLogprobs) generation.processedLogprobs = perRow(out.processedLogprobs);
     if (out.scores) generation.scores = out.scores;
     return generation;
   }
@@ -350,7 +400,10 @@ export class CausalLM {
     completions: TokenRows,
     advantages: ArrayLike<number>,
     scale = 1,
-  ): Promise<Scores & { loss: number } & RouterAuxLoss> {
+  ): Promise<Scores & {
+    /** The loss whose gradient was accumulated. */
+    loss: number;
+  } & RouterAuxLoss> {
     return addon().policyGradientBackward(this.native, { ...completionBatch(prompts, completions), advantages: Float32Array.from(advantages), scale });
   }
 
@@ -359,7 +412,10 @@ export class CausalLM {
    * the router's load-balancing loss when config.json says output_router_logits (or LoadOptions' routerAuxLossCoef
    * asks), as transformers' loss of a forward given labels; its gradient accumulates unless backward is false.
    */
-  async causalLMLossBackward(batch: TokenBatch, options: { backward?: boolean } = {}): Promise<{ loss: number } & RouterAuxLoss> {
+  async causalLMLossBackward(batch: TokenBatch, options: { backward?: boolean } = {}): Promise<{
+    /** Mean next-token cross-entropy (plus the router term when added). */
+    loss: number;
+  } & RouterAuxLoss> {
     return addon().causalLMLossBackward(this.native, { ...batch, backward: options.backward ?? true });
   }
 
@@ -390,24 +446,28 @@ export class CausalLM {
 
   /** Deep copy (optionally on another device or dtype): e.g. a frozen reference policy. */
   async clone(options: CloneOptions = {}): Promise<CausalLM> {
-    const native = await this.native.clone(options);
+    const native = await this.native.clone(options.device === undefined ? options : { ...options, device: canonicalDevice(options.device) });
     return new CausalLM(native, this.config, this.generationConfig, this.source);
   }
 
+  /** Turns off gradients of every parameter (references, frozen comparators); returns this. */
   freeze(): this {
     this.native.freeze();
     return this;
   }
 
+  /** Recomputes activations in the backward pass instead of keeping them (less memory, more time); returns this. */
   setGradientCheckpointing(enabled: boolean): this {
     this.native.setGradientCheckpointing(enabled);
     return this;
   }
 
+  /** Clears the parameters' accumulated gradients. */
   zeroGrad(): void {
     this.native.zeroGrad();
   }
 
+  /** Shape, dtype, device, parameter count and the attention kernel in use. */
   info(): NativeModelInfo {
     return this.native.info();
   }
@@ -443,10 +503,12 @@ export class CausalLM {
     });
   }
 
+  /** Frees the native weights now rather than at garbage collection; the model is unusable after. */
   dispose(): void {
     this.native.dispose();
   }
 
+  /** dispose(), for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
   }

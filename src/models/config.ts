@@ -18,22 +18,37 @@ export type QkNorm = "none" | "head" | "full";
 
 /** The architecture as the native decoder needs it. */
 export interface DecoderConfig {
+  /** Rows of the embedding (config.json vocab_size). */
   vocabSize: number;
+  /** Width of the residual stream. */
   hiddenSize: number;
+  /** Width of a dense MLP's hidden layer. */
   intermediateSize: number;
+  /** Decoder layers. */
   numLayers: number;
+  /** Query heads. */
   numHeads: number;
+  /** Key/value heads (fewer than numHeads: grouped-query attention). */
   numKvHeads: number;
+  /** Width of one attention head. */
   headDim: number;
   /** Every norm's epsilon (LayerNorm's too). */
   rmsNormEps: number;
+  /** The LM head reuses the embedding matrix. */
   tieWordEmbeddings: boolean;
+  /** Biases on the q/k/v projections. */
   qkvBias: boolean;
+  /** A bias on the attention output projection. */
   oBias: boolean;
+  /** Biases on the MLP projections. */
   mlpBias: boolean;
+  /** Norm on queries and keys. */
   qkNorm: QkNorm;
+  /** The norm's form. */
   norm: NormKind;
+  /** Where the norms sit around each block. */
   normPlacement: NormPlacement;
+  /** The MLP's activation. */
   activation: Activation;
   /** Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj; GPT-2 q/k/v as one c_attn. */
   fusedProjections: boolean;
@@ -45,6 +60,7 @@ export interface DecoderConfig {
   learnedPositions: number;
   /** Positions at or past this are refused (0: none), the error saying positionLimitReason. */
   positionLimit: number;
+  /** Why positions stop at positionLimit (named in the error). */
   positionLimitReason: string;
   /** Multiply the embeddings by √hidden_size (Gemma). */
   embedScale: boolean;
@@ -52,23 +68,30 @@ export interface DecoderConfig {
   attentionScale: number;
   /** tanh soft-capping of attention scores and of the final logits; 0 = none. */
   attnSoftcap: number;
+  /** tanh soft-capping of the final logits; 0 = none. */
   finalSoftcap: number;
   /** The attention kernel: libtorch's scaled_dot_product_attention on CUDA and ours on a CPU (auto), ours (eager),
    * or libtorch's wherever it can run (sdpa: libtorch ≥ 2.5, no soft-capping). The numbers agree within rounding. */
   attention: AttentionKernel;
   /** Rotary tables (inverse frequencies and the cos/sin factor) the layers choose from; none with learned positions. */
   ropeInvFreq: number[][]; // [tables][rotaryDim/2]
+  /** Per rotary table, the factor its cos/sin are scaled by (YaRN, LongRoPE). */
   ropeAttentionScaling: number[]; // [tables]
   /** Per layer: its rotary table (-1: no rotary embedding, SmolLM3's NoPE layers) and attention window (0: full). */
   layerRope: number[];
+  /** Per layer, its sliding attention window (0: full attention). */
   layerWindow: number[];
   /** Sparse mixture-of-experts MLPs (0 experts: dense model); layerSparse[i] = 1 where layer i has one. */
   numExperts: number;
+  /** Experts each token is routed to (top k). */
   numExpertsPerTok: number;
+  /** Width of one expert's hidden layer. */
   moeIntermediateSize: number;
+  /** Renormalise the top-k routing weights to sum to 1. */
   normTopkProb: boolean;
   /** Mixtral's checkpoint names (block_sparse_moe.experts.E.w1/w3/w2). */
   mixtralNames: boolean;
+  /** Per layer, 1 where its MLP is a mixture of experts. */
   layerSparse: number[];
   /**
    * Coefficients of the router's auxiliary load-balancing loss (transformers' load_balancing_loss_func), 0 where it
@@ -77,6 +100,7 @@ export interface DecoderConfig {
    * routerAuxLossCoef, since CoMLRL computes those losses from logits and never adds it).
    */
   lmRouterAuxCoef: number;
+  /** The router loss coefficient of the policy losses (0 unless LoadOptions.routerAuxLossCoef). */
   policyRouterAuxCoef: number;
 }
 
@@ -84,11 +108,17 @@ type Moe = Pick<DecoderConfig, "numExperts" | "numExpertsPerTok" | "moeIntermedi
 
 export type ModelDtype = "float32" | "bfloat16" | "float16";
 
+/** A model's config.json, read into the native decoder's settings plus the ids and metadata around them (parseModelConfig). */
 export interface ModelConfig extends DecoderConfig {
+  /** config.json model_type. */
   modelType: ModelType;
+  /** Positions the model was trained for (config.json max_position_embeddings). */
   maxPositionEmbeddings: number;
+  /** Beginning-of-sequence id, if the config names one. */
   bosTokenId: number | null;
+  /** End-of-sequence ids (config.json may give one or several). */
   eosTokenIds: number[];
+  /** Padding id, if the config names one. */
   padTokenId: number | null;
   /** The checkpoint's storage dtype (transformers 5 `dtype`, 4.x `torch_dtype`). */
   dtype: ModelDtype;
@@ -98,7 +128,9 @@ export interface ModelConfig extends DecoderConfig {
   raw: Record<string, unknown>;
 }
 
+/** A config.json field comlrl cannot honour, or a malformed one; the message names the file and field. Exported as ModelConfigError. */
 export class ConfigError extends Error {
+  /** Always "ConfigError". */
   override name = "ConfigError";
 }
 
@@ -343,6 +375,24 @@ const ATTENTION_KERNELS: Record<string, AttentionKernel> = {
   eager: "eager", sdpa: "sdpa", flash_attention_2: "sdpa", flash_attention_3: "sdpa", flex_attention: "sdpa",
 };
 
+// The most any field that sizes a tensor or a per-layer table may say: several times what the largest published
+// models use (126 layers, hidden 16384, 262144 tokens, 512 experts), so only a corrupt or hostile config.json is
+// refused, by field, before anything is sized by it.
+const SIZE_LIMITS: Record<string, number> = {
+  vocab_size: 2 ** 24,
+  hidden_size: 2 ** 16,
+  intermediate_size: 2 ** 18,
+  moe_intermediate_size: 2 ** 18,
+  num_hidden_layers: 1024,
+  num_attention_heads: 1024,
+  num_key_value_heads: 1024,
+  head_dim: 4096,
+  max_position_embeddings: 2 ** 27,
+  num_experts: 4096,
+  num_local_experts: 4096,
+  num_experts_per_tok: 4096,
+};
+
 function tokenIds(value: unknown): number[] {
   if (value === null || value === undefined) return [];
   return (Array.isArray(value) ? value : [value]).filter((id): id is number => Number.isInteger(id));
@@ -373,6 +423,10 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     const value = given(field) ?? fallback;
     if (value === undefined || value === null) return fail(named(field), "is missing");
     if (!Number.isInteger(value) || (value as number) <= 0) return fail(named(field), `must be a positive integer, got ${JSON.stringify(value)}`);
+    const limit = SIZE_LIMITS[field];
+    if (limit !== undefined && (value as number) > limit) {
+      return fail(named(field), `is ${value}, past the ${limit} any real model needs (a corrupt or hostile config.json?)`);
+    }
     return value as number;
   };
   const number = (field: string, fallback: number): number => {

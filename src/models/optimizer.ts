@@ -6,9 +6,17 @@ import { addon } from "../native/loader.js";
 export type { AdamWOptions };
 
 /** Anything that holds a native module: a CausalLM, a ValueHead, or the native objects themselves. */
-export type Trainable = { readonly native: NativeModel | NativeValueHead } | NativeModel | NativeValueHead;
+export type Trainable =
+  | {
+      /** The native module the object wraps. */
+      readonly native: NativeModel | NativeValueHead;
+    }
+  | NativeModel
+  | NativeValueHead;
 
+/** One group of an Optimizer: a module, with its own learning rate or weight decay if given. */
 export interface ParameterGroup {
+  /** The model or value head whose parameters the group steps. */
   module: Trainable;
   /** Overrides the optimizer's lr for this group. */
   lr?: number;
@@ -22,17 +30,22 @@ function nativeOf(module: Trainable): NativeModel | NativeValueHead {
 
 /** What one step was taken over: its samples and mean loss, as given, or over every rank in data-parallel training. */
 export interface StepSamples {
+  /** Samples the step was taken over (weights each rank's gradient in data-parallel training). */
   samples: number;
+  /** Mean loss over those samples, when given. */
   loss?: number;
 }
 
 /** Runs before every step over the optimizer's modules; data-parallel training reduces the gradients here (src/dist). */
 export type GradientSync = (modules: Array<NativeModel | NativeValueHead>, local: StepSamples) => Promise<StepSamples>;
 
+/** AdamW over parameter groups (a model, a value head, or several with their own learning rates), owning its native optimizer; the state saves to one file. */
 export class Optimizer {
+  /** The native optimizer the methods call into. */
   readonly native: NativeOptimizer;
   /** The modules of the parameter groups, in group order. */
   readonly modules: Array<NativeModel | NativeValueHead>;
+  /** Runs before every step; data-parallel training sets it to reduce gradients across ranks (null: none). */
   gradientSync: GradientSync | null = null;
 
   /** AdamW with PyTorch's defaults (betas 0.9/0.999, eps 1e-8, weight decay 0.01); frozen parameters are skipped. */
@@ -48,7 +61,10 @@ export class Optimizer {
    * One AdamW step; gradNorm is the total norm over every group before clipping to maxGradNorm. `samples` (default
    * 1) weighs this process's gradient against other ranks'; the result's samples and loss are the step's totals.
    */
-  async step(options: { maxGradNorm?: number; samples?: number; loss?: number } = {}): Promise<{ gradNorm: number } & StepSamples> {
+  async step(options: { maxGradNorm?: number; samples?: number; loss?: number } = {}): Promise<{
+    /** Total gradient norm over every group, before clipping. */
+    gradNorm: number;
+  } & StepSamples> {
     const local: StepSamples = { samples: options.samples ?? 1, ...(options.loss === undefined ? {} : { loss: options.loss }) };
     const reduced = this.gradientSync ? await this.gradientSync(this.modules, local) : local;
     return { ...(await this.native.step({ maxGradNorm: options.maxGradNorm })), ...reduced };
@@ -59,10 +75,12 @@ export class Optimizer {
     this.native.setLearningRate(lr, group);
   }
 
+  /** Each group's current learning rate, in group order. */
   learningRates(): number[] {
     return this.native.learningRates();
   }
 
+  /** Writes the whole state (moments, step counts, learning rates) to one file. */
   async save(file: string): Promise<void> {
     return this.native.save(file);
   }
@@ -77,10 +95,12 @@ export class Optimizer {
     return this.native.reset();
   }
 
+  /** Frees the native state now; the optimizer is unusable after. */
   dispose(): void {
     this.native.dispose();
   }
 
+  /** dispose(), for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
   }

@@ -7,20 +7,31 @@ import { buildByteLevelBpeTokenizer } from "./tiny-tokenizer.js";
 import { ComlrlTokenizer } from "./tokenizer.js";
 import { makeDirs } from "../util/make-dirs.js";
 
+/** The shape of a model createTinyModel makes (defaults: Qwen2 layout, hidden 64, 2 layers, vocabulary 512). */
 export interface TinyModelOptions {
+  /** The architecture (default "qwen2"); any supported family with rotary positions. */
   modelType?: RotaryModelType;
+  /** Residual width (default 64). */
   hiddenSize?: number;
+  /** MLP width (default 2 × hiddenSize). */
   intermediateSize?: number;
+  /** Decoder layers (default 2). */
   numLayers?: number;
+  /** Query heads (default 4). */
   numHeads?: number;
+  /** Key/value heads (default numHeads / 2, at least 1). */
   numKvHeads?: number;
+  /** Head width (default: the family's, hiddenSize / numHeads for most). */
   headDim?: number;
+  /** Tie the LM head to the embedding (default true). */
   tieWordEmbeddings?: boolean;
   /** BPE vocabulary size, special tokens included (default 512). */
   vocabSize?: number;
   /** Text the BPE merges are learned from (default: a small built-in English corpus). */
   corpus?: string[];
+  /** Seed of the random weights (default 0). */
   seed?: number;
+  /** Standard deviation of the random weights (default 0.02). */
   initStd?: number;
 }
 

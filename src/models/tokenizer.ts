@@ -4,14 +4,17 @@
 // (COMLRL-SPEC §5.2), padded batches for the native side, and chat templates rendered with @huggingface/jinja.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { writeFileAtomic } from "../util/atomic.js";
+import { BoundedChatTemplate } from "./chat-template.js";
 import { makeDirs } from "../util/make-dirs.js";
 import { cleansUpTokenizationSpaces, matchRustDecoding } from "./tokenizer-compat.js";
 
+/** One message of a chat, as chat templates take them. */
 export interface ChatMessage {
+  /** "system", "user", "assistant", … */
   role: string;
+  /** The message text. */
   content: string;
 }
 
@@ -108,19 +111,22 @@ function pickChatTemplate(value: unknown, where: string): string | null {
   throw new Error(`${where}: chat_template must be a string or a list of {name, template}`);
 }
 
+/** A Hugging Face tokenizer (tokenizer.json, tokenizer_config.json) with its chat template: encoding, decoding, padding (docs/models.md). */
 export class ComlrlTokenizer {
   /** Where the tokenizer came from (a directory, or the `source` given to {@link fromJson}). */
   readonly source: string;
   /** Ids that end generation: the tokenizer's eos token, then generation_config.json's `eos_token_id`s. */
   readonly eosTokenIds: number[];
+  /** The id padding uses (tokenizer_config.json pad_token, else EOS). */
   readonly padTokenId: number;
+  /** The beginning-of-sequence id, when the tokenizer has one. */
   readonly bosTokenId: number | null;
 
   private tokenizerJson: JsonObject;
   private readonly config: JsonObject;
   private tokenizer: Tokenizer;
   private readonly chatTemplate: string | null;
-  private compiledTemplate: Template | null = null;
+  private compiledTemplate: BoundedChatTemplate | null = null;
 
   private constructor(sources: TokenizerSources, chatTemplate: string | null) {
     this.source = sources.source ?? "tokenizer";
@@ -185,7 +191,7 @@ export class ComlrlTokenizer {
     );
   }
 
-  /** Builds a tokenizer from already-parsed file contents (e.g. {@link buildByteLevelBpeTokenizer}'s output). */
+  /** Builds a tokenizer from already-parsed file contents (e.g. the output of `buildByteLevelBpeTokenizer` in src/models/tiny-tokenizer.ts). */
   static fromJson(sources: TokenizerSources): ComlrlTokenizer {
     const where = `${sources.source ?? "tokenizer"}/tokenizer_config.json`;
     return new ComlrlTokenizer(sources, pickChatTemplate(sources.tokenizerConfig.chat_template, where));
@@ -196,6 +202,7 @@ export class ComlrlTokenizer {
     return this.tokenizer.model!.vocab.length;
   }
 
+  /** The special tokens by role (bos, eos, pad, unk) and all of them, as the tokenizer's files name them. */
   get specialTokens(): SpecialTokens {
     const all = new Set<string>();
     for (const token of this.addedTokens()) if (token.special === true) all.add(String(token.content));
@@ -209,18 +216,20 @@ export class ComlrlTokenizer {
     return this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;
   }
 
-  /** Text of `ids`; special tokens are dropped unless `skipSpecialTokens` is false. */
+  /**
+   * Text of `ids`; special tokens are dropped unless `skipSpecialTokens` is false. Ids the tokenizer has no token for
+   * decode to nothing, as transformers decodes them: a model's embedding table is often padded past its tokenizer
+   * (Qwen2.5: 151,936 rows over 151,665 tokens), so sampling can pick such an id.
+   */
   decode(ids: ArrayLike<number>, options: { skipSpecialTokens?: boolean } = {}): string {
     const list = Array.from(ids);
-    if (list.length === 0) return "";
-    const size = this.vocabSize;
     for (const id of list) {
-      // The library maps unknown ids to nothing and silently drops them; a bad id is a caller bug worth reporting.
-      if (!Number.isInteger(id) || id < 0 || id >= size || this.tokenizer.id_to_token(id) === undefined) {
-        throw new RangeError(`decode: token id ${id} is not in the vocabulary of ${this.source} (size ${size})`);
-      }
+      // Not an id at all is a caller bug (Python's tokenizers raises on it too).
+      if (!Number.isInteger(id) || id < 0) throw new RangeError(`decode: ${id} is not a token id (a non-negative integer), decoding for ${this.source}`);
     }
-    return this.tokenizer.decode(list, {
+    const known = list.filter((id) => this.tokenizer.id_to_token(id) !== undefined);
+    if (known.length === 0) return "";
+    return this.tokenizer.decode(known, {
       skip_special_tokens: options.skipSpecialTokens ?? true,
       clean_up_tokenization_spaces: cleansUpTokenizationSpaces(this.tokenizerJson, this.config),
     });
@@ -258,7 +267,7 @@ export class ComlrlTokenizer {
     }
     const roles = Object.fromEntries(ROLE_KEYS.map((key) => [key, this.role(key) ?? undefined]));
     try {
-      this.compiledTemplate ??= new Template(this.chatTemplate);
+      this.compiledTemplate ??= new BoundedChatTemplate(this.chatTemplate);
       return this.compiledTemplate.render({
         ...roles,
         ...options.variables,

@@ -9,6 +9,7 @@ import { completionBatch, type CausalLM, type RouterAuxLoss, type Scores, type T
 
 export type { Readout };
 
+/** The form of a new ValueHead. */
 export interface ValueHeadOptions {
   /** null (default): Linear(H, 1); d: Linear(H, d) → Tanh → Linear(d, 1). */
   hiddenDim?: number | null;
@@ -16,12 +17,15 @@ export interface ValueHeadOptions {
   seed?: number;
 }
 
+/** What a value loss is computed against. */
 export interface ValueLossOptions {
+  /** Where the values are read: "v" (last prompt token), "q" (last completion token), or every position. */
   readout: Readout;
   /** One target per readout value. */
   targets: ArrayLike<number>;
   /** With clipRange: PPO's clipped value loss around these values. */
   oldValues?: ArrayLike<number>;
+  /** PPO value clipping: V_old + clip(V − V_old, ±clipRange) (needs oldValues). */
   clipRange?: number;
   /** Weights the accumulated gradient (not the returned loss). */
   scale?: number;
@@ -63,8 +67,10 @@ function comlrlKey(native: string): string {
 // Files of earlier versions (bare keys) still load; the first one a process reads says so, once.
 let warnedOldKeys = false;
 
+/** A value (or reward) head on a CausalLM's last hidden state — Linear(H, 1), or Linear(H, d) → Tanh → Linear(d, 1) — with the readouts and losses computed over model and head together. */
 export class ValueHead {
   private constructor(
+    /** The native head the methods call into. */
     readonly native: NativeValueHead,
     /** The model whose hidden states the head reads. */
     readonly model: CausalLM,
@@ -83,6 +89,7 @@ export class ValueHead {
     return new ValueHead(native, model);
   }
 
+  /** Its shape, dtype and device. */
   info(): NativeValueHeadInfo {
     return this.native.info();
   }
@@ -101,7 +108,12 @@ export class ValueHead {
   }
 
   /** Accumulates the value loss's gradient into the head and (unless frozen) the model; returns the unscaled loss. */
-  async valueLossBackward(prompts: TokenRows, completions: TokenRows, options: ValueLossOptions): Promise<{ loss: number; values: Float32Array }> {
+  async valueLossBackward(prompts: TokenRows, completions: TokenRows, options: ValueLossOptions): Promise<{
+    /** The value loss (unscaled). */
+    loss: number;
+    /** The values read, one per readout position. */
+    values: Float32Array;
+  }> {
     return addon().valueLossBackward(this.model.native, this.native, { ...completionBatch(prompts, completions), ...valueLossInput(options) });
   }
 
@@ -114,7 +126,16 @@ export class ValueHead {
     prompts: TokenRows,
     completions: TokenRows,
     options: ActorCriticOptions,
-  ): Promise<Scores & { policyLoss: number; valueLoss: number; loss: number; values: Float32Array } & RouterAuxLoss> {
+  ): Promise<Scores & {
+    /** The policy-gradient part. */
+    policyLoss: number;
+    /** The value part, before valueLossCoef. */
+    valueLoss: number;
+    /** policyLoss + valueLossCoef · valueLoss. */
+    loss: number;
+    /** The values read. */
+    values: Float32Array;
+  } & RouterAuxLoss> {
     return addon().actorCriticBackward(this.model.native, this.native, {
       ...completionBatch(prompts, completions),
       ...valueLossInput(options),
@@ -124,7 +145,12 @@ export class ValueHead {
   }
 
   /** Accumulates ∇ of mean −log σ(s_chosen − s_rejected) over the pairs into the head and (unless frozen) the model. */
-  async bradleyTerryBackward(batch: TokenBatch & PreferencePairs): Promise<{ loss: number; scores: Float32Array }> {
+  async bradleyTerryBackward(batch: TokenBatch & PreferencePairs): Promise<{
+    /** mean −log σ(s_chosen − s_rejected). */
+    loss: number;
+    /** The score of every row of the batch. */
+    scores: Float32Array;
+  }> {
     return addon().bradleyTerryBackward(this.model.native, this.native, {
       ...batch,
       chosen: Int32Array.from(batch.chosen),
@@ -133,6 +159,7 @@ export class ValueHead {
     });
   }
 
+  /** Clears the head's accumulated gradients. */
   zeroGrad(): void {
     this.native.zeroGrad();
   }
@@ -193,10 +220,12 @@ export class ValueHead {
     await saveTorchStateDict(file, this.stateDict());
   }
 
+  /** Frees the native head now; it is unusable after. */
   dispose(): void {
     this.native.dispose();
   }
 
+  /** dispose(), for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
   }

@@ -1,20 +1,54 @@
 // The hand-written typed surface of the native addon. Every function here exists in native/; nothing else does.
 import type { StateTensor } from "../io/torch-pickle.js";
 
+/** What the loaded addon runs on: libtorch, CUDA, threads, BLAS and the CPU allocator (runtimeInfo(); `npx comlrl info`). */
 export interface RuntimeInfo {
+  /** The libtorch version the addon was built against. */
   torchVersion: string;
+  /** Whether the addon is the `cuda` variant. */
   cudaCompiled: boolean;
+  /** Whether CUDA can be used on this machine. */
   cudaAvailable: boolean;
+  /** Visible CUDA devices. */
   cudaDeviceCount: number;
-  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only). */
+  /** Bytes in live tensors on cuda:0 (CUDA builds on a machine with a GPU only; 0 until CUDA has started). */
   cudaAllocatedBytes?: number;
+  /**
+   * The CUDA caching allocator's figures per visible device (empty without CUDA). All 0 until CUDA starts, at the
+   * first CUDA tensor; a CUDA build on libtorch 1.x reports 0 throughout (it cannot tell when the allocator starts).
+   */
+  cudaMemory: CudaDeviceMemory[];
+  /** Intra-op threads (COMLRL_NUM_THREADS or setNumThreads). */
   numThreads: number;
   /** The BLAS libtorch's matmuls run on, as that library describes itself. */
   blas: string;
+  /** The shared library the BLAS was loaded from. */
   blasLibrary: string;
   /** Bytes of freed CPU tensor memory the addon keeps for reuse, and its limit (0: caching off; COMLRL_CPU_CACHE_MB). */
   cpuCacheBytes: number;
+  /** The cache's limit in bytes. */
   cpuCacheLimitBytes: number;
+}
+
+/** What COMLRL_TF32 and COMLRL_DETERMINISTIC turned on when the addon loaded (native/optim/numerics.h). */
+export interface NumericsInfo {
+  tf32Requested: boolean;
+  /** TF32 matmuls and convolutions on CUDA: requested and a CUDA device present. */
+  tf32: boolean;
+  deterministic: boolean;
+  cublasWorkspaceConfig: string | null;
+}
+
+export interface CudaDeviceMemory {
+  /** "cuda:N". */
+  device: string;
+  /** Bytes in live tensors. */
+  allocatedBytes: number;
+  /** Bytes the allocator holds from the driver: live tensors plus its cache (what nvidia-smi shows, less the context). */
+  reservedBytes: number;
+  /** The highest allocatedBytes / reservedBytes since the process started. */
+  peakAllocatedBytes: number;
+  peakReservedBytes: number;
 }
 
 export interface MatmulResult {
@@ -29,6 +63,15 @@ export interface NativeLosses {
   klK3(policy: NativeModel, reference: NativeModel, batch: CompletionBatchInput): Promise<Float32Array>;
   /** Accumulates ∇ scale · Σ_k −A_k · log π(completion_k). */
   policyGradientBackward(model: NativeModel, batch: CompletionBatchInput & { advantages: Float32Array; scale?: number }): Promise<NativeScores & { loss: number }>;
+  /** A clipped-ratio objective (native/losses/objective.h) over given per-token log-probs, and its gradient wrt them. */
+  objectiveLoss(inputs: ObjectiveTokenInput & { logprobs: Float32Array; rowLengths: Int32Array; advantages: Float32Array; entropies?: Float32Array }): Promise<
+    ObjectiveMetrics & { loss: number; gradLogprobs: Float32Array; gradEntropies?: Float32Array }
+  >;
+  /** Accumulates ∇ scale · (objective + router aux) from one scoring forward; tokenLogprobs are the trainer's. */
+  objectiveBackward(
+    model: NativeModel,
+    batch: CompletionBatchInput & ObjectiveTokenInput & { advantages: Float32Array; scale?: number },
+  ): Promise<NativeScores & ObjectiveMetrics & { loss: number; tokenLogprobs: Float32Array; routerAuxLoss?: number }>;
   causalLMLossBackward(model: NativeModel, batch: TokenBatchInput & { backward?: boolean }): Promise<{ loss: number }>;
   /** MSE (or, with oldValues and clipRange, PPO-clipped) value loss; accumulates scale · ∇loss. loss is unscaled. */
   valueLossBackward(
@@ -60,6 +103,7 @@ export interface NativeReadouts {
 
 export interface NativeAddon extends NativeLosses, NativeReadouts {
   runtimeInfo(): RuntimeInfo;
+  numerics(): NumericsInfo;
   setNumThreads(n: number): void;
   /**
    * Runs a CPU module's calls, and those of optimizers whose first module it is, on agent lane `lane` ("cpu#lane",
@@ -93,6 +137,49 @@ export interface CompletionBatchInput {
   completionLengths: Int32Array;
 }
 
+/** The objective's settings, TRL's defaults where absent (native/losses/objective.h). */
+export interface NativeObjectiveOptions {
+  lossType: "grpo" | "dapo" | "dr_grpo" | "bnpo" | "cispo" | "sapo";
+  importanceSamplingLevel?: "token" | "sequence";
+  epsilon?: number;
+  epsilonHigh?: number;
+  delta?: number | null;
+  /** Weight of the per-token KL to the reference in the loss; refLogprobs are needed when ≠ 0. */
+  beta?: number;
+  klEstimator?: "k1" | "k2" | "k3";
+  /** TRL's use_bias_correction_kl (default true): the KL term times the importance weight. */
+  klBiasCorrection?: boolean;
+  entropyCoef?: number;
+  sapoTemperaturePos?: number;
+  sapoTemperatureNeg?: number;
+  /** dr_grpo divides by rows × this. */
+  maxCompletionLength?: number;
+  /** dapo and cispo divide by this token count (default: the unmasked tokens given). */
+  tokenNormalizer?: number;
+}
+
+/** Per-token inputs beside the log-probs, one value per completion token (rows concatenated). */
+export interface ObjectiveTokenInput {
+  objective: NativeObjectiveOptions;
+  /** The rollout's log-probs; absent: the current ones, detached (every ratio 1). */
+  oldLogprobs?: Float32Array;
+  refLogprobs?: Float32Array;
+  /** 0/1 per token; absent: all 1. */
+  tokenMask?: Float32Array;
+}
+
+export interface ObjectiveMetrics {
+  /** The loss before the entropy term. */
+  policyLoss: number;
+  /** NaN when the loss has no KL term. */
+  klMean: number;
+  /** NaN without entropies. */
+  entropyMean: number;
+  clipLow: number;
+  clipHigh: number;
+  ratioMean: number;
+}
+
 export interface NativeScores {
   sum: Float32Array;
   mean: Float32Array;
@@ -106,6 +193,7 @@ export interface NativeGeneration {
   lengths: Int32Array;
   width: number;
   logprobs?: Float32Array;
+  processedLogprobs?: Float32Array;
   scores?: Float32Array;
 }
 
@@ -117,6 +205,12 @@ export interface NativeModelInfo {
   dtype: string;
   /** The attention kernel on this device: libtorch's scaled_dot_product_attention or ours. */
   attention: "sdpa" | "eager";
+  /**
+   * The kernel each kind of forward runs: "eager" (ours) or the one libtorch's SDPA picks ("flash_attention",
+   * "efficient_attention", "cudnn_attention", "math"). training: right-padded rows, no cache, layers without a
+   * window; masked: left-padded prefills, shared-prompt scoring, windowed layers; decode: one query against a cache.
+   */
+  attentionKernels: { training: string; masked: string; decode: string };
   gradientCheckpointing: boolean;
   frozen: boolean;
 }
@@ -179,12 +273,21 @@ export interface AdamWOptions {
   betas?: [number, number];
   eps?: number;
   weightDecay?: number;
+  /**
+   * Keep AdamW's moments in float32 for bf16 parameters (their updates still round to bf16). Off (the default):
+   * moments in the parameter's dtype, pure-bf16 AdamW as CoMLRL runs it with bf16 parameters, where the second
+   * moment cannot decay by 0.1% a step and small updates round away.
+   */
+  fp32Moments?: boolean;
 }
 
 /** A parameter group: a model or a head (frozen parameters skipped), with its own lr / weight decay if given. */
 export interface OptimizerGroup {
+  /** The native module whose parameters the group steps. */
   module: NativeModel | NativeValueHead;
+  /** The group's learning rate (default: the optimizer's). */
   lr?: number;
+  /** The group's weight decay (default: the optimizer's). */
   weightDecay?: number;
 }
 
@@ -203,6 +306,8 @@ export interface NativeOptimizer {
   load(path: string): Promise<void>;
   /** Forgets every parameter's moments and step count (a new optimizer over the same groups). */
   reset(): Promise<void>;
+  /** The dtype of each moment held (exp_avg and exp_avg_sq of every parameter with state; order unspecified). */
+  momentDtypes(): string[];
   dispose(): void;
 }
 
@@ -212,46 +317,74 @@ export interface NativeOptimizerConstructor {
   new (module: NativeModel | NativeValueHead, options: AdamWOptions): NativeOptimizer;
 }
 
+/** Where values are read: "v" the last prompt token, "q" the last completion token, "positions" every token. */
 export type Readout = "v" | "q" | "positions";
 
+/** A padded [batch, length] block of token ids with its attention mask. */
 export interface TokenBatchInput {
+  /** Token ids, row-major. */
   ids: Int32Array;
+  /** Rows. */
   batch: number;
+  /** Columns. */
   length: number;
+  /** 1 for real tokens, 0 for padding (all real when absent). */
   attentionMask?: Int32Array;
 }
 
+/** The native value loss's inputs (ValueHead.valueLossBackward builds them). */
 export interface ValueLossInput {
+  /** Where the values are read. */
   readout: Readout;
   /** One per readout value. */
   targets: Float32Array;
   /** With clipRange: the clipped loss mean max((y − V)², (y − V_clip)²), V_clip = V_old + clamp(V − V_old, ±clipRange). */
   oldValues?: Float32Array;
+  /** PPO value clipping around oldValues. */
   clipRange?: number;
 }
 
 
+/** A value head's shape, size, device and state. */
 export interface NativeValueHeadInfo {
+  /** Width of the backbone's hidden state it reads. */
   hiddenSize: number;
   /** null for the linear head. */
   hiddenDim: number | null;
+  /** Its parameters. */
   parameterCount: number;
+  /** Its device. */
   device: string;
+  /** Its dtype. */
   dtype: string;
+  /** Whether its gradients are off. */
   frozen: boolean;
 }
 
+/** A value head held by the native core (ValueHead wraps it). */
 export interface NativeValueHead {
   /** PyTorch state_dict names: weight, bias (linear) or 0.weight, 0.bias, 2.weight, 2.bias (MLP). */
-  parameterNames(): Array<{ name: string; shape: number[] }>;
+  parameterNames(): Array<{
+    /** The parameter's name (CoMLRL's ValueHead keys). */
+    name: string;
+    /** Its shape. */
+    shape: number[];
+  }>;
+  /** A parameter's values as fp32. */
   getParameter(name: string): Float32Array;
+  /** A parameter's accumulated gradient, or null when it has none. */
   getGradient(name: string): Float32Array | null;
+  /** Clears its gradients. */
   zeroGrad(): void;
+  /** Turns its gradients off. */
   freeze(): void;
+  /** Its parameters as a state dict. */
   stateDict(): Record<string, StateTensor>;
   /** Every name and shape must match (the error names the parameter and both shapes); dtypes are converted. */
   loadStateDict(dict: Record<string, StateTensor>): void;
+  /** Its shape and state. */
   info(): NativeValueHeadInfo;
+  /** Frees it now. */
   dispose(): void;
 }
 
@@ -262,25 +395,39 @@ export interface NativeValueHeadConstructor {
 
 /** Bytes a collective moved from this rank and how long it took. */
 export interface CollectiveTraffic {
+  /** Bytes this rank sent. */
   bytes: number;
+  /** Seconds the collective took. */
   seconds: number;
 }
 
 /** A c10d process group (Gloo over a TCPStore rendezvous); every call is a collective all ranks make in the same order. */
 export interface NativeProcessGroup {
+  /** This process's rank. */
   rank(): number;
+  /** Ranks in the group. */
   worldSize(): number;
   /** Gradients become Σ w_r·g_r / Σ w_r over the ranks; values are summed as given. */
   allReduceGradients(
     modules: Array<NativeModel | NativeValueHead>,
     options: { weight: number; values?: Float64Array; bucketBytes?: number },
-  ): Promise<CollectiveTraffic & { totalWeight: number; values: Float64Array }>;
+  ): Promise<CollectiveTraffic & {
+    /** Σ of the ranks' weights. */
+    totalWeight: number;
+    /** The values summed over the ranks. */
+    values: Float64Array;
+  }>;
   /** Every parameter and buffer takes root's values. */
   broadcastParameters(modules: Array<NativeModel | NativeValueHead>, root?: number): Promise<CollectiveTraffic>;
+  /** Combines a vector of float64 values over the ranks. */
   allReduce(values: Float64Array, op: "sum" | "mean" | "max" | "min"): Promise<Float64Array>;
+  /** Rank root's bytes, on every rank. */
   broadcast(bytes: Uint8Array, root?: number): Promise<Uint8Array>;
+  /** Every rank's bytes, in rank order. */
   allGather(bytes: Uint8Array): Promise<Uint8Array[]>;
+  /** Waits for every rank. */
   barrier(): Promise<void>;
+  /** Leaves the group. */
   dispose(): void;
 }
 

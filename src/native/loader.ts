@@ -38,7 +38,9 @@ export function selectedPrebuild(root = packageRoot): string | null {
   return path.join(prebuildPlatformDir(root), prebuild);
 }
 
+/** The native addon could not be loaded; the message lists every path tried and how to build it. */
 export class AddonLoadError extends Error {
+  /** Always "AddonLoadError". */
   override name = "AddonLoadError";
 }
 

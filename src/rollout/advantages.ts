@@ -8,6 +8,7 @@ export function shapeReturns(returns: readonly number[], referenceKl: readonly n
   return returns.map((r, k) => r - coef * (referenceKl[k] ?? 0));
 }
 
+/** A_k of a node's returns under the baseline `mode` (docs/magrpo.md), z-scored over the group when `normalize` (std clamped at 1e-6). */
 export function advantages(returns: readonly number[], mode: AdvantageMode, normalize: boolean): number[] {
   const k = returns.length;
   let a: number[];

@@ -1,7 +1,9 @@
 // Shared rewards: dispatch, validation that names the item, turn and joint action at fault, and processors.
 import type { RewardContext, RewardFunction, RewardProcessor } from "./types.js";
 
+/** A reward function or processor that threw or returned something other than finite numbers; the message names the item, turn and joint action. */
 export class RewardError extends Error {
+  /** Always "RewardError". */
   override name = "RewardError";
 }
 
@@ -86,11 +88,16 @@ export async function computeAgentRewards(rewardFunc: RewardFunction, completion
 
 /** COMLRL-SPEC §4.3's reward processors. */
 export const RewardProcessors = {
+  /** Leaves the reward as it is. */
   identity: (): RewardProcessor => (x) => x,
+  /** Clips the reward into [min, max] (default [−10, 10]). */
   clamp: (min = -10, max = 10): RewardProcessor => (x) => Math.min(max, Math.max(min, x)),
+  /** Multiplies the reward by factor. */
   scale: (factor = 1): RewardProcessor => (x) => x * factor,
   /** CoMLRL 1.4.3's other processor: adds a constant. */
   shift: (value = 0): RewardProcessor => (x) => x + value,
+  /** 1 / (1 + e^−r): squashes the reward into (0, 1). */
   sigmoidScale: (): RewardProcessor => (x) => 1 / (1 + Math.exp(-x)),
+  /** e^(factor·r) − 1 for r > 0, 1 − e^(−factor·r) otherwise. */
   exponentialScale: (factor = 1): RewardProcessor => (x) => (x > 0 ? Math.exp(factor * x) - 1 : 1 - Math.exp(-factor * x)),
 };

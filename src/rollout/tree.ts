@@ -5,7 +5,7 @@
 // env steps are numbered depth first afterwards, as CoMLRL's recursive expansion counts them.
 import { formatPrompt } from "./formatters.js";
 import { computeAgentRewards, computeRewards } from "./rewards.js";
-import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor } from "./types.js";
+import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor, SamplerLogprobs } from "./types.js";
 
 /** What the tree needs from an agent: K samples for each of several prompts, and optionally KL to a reference. */
 export interface RolloutPolicy {
@@ -18,6 +18,8 @@ export interface SampledCompletions {
   /** [prompt][k] */
   completionIds: Int32Array[][];
   texts: string[][];
+  /** [prompt], when the policy records its log-probs. */
+  logprobs?: SamplerLogprobs[];
 }
 
 export interface RolloutSettings {
@@ -70,6 +72,8 @@ export interface RolloutNode {
   completionIds: Int32Array[][];
   texts: string[][];
   referenceKl: number[][];
+  /** [agent], where that agent records its log-probs. */
+  samplerLogprobs?: (SamplerLogprobs | undefined)[];
   /** [jointAction][agent] = index of that agent's completion. */
   jointActions: number[][];
   rewards: number[];
@@ -153,6 +157,7 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
         completionIds: sampled.map((s) => s.completionIds[n]),
         texts: sampled.map((s) => s.texts[n]),
         referenceKl: kls.map((kl) => kl[n]),
+        ...(sampled.some((s) => s.logprobs) ? { samplerLogprobs: sampled.map((s) => s.logprobs?.[n]) } : {}),
         jointActions: jointActionsFor(settings.jointMode, numAgents, k),
         rewards: [],
         agentRewards: null,
@@ -260,6 +265,7 @@ function collectSamples(root: RolloutNode, numAgents: number): NodeSample[] {
         completionIds: node.completionIds[agent],
         returns: creditReturns(node, agent, k),
         referenceKl: node.referenceKl[agent],
+        ...(node.samplerLogprobs?.[agent] ? { samplerLogprobs: node.samplerLogprobs[agent] } : {}),
         nodeMeanReward: mean(node.rewards),
         nodeMeanReturn: mean(node.returns),
         envStep: node.envStep,

@@ -74,7 +74,11 @@ export class RunCgroup {
 
   /** Whether the run hit its memory limit. */
   hitLimit(): boolean {
-    if (this.hierarchy.version === 1) return Number(readFileSync(path.join(this.dir, "memory.failcnt"), "utf8")) > 0;
+    if (this.hierarchy.version === 1) {
+      // The OOM killer's count (kernels since 4.13) is the one v1 keeps reliably: failcnt may stay 0 for a kill.
+      const killed = /^oom_kill [1-9]/m.test(readFileSync(path.join(this.dir, "memory.oom_control"), "utf8"));
+      return killed || Number(readFileSync(path.join(this.dir, "memory.failcnt"), "utf8")) > 0;
+    }
     return /^oom_kill [1-9]/m.test(readFileSync(path.join(this.dir, "memory.events"), "utf8"));
   }
 

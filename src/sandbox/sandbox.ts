@@ -20,6 +20,7 @@ import { limiter } from "../util/limiter.js";
 /** "bwrap": contained (the default); "none": runs the code directly on this machine, limits only, no isolation. */
 export type SandboxMode = "bwrap" | "none";
 
+/** Resource limits of one sandboxed run (defaults in runSandboxed). */
 export interface SandboxLimits {
   /** RLIMIT_CPU. Default: the wall-clock limit, rounded up. */
   cpuSeconds: number;
@@ -41,6 +42,7 @@ export interface SandboxLimits {
 }
 
 export interface SandboxOptions {
+  /** "bwrap" (default): contained; "none": unconfined, an explicit opt-out. */
   mode?: SandboxMode;
   /** The interpreter; must lie under /usr or a path in readOnlyPaths. Default /usr/bin/python3. */
   python?: string;
@@ -50,6 +52,7 @@ export interface SandboxOptions {
   bwrap?: string;
 }
 
+/** One program and its tests for runSandboxed. */
 export interface SandboxRequest extends SandboxOptions {
   /** Python source defining what the tests use. */
   code: string;
@@ -69,6 +72,7 @@ export interface SandboxRequest extends SandboxOptions {
   maxTimeouts?: number;
   /** Wall clock for the whole process. Default: every test and the load at their timeout, plus 2 s. */
   wallTimeoutMs?: number;
+  /** Limits other than the defaults. */
   limits?: Partial<SandboxLimits>;
   /** Bytes of stdout and of stderr kept. Default 16 KiB. */
   outputLimitBytes?: number;
@@ -85,25 +89,47 @@ export interface TestResult {
   inProcess: boolean;
 }
 
+/** What runSandboxed reports of a run: parsing, loading, each test's outcome, output and resources. */
 export interface SandboxResult {
   /** False when the code does not parse; no test runs then. */
   syntaxOk: boolean;
-  syntaxError?: { line: number | null; offset: number | null; message: string };
+  /** Where and why the code does not parse (when syntaxOk is false). */
+  syntaxError?: {
+    /** 1-based line of the error, when Python names one. */
+    line: number | null;
+    /** Column offset, when Python names one. */
+    offset: number | null;
+    /** Python's message. */
+    message: string;
+  };
   /** Set when the code parsed but raised (or timed out) while loading. */
-  loadError?: { errorType: string; message: string };
+  loadError?: {
+    /** The exception's class name. */
+    errorType: string;
+    /** Its message. */
+    message: string;
+  };
+  /** Tests that passed. */
   passed: number;
+  /** Tests that failed (timeouts included). */
   failed: number;
   /** Tests that ran into their own timeout. */
   timeouts: number;
   /** Tests run in the code's own process (see TestResult.inProcess). */
   inProcess: number;
+  /** Each test's outcome, in order. */
   results: TestResult[];
   /** The wall clock killed the process. */
   timedOut: boolean;
+  /** The program's standard output (cut at outputLimitBytes). */
   stdout: string;
+  /** Its standard error (cut at outputLimitBytes). */
   stderr: string;
+  /** The sandbox's exit code (null when killed by a signal). */
   exitCode: number | null;
+  /** The signal that ended it, if one did. */
   signal: string | null;
+  /** Wall time of the run. */
   durationMs: number;
   /** The most memory the whole run held at once, bytes; null without a memory cgroup. */
   memoryPeakBytes: number | null;
@@ -111,7 +137,9 @@ export interface SandboxResult {
   error?: string;
 }
 
+/** Code-executing rewards cannot run here (no bubblewrap, no user namespaces, an interpreter outside the sandbox); the message says why and how to fix it. */
 export class SandboxUnavailableError extends Error {
+  /** Always "SandboxUnavailableError". */
   override name = "SandboxUnavailableError";
 }
 

@@ -245,7 +245,11 @@ export interface CodeRewardBreakdown {
   stoppedAt: 1 | 2 | 3 | null;
 }
 
-export function codeRewardBreakdown(analysis: CodeAnalysis): CodeRewardBreakdown {
+/**
+ * The reward's parts. With strictTests (the default) a test that ran in the code's own process scores 0 even when
+ * it passed: the code could have forged that verdict, and a policy trained on forgeable verdicts learns to forge.
+ */
+export function codeRewardBreakdown(analysis: CodeAnalysis, strictTests = true): CodeRewardBreakdown {
   const r: CodeRewardBreakdown = { definitions: 0, syntax: 0, tests: 0, usesAux: 0, notWrapper: 0, ignoredResult: 0, total: 0, inProcessTests: analysis.execution?.inProcess ?? 0, stoppedAt: 1 };
   const finish = (stoppedAt: CodeRewardBreakdown["stoppedAt"]) => {
     r.stoppedAt = stoppedAt;
@@ -258,7 +262,7 @@ export function codeRewardBreakdown(analysis: CodeAnalysis): CodeRewardBreakdown
   if (!analysis.execution.syntaxOk) return finish(2);
   r.syntax = 0.5;
   if (analysis.tests.length === 0) return finish(3);
-  const passed = analysis.execution.passed;
+  const passed = strictTests ? analysis.execution.results.filter((t) => t.status === "pass" && !t.inProcess).length : analysis.execution.passed;
   r.tests = passed / analysis.tests.length;
   if (passed > 0 && analysis.auxFunc && analysis.mainCallsAux) {
     r.usesAux = 0.5;
@@ -291,6 +295,8 @@ class AnalysisCache {
 export interface CodeRewardOptions extends Partial<ExecutionSettings> {
   /** Subtract 4, so the reward lies in [−4, 0] (upstream's reward_processor.shift = −4). */
   shift?: boolean;
+  /** Tests the grader could not split score 0 (default true; false counts them, as upstream does). */
+  strictTests?: boolean;
 }
 
 export const CODE_REWARD_MAX = 4;
@@ -307,7 +313,7 @@ export function codeRewardFunc(options: CodeRewardOptions = {}, cache = new Anal
     if (completions.length !== 2) throw new Error(`the coding reward needs 2 agents (aux, main), got ${completions.length}`);
     const problem = codeProblem(context.item);
     const analyses = await Promise.all(completions[0].map((aux, j) => cache.get(problem, aux, completions[1][j], settings)));
-    return analyses.map((a) => codeRewardBreakdown(a).total + offset);
+    return analyses.map((a) => codeRewardBreakdown(a, options.strictTests ?? true).total + offset);
   };
 }
 

@@ -74,6 +74,7 @@ const codingTask = (name: string, description: string, items: Item[]): TaskEntry
     sandbox: '"bwrap" (default: contained) or "none" (runs model code unconfined on this machine; an explicit opt-out)',
     testTimeoutMs: "each test's timeout in ms (default 10000)",
     maxTimeouts: "timed-out tests after which the rest are skipped (default 3)",
+    strictTests: "true (default): asserts the grader cannot split, run in the code's own process where it could forge them, score 0; false counts them",
   },
   create: (options) => {
     const shift = booleanOption(name, options, "shift", false);
@@ -83,6 +84,7 @@ const codingTask = (name: string, description: string, items: Item[]): TaskEntry
       sandbox: choiceOption<SandboxMode>(name, options, "sandbox", ["bwrap", "none"], "bwrap"),
       testTimeoutMs: positiveNumberOption(name, options, "testTimeoutMs", 10_000),
       maxTimeouts: positiveNumberOption(name, options, "maxTimeouts", 3),
+      strictTests: booleanOption(name, options, "strictTests", true),
     });
     return {
       numAgents: 2,
@@ -121,8 +123,16 @@ export function registerTask(name: string, entry: TaskEntry): void {
   registry.set(name, entry);
 }
 
+/** The names of the registered tasks, sorted. */
 export function listTasks(): string[] {
   return [...registry.keys()].sort();
+}
+
+/** The options the task called `name` accepts, each with what it means (the docs' task table lists them). */
+export function taskOptions(name: string): Readonly<Record<string, string>> {
+  const entry = registry.get(name);
+  if (!entry) throw new Error(`unknown task "${name}"; known tasks: ${listTasks().join(", ")}`);
+  return entry.options;
 }
 
 /** The task called `name`, built with `options`; an unknown name or option is an error listing the known ones. */

@@ -2,19 +2,29 @@
 // every task module uses to read its options and serve its bundled items.
 import type { ExternalTransition, Formatter, Item, RewardFunction } from "../rollout/types.js";
 
+/** Which of a task's bundled items dataset() returns. */
 export interface DatasetOptions {
+  /** The split (default "train"). */
   split?: "train" | "eval";
   /** At most this many items (from the start: datasets are never shuffled). */
   limit?: number;
 }
 
+/** A built task: its dataset, shared reward, one formatter per agent and, for multi-turn tasks, the transition (getTask; docs/tasks-and-datasets.md). */
 export interface TaskDefinition {
+  /** The name it is registered under. */
   name: string;
+  /** Agents the task is written for. */
   numAgents: number;
+  /** One line on what the agents do and how they are rewarded. */
   description: string;
+  /** The task's items (a fresh copy each call). */
   dataset(options?: DatasetOptions): Item[];
+  /** The shared reward. */
   rewardFunc: RewardFunction;
+  /** One formatter per agent. */
   formatters: Formatter[];
+  /** The multi-turn transition; absent for single-turn tasks. */
   externalTransition?: ExternalTransition | null;
   /** The reward's [min, max] before any processor. */
   rewardRange?: [number, number];

@@ -3,6 +3,7 @@
 // the rollout tree runs in. Every trainer whose agents are causal LMs starts here.
 import path from "node:path";
 import { planPlacement, type Placement, type PlacementConfig, type RuntimeConfig, type SamplingConfig } from "../config/index.js";
+import { localRankOf } from "../dist/environment.js";
 import { runtimeInfo } from "../runtime.js";
 import { buildFormatters } from "../rollout/formatters.js";
 import { RewardProcessors } from "../rollout/rewards.js";
@@ -51,7 +52,8 @@ export async function setUpActors(
   const sources = resolveModelSources(options.agentModel, options.agents, n);
   const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
   const info = runtimeInfo();
-  const placement = planPlacement(config, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, n);
+  const localRank = config.parallelTraining === "ddp" ? localRankOf(options.distributed) : 0;
+  const placement = planPlacement(config, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, n, localRank);
   const agents = await buildAgents({
     sources,
     tokenizers,

@@ -115,6 +115,11 @@ export class Agent implements RolloutPolicy {
     readonly evalSampling: SamplingSettings = sampling,
   ) {}
 
+  /** Whether training samples record their tokens' log-probs (a clipped-ratio objective reads them). */
+  recordLogprobs = false;
+  /** Optimizer steps taken, so that a rollout's log-probs know whether the parameters have moved since. */
+  updates = 0;
+
   /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
   async sample(prompts: string[], k: number, stream = DEFAULT_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
     const promptIds = prompts.map((p) => this.tokenizer.encode(p));
@@ -129,10 +134,15 @@ export class Agent implements RolloutPolicy {
       repetitionPenalty: sampling.repetitionPenalty,
       eosTokenIds: this.tokenizer.eosTokenIds,
       padTokenId: this.tokenizer.padTokenId,
+      returnLogprobs: this.recordLogprobs && stream === DEFAULT_STREAM,
     });
-    const completionIds = prompts.map((_, p) => generation.completions.slice(p * k, (p + 1) * k));
+    const ofPrompt = <T>(rows: T[], p: number) => rows.slice(p * k, (p + 1) * k);
+    const completionIds = prompts.map((_, p) => ofPrompt(generation.completions, p));
     const texts = completionIds.map((row) => row.map((ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true })));
-    return { promptIds, completionIds, texts };
+    const { logprobs, processedLogprobs } = generation;
+    if (!logprobs || !processedLogprobs) return { promptIds, completionIds, texts };
+    const recorded = prompts.map((_, p) => ({ policy: ofPrompt(logprobs, p), processed: ofPrompt(processedLogprobs, p), updates: this.updates }));
+    return { promptIds, completionIds, texts, logprobs: recorded };
   }
 
   /** The same agent sampling from the evaluation stream with its evaluation settings, without reference KL. */

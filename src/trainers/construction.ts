@@ -6,6 +6,7 @@ import { DistributedEnvironmentError, readDistributedEnvironment } from "../dist
 import { checkTask } from "./actors.js";
 import { disposeAgents, type Agent, type ModelSource } from "./agents.js";
 import type { LifecycleConfig, Trainer } from "./lifecycle/trainer.js";
+import { checkRunMemory } from "./memory-check.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** What construction needs of the loaded actors to free them. */
@@ -44,6 +45,7 @@ export async function construct<T extends Trainer, A extends LoadedActors>(steps
   checkTask(steps.options, steps.config, steps.algorithm);
   steps.check?.();
   checkEnvironment(steps.options, steps.config);
+  checkRunMemory(steps.options, steps.config);
   const actors = await steps.load();
   let trainer: T;
   try {

@@ -11,6 +11,7 @@ function temporarySibling(target: string, tag: string): string {
 
 /** A write that failed (disk full, permissions); the message starts with the file, which Node's own errors omit. */
 export class FileWriteError extends Error {
+  /** Always "FileWriteError". */
   override name = "FileWriteError";
   constructor(
     readonly file: string,

@@ -9,6 +9,7 @@ import path from "node:path";
 
 /** A directory that could not be created; `code` is the failing call's errno code. */
 export class MakeDirsError extends Error {
+  /** Always "MakeDirsError". */
   override name = "MakeDirsError";
   constructor(
     readonly dir: string,

@@ -48,7 +48,8 @@ describe("process group (Gloo, 2 ranks on 127.0.0.1)", () => {
     });
     expect(r0.localGradients.flat().some((v: number) => v !== 0)).toBe(true);
     const elements = r0.gradients.flat().length;
-    expect(r0.bytes).toBe(elements * 4 + (1 + 1 + r0.gradients.length) * 8);
+    // The scalars reduced first: the weight, the one value, a presence flag per gradient and the ranks' NCCL vote.
+    expect(r0.bytes).toBe(elements * 4 + (1 + 1 + r0.gradients.length + 1) * 8);
   });
 
   it("a rank whose peer never joins fails to join within the timeout", async () => {

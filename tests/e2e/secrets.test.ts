@@ -1,5 +1,6 @@
-// Planted secrets: a real MADPOIter run whose comparator is a loopback API server, given a literal key, a secret
-// custom header and a key in the URL's query, with checkpoints, TensorBoard and W&B (the real SDK against a loopback
+// Planted secrets: a real MADPOIter run whose comparator is a loopback API server, given a literal key (also in the
+// URL's path), secret custom headers (…-token, Ocp-Apim-Subscription-Key, X-Auth-Key, X-Access-Key), a key in the
+// extra body and a key in the URL's query, with checkpoints, TensorBoard and W&B (the real SDK against a loopback
 // W&B server, whose received run config and streams are saved beside the run) on. The comparator server first
 // answers 503 echoing the key, so a retry note is printed. Afterwards no file under the run's directories, nothing
 // the W&B server received and nothing printed holds any of the planted values, while the comparator server did
@@ -18,7 +19,13 @@ import { makeBase } from "../support/checkpoint-run.js";
 const KEY = "sk-planted-literal-7d1e";
 const HEADER_SECRET = "hdr-planted-secret-93aa";
 const URL_KEY = "url-planted-key-41bc";
-const PLANTED = [KEY, HEADER_SECRET, URL_KEY];
+// Headers and a body field whose names end in "key", found by name; the literal key again in the URL's path, found
+// by value.
+const SUBSCRIPTION = "ocp-planted-subscription-52cd";
+const AUTH_KEY = "auth-planted-key-63de";
+const ACCESS_KEY = "access-planted-key-74ef";
+const BODY_KEY = "body-planted-key-85f0";
+const PLANTED = [KEY, HEADER_SECRET, URL_KEY, SUBSCRIPTION, AUTH_KEY, ACCESS_KEY, BODY_KEY];
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-secrets-"));
 const received: IncomingMessage["headers"][] = [];
@@ -46,7 +53,7 @@ beforeAll(async () => {
       receivedUrls.push(req.url!);
       res.writeHead(++requests === 1 ? 503 : 200, { "content-type": "application/json" });
       const k = (JSON.parse(raw) as { num_return_sequences: number }).num_return_sequences;
-      res.end(JSON.stringify(requests === 1 ? { error: `busy; your key ${KEY} is fine` } : { completions: Array.from({ length: k }, (_, i) => ["ae", "io u", "xyz"][i % 3]) }));
+      res.end(JSON.stringify(requests === 1 ? { error: `busy; your key ${KEY} and ${AUTH_KEY} are fine` } : { completions: Array.from({ length: k }, (_, i) => ["ae", "io u", "xyz"][i % 3]) }));
     });
   });
   // The calls @wandb/sdk makes (see tests/unit/logging-wandb.test.ts), every body kept.
@@ -118,9 +125,10 @@ describe("planted secrets", () => {
           evalInterval: 0,
           seed: 5,
           comparatorPolicy: "api",
-          comparatorApiUrl: `${process.env.COMLRL_TEST_API}/v1/complete?key=${URL_KEY}`,
+          comparatorApiUrl: `${process.env.COMLRL_TEST_API}/v1/${KEY}/complete?key=${URL_KEY}`,
           comparatorApiKey: KEY,
-          comparatorApiHeaders: { "x-team-token": HEADER_SECRET, "x-team": "blue" },
+          comparatorApiHeaders: { "x-team-token": HEADER_SECRET, "x-team": "blue", "Ocp-Apim-Subscription-Key": SUBSCRIPTION, "X-Auth-Key": AUTH_KEY, "X-Access-Key": ACCESS_KEY },
+          comparatorApiExtraBody: { key: BODY_KEY },
           comparatorApiMaxRetries: 1,
         },
       });
@@ -136,6 +144,8 @@ describe("planted secrets", () => {
     expect(received.at(-1)!.authorization).toBe(`Bearer ${KEY}`);
     expect(received.at(-1)!["x-team-token"]).toBe(HEADER_SECRET);
     expect(receivedUrls.at(-1)).toContain(URL_KEY);
+    expect(receivedUrls.at(-1)).toContain(`/v1/${KEY}/complete`);
+    expect(received.at(-1)!["x-auth-key"]).toBe(AUTH_KEY);
     expect(printed.join("\n")).toMatch(/retrying/);
     expect(wandbReceived.length).toBeGreaterThan(0);
 

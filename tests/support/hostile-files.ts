@@ -100,9 +100,9 @@ function struct(out: number[], fields: Thrift): void {
 /**
  * A Parquet file of one OPTIONAL INT32 column "x" whose single data page declares `pageValues` values (all null: a
  * run-length-encoded run of zeros, 9 bytes) and, when `snappyClaim` is given, a SNAPPY page claiming that many bytes
- * uncompressed. The footer declares `rows` rows in one row group.
+ * uncompressed. Its one row group declares `rows` rows, and the footer `footerRows` (default `rows`).
  */
-export function parquetPageBomb(options: { pageValues: number; rows: number; snappyClaim?: number }): Uint8Array {
+export function parquetPageBomb(options: { pageValues: number; rows: number; snappyClaim?: number; footerRows?: number }): Uint8Array {
   const runHeader: number[] = [];
   varint(runHeader, options.pageValues * 2);
   const levels = [...runHeader, 0];
@@ -119,7 +119,7 @@ export function parquetPageBomb(options: { pageValues: number; rows: number; sna
   struct(footer, [
     [1, "i32", 1],
     [2, "list<struct>", [[[4, "binary", "schema"], [5, "i32", 1]], [[1, "i32", 1], [3, "i32", 1], [4, "binary", "x"]]]],
-    [3, "i64", options.rows],
+    [3, "i64", options.footerRows ?? options.rows],
     [
       4,
       "list<struct>",

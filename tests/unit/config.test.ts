@@ -58,6 +58,22 @@ describe("MAGRPOConfig defaults", () => {
       weightDecay: 0.01,
       adamBetas: [0.9, 0.999],
       adamEps: 1e-8,
+      // (ours) the objective fields (tests/unit/config-objectives.test.ts): CoMLRL's loss for every agent.
+      lossType: "comlrl",
+      importanceSamplingLevel: "token",
+      numIterations: 1,
+      epsilon: 0.2,
+      epsilonHigh: null,
+      delta: null,
+      klEstimator: "k3",
+      klIn: "reward",
+      useBiasCorrectionKl: true,
+      entropyCoef: 0,
+      scaleRewards: null,
+      maskTruncatedCompletions: false,
+      zeroVarianceFilter: null,
+      advantageGrouping: "joint",
+      objectives: magrpoConfig().objectives,
     };
     expect(magrpoConfig()).toEqual(expected);
     expect(magrpoConfig({})).toEqual(expected);

@@ -87,9 +87,12 @@ describe("encode and decode", () => {
     expect(tok.decode(new Int32Array([ENDOFTEXT]))).toBe("");
   });
 
-  it("refuses ids outside the vocabulary", () => {
-    expect(() => tok.decode([5, 512])).toThrow(/token id 512 is not in the vocabulary of tiny \(size 512\)/);
-    expect(() => tok.decode([-1])).toThrow(RangeError);
+  it("decodes ids past the tokenizer (a padded embedding table's) to nothing, as transformers; refuses non-ids", () => {
+    const hi = tok.encode("hi", { addSpecialTokens: false });
+    expect(tok.decode([...hi, 512, 151_935])).toBe("hi");
+    expect(tok.decode([512])).toBe("");
+    expect(() => tok.decode([-1])).toThrow("decode: -1 is not a token id (a non-negative integer), decoding for tiny");
+    expect(() => tok.decode([1.5])).toThrow(RangeError);
   });
 });
 

@@ -201,6 +201,33 @@ export class ComponentRegistry {
 }
 
 const GENERATOR_FILE = "generator.bin";
+/** The device type ("cpu", "cuda") whose generator wrote generator.bin: a CPU generator's state (~5 KB of Mersenne
+ * twister) and a CUDA one's (seed and offset) are different things, and neither can continue the other's stream. */
+const GENERATOR_DEVICE_FILE = "generator.json";
+
+function deviceType(device: string): string {
+  return device.split(":")[0]!;
+}
+
+/** Refuses to restore a generator saved on another kind of device, naming both (a checkpoint without the record,
+ * from before it was written, is left to the state's own size check). */
+function checkGeneratorDevice(dir: string, model: CausalLM): void {
+  const file = path.join(dir, GENERATOR_DEVICE_FILE);
+  if (!existsSync(file)) return;
+  let saved: unknown;
+  try {
+    saved = (JSON.parse(readFileSync(file, "utf8")) as { device?: unknown }).device;
+  } catch (error) {
+    throw new ComponentError(`${file}: malformed JSON (${(error as Error).message})`);
+  }
+  if (typeof saved !== "string") throw new ComponentError(`${file}: "device" must be a device type such as "cpu" or "cuda"`);
+  const here = deviceType(model.info().device);
+  if (saved !== here) {
+    throw new ComponentError(
+      `${path.join(dir, GENERATOR_FILE)} holds a ${saved} generator's state but this model is on ${model.info().device}: a sampling stream cannot resume across device types (resume on ${saved}, or start a new run)`,
+    );
+  }
+}
 
 /**
  * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the default sampling stream's
@@ -213,8 +240,10 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
     saveState: async (dir) => {
       await model.save(dir, { tokenizer: tokenizer ?? undefined });
       await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState());
+      await writeFileChecked(path.join(dir, GENERATOR_DEVICE_FILE), `${JSON.stringify({ device: deviceType(model.info().device) })}\n`);
     },
     loadState: async (dir) => {
+      checkGeneratorDevice(dir, model);
       await model.loadWeights(dir);
       const generator = path.join(dir, GENERATOR_FILE);
       if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);

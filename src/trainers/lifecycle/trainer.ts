@@ -12,12 +12,14 @@ import { ProgressBar } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
 import type { WandbConfig } from "../../logging/wandb.js";
 import type { DistributedContext } from "../../dist/context.js";
+import { checkRanksAgree } from "../../dist/fingerprint.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
 import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
 import { StageTimings } from "./timings.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
+import { lockRunDirectories } from "../../util/run-lock.js";
 import { forEachAgent } from "../../rollout/tree.js";
 import { NonFiniteError, type NonFinitePolicy, type StageHost, type StepRequest, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
@@ -54,9 +56,11 @@ export interface LifecycleOptions {
    * poisons the weights; "error" stops the run naming the batch.
    */
   onNonFinite?: NonFinitePolicy;
+  /** The bytes a CPU run may hold by the estimate made before loading (default: the machine's RAM; Infinity: no check). */
+  memoryLimitBytes?: number;
 }
 
-export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true } as const satisfies Record<
+export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandbConfig: true, quiet: true, stateful: true, distributed: true, onNonFinite: true, memoryLimitBytes: true } as const satisfies Record<
   keyof LifecycleOptions,
   true
 >;
@@ -176,7 +180,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   private async connectReplicas(): Promise<void> {
-    if (this.job) this.replicas ??= new Replicas(await this.job.context, this.components, this.config.seed);
+    if (!this.job || this.replicas) return;
+    const context = await this.job.context;
+    await checkRanksAgree(context, this.components, this.config);
+    this.replicas = new Replicas(context, this.components, this.config.seed);
   }
 
   /**
@@ -218,7 +225,9 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     }
     if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
     this.running = true;
+    let unlock: (() => void) | undefined;
     try {
+      if (this.isMain) unlock = lockRunDirectories(this.outputDir, options.checkpointDir);
       await this.connectReplicas();
       if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
       await this.replicas?.join();
@@ -228,6 +237,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       }
       await this.runSchedule(options, interval);
     } finally {
+      unlock?.();
       this.running = false;
     }
   }

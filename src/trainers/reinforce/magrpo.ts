@@ -11,11 +11,12 @@ import { defaultOutputDir, setUpActors } from "../actors.js";
 import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent } from "../agents.js";
 import type { EvalLoggerInput } from "../evaluation.js";
-import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
+import type { StageHost, StepFunction, UpdateRecord } from "../lifecycle/stage-host.js";
 import { checkOneOf, checkOptionKeys } from "../options.js";
 import { RolloutLearner } from "../learner.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
+import { ObjectiveSteps } from "./objectives.js";
 
 export type { EvalLoggerInput };
 export type { Stateful, TrainOptions, TrainProgress } from "../lifecycle/trainer.js";
@@ -89,8 +90,12 @@ export interface PolicyRows {
 
 /** MAGRPO's rollouts and updates, in the host of MAGRPOTrainer or of MARLHF's RL phase. */
 export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], MetricFields, MAGRPOConfig> {
+  /** The agents' objectives beyond CoMLRL's default path (docs/objectives.md). */
+  protected readonly objectiveSteps: ObjectiveSteps;
+
   constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, host: StageHost) {
     super(config, agents, options, environment, host);
+    this.objectiveSteps = new ObjectiveSteps(config, agents, options.scoring ?? "batched");
   }
 
   protected get rolloutSettings(): RolloutSettings {
@@ -129,9 +134,14 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
     return samples.sort((a, b) => a.envStep - b.envStep);
   }
 
-  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize. */
+  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize (numIterations passes of them). */
   protected minibatchesOf(group: NodeSample[]): NodeSample[][] {
-    return RolloutLearner.chunks(this.host.random.shuffle(group), this.config.trainBatchSize);
+    return this.objectiveSteps.passes(group, RolloutLearner.chunks(this.host.random.shuffle(group), this.config.trainBatchSize));
+  }
+
+  override async update(samples: NodeSample[]): Promise<UpdateRecord[]> {
+    this.objectiveSteps.prepare(samples);
+    return super.update(samples);
   }
 
   protected emptyMinibatch(): NodeSample[] {
@@ -140,17 +150,28 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
 
   /** Loss = (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π(completion_k), every completion token scored; one AdamW step. */
   protected async step(agent: Agent, minibatch: NodeSample[], step: StepFunction): Promise<void> {
-    const rows = this.policyRows(minibatch);
+    let objective: Record<string, number> | undefined;
+    const backward = this.objectiveSteps.handles(agent.index)
+      ? async () => {
+          const result = await this.objectiveSteps.backward(agent, minibatch);
+          objective = result.objective;
+          return result.loss;
+        }
+      : () => this.backward(agent, this.policyRows(minibatch));
     await step({
       component: `agent_${agent.index}`,
       optimizer: agent.optimizer,
       samples: minibatch.length,
       zeroGrad: () => agent.model.zeroGrad(),
-      backward: () => this.backward(agent, rows),
+      backward,
       subject: `agent ${agent.index}`,
       batch: `a minibatch of ${minibatch.length}`,
       maxGradNorm: this.config.maxGradNorm,
     });
+    agent.updates++;
+    if (objective && Object.keys(objective).length > 0) {
+      this.host.logger?.log("update", Object.fromEntries(Object.entries(objective).map(([k, v]) => [`agent_${agent.index}/${k}`, v])), this.progress.envStep);
+    }
   }
 
   /** Each completion's weight −A_k / (K · |mb|), A from the (KL-shaped) returns by the advantage mode. */

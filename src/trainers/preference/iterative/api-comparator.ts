@@ -7,7 +7,7 @@
 // exponential backoff, or after the server's Retry-After; at most comparatorApiConcurrency requests are in flight.
 // Redirects are followed only within the URL's origin, and answers are size-capped. The answers are text: the trained agents tokenize them.
 import type { IterativeFields } from "../../../config/index.js";
-import { isSecretName, redactUrl } from "../../../config/secrets.js";
+import { redactUrl, scrubSecrets, secretValues } from "../../../config/secrets.js";
 import type { Item } from "../../../rollout/types.js";
 import type { AgentSampler, ComparatorSource } from "./comparators.js";
 import { limiter } from "../../../util/limiter.js";
@@ -73,13 +73,7 @@ export function apiComparator(c: ApiComparatorConfig, note: (message: string) =>
   // What a message may show of the request: the URL without user info or query values, and no key or secret header
   // value anywhere (servers echo keys back in their error bodies).
   const shown = redactUrl(url);
-  const secretValues = (): string[] => {
-    const key = c.comparatorApiKeyEnv !== null ? env[c.comparatorApiKeyEnv] : c.comparatorApiKey;
-    const headers = Object.entries(c.comparatorApiHeaders ?? {}).flatMap(([name, value]) => (isSecretName(name) ? [value] : []));
-    const inUrl = URL.canParse(url) ? ((u) => [u.username, u.password, ...u.searchParams.values()])(new URL(url)) : [];
-    return [key ?? "", ...headers, ...inUrl].filter((secret) => secret.length >= 4);
-  };
-  const scrub = (text: string): string => secretValues().reduce((t, secret) => t.replaceAll(secret, "***"), text);
+  const scrub = (text: string): string => scrubSecrets(text, secretValues(c, [c.comparatorApiKeyEnv !== null ? env[c.comparatorApiKeyEnv] : null]));
   const error = (what: string) => new ComparatorApiError(scrub(`comparator API ${shown}: ${what}`));
 
   /**

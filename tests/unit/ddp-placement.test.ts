@@ -1,0 +1,75 @@
+// Data-parallel placement and the NCCL device each rank offers, with the machine's CUDA facts and the rank's
+// LOCAL_RANK given by hand: every rank of a "ddp" job on a GPU node sits on its own GPU, and a rank that shares one
+// (more ranks than GPUs) offers no NCCL device, so that the job's collectives agree on Gloo.
+import { describe, expect, it } from "vitest";
+import { canonicalDevice, magrpoConfig, planPlacement, rankDevice, type CudaFacts } from "../../src/config/index.js";
+import { ncclDeviceFor } from "../../src/dist/context.js";
+import { localRankOf } from "../../src/dist/environment.js";
+
+const noCuda: CudaFacts = { cudaAvailable: false, deviceCount: 0 };
+const oneGpu: CudaFacts = { cudaAvailable: true, deviceCount: 1 };
+const eightGpus: CudaFacts = { cudaAvailable: true, deviceCount: 8 };
+
+describe('"ddp" placement', () => {
+  const ddp = magrpoConfig({ parallelTraining: "ddp" });
+
+  it("auto puts each rank's models on the GPU of its local rank", () => {
+    for (const localRank of [0, 1, 5, 7]) {
+      expect(planPlacement(ddp, eightGpus, 2, localRank)).toEqual({
+        agentDevices: [`cuda:${localRank}`, `cuda:${localRank}`],
+        referenceDevices: [`cuda:${localRank}`, `cuda:${localRank}`],
+        concurrent: false,
+      });
+    }
+  });
+
+  it("ranks past the GPU count share the GPUs round-robin; no CUDA means the CPU", () => {
+    expect(planPlacement(ddp, oneGpu, 2, 1).agentDevices).toEqual(["cuda:0", "cuda:0"]);
+    expect(rankDevice(9, eightGpus)).toBe("cuda:1");
+    expect(planPlacement(ddp, noCuda, 2, 3).agentDevices).toEqual(["cpu", "cpu"]);
+  });
+
+  it("an explicit device is every rank's, as in the other modes", () => {
+    expect(planPlacement(magrpoConfig({ parallelTraining: "ddp", agentDevices: "cuda:0" }), eightGpus, 2, 3).agentDevices).toEqual(["cuda:0", "cuda:0"]);
+    expect(planPlacement(magrpoConfig({ parallelTraining: "ddp", agentDevices: "cpu" }), eightGpus, 1, 3).agentDevices).toEqual(["cpu"]);
+  });
+
+  it('the local rank matters only under "ddp"', () => {
+    expect(planPlacement(magrpoConfig(), eightGpus, 2, 5).agentDevices).toEqual(["cuda:0", "cuda:0"]);
+  });
+
+  it("the local rank comes from the given context, else LOCAL_RANK, else RANK, else 0", () => {
+    const job = { RANK: "3", WORLD_SIZE: "4", MASTER_ADDR: "127.0.0.1", MASTER_PORT: "29500" };
+    expect(localRankOf({ localRank: 2 }, job)).toBe(2);
+    expect(localRankOf(null, { ...job, LOCAL_RANK: "1" })).toBe(1);
+    expect(localRankOf(undefined, job)).toBe(3);
+    expect(localRankOf(null, {})).toBe(0);
+  });
+});
+
+describe("the NCCL device a rank offers", () => {
+  it("is its own GPU when the build has NCCL and that GPU exists", () => {
+    expect(ncclDeviceFor(0, eightGpus, true)).toBe(0);
+    expect(ncclDeviceFor(7, eightGpus, true)).toBe(7);
+  });
+
+  it("is none for a rank that shares a GPU, has none, or runs a build without NCCL", () => {
+    // Two ranks on one GPU: rank 1 shares cuda:0 with rank 0 and offers nothing, so the job reduces on Gloo.
+    expect(ncclDeviceFor(1, oneGpu, true)).toBeNull();
+    expect(ncclDeviceFor(0, noCuda, true)).toBeNull();
+    expect(ncclDeviceFor(0, eightGpus, false)).toBeNull();
+  });
+});
+
+describe("canonicalDevice", () => {
+  it('spells "cuda" as cuda:0, and every device one way', () => {
+    expect(canonicalDevice("cuda")).toBe("cuda:0");
+    expect(canonicalDevice(" CUDA ")).toBe("cuda:0");
+    expect(canonicalDevice("Cuda:1")).toBe("cuda:1");
+    expect(canonicalDevice("cpu")).toBe("cpu");
+  });
+
+  it("hands back what is no device, for the native side to refuse by name", () => {
+    expect(canonicalDevice("tpu")).toBe("tpu");
+  });
+});
