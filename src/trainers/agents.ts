@@ -1,7 +1,7 @@
 // Agents: each is a causal LM with its tokenizer, optimizer and optional frozen reference, resolved from hub ids,
 // local directories or loaded model objects by the rules of COMLRL-SPEC §5.1–§5.2. The same CausalLM object given
 // twice is shared (one set of weights), but every agent keeps its own optimizer state.
-import { CausalLM, type Dtype } from "../models/causal-lm.js";
+import { CausalLM, type Dtype, type ModelSource } from "../models/causal-lm.js";
 import { Optimizer, type AdamWOptions } from "../models/optimizer.js";
 import { ValueHead } from "../models/value-head.js";
 import { resolveModelSource } from "../models/hub.js";
@@ -9,8 +9,7 @@ import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
 import { causalLMModule, ComponentRegistry, valueHeadModule } from "./lifecycle/components.js";
 
-/** A model given to a trainer: a hub id or local directory, or a loaded CausalLM (which stays the caller's). */
-export type ModelSource = string | CausalLM;
+export type { ModelSource } from "../models/causal-lm.js";
 
 /** Agents, tokenizers or critics that cannot be resolved from the options; the message names the one at fault. */
 export class AgentResolutionError extends Error {

@@ -7,6 +7,7 @@ import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rol
 import type { Agent, ModelSource } from "../agents.js";
 import type { StageHost, StepFunction, StepRequest } from "../lifecycle/stage-host.js";
 import { RolloutLearner } from "../learner.js";
+import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
@@ -123,6 +124,17 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
 
   protected shownRewards(samples: ActorCriticSample[]): number[] {
     return samples.filter((s) => s.agent === 0).map((s) => s.environmentReward);
+  }
+}
+
+/** IACTrainer and MAACTrainer: the lifecycle around their learner, whose critics they show. */
+export abstract class ActorCriticTrainer<C extends ActorCriticConfig, L extends ActorCriticLearner<C>> extends RolloutTrainer<ActorCriticSample, C, L> {
+  /**
+   * IAC: one per agent with separate critics, else none (the heads sit on the actors); MAAC: the one centralized
+   * critic. critics[i].valueHead.loadStateDict(…) restores a saved head.
+   */
+  get critics(): Critic[] {
+    return this.learner.critics;
   }
 }
 

@@ -6,12 +6,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../../models/config.js";
-import { weightFiles, type CausalLM } from "../../models/causal-lm.js";
+import type { CausalLM } from "../../models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import type { ValueHead } from "../../models/value-head.js";
 import { writeFileChecked } from "../../util/atomic.js";
 import { makeDirs } from "../../util/make-dirs.js";
-import { releaseLane } from "../lanes.js";
 
 /** What the registry needs of any module that holds weights. */
 export interface ComponentModule {
@@ -256,7 +255,8 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),
-    release: () => releaseLane(model),
+    // A model the caller passed in goes back to its device's lane.
+    release: () => model.setComputeLane(null),
   };
 }
 

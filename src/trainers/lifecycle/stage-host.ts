@@ -36,6 +36,11 @@ export interface TrainingStage {
   /** Read when the stage runs, so that a raised epoch count on resume continues the stage. */
   readonly epochs: number;
   readonly steps: number;
+  /**
+   * Runs before an epoch's first step (after the evaluation before it), never for an epoch of no steps: where an
+   * epoch draws its order. Checkpoints are taken at epoch ends, so a resumed epoch begins here too.
+   */
+  beginEpoch?(): Promise<void>;
   /** Runs one step; what it returns is shown on the progress bar. */
   runStep(index: number): Promise<ProgressFields | void>;
   /** Runs after an epoch's last step (drain buffers), before the epoch counts as complete. */

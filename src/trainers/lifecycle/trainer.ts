@@ -126,12 +126,12 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   private makeHost(): StageHost {
-    const trainer = this;
+    const logger = () => this.logger;
     return {
       progress: { iteration: 0, stage: 0, epoch: 0, itemIndex: 0, envStep: 0, update: 0, unitsDone: 0 },
       random: new SeededRandom(this.config.seed),
       get logger() {
-        return trainer.logger;
+        return logger();
       },
       console: (message) => this.console(message),
       agreeMax: async (values) => {
@@ -267,7 +267,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
           for (; p.itemIndex < stage.steps; p.itemIndex++) {
             if (stage.evaluateBefore?.(p.itemIndex)) await this.evaluateDuringTraining(bar);
             this.timings.enter(stage.name);
-            const fields = await this.timings.time("seconds", () => stage.runStep(p.itemIndex));
+            const fields = await this.timings.time("seconds", async () => {
+              if (p.itemIndex === 0) await stage.beginEpoch?.();
+              return stage.runStep(p.itemIndex);
+            });
             bar.update(done() + 1, { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}) }, iterations * perIteration());
           }
           this.timings.enter(stage.name);

@@ -52,7 +52,7 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
       algorithm: "MARLHF",
       options,
       config,
-      actorExtras: actorExtras(config),
+      actorExtras: actorExtras(config, options),
       make: (actors, outputDir) => new MARLHFTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));

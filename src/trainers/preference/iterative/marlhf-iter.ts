@@ -45,7 +45,7 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
       options,
       config,
       actorOptions: marlhfOptions,
-      actorExtras: actorExtras(config),
+      actorExtras: actorExtras(config, options),
       make: (actors, outputDir) => new MARLHFIterTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
@@ -93,11 +93,14 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
       get steps() {
         return rewardModel.steps;
       },
-      runStep: async (i) => {
-        if (this.progress.itemIndex === 0 && this.progress.epoch === 0 && this.rewardModelTrained) {
+      beginEpoch: async () => {
+        if (this.progress.epoch === 0 && this.rewardModelTrained) {
           await this.phases.rewardModel.load((spec) => this.replaceComponent(spec));
           this.rewardModelTrained = false;
         }
+        await rewardModel.beginEpoch?.();
+      },
+      runStep: async (i) => {
         const fields = await rewardModel.runStep(i);
         this.rewardModelTrained = true;
         return fields;
