@@ -24,7 +24,9 @@ function shapeOf(source: ModelSource) {
 export function checkRunMemory(options: TaskOptions<unknown>, config: object): void {
   const c = config as EstimatedConfig;
   if (c.numAgents === undefined || c.parallelTraining === undefined) return;
-  const sources = resolveModelSources(options.agentModel, options.agents, c.numAgents);
+  // One actor writes every role's part in centralized collaboration; numAgents then counts the roles.
+  const actors = c.collaborationMode === "centralized" ? 1 : c.numAgents;
+  const sources = resolveModelSources(options.agentModel, options.agents, actors);
   const info = runtimeInfo();
   const placement = planPlacement(c as PlacementConfig, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, sources.length);
   const models: MemoryPlan["models"] = [];

@@ -230,6 +230,13 @@ describe("MAGRPOConfig enums", () => {
 });
 
 describe("keys", () => {
+  it("a built config builds again to itself (trainers and config files pass built configs back in)", () => {
+    const built = magrpoConfig({ lossType: "dapo", epsilonHigh: 0.28 });
+    expect(magrpoConfig(built)).toEqual(built);
+    expect(centralizedMagrpoConfig(centralizedMagrpoConfig({}))).toEqual(centralizedMagrpoConfig({}));
+    expect(configError(() => magrpoConfig({ ...built, objectives: [] })).field).toBe("objectives");
+  });
+
   it("snake_case and camelCase spellings give the same config", () => {
     const snake = magrpoConfig({
       num_train_epochs: 3,
