@@ -19,7 +19,7 @@ const tsx = join(root, "node_modules", ".bin", "tsx");
 const ex = (file) => join(root, "examples", file);
 const cli = join(root, "dist", "cli", "main.js");
 
-/** How each example runs at smoke size: the command and its arguments. */
+/** How each example runs at smoke size: the command, its arguments, and where it starts (default: a scratch directory). */
 const RUNS = {
   "quickstart.ts": [tsx, [ex("quickstart.ts")]],
   "alternating-trainers.ts": [tsx, [ex("alternating-trainers.ts"), "--items", "2", "--epochs", "1", "--out", out("alternating")]],
@@ -30,10 +30,12 @@ const RUNS = {
   "checkpoint-resume.ts": [tsx, [ex("checkpoint-resume.ts"), "--items", "4", "--out", out("checkpoint")]],
   "centralized-magrpo.ts": [tsx, [ex("centralized-magrpo.ts"), "--items", "2", "--epochs", "1", "--out", out("centralized")]],
   "iterative-madpo.ts": [tsx, [ex("iterative-madpo.ts"), "--items", "2", "--epochs", "2", "--out", out("iterative")]],
-  "preference-cover-vowels.ts": [tsx, [ex("preference-cover-vowels.ts"), "--items", "4", "--out", out("preference")]],
+  // MADPO only: the MARLHF recipe (four reward-model epochs, then RL) does not fit the time limit even at 4 items.
+  "preference-cover-vowels.ts": [tsx, [ex("preference-cover-vowels.ts"), "--algorithm", "madpo", "--items", "4", "--out", out("preference")]],
   "credit-study.ts": [tsx, [ex("credit-study.ts"), "--seeds", "1", "--env-steps", "48", "--out", out("credit")]],
   "configs/magrpo-cover-vowels.yaml": [process.execPath, [cli, "train", "--config", join(work, "magrpo-cover-vowels.yaml"), "--output", out("train"), "--quiet"]],
-  "ddp-demo.ts": [process.execPath, [cli, "launch", "--nproc", "2", ex("ddp-demo.ts"), "--epochs", "2", "--out", out("ddp")]],
+  // comlrl launch runs a .ts script through the tsx of the directory it starts in: this checkout's.
+  "ddp-demo.ts": [process.execPath, [cli, "launch", "--nproc", "2", ex("ddp-demo.ts"), "--epochs", "2", "--out", out("ddp")], root],
 };
 const HELPERS = new Set(["common.ts"]);
 
@@ -67,11 +69,11 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 function run(file) {
-  const [command, args] = RUNS[file];
+  const [command, args, cwd = work] = RUNS[file];
   const started = performance.now();
   return new Promise((resolve) => {
     const child = spawn(command, args, {
-      cwd: work,
+      cwd,
       env: { ...process.env, COMLRL_MODEL: model, INIT_CWD: root },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,

@@ -19,3 +19,11 @@ export function setNumThreads(n: number): void {
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`setNumThreads: n must be a positive integer, got ${n}`);
   addon().setNumThreads(n);
 }
+
+/**
+ * CPU agent-lane jobs running now, and the most that ran at once since the last call: whether agents on lanes of
+ * their own really overlap.
+ */
+export function agentLaneJobs(): { running: number; peak: number } {
+  return addon().agentLaneJobs();
+}

@@ -90,6 +90,23 @@ void FinishJob(Napi::Env env, Napi::Function, std::nullptr_t*, Job* job) {
 
 constexpr const char* kAgentLanePrefix = "cpu#";
 
+std::atomic<int> running_agent_jobs{0};
+std::atomic<int> peak_agent_jobs{0};
+
+// Counts an agent-lane job for as long as it runs.
+class RunningAgentJob {
+ public:
+  RunningAgentJob() {
+    const int now = ++running_agent_jobs;
+    int peak = peak_agent_jobs.load();
+    while (now > peak && !peak_agent_jobs.compare_exchange_weak(peak, now)) {
+    }
+  }
+  ~RunningAgentJob() { --running_agent_jobs; }
+  RunningAgentJob(const RunningAgentJob&) = delete;
+  RunningAgentJob& operator=(const RunningAgentJob&) = delete;
+};
+
 // OpenBLAS's OpenMP build keeps one process-wide thread count, which each call sets to its caller's OpenMP count,
 // freeing per-thread buffers when the count drops. After a device-lane call with more threads, two agent lanes
 // starting at once would both drop it and free the same buffers twice; so each agent lane's job starts by settling
@@ -168,6 +185,8 @@ class Lane {
           stream_bound = true;
         }
 #endif
+        std::optional<RunningAgentJob> counted;
+        if (agent_lane_) counted.emplace();
         job->resolver = job->work();
 #if COMLRL_WITH_CUDA
         if (stream) stream->synchronize();
@@ -214,6 +233,11 @@ Lane& LaneNamed(const std::string& name) {
 }  // namespace
 
 std::string AgentLaneName(int k) { return kAgentLanePrefix + std::to_string(k); }
+
+AgentLaneJobs TakeAgentLaneJobCounts() {
+  const int running = running_agent_jobs.load();
+  return {running, peak_agent_jobs.exchange(running)};
+}
 
 void SetNumThreads(int n) {
   // Torch sets a thread's OpenMP count on that thread's first parallel op; do it now, or it would undo the below.

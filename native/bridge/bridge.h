@@ -39,6 +39,14 @@ Napi::Promise RunAsync(Napi::Env env, const std::string& lane, std::function<Res
 // small model's size libtorch's per-op overhead dominates, which intra-op threads do not shorten).
 std::string AgentLaneName(int k);
 
+// Agent-lane jobs running now, and the most that ran at once since the last call (which starts the next count from
+// those running now): how a test tells lanes that overlap from lanes that take turns.
+struct AgentLaneJobs {
+  int running;
+  int peak;
+};
+AgentLaneJobs TakeAgentLaneJobCounts();
+
 // Sets libtorch's intra-op thread count for every device lane (agent lanes keep one thread).
 void SetNumThreads(int n);
 // The intra-op thread count the device lanes run with (the JS thread itself runs torch on one thread).

@@ -270,7 +270,7 @@ Napi::Value ObjectiveBackward(const Napi::CallbackInfo& info) {
     ReadObjectiveTokenFields(options, tokens, inputs);
     const double scale = NumberFieldOr(options, "scale", 1.0);
     return RunAsync(info.Env(), model->lane, [model, batch, objective, inputs, scale]() mutable -> Resolver {
-      std::lock_guard<std::mutex> lock(model->mutex);
+      ModuleLocks lock({model.get()});
       RouterAuxRecording router(*model->module, model->module->config().policy_router_aux_coef);
       CompletionScores scores = ScoreCompletions(*model->module, batch, false, objective.entropy_coef != 0.0);
       inputs.logprobs = scores.token_logprobs;

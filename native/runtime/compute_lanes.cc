@@ -45,11 +45,23 @@ Napi::Value ComputeLane(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value { return Napi::String::New(info.Env(), LanedModule(info, "computeLane(module)")->lane); });
 }
 
+// agentLaneJobs() -> { running, peak }: agent-lane jobs running now and the most at once since the last call.
+Napi::Value AgentLaneJobsValue(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    const AgentLaneJobs counts = TakeAgentLaneJobCounts();
+    Napi::Object out = Napi::Object::New(info.Env());
+    out.Set("running", counts.running);
+    out.Set("peak", counts.peak);
+    return out;
+  });
+}
+
 }  // namespace
 
 void InitComputeLanes(Napi::Env env, Napi::Object exports) {
   exports.Set("setComputeLane", Napi::Function::New(env, SetComputeLane, "setComputeLane"));
   exports.Set("computeLane", Napi::Function::New(env, ComputeLane, "computeLane"));
+  exports.Set("agentLaneJobs", Napi::Function::New(env, AgentLaneJobsValue, "agentLaneJobs"));
 }
 
 }  // namespace comlrl

@@ -129,6 +129,7 @@ export class Replicas {
         if (k === 0) await checkSameSteps();
         return stage.runStep((rank + k * worldSize) % stage.steps);
       },
+      ...(stage.beginEpoch ? { beginEpoch: () => stage.beginEpoch!() } : {}),
       ...(stage.endEpoch ? { endEpoch: () => stage.endEpoch!() } : {}),
       ...(stage.evaluateBefore ? { evaluateBefore: (k: number) => stage.evaluateBefore!(k * worldSize) } : {}),
     };

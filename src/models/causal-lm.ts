@@ -12,6 +12,9 @@ import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
+/** An agent's (or critic's) model: a hub id or directory to load, or a loaded model. */
+export type ModelSource = string | CausalLM;
+
 /** In-memory or saved parameter dtype. */
 export type Dtype = "float32" | "bfloat16" | "float16";
 
@@ -467,6 +470,19 @@ export class CausalLM {
   /** Shape, dtype, device, parameter count and the attention kernel in use. */
   info(): NativeModelInfo {
     return this.native.info();
+  }
+
+  /**
+   * Runs this model's calls (its heads', and those of optimizers whose first module it is) on CPU agent lane `lane`
+   * with one intra-op thread, beside the other lanes; null returns them to its device's lane.
+   */
+  setComputeLane(lane: number | null): void {
+    addon().setComputeLane(this.native, lane);
+  }
+
+  /** Where this model's calls run: "cpu", "cuda:N" or an agent lane "cpu#k". */
+  computeLane(): string {
+    return addon().computeLane(this.native);
   }
 
   /** Writes an HF directory atomically: config.json, generation_config.json, safetensors (sharded above the limit). */

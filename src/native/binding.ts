@@ -32,10 +32,13 @@ export interface RuntimeInfo {
 
 /** What COMLRL_TF32 and COMLRL_DETERMINISTIC turned on when the addon loaded (native/optim/numerics.h). */
 export interface NumericsInfo {
+  /** Whether TF32 was asked for (COMLRL_TF32) when the addon loaded. */
   tf32Requested: boolean;
   /** TF32 matmuls and convolutions on CUDA: requested and a CUDA device present. */
   tf32: boolean;
+  /** Whether deterministic algorithms were asked for (COMLRL_DETERMINISTIC) when the addon loaded. */
   deterministic: boolean;
+  /** CUBLAS_WORKSPACE_CONFIG as the addon saw it (null: unset). */
   cublasWorkspaceConfig: string | null;
 }
 
@@ -112,9 +115,8 @@ export interface NativeAddon extends NativeLosses, NativeReadouts {
   setComputeLane(module: NativeModel | NativeValueHead, lane: number | null): void;
   /** Where a module's calls run: "cpu", "cuda:N" or an agent lane "cpu#k". */
   computeLane(module: NativeModel | NativeValueHead): string;
-  /** Agent-lane jobs running now, and the most that ran at once since resetAgentLanePeak(). */
+  /** Agent-lane jobs running now, and the most that ran at once since the last call. */
   agentLaneJobs(): { running: number; peak: number };
-  resetAgentLanePeak(): void;
   matmul(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[]): MatmulResult;
   matmulAsync(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[], repeat?: number): Promise<MatmulResult>;
   measureMatmul(options: { n: number; dtype: string; device: string; iterations?: number }): Promise<{ seconds: number; gflops: number }>;

@@ -11,7 +11,7 @@ import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
 import { withGenerationKwargs } from "./generation-kwargs.js";
 import { cpuLanesFor, placeOnAgentLane } from "./lanes.js";
-import { checkOneOf } from "./options.js";
+import { adamW, checkOneOf } from "./options.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** The config fields actor setup reads. */
@@ -61,14 +61,14 @@ export async function setUpActors(
     referenceDevices: config.referenceKlEnabled ? placement.referenceDevices : null,
     dtype: config.dtype,
     seed: config.seed,
-    optimizer: { lr: config.agentLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    optimizer: adamW(config, config.agentLearningRate),
     sampling,
     evalSampling,
     referencesAsCopies: extra.referencesAsCopies,
     valueHeads: extra.valueHeads,
   });
   // Agents whose updates take turns would overlap only their sampling, and lose the second intra-op thread in every
-  // update (MAAC's demo epoch: 0.74–0.82× with lanes, A/B of 2026-12-02).
+  // update (README, Performance: "CPU agent lanes").
   const lanes = extra.updatesInTurn ? 1 : cpuLanesFor(config.parallelTraining, [...placement.agentDevices, ...(config.referenceKlEnabled ? placement.referenceDevices : [])], sources);
   agents.forEach((agent) => placeOnAgentLane(lanes, agent.index, [agent.model, agent.reference]));
   const environment: RolloutEnvironment = {

@@ -1,7 +1,7 @@
 // Agents: each is a causal LM with its tokenizer, optimizer and optional frozen reference, resolved from hub ids,
 // local directories or loaded model objects by the rules of COMLRL-SPEC §5.1–§5.2. The same CausalLM object given
 // twice is shared (one set of weights), but every agent keeps its own optimizer state.
-import { CausalLM, type Dtype } from "../models/causal-lm.js";
+import { CausalLM, type Dtype, type ModelSource } from "../models/causal-lm.js";
 import { Optimizer, type AdamWOptions } from "../models/optimizer.js";
 import { ValueHead } from "../models/value-head.js";
 import { resolveModelSource } from "../models/hub.js";
@@ -9,9 +9,11 @@ import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
 import { causalLMModule, ComponentRegistry, valueHeadModule } from "./lifecycle/components.js";
 
-export type ModelSource = string | CausalLM;
+export type { ModelSource } from "../models/causal-lm.js";
 
+/** Agents, tokenizers or critics that cannot be resolved from the options; the message names the one at fault. */
 export class AgentResolutionError extends Error {
+  /** Always "AgentResolutionError". */
   override name = "AgentResolutionError";
 }
 
@@ -99,13 +101,20 @@ export interface SamplingSettings {
   repetitionPenalty: number | null;
 }
 
+/** One trained agent: its model, tokenizer, optimizer, sampling settings and (with reference KL) its frozen reference. */
 export class Agent implements RolloutPolicy {
   constructor(
+    /** The agent's index (0-based). */
     readonly index: number,
+    /** The trained model. */
     readonly model: CausalLM,
+    /** Its tokenizer. */
     readonly tokenizer: ComlrlTokenizer,
+    /** Its AdamW optimizer. */
     readonly optimizer: Optimizer,
+    /** How it samples in training rollouts. */
     readonly sampling: SamplingSettings,
+    /** Its frozen reference, when reference KL is on. */
     readonly reference: CausalLM | null,
     /** Where the reference was loaded from, or null when it is a copy of a given model object. */
     readonly referenceSource: string | null = null,
@@ -150,6 +159,7 @@ export class Agent implements RolloutPolicy {
     return { sample: (prompts, k) => this.sample(prompts, k, EVAL_STREAM, this.evalSampling) };
   }
 
+  /** Per completion, Σ over its tokens of the k3 KL estimate to the frozen reference. */
   async referenceKl(promptIds: number[][], completions: Int32Array[][]): Promise<number[][]> {
     if (!this.reference) return completions.map((row) => row.map(() => 0));
     const prompts = completions.flatMap((row, p) => row.map(() => promptIds[p]));

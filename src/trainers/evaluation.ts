@@ -15,8 +15,11 @@ export interface EvalLoggerInput {
   prompts: string[];
 }
 
+/** Optional hooks that turn evaluation completions into domain metrics (CoMLRL's eval_logger / eval_aggregator). */
 export interface EvaluationHooks {
+  /** Receives the evaluation completions per agent, sample and turn, with their items and prompts. */
   evalLogger?: (input: EvalLoggerInput) => unknown | Promise<unknown>;
+  /** Turns evalLogger's result into metrics, logged as eval/<key>. */
   evalAggregator?: (result: unknown, numTurns: number) => Record<string, number>;
 }
 

@@ -7,10 +7,8 @@
 // model, an IAC critic given for several agents) stays on the CPU's own lane with all the intra-op threads: it runs
 // while the agents wait, and the reward model's epoch needs them (demo: 0.58 s on two threads, 0.86 s on one). MAAC
 // asks for none (setUpActors' updatesInTurn).
-import type { CausalLM } from "../models/causal-lm.js";
-import { addon } from "../native/loader.js";
+import type { CausalLM, ModelSource } from "../models/causal-lm.js";
 import { runtimeInfo } from "../runtime.js";
-import type { ModelSource } from "./agents.js";
 
 /** The knob: a count of lanes (1: none, the agents take turns on the CPU's one lane). */
 export const CPU_LANES_ENV = "COMLRL_CPU_LANES";
@@ -58,10 +56,5 @@ export function cpuLanesFor(parallelTraining: LaneFacts["parallelTraining"], dev
  */
 export function placeOnAgentLane(lanes: number, agent: number, models: ReadonlyArray<CausalLM | null>): void {
   if (lanes < 2) return;
-  for (const model of models) if (model && model.native.info().device === "cpu") addon().setComputeLane(model.native, agent % lanes);
-}
-
-/** Returns a model to its device's lane (a model the caller passed in, when the trainer is closed). */
-export function releaseLane(model: CausalLM): void {
-  addon().setComputeLane(model.native, null);
+  for (const model of models) if (model && model.info().device === "cpu") model.setComputeLane(agent % lanes);
 }

@@ -1,8 +1,11 @@
 // Trainer options are checked like config fields: a mistyped key (`formatter:` for `formatters:`) is an error naming
 // the nearest valid one, never silently ignored, and enum-like options must hold one of their values.
 import { closestField } from "../config/fields.js";
+import type { AdamWOptions } from "../models/optimizer.js";
 
+/** An unknown or invalid trainer option; the message names it and the nearest valid one. */
 export class TrainerOptionError extends TypeError {
+  /** Always "TrainerOptionError". */
   override name = "TrainerOptionError";
 }
 
@@ -23,4 +26,9 @@ export function checkOneOf(value: unknown, allowed: readonly string[], name: str
   if (value !== undefined && !allowed.includes(value as string)) {
     throw new TrainerOptionError(`${name} must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}, got ${JSON.stringify(value)}`);
   }
+}
+
+/** AdamW at learning rate `lr` with the config's betas, epsilon and weight decay (every optimizer a trainer makes). */
+export function adamW(config: { readonly adamBetas: readonly [number, number]; readonly adamEps: number; readonly weightDecay: number }, lr: number): AdamWOptions {
+  return { lr, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay };
 }

@@ -16,6 +16,7 @@ export abstract class RolloutTrainer<S extends RolloutSample, C extends RolloutC
     this.learner = learner(this.host);
   }
 
+  /** The trained agents, in agent order. */
   get agents(): Agent[] {
     return this.learner.agents;
   }

@@ -168,8 +168,8 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
     const out = path.join(root, "killed");
     mkdirSync(out, { recursive: true });
     const port = await freePort();
-    const args = (r: number) => [worker, "train", base, out, "20", path.join(out, "checkpoints"), "", "150"];
-    const [rank0, rank1] = [0, 1].map((r) => start(args(r), rankEnv(r, 2, port, 10)));
+    const args = [worker, "train", base, out, "20", path.join(out, "checkpoints"), "", "150"];
+    const [rank0, rank1] = [0, 1].map((r) => start(args, rankEnv(r, 2, port, 10)));
     await until(() => trainLines(path.join(out, "run", "metrics.jsonl")) >= 2, "training to start");
     rank1.child.kill("SIGKILL");
     const killedAt = Date.now();

@@ -104,10 +104,10 @@ describe("rollouts and targets", () => {
       seen.push([0, 1].map((agent) => samples.filter((s) => s.agent === agent).map((s) => s.environmentReward)));
       return seen.at(-1)!;
     };
-    expect(await make((c) => [0.5], 3)).toEqual([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]);
-    expect(await make((c) => [1, 2, 3], 3)).toEqual([[1, 2, 3], [1, 2, 3]]);
-    expect(await make((c) => [7, 9], 3)).toEqual([[7, 7, 7], [9, 9, 9]]);
-    expect(await make((c) => [4, 5], 2)).toEqual([[4, 5], [4, 5]]);
+    expect(await make(() => [0.5], 3)).toEqual([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]);
+    expect(await make(() => [1, 2, 3], 3)).toEqual([[1, 2, 3], [1, 2, 3]]);
+    expect(await make(() => [7, 9], 3)).toEqual([[7, 7, 7], [9, 9, 9]]);
+    expect(await make(() => [4, 5], 2)).toEqual([[4, 5], [4, 5]]);
     const bad = await IACTrainer.create(iac({ rewardFunc: () => [1, 2, 3, 4] }));
     await expect(bad.collect([{ prompt: "x" }])).rejects.toThrow(/returned 4 values for 2 joint actions at item 0, turn 1, joint actions 0\.\.1 \(expected 2 or 1\)/);
     await bad.close();

@@ -1,6 +1,7 @@
 // CPU agent lanes through the trainers (src/trainers/lanes.ts): with COMLRL_CPU_LANES=2 every trainer kind runs its
-// two agents concurrently, each on a lane of its own, and trains to the same weights and logs the same updates, in
-// the same order, as with the agents taking turns on the one CPU lane (both on one intra-op thread, as tests run).
+// two agents concurrently, each on a lane of its own — the native count of agent-lane jobs running at once reaches
+// two — and trains to the same weights and logs the same updates, in the same order, as with the agents taking
+// turns on the one CPU lane (both on one intra-op thread, as tests run).
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -8,8 +9,11 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
-import { addon } from "../../src/native/loader.js";
+import { agentLaneJobs } from "../../src/runtime.js";
 import { CPU_LANES_ENV } from "../../src/trainers/lanes.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
+import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
+import { RolloutTrainer } from "../../src/trainers/rollout-trainer.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { makeBase, makeTrainer, type ResumableTrainer } from "../support/checkpoint-run.js";
@@ -27,9 +31,13 @@ afterEach(() => {
 });
 
 const lanesOf = (trainer: ResumableTrainer) => {
-  const t = trainer as unknown as { agents: { model: CausalLM }[]; critics?: { model: CausalLM }[]; rewardModel?: { model: CausalLM } };
-  return [...t.agents, ...(t.critics ?? []), ...(t.rewardModel ? [t.rewardModel] : [])].map((m) => addon().computeLane(m.model.native));
+  const critics = trainer instanceof MARLHFTrainer ? (trainer.actorCritic?.critics ?? []) : "critics" in trainer ? (trainer.critics as { model: CausalLM }[]) : [];
+  const rewardModel = trainer instanceof MARLHFTrainer ? [trainer.rewardModel] : [];
+  const agents = trainer instanceof RolloutTrainer || trainer instanceof MADPOTrainer || trainer instanceof MARLHFTrainer ? trainer.agents : [];
+  return [...agents, ...critics, ...rewardModel].map((m) => m.model.computeLane());
 };
+/** Whether the agents run concurrently: the rollout trainers' learner's environment, the preference trainers' actors'. */
+const concurrentOf = (trainer: ResumableTrainer) => (trainer instanceof RolloutTrainer ? trainer.learner.environment.concurrent : trainer instanceof MADPOTrainer || trainer instanceof MARLHFTrainer ? trainer.concurrent : false);
 const records = (dir: string) => readJsonlMetrics(path.join(dir, "metrics.jsonl")).map(({ time: _t, ...rest }) => rest);
 
 async function run(kind: string, lanes: string | undefined) {
@@ -38,19 +46,19 @@ async function run(kind: string, lanes: string | undefined) {
   const outputDir = path.join(scratch, `${kind}-${lanes ?? "default"}`.replace(/[^\w-]/g, "_"));
   const trainer = await makeTrainer(base, tokenizer, outputDir, 1, {}, kind);
   const placed = lanesOf(trainer);
-  // Rollout trainers hold their environment; preference trainers their actors'.
-  const { environment, actors } = trainer as unknown as { environment?: { concurrent: boolean }; actors?: { environment: { concurrent: boolean } } };
-  const concurrent = (environment ?? actors!.environment).concurrent;
+  const concurrent = concurrentOf(trainer);
+  agentLaneJobs(); // counts from here
   await trainer.train();
+  const { peak: laneJobsAtOnce } = agentLaneJobs();
   const weights = trainer.weights().map((w) => Array.from(w));
   await trainer.close();
   // Timings and the progress bar's seconds differ from run to run; everything else must not.
-  return { placed, concurrent, weights, records: records(outputDir).filter((r) => r.kind !== "timing") };
+  return { placed, concurrent, laneJobsAtOnce, weights, records: records(outputDir).filter((r) => r.kind !== "timing") };
 }
 
 // Where each kind's actors (then critics, MARLHF's reward model) run: a critic per agent on its agent's lane; what the
-// agents share (MAAC's critic, the reward model) on the CPU's own lane with all the intra-op threads, as before. MAAC
-// keeps its agents in turn: its updates step the one critic in each, so they take turns anyway.
+// agents share (MAAC's critic, the reward model) on the CPU's own lane with all the intra-op threads. MAAC, alone
+// or as MARLHF's RL phase, keeps its agents in turn: its updates step the one critic in each, so they take turns anyway.
 const PLACED: Record<string, string[]> = {
   MAGRPO: ["cpu#0", "cpu#1"],
   "IAC (separate critics)": ["cpu#0", "cpu#1", "cpu#0", "cpu#1"],
@@ -58,7 +66,7 @@ const PLACED: Record<string, string[]> = {
   MAAC: ["cpu", "cpu", "cpu"],
   MADPO: ["cpu#0", "cpu#1"],
   MARLHF: ["cpu#0", "cpu#1", "cpu"],
-  "MARLHF (MAAC)": ["cpu#0", "cpu#1", "cpu"],
+  "MARLHF (MAAC)": ["cpu", "cpu", "cpu", "cpu"],
 };
 
 const withModels = (agents: CausalLM[], run: string) =>
@@ -82,6 +90,9 @@ describe("CPU agent lanes", () => {
       expect(inTurn.placed.every((lane) => lane === "cpu")).toBe(true);
       expect(laned.concurrent).toBe(placed[0] !== "cpu");
       expect(laned.placed).toEqual(placed);
+      // Lanes that took turns (one job at a time) would train alike too: the jobs must have overlapped.
+      expect(inTurn.laneJobsAtOnce).toBe(0);
+      expect(laned.laneJobsAtOnce).toBe(placed[0] !== "cpu" ? 2 : 0);
       expect(laned.records.filter((r) => r.kind === "update").length).toBeGreaterThan(0);
       expect(laned.records).toEqual(inTurn.records);
       expect(laned.weights).toEqual(inTurn.weights);
@@ -92,9 +103,9 @@ describe("CPU agent lanes", () => {
     process.env[CPU_LANES_ENV] = "2";
     const models = [await CausalLM.fromDirectory(base), await CausalLM.fromDirectory(base)];
     const trainer = await withModels(models, "given");
-    expect(models.map((m) => addon().computeLane(m.native))).toEqual(["cpu#0", "cpu#1"]);
+    expect(models.map((m) => m.computeLane())).toEqual(["cpu#0", "cpu#1"]);
     await trainer.close();
-    expect(models.map((m) => addon().computeLane(m.native))).toEqual(["cpu", "cpu"]);
+    expect(models.map((m) => m.computeLane())).toEqual(["cpu", "cpu"]);
     models.forEach((m) => m.dispose());
   });
 
@@ -102,8 +113,8 @@ describe("CPU agent lanes", () => {
     process.env[CPU_LANES_ENV] = "2";
     const model = await CausalLM.fromDirectory(base);
     const trainer = await withModels([model, model], "shared");
-    expect(addon().computeLane(model.native)).toBe("cpu");
-    expect((trainer as unknown as { environment: { concurrent: boolean } }).environment.concurrent).toBe(false);
+    expect(model.computeLane()).toBe("cpu");
+    expect(trainer.learner.environment.concurrent).toBe(false);
     await trainer.close();
     model.dispose();
   });

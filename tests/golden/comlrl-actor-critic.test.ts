@@ -7,7 +7,6 @@
 // Token accounting: with pad == eos CoMLRL's actor-critic counts a response up to its first pad, so EOS is neither
 // scored in the log-prob nor read by the Q critic (its value is taken at the last token before EOS). Ours counts EOS.
 // Replaying each completion without its EOS (`responseLens`) reproduces CoMLRL: the difference is exactly that token.
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { RolloutPolicy } from "../../src/rollout/tree.js";
 import { headValues, type ActorCriticSample } from "../../src/trainers/actor-critic/samples.js";

@@ -9,13 +9,13 @@ import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
-import { RolloutTrainer } from "../rollout-trainer.js";
 import { placeOnAgentLane, sharesModels } from "../lanes.js";
-import { checkOptionKeys } from "../options.js";
+import { adamW, checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
-import { headValues, type ActorCriticSample, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
+import { headValues, type CriticView } from "./samples.js";
 
+/** IACTrainer.create()'s options: the task and agents, and the critics (criticModel or critics; none with useSeparateCritic false). */
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 
 const NO_TOKENS = new Int32Array(0);
@@ -25,22 +25,15 @@ export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>)
   if (options.agents !== null && options.agents !== undefined && !options.tokenizer) throw new AgentResolutionError("Tokenizer must be provided when using agents.");
 }
 
-export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IACLearner> {
+/** IAC: actors trained A2C-style against independent LLM critics, or value heads on the actors (docs/actor-critic.md). */
+export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {
   readonly algorithm = "IAC";
-
-  private constructor(config: IACConfig, options: IACTrainerOptions, outputDir: string, learner: (host: StageHost) => IACLearner) {
-    super(config, options, outputDir, learner);
-  }
-
-  /** One per agent with separate critics, else none (the heads sit on the actors). */
-  get critics(): Critic[] {
-    return this.learner.critics;
-  }
 
   protected comlrlRunConfig(): Record<string, unknown> {
     return iacRunConfig(this.config);
   }
 
+  /** Builds the trainer: validates options and config, loads actors and critics, and registers them. */
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");
     const config = iacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as IACConfigInput);
@@ -55,7 +48,8 @@ export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IAC
         criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
       },
       // References are always deep copies of the agents in IAC (spec §3.6).
-      load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } }),
+      // A critic model shared by agents is one module: their updates then take turns, with no agent lanes.
+      load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim }, updatesInTurn: sharesModels(criticSources) }),
       make: async (actors) => {
         const critics = await loadIACCritics(config, actors, criticSources);
         return new IACTrainer(config, options, defaultOutputDir("IACTrainer", options.outputDir), (host) => new IACLearner(config, actors.agents, critics, options, actors.environment, host));
@@ -73,7 +67,7 @@ export class IACTrainer extends RolloutTrainer<ActorCriticSample, IACConfig, IAC
  * IAC's critics for actors set up by setUpActors (IACTrainer's, or MARLHF's for its RL phase): one per source on
  * the agents' critic devices, none when the value heads sit on the actors. The caller registers them.
  */
-export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "environment" | "lanes">, criticSources: ModelSource[]): Promise<Critic[]> {
+export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "lanes">, criticSources: ModelSource[]): Promise<Critic[]> {
   if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
   const critics = await loadCritics({
     sources: criticSources,
@@ -81,12 +75,11 @@ export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "ag
     dtype: config.dtype,
     seed: config.seed,
     headHiddenDim: config.criticValueHeadHiddenDim,
-    optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    optimizer: adamW(config, config.criticLearningRate),
     tokenizers: actors.agents.map((a) => a.tokenizer),
   });
-  // Each critic on its agent's lane; a critic shared by agents is one module, so then the agents take turns.
-  if (sharesModels(criticSources)) actors.environment.concurrent = actors.placement.concurrent;
-  else critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
+  // Each critic on its agent's lane (agents sharing one critic have none: setUpActors' updatesInTurn).
+  critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
   return critics;
 }
 

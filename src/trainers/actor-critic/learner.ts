@@ -7,12 +7,15 @@ import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rol
 import type { Agent, ModelSource } from "../agents.js";
 import type { StageHost, StepFunction, StepRequest } from "../lifecycle/stage-host.js";
 import { RolloutLearner } from "../learner.js";
+import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
+  /** The critics' base model (one critic per agent with useSeparateCritic; MAAC's one critic). */
   criticModel?: ModelSource | null;
+  /** One critic model per agent (MAAC: one), instead of criticModel. */
   critics?: ModelSource[] | null;
   /** Domain metrics from each item's samples, logged with the train metrics. */
   metricsCallback?: ((samples: ActorCriticSample[]) => Record<string, number>) | null;
@@ -121,6 +124,17 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
 
   protected shownRewards(samples: ActorCriticSample[]): number[] {
     return samples.filter((s) => s.agent === 0).map((s) => s.environmentReward);
+  }
+}
+
+/** IACTrainer and MAACTrainer: the lifecycle around their learner, whose critics they show. */
+export abstract class ActorCriticTrainer<C extends ActorCriticConfig, L extends ActorCriticLearner<C>> extends RolloutTrainer<ActorCriticSample, C, L> {
+  /**
+   * IAC: one per agent with separate critics, else none (the heads sit on the actors); MAAC: the one centralized
+   * critic. critics[i].valueHead.loadStateDict(…) restores a saved head.
+   */
+  get critics(): Critic[] {
+    return this.learner.critics;
   }
 }
 

@@ -10,12 +10,11 @@ import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
-import { RolloutTrainer } from "../rollout-trainer.js";
-import { checkOptionKeys, TrainerOptionError } from "../options.js";
+import { adamW, checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
 import { requireTokenizerWithAgents } from "./iac.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
-import { headValues, type ActorCriticSample, type CriticRow, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
+import { headValues, type CriticRow, type CriticView } from "./samples.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
   /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
@@ -39,22 +38,15 @@ function headHiddenDim(options: MAACTrainerOptions): number | null {
   return dim;
 }
 
-export class MAACTrainer extends RolloutTrainer<ActorCriticSample, MAACConfig, MAACLearner> {
+/** MAAC: actors trained A2C-style against one centralized critic that reads every agent's prompt (docs/actor-critic.md). */
+export class MAACTrainer extends ActorCriticTrainer<MAACConfig, MAACLearner> {
   readonly algorithm = "MAAC";
-
-  private constructor(config: MAACConfig, options: MAACTrainerOptions, outputDir: string, learner: (host: StageHost) => MAACLearner) {
-    super(config, options, outputDir, learner);
-  }
-
-  /** The one centralized critic. */
-  get critics(): Critic[] {
-    return this.learner.critics;
-  }
 
   protected comlrlRunConfig(): Record<string, unknown> {
     return maacRunConfig(this.config);
   }
 
+  /** Builds the trainer: validates options and config, loads actors and the critic, and registers them. */
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
     checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");
     const config = maacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as MAACConfigInput);
@@ -94,7 +86,7 @@ export async function loadMAACCritic(config: MAACConfig, actors: Pick<Actors, "a
     dtype: config.dtype,
     seed: config.seed,
     headHiddenDim,
-    optimizer: { lr: config.criticLearningRate, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay },
+    optimizer: adamW(config, config.criticLearningRate),
     tokenizers: [actors.agents[0].tokenizer],
   });
   return critic;

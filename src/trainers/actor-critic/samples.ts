@@ -12,6 +12,7 @@ export interface CriticRow {
   completion: Int32Array;
 }
 
+/** One agent's step of an actor-critic rollout: its prompt and completion, the reward, the critic's old value and the target. */
 export interface ActorCriticSample {
   agent: number;
   turn: number;

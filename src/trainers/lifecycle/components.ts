@@ -6,12 +6,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../../models/config.js";
-import { weightFiles, type CausalLM } from "../../models/causal-lm.js";
+import type { CausalLM } from "../../models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import type { ValueHead } from "../../models/value-head.js";
 import { writeFileChecked } from "../../util/atomic.js";
 import { makeDirs } from "../../util/make-dirs.js";
-import { releaseLane } from "../lanes.js";
 
 /** What the registry needs of any module that holds weights. */
 export interface ComponentModule {
@@ -36,6 +35,7 @@ export interface ComponentOptimizer {
   dispose(): void;
 }
 
+/** How a trainer registers a weight-bearing part: its name (also its checkpoint directory), module, optimizer and where saveModel puts it. */
 export interface ComponentSpec {
   /** Unique; its checkpoint directory ("agent_0", "reference_0", "agent_1/critic", "reward_model"). */
   name: string;
@@ -52,6 +52,7 @@ export interface ComponentSpec {
   exportDir?: string | null;
 }
 
+/** A registered part, every field of its spec resolved. */
 export interface Component extends Required<ComponentSpec> {
   /** The earlier component whose module this one shares, or null. */
   sharesModuleWith: string | null;
@@ -66,11 +67,13 @@ export interface SavedComponent {
 }
 
 export class ComponentError extends Error {
+  /** Always "ComponentError". */
   override name = "ComponentError";
 }
 
 const OPTIMIZER_FILE = "optimizer.pt";
 
+/** The trainer's registered parts, which checkpoints, exact resume, saveModel and close() iterate over. */
 export class ComponentRegistry {
   private readonly list: Component[] = [];
 
@@ -252,7 +255,8 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),
-    release: () => releaseLane(model),
+    // A model the caller passed in goes back to its device's lane.
+    release: () => model.setComputeLane(null),
   };
 }
 

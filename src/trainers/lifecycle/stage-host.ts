@@ -14,12 +14,15 @@ import type { StageTimings } from "./timings.js";
  * within the stage and the step within the epoch, plus running totals.
  */
 export interface TrainProgress {
+  /** The current iteration (iterative trainers; 0 otherwise). */
   iteration: number;
+  /** The current stage of the iteration's schedule. */
   stage: number;
   /** Completed epochs of the current stage. */
   epoch: number;
   /** The next step (item, pair batch, …) of the current epoch. */
   itemIndex: number;
+  /** Env steps so far (joint actions sampled). */
   envStep: number;
   /** Optimizer steps taken, over every component. */
   update: number;
@@ -33,6 +36,11 @@ export interface TrainingStage {
   /** Read when the stage runs, so that a raised epoch count on resume continues the stage. */
   readonly epochs: number;
   readonly steps: number;
+  /**
+   * Runs before an epoch's first step (after the evaluation before it), never for an epoch of no steps: where an
+   * epoch draws its order. Checkpoints are taken at epoch ends, so a resumed epoch begins here too.
+   */
+  beginEpoch?(): Promise<void>;
   /** Runs one step; what it returns is shown on the progress bar. */
   runStep(index: number): Promise<ProgressFields | void>;
   /** Runs after an epoch's last step (drain buffers), before the epoch counts as complete. */
@@ -77,12 +85,16 @@ export interface StepRequest {
 /** Takes one optimizer step (see StageHost.step). */
 export type StepFunction = (request: StepRequest) => Promise<UpdateRecord>;
 
+/** A non-finite loss or value the trainer cannot step over (onNonFinite "error", or a critic's value); the message names the agent and batch. */
 export class NonFiniteError extends Error {
+  /** Always "NonFiniteError". */
   override name = "NonFiniteError";
 }
 
+/** What a batch with a non-finite loss does: "skip" drops its gradient (the default), "error" stops the run. */
 export type NonFinitePolicy = "skip" | "error";
 
+/** What every stage and hosted learner runs inside: the progress counters, the shuffle generator, logging, optimizer steps and the non-finite policy. */
 export interface StageHost {
   readonly progress: TrainProgress;
   /** The run's shuffle generator (checkpointed, per rank under data parallelism). */

@@ -8,6 +8,7 @@
  * optimizer steps of whatever the stage trains.
  */
 export const PHASES = ["generation", "reward", "referenceKl", "critic", "update"] as const;
+/** A phase of a stage's time in trainer.timings: generation, reward, referenceKl, critic, update, …. */
 export type Phase = (typeof PHASES)[number];
 
 /** One stage's seconds in all, and of each phase within them; the rest is bookkeeping (tokenizing, logging, …). */

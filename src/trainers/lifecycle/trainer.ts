@@ -39,7 +39,9 @@ const DETECTED_STATEFUL_OPTIONS = ["trainDataset", "rewardFunc", "rewardProcesso
 export interface LifecycleOptions {
   /** Where metrics, plots and saved models go (default runs/<algorithm>-<timestamp>). */
   outputDir?: string;
+  /** Also write TensorBoard event files (under outputDir/tensorboard). */
   tensorboard?: boolean;
+  /** Log to this W&B run (null: no W&B). */
   wandbConfig?: WandbConfig | null;
   /** No progress bar or console lines. */
   quiet?: boolean;
@@ -73,6 +75,7 @@ export interface LifecycleConfig {
   readonly parallelTraining?: string;
 }
 
+/** Checkpoint and resume options of train() (docs/checkpoints.md). */
 export interface TrainOptions {
   /** Where checkpoint-<completed epochs>/ directories go; checkpoints are off without it. */
   checkpointDir?: string;
@@ -89,9 +92,13 @@ const TRAIN_OPTION_KEYS = { checkpointDir: true, checkpointInterval: true, resum
   true
 >;
 
+/** What every trainer is: registered components plus a schedule of stages, with evaluation, logging, checkpoints, exact resume and data parallelism (docs/architecture.md). */
 export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
+  /** The algorithm's name, as CoMLRL logs it ("MAGRPO", "IAC", …). */
   abstract readonly algorithm: string;
+  /** Where training stands: epoch, item, env steps, updates (checkpointed). */
   readonly progress: TrainProgress;
+  /** Every weight-bearing part (agents, references, critics, heads, reward models) that checkpoints, saveModel and close() iterate over. */
   readonly components = new ComponentRegistry();
   protected readonly random: SeededRandom;
   /** What this trainer's stages and learners run inside (see stage-host.ts). */
@@ -105,8 +112,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   private replicas: Replicas | null = null;
 
   protected constructor(
+    /** The built, frozen config. */
     readonly config: C,
     protected readonly lifecycle: LifecycleOptions,
+    /** Where metrics, TensorBoard files and the trainers' artefacts go. */
     readonly outputDir: string,
   ) {
     this.host = this.makeHost();
@@ -117,12 +126,12 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   }
 
   private makeHost(): StageHost {
-    const trainer = this;
+    const logger = () => this.logger;
     return {
       progress: { iteration: 0, stage: 0, epoch: 0, itemIndex: 0, envStep: 0, update: 0, unitsDone: 0 },
       random: new SeededRandom(this.config.seed),
       get logger() {
-        return trainer.logger;
+        return logger();
       },
       console: (message) => this.console(message),
       agreeMax: async (values) => {
@@ -258,7 +267,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
           for (; p.itemIndex < stage.steps; p.itemIndex++) {
             if (stage.evaluateBefore?.(p.itemIndex)) await this.evaluateDuringTraining(bar);
             this.timings.enter(stage.name);
-            const fields = await this.timings.time("seconds", () => stage.runStep(p.itemIndex));
+            const fields = await this.timings.time("seconds", async () => {
+              if (p.itemIndex === 0) await stage.beginEpoch?.();
+              return stage.runStep(p.itemIndex);
+            });
             bar.update(done() + 1, { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}) }, iterations * perIteration());
           }
           this.timings.enter(stage.name);

@@ -1,15 +1,14 @@
 // MADPO's DPO stage (COMLRL-SPEC §6.2), shared by MADPO and MADPOIter: numTrainEpochs passes over the shuffled pair
 // set, one joint DPO step per trainBatchSize pairs, in which every agent is stepped in turn on the joint loss. It
 // runs inside its trainer's host, which counts its env steps and updates and logs them.
-import type { MADPOConfig } from "../../config/index.js";
+import type { PreferenceBaseConfig } from "./base-config.js";
 import type { Agent } from "../agents.js";
 import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
 import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
 
-/** What the DPO stage reads of its trainer's config (MADPOIter's pair selection differs from MADPO's). */
-export type DpoConfig = Omit<MADPOConfig, "pairSelection">;
 
+/** What one joint DPO step logs. */
 export interface DPOStepMetrics {
   /** mean_p −log σ(β Δ_p), the same joint loss every agent descends. */
   loss: number;
@@ -30,7 +29,7 @@ export class DpoTraining {
 
   constructor(
     private readonly host: StageHost,
-    private readonly config: DpoConfig,
+    private readonly config: PreferenceBaseConfig,
     private readonly agents: readonly Agent[],
     /** Whether agents score and step at the same time (distinct devices). */
     private readonly concurrent: boolean,
@@ -50,10 +49,11 @@ export class DpoTraining {
         return Math.ceil(preferences.pairs.length / c.trainBatchSize);
       },
       evaluateBefore: (i) => c.evalInterval > 0 && (this.host.progress.epoch * dpo.steps + i) % c.evalInterval === 0 && this.hasEvalData,
+      // Drawn from the checkpointed generator, so a resumed epoch has the same order.
+      beginEpoch: async () => {
+        this.order = this.host.random.shuffle(preferences.pairs.map((_, j) => j));
+      },
       runStep: async (i) => {
-        // Drawn at each epoch's first step (this rank's first under data parallelism, whose shard starts elsewhere)
-        // from the checkpointed generator, so a resumed epoch has the same order.
-        if (this.host.progress.itemIndex === 0) this.order = this.host.random.shuffle(preferences.pairs.map((_, j) => j));
         const batch = this.order.slice(i * c.trainBatchSize, (i + 1) * c.trainBatchSize).map((j) => preferences.pairs[j]);
         const metrics = await this.update(batch);
         return { "dpo loss": metrics.loss };

@@ -23,6 +23,7 @@ export function pairSettings(c: Pick<MADPOConfig, "preferenceNumCandidates" | "p
   return { numCandidates: c.preferenceNumCandidates, pairSelection: c.pairSelection, pairsPerSample: c.preferencePairsPerSample };
 }
 
+/** MADPO: reference-free joint DPO on preference pairs collected once from the agents (docs/preference.md). */
 export class MADPOTrainer extends PreferenceTrainer<MADPOConfig, MADPOTrainerOptions> {
   readonly algorithm = "MADPO";
   private readonly dpo: DpoTraining;
@@ -32,6 +33,7 @@ export class MADPOTrainer extends PreferenceTrainer<MADPOConfig, MADPOTrainerOpt
     this.dpo = new DpoTraining(this.host, config, actors.agents, actors.environment.concurrent, this.preferences, Boolean(options.evalDataset?.length));
   }
 
+  /** Builds the trainer: validates options and config, loads the agents, and registers them. */
   static async create(options: MADPOTrainerOptions): Promise<MADPOTrainer> {
     checkOptionKeys(options, MADPO_OPTION_KEYS, "MADPOTrainer.create()");
     const centralized = madpoConfig(options.config as MADPOConfigInput).collaborationMode === "centralized";

@@ -20,6 +20,7 @@ import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, type Preferen
 
 export type { RewardModelStepMetrics };
 
+/** MARLHFTrainer.create()'s options: the task and agents, the critics of an actor-critic RL phase, and the reward model. */
 export interface MARLHFTrainerOptions extends Omit<MAGRPOTrainerOptions, "config">, PreferenceOptions {
   config?: MARLHFConfigInput | MARLHFConfig;
   /** Critic source for the actor-critic RL phases (rlAlgorithm "maac" / "iac"). */
@@ -38,10 +39,12 @@ export function marlhfTrainerConfig<C extends RlhfConfig, I>(options: { config?:
   return config;
 }
 
+/** MARLHF: a joint Bradley–Terry reward model learned from preference pairs, then online RL against it (docs/preference.md). */
 export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainerOptions> {
   readonly algorithm = "MARLHF";
   private phases!: RlhfPhases;
 
+  /** Builds the trainer: validates options and config, loads the agents, the reward model and the RL phase's parts. */
   static async create(options: MARLHFTrainerOptions): Promise<MARLHFTrainer> {
     checkOptionKeys(options, MARLHF_OPTION_KEYS, "MARLHFTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfConfig(input));
@@ -49,7 +52,7 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
       algorithm: "MARLHF",
       options,
       config,
-      actorExtras: actorExtras(config),
+      actorExtras: actorExtras(config, options),
       make: (actors, outputDir) => new MARLHFTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));

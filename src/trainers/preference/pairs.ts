@@ -13,17 +13,25 @@ import { writeFileChecked } from "../../util/atomic.js";
 import type { SeededRandom } from "../../util/random.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 
+/** One preference pair: the winning and losing joint candidates of an item, with every agent's exact sampled ids. */
 export interface PreferencePair {
+  /** The train item it came from. */
   itemIndex: number;
   /** Each agent's formatted prompt, and its token ids. */
   prompts: string[];
+  /** Each agent's prompt token ids. */
   promptIds: number[][];
   /** Per agent, the exact sampled ids of the winning and the losing joint candidate's completion. */
   winnerIds: Int32Array[];
+  /** Per agent, the losing candidate's completion ids. */
   loserIds: Int32Array[];
+  /** Per agent, the winning completion's text. */
   winnerTexts: string[];
+  /** Per agent, the losing completion's text. */
   loserTexts: string[];
+  /** The winner's task reward. */
   winnerReward: number;
+  /** The loser's task reward. */
   loserReward: number;
   /** Mean task reward over all of the item's candidates. */
   candidateRewardMean: number;

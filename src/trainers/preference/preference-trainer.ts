@@ -3,7 +3,7 @@
 // which every checkpoint carries, and evaluation with the task reward; and how each is constructed (construction.ts
 // with the preference actors). The stages — pair collection, DPO, the reward model, the RL phase, the iterative
 // round — are each trainer's own.
-import type { MADPOConfig } from "../../config/index.js";
+import type { PreferenceBaseConfig } from "./base-config.js";
 import { centralizedRunConfig, comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
 import type { RolloutSettings } from "../../rollout/tree.js";
 import { defaultOutputDir } from "../actors.js";
@@ -15,7 +15,6 @@ import type { TaskOptions } from "../task-options.js";
 import { PreferencePairs } from "./pairs.js";
 import { setUpPreferenceActors, type PreferenceActors, type PreferenceOptions } from "./setup.js";
 
-type PreferenceConfig = Omit<MADPOConfig, "pairSelection">;
 
 /** Single-turn, one sample per agent, scored by the task reward. */
 const PREFERENCE_EVAL_SETTINGS: RolloutSettings = {
@@ -34,7 +33,7 @@ const PREFERENCE_EVAL_SETTINGS: RolloutSettings = {
 export function constructPreferenceTrainer<T extends Trainer>(steps: {
   algorithm: string;
   options: TaskOptions<unknown> & PreferenceOptions;
-  config: PreferenceConfig;
+  config: PreferenceBaseConfig;
   actorOptions?: TaskOptions<unknown> & PreferenceOptions;
   /** What an actor-critic RL phase needs of the actors (see setUpPreferenceActors). */
   actorExtras?: Parameters<typeof setUpPreferenceActors>[3];
@@ -53,7 +52,7 @@ export function constructPreferenceTrainer<T extends Trainer>(steps: {
   });
 }
 
-export abstract class PreferenceTrainer<C extends PreferenceConfig, O extends TaskOptions<unknown>> extends Trainer<C> {
+export abstract class PreferenceTrainer<C extends PreferenceBaseConfig, O extends TaskOptions<unknown>> extends Trainer<C> {
   /** The pairs being trained on: the run's (MADPO, MARLHF) or the current iteration's (the iterative trainers). */
   readonly preferences = new PreferencePairs();
 
@@ -67,8 +66,14 @@ export abstract class PreferenceTrainer<C extends PreferenceConfig, O extends Ta
     actors.environment.timings = this.timings;
   }
 
+  /** The trained agents, in agent order. */
   get agents(): Agent[] {
     return this.actors.agents;
+  }
+
+  /** Whether the agents sample and step at the same time (on devices or CPU agent lanes of their own). */
+  get concurrent(): boolean {
+    return this.actors.environment.concurrent;
   }
 
   /** The role count (numAgents); one centralized actor writes for all of them. */

@@ -4,6 +4,7 @@
 // trainer's host, which counts and logs its steps; MARLHFIter puts a fresh model in place every iteration.
 import type { CudaFacts } from "../../config/index.js";
 import { Optimizer } from "../../models/optimizer.js";
+import { adamW } from "../options.js";
 import type { ModelSource } from "../agents.js";
 import { causalLMModule, valueHeadModule, type ComponentSpec } from "../lifecycle/components.js";
 import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
@@ -50,8 +51,7 @@ export class RewardModelTraining {
     const c = this.config;
     const { source, device } = this.source;
     const rm = await JointRewardModel.load(source, { device, dtype: c.dtype, seed: c.seed, maxLength: c.rewardMaxLength, freezeBackbone: c.rewardFreezeBackbone });
-    const adam = { lr: c.rewardLearningRate, betas: [c.adamBetas[0], c.adamBetas[1]] as [number, number], eps: c.adamEps, weightDecay: c.weightDecay };
-    const optimizer = new Optimizer(c.rewardFreezeBackbone ? rm.head : [{ module: rm.model }, { module: rm.head }], adam);
+    const optimizer = new Optimizer(c.rewardFreezeBackbone ? rm.head : [{ module: rm.model }, { module: rm.head }], adamW(c, c.rewardLearningRate));
     this.current = { model: rm, optimizer };
     await place({ name: "reward_model", module: causalLMModule(rm.model, rm.tokenizer), optimizer, ownsModule: true, exportDir: "reward_model" });
     await place({ name: "reward_model/head", module: valueHeadModule(rm.head), ownsModule: true, exportDir: "reward_model" });
@@ -102,21 +102,20 @@ export class RewardModelTraining {
    */
   stage(step: (batch: PreferencePair[]) => Promise<RewardModelStepMetrics>): TrainingStage {
     const c = this.config;
-    const training = this;
+    const trainingPairs = () => this.trainingPairs;
     let pairs: PreferencePair[] = [];
     return {
       name: "reward_model",
       epochs: c.rewardNumTrainEpochs,
       get steps() {
-        return Math.ceil(training.trainingPairs.length / c.rewardTrainBatchSize);
+        return Math.ceil(trainingPairs().length / c.rewardTrainBatchSize);
+      },
+      // Drawn from the checkpointed generator, so a resumed epoch has the same order.
+      beginEpoch: async () => {
+        pairs = this.trainingPairs;
+        this.order = this.host.random.shuffle(pairs.map((_, j) => j));
       },
       runStep: async (i) => {
-        if (this.host.progress.itemIndex === 0) {
-          pairs = this.trainingPairs;
-          // Drawn at each epoch's first step (this rank's first under data parallelism, whose shard starts
-          // elsewhere) from the checkpointed generator, so a resumed epoch has the same order.
-          this.order = this.host.random.shuffle(pairs.map((_, j) => j));
-        }
         const batch = this.order.slice(i * c.rewardTrainBatchSize, (i + 1) * c.rewardTrainBatchSize).map((j) => pairs[j]);
         const metrics = await step(batch);
         return { "rm loss": metrics.loss };

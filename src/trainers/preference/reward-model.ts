@@ -49,6 +49,7 @@ export function comlrlRewardHeadInit(hiddenSize: number, seed: number): Record<s
   return { "value_projection.weight": draw([1, hiddenSize]), "value_projection.bias": draw([1]) };
 }
 
+/** The joint reward model of MARLHF: a causal-LM backbone with a Linear(H, 1) head on the last real token of the joint text. */
 export class JointRewardModel {
   private frozen = false;
 

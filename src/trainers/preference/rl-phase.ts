@@ -5,30 +5,37 @@
 // phase shares with MARLHF's config: every field of the learner's config is read from MARLHF's by the same name
 // (a field MARLHF lacks is an error, never a silent default). Critics come from the first source given of
 // critics, criticModel, criticModelName and the agents' model ids; the host registers them.
-import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput, type MARLHFConfig } from "../../config/index.js";
+import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput } from "../../config/index.js";
+import type { RlhfConfig } from "./base-config.js";
 import { IAC_FIELDS, MAAC_FIELDS } from "../../config/actor-critic.js";
 import { MAGRPO_FIELDS } from "../../config/magrpo.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
-import type { Actors } from "../actors.js";
+import type { Actors, setUpActors } from "../actors.js";
 import { IACLearner, loadIACCritics } from "../actor-critic/iac.js";
 import { loadMAACCritic, MAACLearner } from "../actor-critic/maac.js";
 import { refuseCriticSources, registerCritics, resolveCentralCriticSource, resolveSeparateCriticSources } from "../actor-critic/critics.js";
 import { AgentResolutionError, type ModelSource } from "../agents.js";
+import { sharesModels } from "../lanes.js";
 import type { ComponentRegistry } from "../lifecycle/components.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { MAGRPOLearner, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
 
 export type RLLearner = MAGRPOLearner | IACLearner | MAACLearner;
 
-/** What the RL phase and the reward model read of MARLHF's config (MARLHFIter's too, whose pair selection differs). */
-export type RlhfConfig = Omit<MARLHFConfig, "pairSelection">;
+export type { RlhfConfig };
 export type ActorCriticLearner = IACLearner | MAACLearner;
 
-/** What the RL phase adds to MARLHF's actors: IAC's value heads on the actors and copied references. */
-export function actorExtras(config: RlhfConfig): { referencesAsCopies?: boolean; valueHeads?: { hiddenDim: number | null } | null } {
+/**
+ * What the RL phase asks of MARLHF's actors, as the standalone trainer of its algorithm does: IAC's value heads on
+ * the actors and copied references, its updates in turn when agents share one critic model; MAAC's updates in turn
+ * (no CPU agent lanes).
+ */
+export function actorExtras(config: RlhfConfig, critics: CriticOptions): Parameters<typeof setUpActors>[2] {
+  if (config.rlAlgorithm === "maac") return { updatesInTurn: true };
   if (config.rlAlgorithm !== "iac") return {};
-  return { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } };
+  const sharedCritic = config.useSeparateCritic && sourceGiven(critics) && sharesModels(resolveSeparateCriticSources(critics, config.numAgents));
+  return { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim }, updatesInTurn: sharedCritic };
 }
 
 /**
@@ -108,7 +115,7 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
     const iac = iacConfig(rlPhaseInput<IACConfigInput>(IAC_FIELDS, c, derived));
     const sources = iac.useSeparateCritic ? criticSources(c, setUp.critics, actors.sources, n) : (refuseCriticSources(setUp.critics), []);
-    const critics = await loadIACCritics(iac, { ...actors, environment }, sources);
+    const critics = await loadIACCritics(iac, actors, sources);
     const learner = new IACLearner(iac, actors.agents, critics, options, environment, host);
     registerCritics(setUp.registry, learner.critics, (i) => `agent_${i}/critic`, (i) => `agent_${i}/critic`);
     return learner;

@@ -48,19 +48,17 @@ export class RlhfPhases {
   }
 
   /**
-   * The RL phase's stage: the learner's train stage, the reward model frozen before its first step, an actor-critic
-   * back-end renewed as the phase begins. A run resumed inside the phase has the renewed back-end's state back from
-   * its checkpoint, so it renews only where the uninterrupted run did.
+   * The RL phase's stage: the learner's train stage, the reward model (the current one) frozen as each epoch begins,
+   * an actor-critic back-end renewed as the phase begins. A run resumed inside the phase has the renewed back-end's
+   * state back from its checkpoint, so it renews only where the uninterrupted run did.
    */
   rlStage(): TrainingStage {
-    const online = this.rl.trainStage();
     return {
-      ...online,
+      ...this.rl.trainStage(),
       name: "rl",
-      runStep: async (b) => {
+      beginEpoch: async () => {
         this.rewardModel.model.freeze();
-        if (b === 0 && this.progress.epoch === 0) await this.renewBackEnd?.();
-        return online.runStep(b);
+        if (this.progress.epoch === 0) await this.renewBackEnd?.();
       },
     };
   }

@@ -1,7 +1,7 @@
 // What MADPO and MARLHF share around their updates: the task and its actors — decentralized, or one actor on the
 // adapter's joint prompt in centralized collaboration (COMLRL-SPEC §6.6) — and the pair-collection stage that runs
 // once before training (§6.1).
-import type { MADPOConfig } from "../../config/index.js";
+import type { PreferenceBaseConfig } from "./base-config.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
 import { setUpActors, type Actors } from "../actors.js";
@@ -29,7 +29,7 @@ export interface PreferenceActors extends Actors {
  */
 export async function setUpPreferenceActors(
   options: TaskOptions<unknown> & PreferenceOptions,
-  config: Omit<MADPOConfig, "pairSelection"> & { numGenerations?: number },
+  config: PreferenceBaseConfig & { numGenerations?: number },
   algorithm: string,
   /** What an actor-critic RL phase needs of the actors (MARLHF with rlAlgorithm "iac": value heads, copied references). */
   extra: Parameters<typeof setUpActors>[2] = {},

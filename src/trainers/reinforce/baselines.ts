@@ -4,6 +4,7 @@
 import { mareinforceConfig, maremaxConfig, marlooConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
 import { MAGRPOTrainer } from "./magrpo.js";
 
+/** MAGRPO without a baseline (advantageMode "raw"). */
 export class MAREINFORCETrainer extends MAGRPOTrainer {
   override readonly algorithm = "MAREINFORCE";
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
@@ -11,6 +12,7 @@ export class MAREINFORCETrainer extends MAGRPOTrainer {
   }
 }
 
+/** MAGRPO with the group maximum as baseline (advantageMode "max"). */
 export class MAReMaxTrainer extends MAGRPOTrainer {
   override readonly algorithm = "MAReMax";
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
@@ -18,6 +20,7 @@ export class MAReMaxTrainer extends MAGRPOTrainer {
   }
 }
 
+/** MAGRPO with leave-one-out baselines (advantageMode "rloo"). */
 export class MARLOOTrainer extends MAGRPOTrainer {
   override readonly algorithm = "MARLOO";
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {

@@ -10,11 +10,15 @@ import { AgentResolutionError, type ModelSource } from "../agents.js";
 import { checkOptionKeys } from "../options.js";
 import { MAGRPO_OPTION_KEYS, MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./magrpo.js";
 
+/** A joint completion the adapter cannot split into the roles. */
 export class CentralizedParseError extends Error {
+  /** Always "CentralizedParseError". */
   override name = "CentralizedParseError";
 }
 
+/** How one joint policy sees a decentralized task: one prompt from the roles' prompts, and its completion split back into roles. */
 export interface CentralizedAdapter {
+  /** The joint prompt from each role's formatted prompt. */
   buildPrompt(item: Item, rolePrompts: string[]): string;
   /** Exactly numRoles strings; throw CentralizedParseError when the text has no recognisable structure. */
   parseCompletion(text: string, item: Item, numRoles: number): string[];
@@ -75,6 +79,7 @@ export function centralizedTask(
   return { formatter, rewardFunc, splitRoles };
 }
 
+/** CentralizedMAGRPOTrainer.create()'s options: MAGRPO's, with one joint actor and its adapter. */
 export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptions, "agentModel" | "agents" | "tokenizer" | "config" | "externalTransition"> {
   agentModel?: ModelSource | null;
   /** At most one actor: the joint policy. */
@@ -90,6 +95,7 @@ export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptio
 const { externalTransition: _singleTurn, ...MAGRPO_KEYS_BUT_TRANSITION } = MAGRPO_OPTION_KEYS;
 const CENTRALIZED_OPTION_KEYS = { ...MAGRPO_KEYS_BUT_TRANSITION, adapter: true } as const satisfies Record<keyof CentralizedMAGRPOTrainerOptions, true>;
 
+/** Centralized MAGRPO: one joint policy writes every role's part through an adapter (docs/magrpo.md). */
 export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
   override readonly algorithm = "CentralizedMAGRPO";
   /** How many roles the joint policy writes for. */

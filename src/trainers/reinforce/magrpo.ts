@@ -42,6 +42,7 @@ type MetricFields = Pick<NodeSample, "agent" | "turn" | "nodeMeanReward" | "node
 
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
+/** MAGRPO: N agents trained on one shared reward by REINFORCE with group baselines over a rollout tree (docs/magrpo.md). */
 export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGRPOLearner> {
   readonly algorithm: string = "MAGRPO";
 
@@ -59,6 +60,7 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
     return magrpoConfig(input as MAGRPOConfigInput);
   }
 
+  /** Builds the trainer: validates options and config, loads the agents (and references), and registers them; a failure frees what was built. */
   static async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: MAGRPOTrainerOptions): Promise<T> {
     checkOptionKeys(options, MAGRPO_OPTION_KEYS, `${this.name}.create()`);
     checkOneOf(options.rewardBatching, ["node", "jointAction"], "rewardBatching");

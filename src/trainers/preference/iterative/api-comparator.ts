@@ -12,7 +12,9 @@ import type { Item } from "../../../rollout/types.js";
 import type { AgentSampler, ComparatorSource } from "./comparators.js";
 import { limiter } from "../../../util/limiter.js";
 
+/** An API comparator request that failed after its retries; the message names the status and the URL, key masked. */
 export class ComparatorApiError extends Error {
+  /** Always "ComparatorApiError". */
   override name = "ComparatorApiError";
 }
 

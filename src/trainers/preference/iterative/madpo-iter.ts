@@ -19,6 +19,7 @@ export interface MADPOIterTrainerOptions extends TaskOptions<MADPOIterConfigInpu
 
 const MADPO_ITER_OPTION_KEYS = { ...TASK_OPTION_KEYS, ...PREFERENCE_OPTION_KEYS, ...ITERATIVE_OPTION_KEYS } as const satisfies Record<keyof MADPOIterTrainerOptions, true>;
 
+/** Iterative MADPO: every iteration collects pairs against a comparator and trains joint DPO on them (docs/iterative.md). */
 export class MADPOIterTrainer extends PreferenceTrainer<MADPOIterConfig, MADPOIterTrainerOptions> {
   readonly algorithm = "MADPOIter";
   private readonly dpo: DpoTraining;
@@ -29,6 +30,7 @@ export class MADPOIterTrainer extends PreferenceTrainer<MADPOIterConfig, MADPOIt
     this.dpo = new DpoTraining(this.host, config, actors.agents, actors.environment.concurrent, this.preferences, Boolean(options.evalDataset?.length));
   }
 
+  /** Builds the trainer: validates options and config, loads the agents and the comparator, and registers them. */
   static async create(options: MADPOIterTrainerOptions): Promise<MADPOIterTrainer> {
     checkOptionKeys(options, MADPO_ITER_OPTION_KEYS, "MADPOIterTrainer.create()");
     const centralized = madpoIterConfig(options.config).collaborationMode === "centralized";

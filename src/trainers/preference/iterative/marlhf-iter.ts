@@ -20,12 +20,14 @@ import { scoreCandidates, type Candidates } from "./candidates.js";
 import { iterationStages, IterativeRound } from "./round.js";
 import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
 
+/** MARLHFIterTrainer.create()'s options: MARLHF's, plus the comparator's. */
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
 }
 
 const MARLHF_ITER_OPTION_KEYS = { ...MARLHF_OPTION_KEYS, ...ITERATIVE_OPTION_KEYS } as const satisfies Record<keyof MARLHFIterTrainerOptions, true>;
 
+/** Iterative MARLHF: every iteration collects pairs, trains a fresh reward model on them, then RL against it (docs/iterative.md). */
 export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLHFIterTrainerOptions> {
   readonly algorithm = "MARLHFIter";
   private phases!: RlhfPhases;
@@ -33,6 +35,7 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
   /** Whether the current reward model has been stepped (so the next iteration starts a fresh one and may score with it). */
   private rewardModelTrained = false;
 
+  /** Builds the trainer: validates options and config, loads the agents and the comparator, and registers them. */
   static async create(options: MARLHFIterTrainerOptions): Promise<MARLHFIterTrainer> {
     checkOptionKeys(options, MARLHF_ITER_OPTION_KEYS, "MARLHFIterTrainer.create()");
     const config = marlhfTrainerConfig(options, (input) => marlhfIterConfig(input));
@@ -42,7 +45,7 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
       options,
       config,
       actorOptions: marlhfOptions,
-      actorExtras: actorExtras(config),
+      actorExtras: actorExtras(config, options),
       make: (actors, outputDir) => new MARLHFIterTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
@@ -90,11 +93,14 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
       get steps() {
         return rewardModel.steps;
       },
-      runStep: async (i) => {
-        if (this.progress.itemIndex === 0 && this.progress.epoch === 0 && this.rewardModelTrained) {
+      beginEpoch: async () => {
+        if (this.progress.epoch === 0 && this.rewardModelTrained) {
           await this.phases.rewardModel.load((spec) => this.replaceComponent(spec));
           this.rewardModelTrained = false;
         }
+        await rewardModel.beginEpoch?.();
+      },
+      runStep: async (i) => {
         const fields = await rewardModel.runStep(i);
         this.rewardModelTrained = true;
         return fields;

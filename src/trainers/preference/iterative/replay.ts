@@ -14,6 +14,7 @@ import { makeDirs } from "../../../util/make-dirs.js";
 import type { SeededRandom } from "../../../util/random.js";
 import { pairToJson, type PreferencePair } from "../pairs.js";
 
+/** A pair of an iterative trainer: a current candidate against a comparator candidate (the higher reward wins, on either side), as stored in replay shards. */
 export interface IterativePair extends PreferencePair {
   /** [winner, loser] task rewards before the reward processor. */
   rawRewards: [number, number];

@@ -1,7 +1,8 @@
 // What an iterative round is built from (COMLRL-SPEC §6.5): the trainer's config, agents, task environment and train
 // items, how it labels candidates, where its files go and which rank writes them, and the comparator the config
 // names, on its devices. Built once by the trainer that owns the round; round.ts runs it.
-import { resolveDevices, type CudaFacts, type IterativeFields, type MADPOConfig } from "../../../config/index.js";
+import { resolveDevices, type CudaFacts, type IterativeFields } from "../../../config/index.js";
+import type { PreferenceBaseConfig } from "../base-config.js";
 import { CausalLM } from "../../../models/causal-lm.js";
 import { resolveModelSource } from "../../../models/hub.js";
 import { ComlrlTokenizer } from "../../../models/tokenizer.js";
@@ -18,7 +19,7 @@ import type { Candidates, ScoredCandidates } from "./candidates.js";
 import { currentComparator, currentCopyComparator, historyComparator, modelComparator, type ComparatorModel, type ComparatorSource } from "./comparators.js";
 import type { PolicyCheckpoints } from "./policy-checkpoints.js";
 
-export type IterativeConfig = Omit<MADPOConfig, "pairSelection"> & IterativeFields;
+export type IterativeConfig = PreferenceBaseConfig & IterativeFields;
 
 export interface IterativeOptions {
   /** Centralized comparator generation: builds the joint prompt and splits answers (default: <agent_i> sections). */

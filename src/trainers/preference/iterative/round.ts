@@ -94,9 +94,9 @@ export class IterativeRound {
       name: "collect",
       epochs: 1,
       steps: task.items.length,
+      // The collection's one epoch is the iteration's.
+      beginEpoch: () => this.beginIteration(host.progress.iteration),
       runStep: async (i) => {
-        // This rank's first step of the iteration (under data parallelism its shard starts elsewhere than item 0).
-        if (host.progress.itemIndex === 0) await this.beginIteration(host.progress.iteration);
         const item = task.items[i];
         const prompts = task.environment.formatters.map((f, agent) => formatPrompt(f, item, agent));
         const context = { item, itemIndex: i, prompts };
@@ -227,6 +227,7 @@ export function iterationStages(progress: TrainProgress, round: IterativeRound, 
       get steps() {
         return preferences.pairs.length === 0 ? 0 : stage.steps;
       },
+      ...(stage.beginEpoch ? { beginEpoch: () => stage.beginEpoch!() } : {}),
       runStep: (i) => stage.runStep(i),
       endEpoch: async () => {
         await stage.endEpoch?.();

@@ -1,0 +1,20 @@
+// Lint for what review otherwise finds by hand: `any`, unused code, and the recommended TypeScript checks.
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["dist/**", "build/**", "node_modules/**", "**/*.d.ts"] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      "@typescript-eslint/no-explicit-any": "error",
+      // An underscore marks what is unused on purpose: a destructured field left out, a parameter a signature requires.
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_", caughtErrors: "none" }],
+    },
+  },
+  {
+    // These read JSON written by the Python reference scripts (goldens, a safetensors header, a torch run's output):
+    // its shape is what the tests assert, field by field, so it is typed no further than JSON.parse types it.
+    files: ["tests/golden/**", "tests/native/io-failures.test.ts", "tests/support/python.ts", "tests/unit/model-config.test.ts"],
+    rules: { "@typescript-eslint/no-explicit-any": "off" },
+  },
+);
