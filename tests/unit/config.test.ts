@@ -234,7 +234,8 @@ describe("keys", () => {
     const built = magrpoConfig({ lossType: "dapo", epsilonHigh: 0.28 });
     expect(magrpoConfig(built)).toEqual(built);
     expect(centralizedMagrpoConfig(centralizedMagrpoConfig({}))).toEqual(centralizedMagrpoConfig({}));
-    expect(configError(() => magrpoConfig({ ...built, objectives: [] })).field).toBe("objectives");
+    const contradicted = { ...built, objectives: [] };
+    expect(configError(() => magrpoConfig(contradicted)).field).toBe("objectives");
   });
 
   it("snake_case and camelCase spellings give the same config", () => {
