@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CausalLM, type GenerationOptions } from "../../src/models/causal-lm.js";
 import { buildConfigJson } from "../../src/models/config.js";
+import { runtimeInfo } from "../../src/runtime.js";
 import { TINY_SHAPE } from "./tiny-lm.js";
 
 const FIXTURE = path.join(__dirname, "sampling-golden.json");
@@ -19,9 +20,14 @@ const GOLDEN_DIR = path.resolve(__dirname, "..", "golden");
 type Recorded = { tokens: number[]; width: number; lengths: number[]; logprobs: number[][]; generatorSha256: string };
 
 const DENSE = buildConfigJson("qwen2", { ...TINY_SHAPE, numLayers: 2, hiddenSize: 32, numHeads: 4, numKvHeads: 2 }, { bosTokenId: null, eosTokenId: 63 });
+// bf16 logits come from the build's own bf16 kernels: on another libtorch than the recording's (PyPI's 2.x with MKL
+// against Debian's 1.13 with OpenBLAS) bf16 log-probs move by up to ~0.05 and a near tie can sample another token, so
+// the bf16 model is pinned on the recording's libtorch only; the fp32 models are pinned on every build.
+const RECORDED_TORCH = "1.13.0";
+const BF16: [string, () => Promise<CausalLM>][] = [["qwen2 tiny bf16", async () => CausalLM.create(DENSE, { seed: 11, initStd: 0.2, dtype: "bfloat16" })]];
 const MODELS: [string, () => Promise<CausalLM>][] = [
   ["qwen2 tiny fp32", async () => CausalLM.create(DENSE, { seed: 11, initStd: 0.2 })],
-  ["qwen2 tiny bf16", async () => CausalLM.create(DENSE, { seed: 11, initStd: 0.2, dtype: "bfloat16" })],
+  ...(RECORD || runtimeInfo().torchVersion === RECORDED_TORCH ? BF16 : []),
   ["gpt2", () => CausalLM.fromDirectory(path.join(GOLDEN_DIR, "gpt2"))],
   ["mixtral", () => CausalLM.fromDirectory(path.join(GOLDEN_DIR, "mixtral"))],
   ["qwen3_moe", () => CausalLM.fromDirectory(path.join(GOLDEN_DIR, "qwen3_moe"))],
@@ -100,7 +106,7 @@ describe("seeded sampling matches the recorded tokens", () => {
 
   it("the fixture holds every case with distinct samples and early stops", () => {
     if (RECORD) return;
-    expect(Object.keys(golden).length).toBe(MODELS.length * SETTINGS.length * 2);
+    expect(Object.keys(golden).length).toBe((MODELS.length + (MODELS.includes(BF16[0]) ? 0 : BF16.length)) * SETTINGS.length * 2);
     for (const [key, value] of Object.entries(golden)) {
       const rows = value.lengths.length;
       const distinct = new Set(Array.from({ length: rows }, (_, r) => value.tokens.slice(r * value.width, (r + 1) * value.width).join(",")));
