@@ -4,7 +4,7 @@ import { planPlacement, type PlacementConfig } from "../config/devices.js";
 import { checkMemoryPlan, localModelShape, modelShape, type MemoryPlan } from "../config/memory-estimate.js";
 import { CausalLM } from "../models/causal-lm.js";
 import { runtimeInfo } from "../runtime.js";
-import { resolveModelSources, type ModelSource } from "./agents.js";
+import { AgentResolutionError, resolveModelSources, type ModelSource } from "./agents.js";
 import type { TaskOptions } from "./task-options.js";
 
 interface EstimatedConfig extends Partial<PlacementConfig> {
@@ -24,9 +24,16 @@ function shapeOf(source: ModelSource) {
 export function checkRunMemory(options: TaskOptions<unknown>, config: object): void {
   const c = config as EstimatedConfig;
   if (c.numAgents === undefined || c.parallelTraining === undefined) return;
-  // One actor writes every role's part in centralized collaboration; numAgents then counts the roles.
+  // One actor writes every role's part in centralized collaboration; numAgents then counts the roles. Sources that
+  // do not resolve are the load's to report, with the algorithm's own message (e.g. "exactly one actor model").
   const actors = c.collaborationMode === "centralized" ? 1 : c.numAgents;
-  const sources = resolveModelSources(options.agentModel, options.agents, actors);
+  let sources: ModelSource[];
+  try {
+    sources = resolveModelSources(options.agentModel, options.agents, actors);
+  } catch (error) {
+    if (error instanceof AgentResolutionError) return;
+    throw error;
+  }
   const info = runtimeInfo();
   const placement = planPlacement(c as PlacementConfig, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, sources.length);
   const models: MemoryPlan["models"] = [];
