@@ -27,7 +27,9 @@ export { NonFiniteError, type NonFinitePolicy, type StageHost, type StepFunction
 
 /** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
 export interface Stateful {
+  /** The state to checkpoint; must be JSON-serialisable. */
   stateDict(): unknown;
+  /** Restores a state stateDict returned, on resume. */
   loadStateDict(state: unknown): void;
 }
 
