@@ -32,8 +32,11 @@ export interface ComponentModule {
 
 /** What the registry needs of an optimizer. */
 export interface ComponentOptimizer {
+  /** Writes the optimizer's state (moments, step count) to file. */
   save(file: string): Promise<void>;
+  /** Restores the state save wrote to file. */
   load(file: string): Promise<void>;
+  /** Frees the optimizer's native memory. */
   dispose(): void;
 }
 
@@ -62,11 +65,17 @@ export interface Component extends Required<ComponentSpec> {
   sharesModuleWith: string | null;
 }
 
+/** A component as a checkpoint records it, to check a later trainer against before restoring. */
 export interface SavedComponent {
+  /** The component's name, also its checkpoint directory. */
   name: string;
+  /** Its module's describe() at save time. */
   description: Record<string, unknown>;
+  /** The earlier component whose module it shared, or null. */
   sharesModuleWith: string | null;
+  /** Where a frozen module is reloaded from instead of its saved weights, or null. */
   reloadSource: string | null;
+  /** Whether optimizer state was saved with it. */
   hasOptimizer: boolean;
 }
 

@@ -71,7 +71,9 @@ export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandb
 
 /** The config fields the lifecycle reads. */
 export interface LifecycleConfig {
+  /** Seeds the run's shuffle generator and sampling streams. */
   readonly seed: number;
+  /** Least env-step gap between two train-metric logs. */
   readonly loggingSteps: number;
   /** "ddp": data-parallel across the processes of a torchrun-style job. */
   readonly parallelTraining?: string;

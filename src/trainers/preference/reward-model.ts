@@ -14,9 +14,11 @@ import { SeededRandom } from "../../util/random.js";
 
 const HEAD_FILE = "value_head.pt";
 
+/** How JointRewardModel.load() places and initialises the model. */
 export interface JointRewardModelOptions {
   /** Default "cpu". */
   device?: string;
+  /** In-memory weight dtype (default float32). */
   dtype?: Dtype;
   /** Seeds the head's initial weights (and the backbone's sampling stream, which scoring never uses). */
   seed?: number;
