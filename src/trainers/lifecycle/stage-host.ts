@@ -84,7 +84,7 @@ export interface StepRequest {
   loss?: number;
   /** Who was scored on what, for the non-finite message: "agent 0", "a minibatch of 4". */
   subject: string;
-  /** What the loss was scored on, for the non-finite message ("item 3", "a minibatch of 4"). */
+  /** What the loss was scored on, for the non-finite message ("a minibatch of 4", "a batch of 8 pairs"). */
   batch: string;
   /** Clips the gradients' total norm to this before stepping; null: no clipping. */
   maxGradNorm: number | null;
