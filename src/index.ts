@@ -2,30 +2,33 @@
 export { numerics, runtimeInfo, setNumThreads, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
 export { AddonLoadError } from "./native/loader.js";
 
-export { CausalLM, ModelLoadError, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type SaveOptions, type Scores } from "./models/causal-lm.js";
+export { CausalLM, ModelLoadError, type CloneOptions, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type RouterAuxLoss, type SaveOptions, type ScoreOptions, type Scores, type TokenRows } from "./models/causal-lm.js";
 export { ValueHead, type ValueHeadOptions, type ValueLossOptions } from "./models/value-head.js";
 export { Optimizer, type GradientSync, type ParameterGroup, type StepSamples, type Trainable } from "./models/optimizer.js";
-export type { CollectiveTraffic, NativeProcessGroup, NativeValueHead, NativeValueHeadInfo, OptimizerGroup, Readout, TokenBatchInput, ValueLossInput } from "./native/binding.js";
-export { encodeTorchStateDict, decodeTorchStateDict, saveTorchStateDict, loadTorchStateDict, type StateTensor, type StateDtype } from "./io/torch-pickle.js";
-export { ComlrlTokenizer, type ChatMessage } from "./models/tokenizer.js";
+export type { AdamWOptions, CollectiveTraffic, CudaDeviceMemory, NativeModelInfo, NativeProcessGroup, NativeValueHead, NativeValueHeadInfo, OptimizerGroup, Readout, TokenBatchInput, ValueLossInput } from "./native/binding.js";
+export { encodeTorchStateDict, decodeTorchStateDict, saveTorchStateDict, loadTorchStateDict, type DeclaredTensor, type StateTensor, type StateDtype } from "./io/torch-pickle.js";
+export { ComlrlTokenizer, type ChatMessage, type EncodedBatch, type SpecialTokens, type TokenizerSources } from "./models/tokenizer.js";
 export { createTinyModel, type TinyModelOptions } from "./models/tiny-model.js";
-export { resolveModelSource, resolveDatasetFiles, hubCacheDir, type RepoFiles, type HubRepoType } from "./models/hub.js";
-export { parseModelConfig, ConfigError as ModelConfigError, type ModelConfig } from "./models/config.js";
+export { resolveModelSource, resolveDatasetFiles, hubCacheDir, type RepoFiles, type ResolveModelSourceOptions, type HubRepoType } from "./models/hub.js";
+export { parseModelConfig, ConfigError as ModelConfigError, type Activation, type AttentionKernel, type ModelConfig, type ModelDtype, type ModelType, type NormKind, type NormPlacement, type QkNorm, type RotaryModelType } from "./models/config.js";
 
 export * from "./config/index.js";
+export type { AdvantageGrouping, AgentObjective, ImportanceSamplingLevel, KlEstimator, KlIn, LossType, PerAgent, ScaleRewards } from "./config/objectives.js";
 
-export type { ExternalTransition, Formatter, Item, NodeSample, RewardContext, RewardFunction, RewardProcessor, TransitionInput } from "./rollout/types.js";
+export type { ExternalTransition, Formatter, Item, NodeSample, RewardContext, RewardFunction, RewardProcessor, SamplerLogprobs, TransitionInput } from "./rollout/types.js";
+export type { RolloutEnvironment, RolloutPolicy, RolloutTimer, SampledCompletions } from "./rollout/tree.js";
 export { RewardError, RewardProcessors } from "./rollout/rewards.js";
 export { advantages, shapeReturns } from "./rollout/advantages.js";
 
-export { Agent, AgentResolutionError, type ModelSource } from "./trainers/agents.js";
-export { NonFiniteError, Trainer, type LifecycleOptions, type NonFinitePolicy, type StageHost, type Stateful, type StepFunction, type StepRequest, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
+export { Agent, AgentResolutionError, type ModelSource, type SamplingSettings } from "./trainers/agents.js";
+export type { GenerationKwargs } from "./trainers/generation-kwargs.js";
+export { NonFiniteError, Trainer, type LifecycleConfig, type LifecycleOptions, type NonFinitePolicy, type StageHost, type Stateful, type StepFunction, type StepRequest, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
 export { StageTimings, PHASES, type Phase, type StageTime } from "./trainers/lifecycle/timings.js";
-export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentSpec } from "./trainers/lifecycle/components.js";
+export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent } from "./trainers/lifecycle/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
 export type { TaskOptions } from "./trainers/task-options.js";
 export type { EvalLoggerInput, EvaluationHooks } from "./trainers/evaluation.js";
-export { MAGRPOTrainer, type MAGRPOTrainerOptions } from "./trainers/reinforce/magrpo.js";
+export { MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./trainers/reinforce/magrpo.js";
 export { CheckpointError, readCheckpointMetadata, type CheckpointMetadata } from "./checkpoint/checkpoint.js";
 export { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./trainers/reinforce/baselines.js";
 export { CentralizedMAGRPOTrainer, CentralizedParseError, TaggedAdapter, type CentralizedAdapter, type CentralizedMAGRPOTrainerOptions } from "./trainers/reinforce/centralized.js";
@@ -35,8 +38,8 @@ export type { ActorCriticOptions } from "./trainers/actor-critic/learner.js";
 export type { ActorCriticSample, CriticRow } from "./trainers/actor-critic/samples.js";
 export type { Critic } from "./trainers/actor-critic/critics.js";
 export { MADPOTrainer, type MADPOTrainerOptions, type DPOStepMetrics } from "./trainers/preference/madpo.js";
-export { MARLHFTrainer, type MARLHFTrainerOptions } from "./trainers/preference/marlhf.js";
-export { JointRewardModel, jointText } from "./trainers/preference/reward-model.js";
+export { MARLHFTrainer, type MARLHFTrainerOptions, type RewardModelStepMetrics } from "./trainers/preference/marlhf.js";
+export { JointRewardModel, jointText, type JointRewardModelOptions } from "./trainers/preference/reward-model.js";
 export type { PreferencePair } from "./trainers/preference/pairs.js";
 export { MADPOIterTrainer, type MADPOIterTrainerOptions } from "./trainers/preference/iterative/madpo-iter.js";
 export { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "./trainers/preference/iterative/marlhf-iter.js";
@@ -47,14 +50,16 @@ export { DistributedContext, type CommunicationStats, type ReduceOp } from "./di
 export { readDistributedEnvironment, DistributedEnvironmentError, DEFAULT_TIMEOUT_SECONDS, type DistributedEnvironment } from "./dist/environment.js";
 export { ReplicaError, type RankState } from "./dist/replicas.js";
 
-export { MetricsLogger, type SampleRow } from "./logging/metrics-logger.js";
-export { readJsonlMetrics, readRunMetrics } from "./logging/jsonl.js";
+export { MetricsLogger, type Metrics, type MetricValue, type MetricsLoggerOptions, type MetricsLoggerState, type SampleRow } from "./logging/metrics-logger.js";
+export { readJsonlMetrics, readRunMetrics, type JsonlRecord, type MetricsKind } from "./logging/jsonl.js";
 export { TensorBoardWriter } from "./logging/tensorboard.js";
-export { mergeWandbResume, type WandbConfig, type WandbRunIdentity } from "./logging/wandb.js";
-export { writeLineChartSvg } from "./logging/svg-plot.js";
+export { mergeWandbResume, type WandbConfig, type WandbResume, type WandbRunIdentity } from "./logging/wandb.js";
+export { writeLineChartSvg, type LineChartOptions, type LineSeries, type ReferenceLine } from "./logging/svg-plot.js";
+export type { ProgressFields } from "./logging/progress.js";
 
 export { loadDataset, datasetSplits, parseSplit, sliceRange, findSplitFiles, SplitError, DataFilesError, DataFileError, type LoadDatasetOptions, type SplitSlice, type SplitFiles } from "./data/index.js";
 export { loadTrainConfig, trainConfigFromObject, type TrainFileConfig, type TrainConfigOptions } from "./config/file-sections.js";
 
 export { getTask, listTasks, registerTask, type TaskDefinition, type DatasetOptions, type ChatTemplate } from "./tasks/registry.js";
-export { runSandboxed, checkSandbox, requireSandbox, SandboxUnavailableError, setSandboxParallelism, type SandboxRequest, type SandboxResult, type SandboxLimits } from "./sandbox/sandbox.js";
+export type { TaskEntry } from "./tasks/task.js";
+export { runSandboxed, checkSandbox, requireSandbox, SandboxUnavailableError, setSandboxParallelism, type SandboxCheck, type SandboxMode, type SandboxOptions, type SandboxRequest, type SandboxResult, type SandboxLimits, type TestResult, type TestStatus } from "./sandbox/sandbox.js";

@@ -12,7 +12,8 @@ export interface LoadConfigOptions {
   readonly section?: string;
 }
 
-type RawConfig = Record<string, unknown>;
+/** A config file's parsed contents (or one section of them): a plain object of fields, not yet validated. */
+export type RawConfig = Record<string, unknown>;
 
 function isPlainObject(value: unknown): value is RawConfig {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -60,7 +60,7 @@ export {
   type MAACConfig,
   type MAACConfigInput,
 } from "./actor-critic.js";
-export { loadConfigFile, parseConfigText, type LoadConfigOptions } from "./file.js";
+export { loadConfigFile, parseConfigText, type LoadConfigOptions, type RawConfig } from "./file.js";
 export {
   madpoIterConfig,
   marlhfIterConfig,
@@ -68,6 +68,7 @@ export {
   type ComparatorGenerationMode,
   type ComparatorPolicy,
   type IterativeFields,
+  type IterativeInput,
   type IterativePairSelection,
   type MADPOIterConfig,
   type MADPOIterConfigInput,

@@ -103,7 +103,11 @@ export interface MARLHFIterConfig extends Omit<MARLHFConfig, "pairSelection">, I
   readonly preferenceScoringReward: PreferenceScoringReward;
 }
 
-type IterativeInput = Partial<Omit<IterativeFields, "comparatorAgents">> & { readonly comparatorAgents?: readonly string[] | null };
+/** The iterative fields a config input may set: any subset of IterativeFields. */
+export type IterativeInput = Partial<Omit<IterativeFields, "comparatorAgents">> & {
+  /** comparatorPolicy "model": one model id or directory per agent (instead of comparatorModelName). */
+  readonly comparatorAgents?: readonly string[] | null;
+};
 /** What madpoIterConfig accepts: any subset of MADPOIterConfig. */
 export type MADPOIterConfigInput = Omit<MADPOConfigInput, "pairSelection"> & IterativeInput;
 /** What marlhfIterConfig accepts: any subset of MARLHFIterConfig. */

@@ -4,11 +4,17 @@
 // with one per agent, as `agents` does; config files use TRL's snake_case names (loss_type, epsilon_high, …).
 import { bool, field, float, int, nullable, oneOf, reject, show, type FieldSpec } from "./fields.js";
 
+/** The policy loss: CoMLRL's on-policy sum ("comlrl") or one of TRL's clipped-ratio losses (docs/objectives.md). */
 export type LossType = "comlrl" | "grpo" | "dapo" | "dr_grpo" | "bnpo" | "cispo" | "sapo";
+/** Importance ratios per token, or one per sequence (GSPO). */
 export type ImportanceSamplingLevel = "token" | "sequence";
+/** Schulman's per-token estimators of the reference KL. */
 export type KlEstimator = "k1" | "k2" | "k3";
+/** Where the reference KL enters: shaped into the returns, or added as a loss term. */
 export type KlIn = "reward" | "loss";
+/** TRL's reward scaling: by the group's standard deviation, the batch's, or none. */
 export type ScaleRewards = "group" | "batch" | "none";
+/** Over which completions the advantage baseline is taken: the joint action's group, per agent, or per agent and turn. */
 export type AdvantageGrouping = "joint" | "agent" | "agent_turn";
 
 /** One value for every agent, or one per agent. */

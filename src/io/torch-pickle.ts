@@ -583,8 +583,11 @@ function materialize(tensor: TensorRef, storage: Uint8Array): Uint8Array {
 
 /** What a file declares of one tensor, for a caller to check before anything is materialised. */
 export interface DeclaredTensor {
+  /** The tensor's key in the state dict. */
   name: string;
+  /** Its declared element type. */
   dtype: StateDtype;
+  /** Its declared dimensions. */
   shape: number[];
 }
 

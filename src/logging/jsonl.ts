@@ -11,9 +11,13 @@ import { makeDirsSync } from "../util/make-dirs.js";
 /** Record kinds the library writes; callers may add their own. */
 export type MetricsKind = "train" | "eval" | "samples" | (string & {});
 
+/** One line of metrics.jsonl: the env step, the time and the kind, then the record's own fields. */
 export interface JsonlRecord {
+  /** The env step the record was logged at. */
   step: number;
+  /** When it was written, as an ISO-8601 timestamp. */
   time: string;
+  /** What the record holds ("train", "eval", "samples", …). */
   kind: MetricsKind;
   [field: string]: unknown;
 }

@@ -12,7 +12,9 @@ import { JsonlMetricsWriter, type MetricsKind } from "./jsonl.js";
 import { TensorBoardWriter } from "./tensorboard.js";
 import { WandbLogger, wandbSkipReason, type WandbConfig, type WandbRunIdentity } from "./wandb.js";
 
+/** One logged value: a number, a string, a flag, or null for a missing one. */
 export type MetricValue = number | string | boolean | null;
+/** A record of metrics by name, as MetricsLogger.log takes them. */
 export type Metrics = Record<string, MetricValue>;
 
 /** One generated completion, as shown in sample tables. */
@@ -29,12 +31,15 @@ export interface SampleRow {
   reward: number;
 }
 
+/** Where and how MetricsLogger.create logs: the output directory, rate limit and sinks. */
 export interface MetricsLoggerOptions {
+  /** Directory of the JSONL metrics, plots and TensorBoard files. */
   outputDir: string;
   /** The spec's logging_steps: the least env_step gap between train records sent to TensorBoard and W&B. */
   loggingSteps: number;
   /** The trainer's name (e.g. "MAGRPO"), for the default W&B run name test-<algorithm lower-case>. */
   algorithm: string;
+  /** Also write TensorBoard event files (under outputDir/tensorboard). */
   tensorboard?: boolean;
   /** Null or absent: no W&B. */
   wandb?: WandbConfig | null;
@@ -44,6 +49,7 @@ export interface MetricsLoggerOptions {
   quiet?: boolean;
 }
 
+/** What a checkpoint saves of a MetricsLogger, so that a resumed run keeps its log rate limit. */
 export interface MetricsLoggerState {
   /** env_step of the last train record sent to TensorBoard and W&B; null before the first. */
   lastLoggedStep: number | null;

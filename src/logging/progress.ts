@@ -10,6 +10,7 @@ export interface ProgressStream {
   columns?: number;
 }
 
+/** Named values shown after the progress bar (loss, reward, …). */
 export type ProgressFields = Record<string, number | string>;
 
 export interface ProgressBarOptions {

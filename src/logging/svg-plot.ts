@@ -4,26 +4,39 @@ import path from "node:path";
 import { writeFileAtomic } from "../util/atomic.js";
 import { makeDirs } from "../util/make-dirs.js";
 
+/** One line of a chart: its legend name and its [x, y] points. */
 export interface LineSeries {
+  /** The legend entry. */
   name: string;
+  /** The line's [x, y] points, in drawing order. */
   points: [number, number][];
 }
 
 /** A dashed horizontal line for a level worth comparing against ("random policy", "task max"). */
 export interface ReferenceLine {
+  /** The level, in the y axis' units. */
   y: number;
+  /** The text shown beside the line. */
   label: string;
 }
 
+/** A chart's title, axis labels, size in pixels, y range and reference lines. */
 export interface LineChartOptions {
+  /** The heading above the plot. */
   title: string;
+  /** The x axis' label. */
   xLabel: string;
+  /** The y axis' label. */
   yLabel: string;
+  /** Width in pixels (default 640). */
   width?: number;
+  /** Height in pixels (default 400). */
   height?: number;
   /** Fix an end of the y axis; by default both ends are the nice round values around the data and references. */
   yMin?: number;
+  /** Fix the top of the y axis; see yMin. */
   yMax?: number;
+  /** Dashed horizontal lines to compare against. */
   references?: ReferenceLine[];
 }
 

@@ -16,6 +16,7 @@ type WandbRun = Awaited<ReturnType<WandbSdk["init"]>>;
 export type WandbInitOptions = NonNullable<Parameters<WandbSdk["init"]>[0]>;
 type WandbSettings = NonNullable<WandbInitOptions["settings"]>;
 
+/** W&B's resume mode for a run id, as wandb.init takes it. */
 export type WandbResume = boolean | "allow" | "must" | "never" | "auto";
 
 /** The `wandbConfig` of trainers (spec §4.5), plus `id` / `resume` for continuing a run. */

@@ -104,13 +104,17 @@ export interface Generation {
   scores?: Float32Array;
 }
 
+/** Rows of token ids, one per sequence, of any lengths (unpadded). */
 export type TokenRows = ReadonlyArray<ArrayLike<number>>;
 
 /** A padded [batch, length] block of token ids, row-major, with its attention mask (1 = real token; all real when absent). */
 export type TokenBatch = TokenBatchInput;
 
+/** What CausalLM.score computes beside the per-row log-prob sums and means. */
 export interface ScoreOptions {
+  /** Also return each row's mean token entropy (Scores.entropy). */
   entropy?: boolean;
+  /** Also return every completion token's log-prob (Scores.tokenLogprobs). */
   tokenLogprobs?: boolean;
 }
 

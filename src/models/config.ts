@@ -3,6 +3,7 @@
 // file is either honoured, known not to change the numbers, or refused by name — never silently ignored.
 import { ropeTables } from "./rope.js";
 
+/** A supported architecture family: config.json's model_type. */
 export type ModelType =
   | "qwen2" | "qwen3" | "llama" | "mistral" | "gemma2" | "gemma3_text" | "phi3" | "olmo2" | "smollm3" | "qwen3_moe" | "mixtral"
   | "gpt2";
@@ -106,6 +107,7 @@ export interface DecoderConfig {
 
 type Moe = Pick<DecoderConfig, "numExperts" | "numExpertsPerTok" | "moeIntermediateSize" | "normTopkProb" | "mixtralNames" | "layerSparse">;
 
+/** A weight dtype a config.json can declare (torch_dtype / dtype). */
 export type ModelDtype = "float32" | "bfloat16" | "float16";
 
 /** A model's config.json, read into the native decoder's settings plus the ids and metadata around them (parseModelConfig). */
@@ -368,6 +370,7 @@ const ACTIVATIONS: Record<string, Activation> = {
   gelu_python_tanh: "gelu_tanh", gelu: "gelu", gelu_python: "gelu",
 };
 const DTYPES = new Set<string>(["float32", "bfloat16", "float16"]);
+/** The attention kernel: ours ("eager"), libtorch's scaled_dot_product_attention ("sdpa"), or libtorch's on CUDA and ours on a CPU ("auto"). */
 export type AttentionKernel = "auto" | "eager" | "sdpa";
 // transformers' attn_implementation names: the flash and flex kernels are libtorch's SDPA here, which picks a flash
 // kernel itself where the device and shapes allow one.

@@ -21,6 +21,7 @@ import { datasetInfo, downloadFile, HubApiError, listFiles, modelInfo, pathsInfo
 import { writeFileAtomic } from "../util/atomic.js";
 import { makeDirs } from "../util/make-dirs.js";
 
+/** What resolveModelSource downloads of a hub model. */
 export interface ResolveModelSourceOptions {
   /** Branch, tag or 40-hex commit sha of a hub model (default "main"); ignored for local directories. */
   revision?: string;

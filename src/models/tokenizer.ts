@@ -20,6 +20,7 @@ export interface ChatMessage {
 
 /** A padded batch, row-major `[batch, width]`, ready to hand to the native side. */
 export interface EncodedBatch {
+  /** Token ids, padded to width with the pad token. */
   ids: Int32Array;
   /** 1 on real tokens, 0 on padding. */
   attentionMask: Int32Array;
@@ -31,15 +32,19 @@ export interface EncodedBatch {
 
 /** The special tokens by role, as strings. */
 export interface SpecialTokens {
+  /** Beginning-of-sequence token, or null when the tokenizer has none. */
   bos: string | null;
+  /** End-of-sequence token, or null when the tokenizer has none. */
   eos: string | null;
   /** Always set: it falls back to eos. */
   pad: string;
+  /** Unknown-token placeholder, or null when the tokenizer has none. */
   unk: string | null;
   /** Every token that `decode` drops by default. */
   all: string[];
 }
 
+/** A tokenizer's files, already parsed, for ComlrlTokenizer.fromJson. */
 export interface TokenizerSources {
   /** Contents of `tokenizer.json`. */
   tokenizerJson: Record<string, unknown>;

@@ -42,6 +42,7 @@ export interface NumericsInfo {
   cublasWorkspaceConfig: string | null;
 }
 
+/** One CUDA device's memory as libtorch's caching allocator reports it, in bytes. */
 export interface CudaDeviceMemory {
   /** "cuda:N". */
   device: string;
@@ -51,6 +52,7 @@ export interface CudaDeviceMemory {
   reservedBytes: number;
   /** The highest allocatedBytes / reservedBytes since the process started. */
   peakAllocatedBytes: number;
+  /** The highest reservedBytes since the process started. */
   peakReservedBytes: number;
 }
 
@@ -200,11 +202,17 @@ export interface NativeGeneration {
   scores?: Float32Array;
 }
 
+/** A loaded model's size, placement and kernels, as CausalLM.info() reports them. */
 export interface NativeModelInfo {
+  /** Number of parameters. */
   parameterCount: number;
+  /** Bytes the parameters take. */
   parameterBytes: number;
+  /** Bytes the model's gradient buffers take. */
   gradientBytes: number;
+  /** The device the model lives on ("cpu", "cuda:0"). */
   device: string;
+  /** The parameters' in-memory dtype. */
   dtype: string;
   /** The attention kernel on this device: libtorch's scaled_dot_product_attention or ours. */
   attention: "sdpa" | "eager";
@@ -213,8 +221,17 @@ export interface NativeModelInfo {
    * "efficient_attention", "cudnn_attention", "math"). training: right-padded rows, no cache, layers without a
    * window; masked: left-padded prefills, shared-prompt scoring, windowed layers; decode: one query against a cache.
    */
-  attentionKernels: { training: string; masked: string; decode: string };
+  attentionKernels: {
+    /** The kernel of training forwards. */
+    training: string;
+    /** The kernel of masked forwards. */
+    masked: string;
+    /** The kernel of cached decoding. */
+    decode: string;
+  };
+  /** Whether layer activations are recomputed in the backward to save memory. */
   gradientCheckpointing: boolean;
+  /** Whether the model is frozen: no gradients are kept for it. */
   frozen: boolean;
 }
 
@@ -271,10 +288,15 @@ export interface NativeModelStatic {
   create(options: { config: object; dtype: string; device: string; seed?: number; initStd?: number }): NativeModel;
 }
 
+/** AdamW hyperparameters of an optimizer; unset ones take PyTorch's defaults. */
 export interface AdamWOptions {
+  /** Learning rate. */
   lr: number;
+  /** Decay rates of the first and second moments (default [0.9, 0.999]). */
   betas?: [number, number];
+  /** Added to the second moment's square root for stability (default 1e-8). */
   eps?: number;
+  /** Decoupled weight decay (default 0.01). */
   weightDecay?: number;
   /**
    * Keep AdamW's moments in float32 for bf16 parameters (their updates still round to bf16). Off (the default):

@@ -1,5 +1,7 @@
 // Group baselines for REINFORCE-style updates (COMLRL-SPEC §3.3, §3.6): KL shaping, baseline, normalisation.
-export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
+import type { AdvantageMode } from "../config/magrpo.js";
+
+export type { AdvantageMode };
 
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 

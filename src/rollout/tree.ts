@@ -9,14 +9,19 @@ import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, R
 
 /** What the tree needs from an agent: K samples for each of several prompts, and optionally KL to a reference. */
 export interface RolloutPolicy {
+  /** Samples k completions for each prompt. */
   sample(prompts: string[], k: number): Promise<SampledCompletions>;
+  /** Per prompt and completion, the KL of the completion against the reference model. */
   referenceKl?(promptIds: number[][], completions: Int32Array[][]): Promise<number[][]>;
 }
 
+/** What a policy sampled: per prompt, its token ids and k completions as ids and text. */
 export interface SampledCompletions {
+  /** Each prompt's token ids. */
   promptIds: number[][];
   /** [prompt][k] */
   completionIds: Int32Array[][];
+  /** Decoded completions, [prompt][k]. */
   texts: string[][];
   /** [prompt], when the policy records its log-probs. */
   logprobs?: SamplerLogprobs[];
@@ -43,17 +48,25 @@ export interface RolloutSettings {
 
 /** Where rollouts time their phases (a trainer's StageTimings). */
 export interface RolloutTimer {
+  /** Runs work, counting its seconds into phase. */
   time<T>(phase: "generation" | "referenceKl" | "reward", work: () => Promise<T>): Promise<T>;
 }
 
+/** Everything a rollout runs against: the agents' policies, their prompt formatters, the reward and the transition. */
 export interface RolloutEnvironment {
+  /** One policy per agent. */
   policies: RolloutPolicy[];
+  /** One prompt formatter per agent. */
   formatters: Formatter[];
+  /** Scores the joint actions. */
   rewardFunc: RewardFunction;
+  /** Transforms raw rewards before they are used (scaling, clipping). */
   rewardProcessor: RewardProcessor;
+  /** Builds the next turn's prompts in multi-turn rollouts; null for single-turn ones. */
   externalTransition: ExternalTransition | null;
   /** Runs the agents' generation calls together (agents on distinct devices) or one after another. */
   concurrent: boolean;
+  /** Where rollouts time their phases; untimed without it. */
   timings?: RolloutTimer;
 }
 

@@ -52,9 +52,9 @@ export type ExternalTransition = (input: TransitionInput) => string[] | Promise<
 
 /** Log-probs of sampled tokens under the policy's own distribution (before temperature, top-k, top-p). */
 export interface SamplerLogprobs {
-  /** [k]: one per completion token. */
+  /** One array per completion, one log-prob per completion token. */
   readonly policy: Float32Array[];
-  /** [k]: under the distribution sampled from, after temperature and filtering. */
+  /** One array per completion: the log-probs under the distribution sampled from, after temperature and filtering. */
   readonly processed: Float32Array[];
   /** The agent's optimizer steps when they were sampled: equal to the current count, the trainer's parameters are the sampler's. */
   readonly updates: number;

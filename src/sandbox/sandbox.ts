@@ -41,6 +41,7 @@ export interface SandboxLimits {
   shmBytes: number;
 }
 
+/** How code is contained: the sandbox mode, the interpreter and the paths it may read. */
 export interface SandboxOptions {
   /** "bwrap" (default): contained; "none": unconfined, an explicit opt-out. */
   mode?: SandboxMode;
@@ -78,12 +79,18 @@ export interface SandboxRequest extends SandboxOptions {
   outputLimitBytes?: number;
 }
 
+/** A test's outcome: passed, failed, timed out, skipped after too many timeouts, or not run. */
 export type TestStatus = "pass" | "fail" | "timeout" | "skipped" | "not run";
 
+/** One test's outcome in a SandboxResult. */
 export interface TestResult {
+  /** The test's source, as given. */
   test: string;
+  /** How the test ended. */
   status: TestStatus;
+  /** The Python exception's type name, when the test raised one. */
   errorType?: string;
+  /** The exception's message, when the test raised one. */
   message?: string;
   /** The test ran in the code's own process (it could not be split), so the code could have forged its verdict. */
   inProcess: boolean;
@@ -461,15 +468,38 @@ export async function runSandboxed(request: SandboxRequest): Promise<SandboxResu
 
 // ---------------------------------------------------------------- the probe
 
+/** Whether sandboxed runs work here (checkSandbox): the mode and its start-up cost, or why not and how to fix it. */
 export type SandboxCheck =
   | {
+      /** Sandboxed runs work. */
       ok: true;
+      /** The mode checked. */
       mode: SandboxMode;
+      /** Milliseconds a trivial sandboxed run took. */
       overheadMs: number;
       /** How a run's memory is bounded: "cgroup" (memoryBytes for the whole run) or why only per-process limits hold. */
-      memoryBound: { kind: "cgroup" } | { kind: "per-process"; reason: string };
+      memoryBound:
+        | {
+            /** memoryBytes bounds the whole run through a memory cgroup. */
+            kind: "cgroup";
+          }
+        | {
+            /** Only the per-process limits hold. */
+            kind: "per-process";
+            /** Why no memory cgroup is available. */
+            reason: string;
+          };
     }
-  | { ok: false; mode: SandboxMode; reason: string; fix: string };
+  | {
+      /** Sandboxed runs do not work. */
+      ok: false;
+      /** The mode checked. */
+      mode: SandboxMode;
+      /** What fails. */
+      reason: string;
+      /** What to do about it. */
+      fix: string;
+    };
 
 const probes = new Map<string, Promise<SandboxCheck>>();
 

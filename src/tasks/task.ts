@@ -33,10 +33,13 @@ export interface TaskDefinition {
 /** Renders chat messages to prompt text; tasks whose prompts are chats take the tokenizer's template as an option. */
 export type ChatTemplate = (messages: { role: string; content: string }[]) => string;
 
+/** A task as registerTask takes it: a description, its options, and a factory for its definition. */
 export interface TaskEntry {
+  /** One line on what the task is, shown by listTasks. */
   description: string;
   /** Every option the task accepts, with what it means (shown when an unknown one is given). */
   options: Record<string, string>;
+  /** Builds the task from the caller's options. */
   create(options: Record<string, unknown>): Omit<TaskDefinition, "name" | "description">;
 }
 

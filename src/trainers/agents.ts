@@ -92,10 +92,15 @@ export async function resolveTokenizers(
 export const DEFAULT_STREAM = "default";
 export const EVAL_STREAM = "eval";
 
+/** How an agent samples completions: length limit, temperature and filters. */
 export interface SamplingSettings {
+  /** Most tokens a completion may have. */
   maxNewTokens: number;
+  /** Softmax temperature. */
   temperature: number;
+  /** Nucleus filter: keep the smallest token set whose probability reaches topP (1: off). */
   topP: number;
+  /** Keep only the topK most likely tokens; null: no top-k filter. */
   topK: number | null;
   /** null: the model's generation_config.json decides (else 1, off). */
   repetitionPenalty: number | null;

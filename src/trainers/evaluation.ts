@@ -10,6 +10,7 @@ import { EVAL_STREAM, type Agent } from "./agents.js";
 export interface EvalLoggerInput {
   /** [agent][sample][turn] */
   agentCompletionsTurns: string[][][];
+  /** The evaluated dataset items, one per sample. */
   items: Item[];
   /** Each item's `prompt` field ("" when it has none), not the formatted prompts. */
   prompts: string[];

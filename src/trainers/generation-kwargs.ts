@@ -5,11 +5,15 @@
 import type { SamplingSettings } from "./agents.js";
 import { checkOptionKeys, TrainerOptionError } from "./options.js";
 
+/** Hugging Face generate() keyword arguments that override the trainer's sampling settings in training rollouts. */
 export interface GenerationKwargs {
+  /** Softmax temperature; overrides SamplingSettings.temperature. */
   temperature?: number;
+  /** Nucleus-sampling threshold in (0, 1]; overrides SamplingSettings.topP. */
   top_p?: number;
   /** 0: no top-k filter. */
   top_k?: number;
+  /** Penalty on tokens already present (1: off); overrides SamplingSettings.repetitionPenalty. */
   repetition_penalty?: number;
   /** CoMLRL drops do_sample: rollouts always sample, so only true is accepted. */
   do_sample?: true;

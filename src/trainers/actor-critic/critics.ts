@@ -13,9 +13,11 @@ import { causalLMModule, valueHeadModule, type ComponentRegistry } from "../life
 
 /** A critic LM with its value head and optimizer. */
 export interface Critic {
+  /** The critic's language model, which the value head reads hidden states from. */
   model: CausalLM;
   /** Restore a saved head with critic.valueHead.loadStateDict("…/value_head.pt"). */
   valueHead: ValueHead;
+  /** Steps the critic's model and value head. */
   optimizer: Optimizer;
   /** Where it came from: an id/dir the trainer loaded (and owns), or the caller's object. */
   source: ModelSource;

@@ -18,7 +18,10 @@ import { headValues, type CriticRow, type CriticView } from "./samples.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
   /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
-  modelConfig?: { criticValueHeadHiddenDim?: number | null } | null;
+  modelConfig?: {
+    /** Hidden size of the critic head's MLP; null (the default): a single Linear(H, 1). */
+    criticValueHeadHiddenDim?: number | null;
+  } | null;
 }
 
 const MAAC_OPTION_KEYS = { ...ACTOR_CRITIC_OPTION_KEYS, modelConfig: true } as const satisfies Record<keyof MAACTrainerOptions, true>;

@@ -8,26 +8,41 @@ import { NonFiniteError } from "../lifecycle/stage-host.js";
 
 /** The token ids a critic reads for one completion. */
 export interface CriticRow {
+  /** Token ids of the prompt the critic conditions on. */
   prompt: number[];
+  /** Token ids of the completion being valued. */
   completion: Int32Array;
 }
 
 /** One agent's step of an actor-critic rollout: its prompt and completion, the reward, the critic's old value and the target. */
 export interface ActorCriticSample {
+  /** Index of the agent that wrote the completion. */
   agent: number;
+  /** Zero-based turn of the episode. */
   turn: number;
+  /** Index of the dataset item the episode was rolled out from. */
   itemIndex: number;
+  /** Environment step counter at which the sample was collected. */
   envStep: number;
+  /** Token ids of the agent's prompt. */
   promptIds: number[];
+  /** Token ids of the agent's completion. */
   completionIds: Int32Array;
+  /** The completion's decoded text. */
   completion: string;
+  /** What the agent's critic reads for this completion. */
   critic: CriticRow;
+  /** Reward from the environment (or the agent's own reward), before the KL penalty. */
   environmentReward: number;
+  /** KL of the completion against the reference model; 0 without a reference. */
   referenceKl: number;
   /** environmentReward − coef · referenceKl: what the critic learns to predict. */
   reward: number;
+  /** The critic's value of the sample before the update, without gradients. */
   oldValue: number;
+  /** TD(0) target: reward + discount · next turn's old value (the last turn's target is its reward). */
   target: number;
+  /** Undiscounted Monte-Carlo return from this turn on; logged only. */
   return: number;
 }
 

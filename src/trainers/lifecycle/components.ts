@@ -20,9 +20,11 @@ export interface ComponentModule {
   describe(): Record<string, unknown>;
   /** Writes the module's weights (and sampling-stream state) into dir, in the module's own layout. */
   saveState(dir: string): Promise<void>;
+  /** Restores the weights (and sampling-stream state) saveState wrote into dir. */
   loadState(dir: string): Promise<void>;
   /** Writes the module for users (Hugging Face layout, value_head.pt); defaults to saveState. */
   export?(dir: string): Promise<void>;
+  /** Frees the module's native memory; the module is unusable afterwards. */
   dispose(): void;
   /** Hands a module the caller passed in back as it came (a CPU agent lane the trainer gave it is undone). */
   release?(): void;
@@ -30,8 +32,11 @@ export interface ComponentModule {
 
 /** What the registry needs of an optimizer. */
 export interface ComponentOptimizer {
+  /** Writes the optimizer's state (moments, step count) to file. */
   save(file: string): Promise<void>;
+  /** Restores the state save wrote to file. */
   load(file: string): Promise<void>;
+  /** Frees the optimizer's native memory. */
   dispose(): void;
 }
 
@@ -39,7 +44,9 @@ export interface ComponentOptimizer {
 export interface ComponentSpec {
   /** Unique; its checkpoint directory ("agent_0", "reference_0", "agent_1/critic", "reward_model"). */
   name: string;
+  /** The weights: saved, restored, exported and (when owned) freed through this. */
   module: ComponentModule;
+  /** The optimizer stepping the module, checkpointed beside it; null for a frozen module. */
   optimizer?: ComponentOptimizer | null;
   /** Whether the trainer created the module and so frees it; a module the caller passed in stays usable. */
   ownsModule: boolean;
@@ -58,11 +65,17 @@ export interface Component extends Required<ComponentSpec> {
   sharesModuleWith: string | null;
 }
 
+/** A component as a checkpoint records it, to check a later trainer against before restoring. */
 export interface SavedComponent {
+  /** The component's name, also its checkpoint directory. */
   name: string;
+  /** Its module's describe() at save time. */
   description: Record<string, unknown>;
+  /** The earlier component whose module it shared, or null. */
   sharesModuleWith: string | null;
+  /** Where a frozen module is reloaded from instead of its saved weights, or null. */
   reloadSource: string | null;
+  /** Whether optimizer state was saved with it. */
   hasOptimizer: boolean;
 }
 
@@ -77,6 +90,7 @@ const OPTIMIZER_FILE = "optimizer.pt";
 export class ComponentRegistry {
   private readonly list: Component[] = [];
 
+  /** Adds a component; throws ComponentError when the name is taken. A module already registered is marked as shared. */
   register(spec: ComponentSpec): Component {
     if (this.list.some((c) => c.name === spec.name)) throw new ComponentError(`a component named "${spec.name}" is already registered`);
     const owner = this.list.find((c) => c.module.key === spec.module.key);
@@ -109,6 +123,7 @@ export class ComponentRegistry {
     return component;
   }
 
+  /** Every registered component, in registration order. */
   get all(): readonly Component[] {
     return this.list;
   }
@@ -122,6 +137,7 @@ export class ComponentRegistry {
     return [...this.list].sort((a, b) => depth(dirOf(a)) - depth(dirOf(b)));
   }
 
+  /** The component of that name; throws ComponentError when there is none. */
   get(name: string): Component {
     const component = this.list.find((c) => c.name === name);
     if (!component) throw new ComponentError(`no component named "${name}" (known: ${this.list.map((c) => c.name).join(", ")})`);
@@ -159,6 +175,7 @@ export class ComponentRegistry {
     return problems;
   }
 
+  /** Restores every module and optimizer from a directory saveCheckpoint wrote; check incompatibilities first. */
   async loadCheckpoint(dir: string): Promise<void> {
     for (const c of this.inWriteOrder()) {
       const componentDir = path.join(dir, c.name);

@@ -32,9 +32,11 @@ export interface TrainProgress {
 
 /** One part of an iteration: `epochs` passes over `steps` steps. */
 export interface TrainingStage {
+  /** The stage's name in timings and logs ("train", "pairs", "rl", …). */
   readonly name: string;
   /** Read when the stage runs, so that a raised epoch count on resume continues the stage. */
   readonly epochs: number;
+  /** Steps per epoch: runStep is called with 0 … steps − 1. */
   readonly steps: number;
   /**
    * Runs before an epoch's first step (after the evaluation before it), never for an epoch of no steps: where an
@@ -57,6 +59,7 @@ export interface UpdateRecord {
   loss: number;
   /** The gradients' total norm before clipping; NaN for a skipped step. */
   gradNorm: number;
+  /** The optimizer's learning rate at this step. */
   learningRate: number;
   /** The samples stepped on (over every rank); 0 for a skipped step. */
   samples: number;
@@ -64,7 +67,9 @@ export interface UpdateRecord {
 
 /** One optimizer step as a stage asks its host for it (see StageHost.step). */
 export interface StepRequest {
+  /** The component being stepped, as logged in UpdateRecord.component. */
   component: string;
+  /** The optimizer that takes the step. */
   optimizer: Optimizer;
   /** This rank's samples, which weigh its gradients against the other ranks'; 0 for an empty minibatch. */
   samples: number;
@@ -75,10 +80,13 @@ export interface StepRequest {
    * backward, as DPO's joint one) it returns nothing and runs only when that loss is finite.
    */
   backward(): Promise<number | void>;
+  /** A loss known before the backward; when given, the backward runs only if it is finite. */
   loss?: number;
   /** Who was scored on what, for the non-finite message: "agent 0", "a minibatch of 4". */
   subject: string;
+  /** What the loss was scored on, for the non-finite message ("a minibatch of 4", "a batch of 8 pairs"). */
   batch: string;
+  /** Clips the gradients' total norm to this before stepping; null: no clipping. */
   maxGradNorm: number | null;
 }
 
@@ -96,6 +104,7 @@ export type NonFinitePolicy = "skip" | "error";
 
 /** What every stage and hosted learner runs inside: the progress counters, the shuffle generator, logging, optimizer steps and the non-finite policy. */
 export interface StageHost {
+  /** The run's counters, which the host advances as steps and updates are taken. */
   readonly progress: TrainProgress;
   /** The run's shuffle generator (checkpointed, per rank under data parallelism). */
   readonly random: SeededRandom;

@@ -12,7 +12,10 @@ export const PHASES = ["generation", "reward", "referenceKl", "critic", "update"
 export type Phase = (typeof PHASES)[number];
 
 /** One stage's seconds in all, and of each phase within them; the rest is bookkeeping (tokenizing, logging, …). */
-export type StageTime = { seconds: number } & Record<Phase, number>;
+export type StageTime = {
+  /** Wall-clock seconds of the stage in all, phases and bookkeeping together. */
+  seconds: number;
+} & Record<Phase, number>;
 
 const zero = (): StageTime => ({ seconds: 0, generation: 0, reward: 0, referenceKl: 0, critic: 0, update: 0 });
 

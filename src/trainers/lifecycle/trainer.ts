@@ -27,7 +27,9 @@ export { NonFiniteError, type NonFinitePolicy, type StageHost, type StepFunction
 
 /** Something whose state a checkpoint saves and restores (a stateful dataset, a curriculum, a callback). */
 export interface Stateful {
+  /** The state to checkpoint; must be JSON-serialisable. */
   stateDict(): unknown;
+  /** Restores a state stateDict returned, on resume. */
   loadStateDict(state: unknown): void;
 }
 
@@ -69,7 +71,9 @@ export const LIFECYCLE_OPTION_KEYS = { outputDir: true, tensorboard: true, wandb
 
 /** The config fields the lifecycle reads. */
 export interface LifecycleConfig {
+  /** Seeds the run's shuffle generator and sampling streams. */
   readonly seed: number;
+  /** Least env-step gap between two train-metric logs. */
   readonly loggingSteps: number;
   /** "ddp": data-parallel across the processes of a torchrun-style job. */
   readonly parallelTraining?: string;

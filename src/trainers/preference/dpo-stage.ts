@@ -18,6 +18,7 @@ export interface DPOStepMetrics {
   accuracy: number;
   /** Per agent, mean_p Δ_i. */
   agentDeltas: number[];
+  /** Per agent, the gradient norm of its step, before clipping. */
   gradNorms: number[];
 }
 

@@ -22,9 +22,11 @@ export type { RewardModelStepMetrics };
 
 /** MARLHFTrainer.create()'s options: the task and agents, the critics of an actor-critic RL phase, and the reward model. */
 export interface MARLHFTrainerOptions extends Omit<MAGRPOTrainerOptions, "config">, PreferenceOptions {
+  /** Training settings: pair collection, the reward model and the RL phase (docs/preference.md). */
   config?: MARLHFConfigInput | MARLHFConfig;
   /** Critic source for the actor-critic RL phases (rlAlgorithm "maac" / "iac"). */
   criticModel?: ModelSource | null;
+  /** One critic model per agent (MAAC: one), instead of criticModel. */
   critics?: ModelSource[] | null;
 }
 
@@ -71,14 +73,17 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
     return "critics" in rl ? rl : null;
   }
 
+  /** The joint reward model trained on the collected pairs and then used as the RL reward. */
   get rewardModel(): JointRewardModel {
     return this.phases.rewardModel.model;
   }
 
+  /** The collected pairs the reward model trains on. */
   get rewardTrainingPairs(): PreferencePair[] {
     return this.phases.rewardModel.trainingPairs;
   }
 
+  /** The collected pairs held out from reward-model training, on which its accuracy is evaluated. */
   get rewardHeldOutPairs(): PreferencePair[] {
     return this.phases.rewardModel.heldOutPairs;
   }

@@ -12,10 +12,13 @@ import type { PreferencePair, PreferencePairs } from "./pairs.js";
 import { jointText, JointRewardModel, resolveRewardModelDevice } from "./reward-model.js";
 import type { RlhfConfig } from "./rl-phase.js";
 
+/** What one Bradley–Terry step of the reward model logs. */
 export interface RewardModelStepMetrics {
+  /** mean −log σ(s_w − s_l) over the batch's pairs. */
   loss: number;
   /** Share of the batch's pairs the model ranked right before the step. */
   accuracy: number;
+  /** The gradients' total norm before clipping. */
   gradNorm: number;
 }
 

@@ -14,9 +14,11 @@ import { SeededRandom } from "../../util/random.js";
 
 const HEAD_FILE = "value_head.pt";
 
+/** How JointRewardModel.load() places and initialises the model. */
 export interface JointRewardModelOptions {
   /** Default "cpu". */
   device?: string;
+  /** In-memory weight dtype (default float32). */
   dtype?: Dtype;
   /** Seeds the head's initial weights (and the backbone's sampling stream, which scoring never uses). */
   seed?: number;
@@ -54,9 +56,13 @@ export class JointRewardModel {
   private frozen = false;
 
   private constructor(
+    /** The causal-LM backbone whose last-token hidden state the head reads. */
     readonly model: CausalLM,
+    /** The scalar Linear(H, 1) reward head. */
     readonly head: ValueHead,
+    /** Tokenizes joint texts for the backbone. */
     readonly tokenizer: ComlrlTokenizer,
+    /** Token limit of a joint text (its last maxLength tokens are kept); null: no limit. */
     readonly maxLength: number | null,
   ) {}
 
@@ -117,7 +123,17 @@ export class JointRewardModel {
    * Accumulates ∇ of mean −log σ(s_w − s_l) over the pairs into the head (and the backbone unless frozen); returns
    * the loss and the pairs' scores (before any step).
    */
-  async bradleyTerryBackward(winners: readonly string[], losers: readonly string[]): Promise<{ loss: number; winnerScores: Float32Array; loserScores: Float32Array }> {
+  async bradleyTerryBackward(
+    winners: readonly string[],
+    losers: readonly string[],
+  ): Promise<{
+    /** mean −log σ(s_w − s_l) over the pairs. */
+    loss: number;
+    /** Each winner's score, before the step. */
+    winnerScores: Float32Array;
+    /** Each loser's score, before the step. */
+    loserScores: Float32Array;
+  }> {
     if (winners.length !== losers.length) throw new RangeError(`${winners.length} winners but ${losers.length} losers`);
     if (this.frozen) throw new Error("the reward model is frozen: it was trained already");
     const n = winners.length;
@@ -140,6 +156,7 @@ export class JointRewardModel {
     return correct / winners.length;
   }
 
+  /** Drops the accumulated gradients of the backbone and the head. */
   zeroGrad(): void {
     this.model.zeroGrad();
     this.head.zeroGrad();
@@ -153,6 +170,7 @@ export class JointRewardModel {
     this.frozen = true;
   }
 
+  /** Whether freeze() was called: the model scores but no longer trains. */
   get isFrozen(): boolean {
     return this.frozen;
   }
@@ -163,11 +181,13 @@ export class JointRewardModel {
     await this.head.save(path.join(dir, HEAD_FILE));
   }
 
+  /** Frees the backbone's and the head's native memory. */
   dispose(): void {
     this.head.dispose();
     this.model.dispose();
   }
 
+  /** Same as dispose(), for `using`. */
   [Symbol.dispose](): void {
     this.dispose();
   }

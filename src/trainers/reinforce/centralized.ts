@@ -81,13 +81,17 @@ export function centralizedTask(
 
 /** CentralizedMAGRPOTrainer.create()'s options: MAGRPO's, with one joint actor and its adapter. */
 export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptions, "agentModel" | "agents" | "tokenizer" | "config" | "externalTransition"> {
+  /** The joint policy's model: a hub id, a local directory or a loaded model. */
   agentModel?: ModelSource | null;
   /** At most one actor: the joint policy. */
   agents?: ModelSource[] | null;
+  /** The joint policy's tokenizer (one, or a one-element list); null loads the model's own. */
   tokenizer?: ComlrlTokenizer | ComlrlTokenizer[] | null;
   /** The role count; must match config.numAgents. */
   numAgents?: number;
+  /** Training settings: MAGRPO's, with numAgents counting roles. */
   config?: CentralizedMAGRPOConfigInput;
+  /** Formats one joint prompt for all roles and splits the joint completion back into per-role parts. */
   adapter?: CentralizedAdapter;
 }
 

@@ -77,9 +77,13 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
   }
 }
 
+/** A MAGRPO trainer class (MAGRPOTrainer or a subclass), as the `this` of its static create(). */
 export type TrainerClass<T> = {
+  /** Builds the trainer from resolved parts; create() calls this. */
   new (config: MAGRPOConfig, agents: Agent[], options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string): T;
+  /** The class's config from user input, with its defaults and checks. */
   buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig;
+  /** The class name, used in error messages. */
   name: string;
 };
 

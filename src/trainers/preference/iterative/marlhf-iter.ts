@@ -22,6 +22,7 @@ import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./roun
 
 /** MARLHFIterTrainer.create()'s options: MARLHF's, plus the comparator's. */
 export interface MARLHFIterTrainerOptions extends Omit<MARLHFTrainerOptions, "config">, IterativeOptions {
+  /** Training settings: MARLHF's, plus the iteration count and the comparator's. */
   config?: MARLHFIterConfigInput | MARLHFIterConfig;
 }
 
@@ -59,10 +60,12 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
     return this.phases.rl;
   }
 
+  /** The current iteration's joint reward model (a fresh one each iteration). */
   get rewardModel() {
     return this.phases.rewardModel.model;
   }
 
+  /** The current iteration's pairs the reward model trains on. */
   get rewardTrainingPairs(): PreferencePair[] {
     return this.phases.rewardModel.trainingPairs;
   }

@@ -20,9 +20,11 @@ export interface IterativePair extends PreferencePair {
   rawRewards: [number, number];
   /** The current policy's candidate's raw reward, and the comparator's. */
   targetRawReward: number | null;
+  /** The comparator's candidate's raw reward; null when the shard does not record it. */
   comparatorRawReward: number | null;
   /** Whether a side's ids were tokenized from its text (API or split centralized output, CoMLRL shards), not sampled. */
   winnerFromText: boolean;
+  /** Whether the loser's ids were tokenized from its text rather than sampled. */
   loserFromText: boolean;
 }
 
@@ -52,7 +54,15 @@ const isNumber = (x: unknown): x is number => typeof x === "number" && Number.is
 const isStrings = (x: unknown): x is string[] => Array.isArray(x) && x.every((s) => typeof s === "string");
 
 /** Reads one shard (ours or CoMLRL's); tokenizers[agent] rebuild the ids of pairs saved as text only. */
-export function readShard(file: string, tokenizers: readonly ComlrlTokenizer[]): { iteration: number; pairs: IterativePair[] } {
+export function readShard(
+  file: string,
+  tokenizers: readonly ComlrlTokenizer[],
+): {
+  /** The shard's iteration as it records it, numbered from 1. */
+  iteration: number;
+  /** The shard's pairs, ids rebuilt where it holds text only. */
+  pairs: IterativePair[];
+} {
   let json: { iteration?: unknown; pairs?: unknown };
   try {
     json = JSON.parse(readFileSync(file, "utf8"));
@@ -115,7 +125,17 @@ export function pairsFromJson(list: unknown, tokenizers: readonly ComlrlTokenize
 }
 
 /** Every iteration_KKKK.json of a replay directory (CoMLRL's or ours), in iteration order, empty ones included. */
-export function readReplayDir(dir: string, tokenizers: readonly ComlrlTokenizer[]): Array<{ iteration: number; file: string; pairs: IterativePair[] }> {
+export function readReplayDir(
+  dir: string,
+  tokenizers: readonly ComlrlTokenizer[],
+): Array<{
+  /** The shard's iteration as it records it, numbered from 1. */
+  iteration: number;
+  /** The shard's path. */
+  file: string;
+  /** The shard's pairs. */
+  pairs: IterativePair[];
+}> {
   if (!existsSync(dir)) throw new CheckpointError(`replay directory ${dir} does not exist`);
   return readdirSync(dir)
     .filter((name) => /^iteration_\d{4,}\.json$/.test(name))
