@@ -3,7 +3,7 @@
 
 For each family: a tiny random checkpoint written by `save_pretrained()` (config.json in transformers 5's own layout:
 `rope_parameters`, `dtype`, `layer_types`) and the reference values the golden tests compare against, in the format
-/work/shared/golden/README.md describes (golden.json + golden.safetensors). Eager attention, float32 and float64,
+tests/golden/transformers446/README.md describes (golden.json + golden.safetensors). Eager attention, float32 and float64,
 one thread, fixed seeds. Run with the project's reference venv (CI never runs this; it checks the committed files):
 
     /work/venv/bin/python scripts/golden/make_family_goldens.py [family ...]

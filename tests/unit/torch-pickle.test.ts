@@ -10,7 +10,7 @@ import { strideZeroHead } from "../support/hostile-files.js";
 import { readSafetensors } from "../support/safetensors.js";
 import { runPython } from "../support/python.js";
 
-const GOLDEN = path.join(process.env.COMLRL_GOLDEN_DIR ?? path.resolve(__dirname, "..", "..", "..", "shared", "golden"), "heads");
+const GOLDEN = path.resolve(__dirname, "..", "golden", "transformers446", "heads");
 const MODELS = ["qwen2_tiny_tied", "qwen2_tiny_untied", "llama_tiny_tied", "llama_tiny_untied"];
 
 const scratch = mkdtempSync(path.join(tmpdir(), "torch-pickle-"));
