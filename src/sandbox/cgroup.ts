@@ -54,6 +54,8 @@ export class RunCgroup {
       } else {
         writeFileSync(path.join(dir, "memory.max"), String(bytes));
         if (existsSync(path.join(dir, "memory.swap.max"))) writeFileSync(path.join(dir, "memory.swap.max"), "0");
+        // One OOM kill ends the whole run, so a run's result never depends on which of its processes the kernel chose.
+        if (existsSync(path.join(dir, "memory.oom.group"))) writeFileSync(path.join(dir, "memory.oom.group"), "1");
       }
     } catch (error) {
       cgroup.remove();
@@ -72,14 +74,20 @@ export class RunCgroup {
     return existsSync(file) ? Number(readFileSync(file, "utf8").trim()) : null;
   }
 
-  /** Whether the run hit its memory limit. */
+  /**
+   * Whether the kernel's OOM killer has killed a process of the run. v1 has no group kill, so the sandbox polls this
+   * during the run and ends the whole run at the first kill, as v2's memory.oom.group does.
+   */
+  oomKilled(): boolean {
+    // The OOM killer's count (v1 kernels since 4.13) is the one v1 keeps reliably: failcnt may stay 0 for a kill.
+    const file = path.join(this.dir, this.hierarchy.version === 1 ? "memory.oom_control" : "memory.events");
+    return /^oom_kill [1-9]/m.test(readFileSync(file, "utf8"));
+  }
+
+  /** Whether the run hit its memory limit (killed, or on v1 refused a charge). */
   hitLimit(): boolean {
-    if (this.hierarchy.version === 1) {
-      // The OOM killer's count (kernels since 4.13) is the one v1 keeps reliably: failcnt may stay 0 for a kill.
-      const killed = /^oom_kill [1-9]/m.test(readFileSync(path.join(this.dir, "memory.oom_control"), "utf8"));
-      return killed || Number(readFileSync(path.join(this.dir, "memory.failcnt"), "utf8")) > 0;
-    }
-    return /^oom_kill [1-9]/m.test(readFileSync(path.join(this.dir, "memory.events"), "utf8"));
+    if (this.oomKilled()) return true;
+    return this.hierarchy.version === 1 && Number(readFileSync(path.join(this.dir, "memory.failcnt"), "utf8")) > 0;
   }
 
   /** Removes the cgroup; its last processes may take a moment to leave after the sandbox's pid namespace ends. */

@@ -262,6 +262,8 @@ function capture(stream: Readable, limit: number): () => string {
   return () => Buffer.concat(chunks).toString("utf8") + (dropped > 0 ? `\n[… ${dropped} more bytes dropped]` : "");
 }
 
+const OOM_POLL_MS = 20;
+
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
   try {
@@ -275,7 +277,7 @@ async function runProcess(mode: SandboxMode, options: SandboxOptions, input: str
   const cgroups = cgroupSupport();
   const cgroup = mode === "bwrap" && cgroups.ok ? RunCgroup.create(cgroups.hierarchy, limits.memoryBytes) : null;
   try {
-    const raw = await spawnRun(command(mode, options, limits, cgroup), input, wallTimeoutMs, outputLimit);
+    const raw = await spawnRun(command(mode, options, limits, cgroup), input, wallTimeoutMs, outputLimit, cgroup ? () => cgroup.oomKilled() : undefined);
     return { ...raw, memoryPeakBytes: cgroup?.peakBytes() ?? null, memoryLimitHit: cgroup?.hitLimit() ?? false };
   } finally {
     await cgroup?.removeWhenEmpty();
@@ -287,6 +289,7 @@ function spawnRun(
   input: string,
   wallTimeoutMs: number,
   outputLimit: number,
+  oomKilled?: () => boolean,
 ): Promise<Omit<RawRun, "memoryPeakBytes" | "memoryLimitHit">> {
   const started = performance.now();
   return new Promise((resolve) => {
@@ -311,6 +314,12 @@ function spawnRun(
       timedOut = true;
       killGroup(child.pid);
     }, wallTimeoutMs);
+    // One process killed at the memory limit ends the run: what its survivors report next is not a result.
+    const oomWatch = oomKilled
+      ? setInterval(() => {
+          if (oomKilled()) killGroup(child.pid);
+        }, OOM_POLL_MS)
+      : undefined;
     child.on("error", (error: NodeJS.ErrnoException) => {
       spawnError = error;
     });
@@ -320,6 +329,7 @@ function spawnRun(
     child.stdin!.end(input);
     child.on("close", (exitCode, signal) => {
       clearTimeout(timer);
+      clearInterval(oomWatch);
       // The group may still hold processes that outlived the leader (only possible without the pid namespace).
       killGroup(child.pid);
       const events = report
