@@ -4,7 +4,7 @@
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
-import type { AdvantageMode, ConfigSource, RolloutConfig } from "./magrpo.js";
+import type { AdvantageMode, ConfigSource, RolloutConfig, TokenAccounting } from "./magrpo.js";
 import { OBJECTIVE_FIELDS, type ObjectiveConfig } from "./objectives.js";
 
 const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OBJECTIVE_FIELDS;
@@ -40,6 +40,8 @@ export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, Traini
 }
 
 export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIterations"> {
+  /** (ours) The RL phase's MAGRPO-family token accounting (MAGRPOConfig.tokenAccounting); "exact" for maac / iac. */
+  readonly tokenAccounting: TokenAccounting;
   /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
   readonly rlAlgorithm: RLAlgorithm;
   /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
@@ -186,6 +188,8 @@ export const MARLHF_FIELDS = {
   // (ours) The MAGRPO family's objective, read by the RL phase when rlAlgorithm is one of it (docs/objectives.md);
   // one update per rollout there, since CoMLRL's iterative trainers already name their outer loop numIterations.
   ...OBJECTIVE_FIELDS_BUT_ITERATIONS,
+  // (ours) The MAGRPO family's token accounting in the RL phase (docs/magrpo.md).
+  tokenAccounting: oneOf(["exact", "comlrl"], { default: "exact" }),
 };
 
 /**
@@ -219,7 +223,7 @@ export function rewardModelDeviceGivenIn(input: unknown): boolean {
 /** The rules that tie MARLHF's fields together (MARLHFIter's too); `given`: whether rewardModelDevice was set. */
 export function resolveMarlhf<V extends ValuesOf<typeof MARLHF_FIELDS>>(
   values: V,
-  fail: (field: "numGenerations" | "advantageMode" | "agentDevices" | "preferencePairsPerSample", reason: string) => never,
+  fail: (field: "numGenerations" | "advantageMode" | "agentDevices" | "preferencePairsPerSample" | "tokenAccounting", reason: string) => never,
   given: boolean,
 ) {
   const algorithm = values.rlAlgorithm;
@@ -227,6 +231,9 @@ export function resolveMarlhf<V extends ValuesOf<typeof MARLHF_FIELDS>>(
   const expected = MAGRPO_FAMILY_MODES[algorithm];
   if (expected !== undefined && values.advantageMode !== null && values.advantageMode !== expected) {
     fail("advantageMode", `must be "${expected}" for rlAlgorithm "${algorithm}" (or left unset)`);
+  }
+  if (values.tokenAccounting === "comlrl" && !isMagrpoFamily(algorithm)) {
+    fail("tokenAccounting", `"comlrl" is the MAGRPO family's accounting: rlAlgorithm "${algorithm}" needs "exact"`);
   }
   const resolved = { ...resolveMadpo({ ...values, advantageMode: values.advantageMode ?? expected ?? "mean" }, fail), rlAlgorithm: algorithm };
   return Object.defineProperty(resolved, REWARD_DEVICE_GIVEN, { value: given, enumerable: false });
