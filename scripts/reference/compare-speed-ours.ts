@@ -137,21 +137,24 @@ async function learn(model: string, tokenizer: ComlrlTokenizer, items: number, s
     return typeof value === "number" ? [value] : value;
   };
   const offline = name === "madpo" || name === "marlhf";
-  let trainer: Built | undefined;
+  // The trainer's epoch, read by the reward hooks once the trainer exists.
+  const built: { trainer?: Built } = {};
+  const epochNow = () => built.trainer!.progress.epoch + 1;
   const rewardFunc: RewardFunction = async (completions, context) => {
     const value = await taskReward(completions, context);
-    rewards[offline ? 0 : trainer!.progress.epoch + 1].push(...value);
+    rewards[offline ? 0 : epochNow()].push(...value);
     return value;
   };
   const scoreJoint = JointRewardModel.prototype.scoreJoint;
   if (name === "marlhf") {
     JointRewardModel.prototype.scoreJoint = async function (prompts, completions) {
-      rewards[trainer!.progress.epoch + 1].push(...(await taskReward(completions.map((c) => [...c]), { prompts: [...prompts] } as RewardContext)));
+      rewards[epochNow()].push(...(await taskReward(completions.map((c) => [...c]), { prompts: [...prompts] } as RewardContext)));
       return scoreJoint.call(this, prompts, completions);
     };
   }
   const extra = name === "madpo" ? { evalDataset: options.trainDataset } : {};
-  trainer = await recipe.create({ ...options, ...extra, rewardFunc }, config, values.critic ?? model);
+  const trainer = await recipe.create({ ...options, ...extra, rewardFunc }, config, values.critic ?? model);
+  built.trainer = trainer;
   const evaluate = async () => {
     evaluations.push((await (trainer as unknown as MADPOTrainer).evaluate(items))["eval/turn_1/reward_mean"]);
   };
