@@ -40,7 +40,10 @@ export interface RolloutConfig {
 
 /** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
 export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig, ObjectiveConfig {
-  /** (ours) "exact" (default) or CoMLRL's "comlrl" (docs/magrpo.md); centralized MAGRPO scores alike in both. */
+  /**
+   * (ours) Which tokens the loss scores: "exact", each completion up to and including EOS; "comlrl", CoMLRL 1.4.3's
+   * (the node's completions padded to the longest, each without its last position). Centralized MAGRPO scores alike in both.
+   */
   readonly tokenAccounting: TokenAccounting;
   /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
   readonly objectives: readonly AgentObjective[];
