@@ -195,9 +195,11 @@ def drive(options):
     trainers = sorted({j["trainer"] for j in todo})
     ours_configs = {t: ours_config(t, dirs, env, options.epochs) for t in trainers}
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    # Every invocation that added runs, in order (a study extended with more seeds has several).
+    commands = data.pop("commands", [data.pop("command")] if "command" in data else [])
+    commands.append(" ".join(["python", "scripts/reference/compare_learning.py", *sys.argv[1:]]))
     data.update(host=socket.gethostname(), cpu=cpu, cores=os.cpu_count(), threadsPerProcess=options.threads, processes=options.jobs,
-                items=ITEMS, command=" ".join(["python", "scripts/reference/compare_learning.py", *sys.argv[1:]]),
-                configs={**data.get("configs", {}), **{t: c["config"] for t, c in ours_configs.items()}})
+                items=ITEMS, commands=commands, configs={**data.get("configs", {}), **{t: c["config"] for t, c in ours_configs.items()}})
     data.setdefault("started", datetime.datetime.now(datetime.timezone.utc).isoformat())
     lock = threading.Lock()
     print(f"{len(todo)} runs to do", flush=True)
