@@ -37,8 +37,8 @@ import compare_speed as speed  # noqa: E402  (the mapping, the task and the mode
 ROOT = speed.ROOT
 DEFAULT_OUT = os.path.join(ROOT, "docs", "data", "learning-parity.json")
 ITEMS = 16
-# Our MAGRPO token accounting (docs/magrpo.md), studied on MAGRPO; CoMLRL always scores its own way.
-ACCOUNTED = {"magrpo"}
+# Our MAGRPO-family token accounting (docs/magrpo.md): MAGRPO and MARLHF's MAGRPO RL phase; CoMLRL always scores its own way.
+ACCOUNTED = {"magrpo", "marlhf"}
 
 
 # ---- CoMLRL's side: one run ----
@@ -137,7 +137,12 @@ def run_one(job, dirs, ours_configs, env, epochs, threads):
         raise SystemExit(f"{side} {trainer} seed {seed} failed:\n{done.stderr[-4000:]}")
     result = speed.last_json(done.stdout, f"{side} {trainer}")
     rewards, counts = curve(result, trainer, epochs)
-    return dict(job, epochs=epochs, curve=rewards, samplesPerEpoch=counts, seconds=result["seconds"],
+    # Before the first epoch, from the base model both sides load (MADPO's first evaluation, MADPO's and MARLHF's
+    # pair candidates): where the sides' sampling and scoring agree, these agree within noise.
+    before = {"evaluation": result["evaluations"][0]} if result["evaluations"] else {}
+    if result["rewards"][0]:
+        before["pairCandidates"] = sum(result["rewards"][0]) / len(result["rewards"][0])
+    return dict(job, epochs=epochs, curve=rewards, samplesPerEpoch=counts, before=before, seconds=result["seconds"],
                 processSeconds=time.perf_counter() - started, load1=load)
 
 
