@@ -62,7 +62,14 @@ def table(data):
             else:
                 diff, diff_se = c_mean - m, math.sqrt(c_se ** 2 + se ** 2)
                 lines.append(f"| {NAMES[trainer]} | {label} | {len(values)} | {m:.3f} ± {se:.3f} | {diff:+.3f} ± {diff_se:.3f} | {diff / diff_se:+.1f} |")
-    return "\n".join(lines)
+    shifts = []
+    for trainer in TRAINERS:
+        exact, comlrl = (by.get((trainer, "ours", a)) for a in ("exact", "comlrl"))
+        if exact and comlrl:
+            (m1, se1), (m2, se2) = (mean_se([sum(c[-END_EPOCHS:]) / END_EPOCHS for c in curves]) for curves in (exact, comlrl))
+            diff, diff_se = m2 - m1, math.sqrt(se1 ** 2 + se2 ** 2)
+            shifts.append(f"- {NAMES[trainer]}: ours with tokenAccounting \"comlrl\" minus ours exact, {diff:+.3f} ± {diff_se:.3f} ({diff / diff_se:+.1f} s.e.)")
+    return "\n".join(lines + ([""] + shifts if shifts else []))
 
 
 def svg(data):
