@@ -12,6 +12,8 @@ import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_CEILING } from "../../src/tasks/cover-vowels.js";
+import { MARLOOTrainer } from "../../src/trainers/reinforce/baselines.js";
+import { CentralizedMAGRPOTrainer } from "../../src/trainers/reinforce/centralized.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-objectives-"));
@@ -46,7 +48,7 @@ async function run(config: Record<string, unknown>, overrides: Partial<MAGRPOTra
   const after = trainer.agents.map((a) => Array.from(a.model.native.getParameter("model.layers.0.mlp.up_proj.weight")));
   await trainer.close();
   const updates = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
-  return { updates, moved: before.map((w, i) => w.some((x, j) => x !== after[i][j])) };
+  return { updates, moved: before.map((w, i) => w.some((x, j) => x !== after[i][j])), steps: trainer.agents.map((a) => a.updates) };
 }
 
 const values = (records: JsonlRecord[], key: string) => records.map((r) => r[key]).filter((v): v is number => typeof v === "number");
@@ -89,17 +91,51 @@ describe("clipped-ratio objectives in MAGRPO", () => {
     expect(values(updates, "agent_1/objective/policy_loss")).toEqual([]); // CoMLRL's loss has no clip metrics
   }, 120_000);
 
-  it("the zero-variance filter skips groups whose returns do not vary: no scoring, no update, the fraction logged", async () => {
+  it("the zero-variance filter skips groups whose returns do not vary: no scoring, no optimizer step, the fraction logged", async () => {
     const constant: RewardFunction = (completions) => completions[0].map(() => 1);
-    const { updates, moved } = await run({ lossType: "dapo", zeroVarianceFilter: 0, weightDecay: 0 }, { rewardFunc: constant });
+    const { updates, moved, steps } = await run({ lossType: "dapo", zeroVarianceFilter: 0 }, { rewardFunc: constant });
+    // Not a zero-gradient step either: AdamW's weight decay would move the weights.
+    expect(steps).toEqual([0, 0]);
     expect(moved).toEqual([false, false]);
+    expect(values(updates, "agent_0/loss")).toEqual([]);
     expect(values(updates, "agent_0/objective/zero_variance_filtered").every((f) => f === 1)).toBe(true);
     expect(values(updates, "agent_0/objective/zero_variance_filtered").length).toBeGreaterThan(0);
+    // The same run without the filter steps.
+    expect((await run({ lossType: "dapo" }, { rewardFunc: constant })).steps).toEqual([1, 1]);
+  }, 120_000);
+
+  it("the zero-variance filter on a mixed update: half the groups skipped, half the steps taken, 0.5 logged", async () => {
+    // One prompt's returns never vary; the other's do (the length reward).
+    const mixed: RewardFunction = (completions, context) => (context.item.prompt === "The red fox" ? completions[0].map(() => 1) : lengthReward(completions, context));
+    const config = { lossType: "dapo", rolloutBufferSize: 2, trainBatchSize: 1 };
+    const filtered = await run({ ...config, zeroVarianceFilter: 0 }, { rewardFunc: mixed });
+    expect(values(filtered.updates, "agent_0/objective/zero_variance_filtered")).toEqual([0.5]);
+    expect(values(filtered.updates, "agent_1/objective/zero_variance_filtered")).toEqual([0.5]);
+    expect(filtered.steps).toEqual([1, 1]);
+    expect((await run(config, { rewardFunc: mixed })).steps).toEqual([2, 2]);
   }, 120_000);
 
   it("masking truncated completions: when every completion hits maxNewTokens nothing is trained", async () => {
     const { moved } = await run({ lossType: "grpo", maskTruncatedCompletions: true, maxNewTokens: 1, weightDecay: 0 }, { rewardFunc: lengthReward });
     expect(moved).toEqual([false, false]);
+  }, 120_000);
+
+  it("the rest of the family takes an objective: centralized MAGRPO (dapo, 2 iterations) and MARLOO (cispo)", async () => {
+    // The roles' parts of a joint completion may be empty.
+    const roleLengths: RewardFunction = (completions) => completions[0].map((a, j) => (a.length - completions[1][j].length) / 10);
+    const central = await CentralizedMAGRPOTrainer.create({ ...options({ numAgents: 2, lossType: "dapo", epsilonHigh: 0.28, numIterations: 2, maxNewTokens: 8 }, { rewardFunc: roleLengths }), agents: undefined, agentModel: base });
+    await central.train();
+    await central.close();
+    const centralUpdates = readJsonlMetrics(path.join(central.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
+    expect(values(centralUpdates, "agent_0/objective/clip_ratio/high_mean").length).toBeGreaterThan(0);
+    for (const m of values(centralUpdates, "agent_0/mismatch/mean_abs_logp_diff")) expect(m).toBeLessThanOrEqual(1e-5);
+    expect(values(centralUpdates, "agent_0/drift/mean_abs_logp_diff").length).toBeGreaterThan(0);
+    const marloo = await MARLOOTrainer.create(options({ lossType: "cispo", epsilonHigh: 5, numIterations: 2 }));
+    await marloo.train();
+    await marloo.close();
+    const marlooUpdates = readJsonlMetrics(path.join(marloo.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
+    expect(values(marlooUpdates, "agent_1/objective/clip_ratio/high_mean").length).toBeGreaterThan(0);
+    expect(marloo.agents.map((a) => a.updates)).toEqual([2, 2]);
   }, 120_000);
 
   it("refuses an objective on a path without the rollout's log-probs", async () => {
