@@ -143,11 +143,14 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
 
   /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize (numIterations passes of them). */
   protected minibatchesOf(group: NodeSample[]): NodeSample[][] {
-    return this.objectiveSteps.passes(group, RolloutLearner.chunks(this.host.random.shuffle(group), this.config.trainBatchSize));
+    const trained = this.objectiveSteps.trained(group);
+    return this.objectiveSteps.passes(trained, RolloutLearner.chunks(this.host.random.shuffle(trained), this.config.trainBatchSize));
   }
 
   override async update(samples: NodeSample[]): Promise<UpdateRecord[]> {
-    this.objectiveSteps.prepare(samples);
+    for (const [agent, fraction] of this.objectiveSteps.prepare(samples)) {
+      this.host.logger?.log("update", { [`agent_${agent}/objective/zero_variance_filtered`]: fraction }, this.progress.envStep);
+    }
     return super.update(samples);
   }
 
