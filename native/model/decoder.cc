@@ -174,11 +174,22 @@ double ActiveRate(double rate) { return active_dropout ? rate : 0; }
 // Reentrant gradient checkpointing for one decoder layer: the forward keeps only the layer's input; the backward
 // recomputes the layer with grad enabled and backpropagates through it (accumulating its parameters' gradients).
 // With route set, a sparse layer also outputs its router logits, so that the auxiliary loss backpropagates too.
+// The rotary tables and the mask (constants, and undefined for a layer without rotary or on the causal-flag path,
+// which autograd's inputs cannot be) travel as LayerConstants and are kept in the context's saved data.
+struct LayerConstants {
+  torch::Tensor cos, sin, mask;
+};
+
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor cos,
-                                                torch::Tensor sin, torch::Tensor mask, int64_t layer_address, bool route) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t constants_address,
+                                                int64_t layer_address, bool route) {
     auto* layer = reinterpret_cast<DecoderLayerImpl*>(layer_address);
-    ctx->save_for_backward({x, cos, sin, mask});
+    const auto& constants = *reinterpret_cast<const LayerConstants*>(constants_address);
+    const torch::Tensor &cos = constants.cos, &sin = constants.sin, &mask = constants.mask;
+    ctx->save_for_backward({x});
+    ctx->saved_data["cos"] = cos;
+    ctx->saved_data["sin"] = sin;
+    ctx->saved_data["mask"] = mask;
     ctx->saved_data["layer"] = layer_address;
     ctx->saved_data["route"] = route;
     // The recompute must drop what this forward drops: as torch.utils.checkpoint keeps the RNG state, the dropout
@@ -211,7 +222,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       DropoutScope dropout(generator);
       torch::AutoGradMode enable(true);
       torch::Tensor router_logits;
-      torch::Tensor out = layer->forward(x, saved[1], saved[2], saved[3], nullptr, 0,
+      torch::Tensor out = layer->forward(x, ctx->saved_data["cos"].toTensor(), ctx->saved_data["sin"].toTensor(), ctx->saved_data["mask"].toTensor(), nullptr, 0,
                                          ctx->saved_data["route"].toBool() ? &router_logits : nullptr);
       if (router_logits.defined()) {
         torch::autograd::backward({out, router_logits}, {grads[0], grads[1]});
@@ -223,7 +234,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       std::lock_guard<std::mutex> lock(generator->mutex());
       generator->set_state(resume_state);
     }
-    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -555,8 +566,9 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
     const torch::Tensor& mask = mask_for(config_.layer_window[i]);
     torch::Tensor router_logits;
     if (checkpoint) {
-      const torch::autograd::variable_list out =
-          CheckpointedLayer::apply(h, cos, sin, mask, reinterpret_cast<int64_t>(layer.get()), record != nullptr);
+      const LayerConstants constants{cos, sin, mask};
+      const torch::autograd::variable_list out = CheckpointedLayer::apply(h, reinterpret_cast<int64_t>(&constants),
+                                                                          reinterpret_cast<int64_t>(layer.get()), record != nullptr);
       h = out[0];
       if (out.size() > 1) router_logits = out[1];
     } else {
