@@ -334,23 +334,28 @@ Napi::Value NativeModel::Freeze(const Napi::CallbackInfo& info) {
   });
 }
 
+namespace {
+
+// The body of a boolean switch on the module: the argument checked, then set under the model's mutex.
+template <typename Set>
+Napi::Value SetSwitch(const Napi::CallbackInfo& info, const std::shared_ptr<ModelState>& state, const char* usage, Set set) {
+  if (info.Length() < 1 || !info[0].IsBoolean()) throw ArgumentError(std::string(usage) + ": a boolean");
+  std::lock_guard<std::mutex> lock(state->mutex);
+  set(*state->module, info[0].As<Napi::Boolean>().Value());
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
 Napi::Value NativeModel::SetGradientCheckpointing(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    if (info.Length() < 1 || !info[0].IsBoolean()) throw ArgumentError("setGradientCheckpointing(enabled): a boolean");
-    std::lock_guard<std::mutex> lock(state->mutex);
-    state->module->set_gradient_checkpointing(info[0].As<Napi::Boolean>().Value());
-    return info.Env().Undefined();
+    return SetSwitch(info, Live(), "setGradientCheckpointing(enabled)", [](CausalLMImpl& m, bool on) { m.set_gradient_checkpointing(on); });
   });
 }
 
 Napi::Value NativeModel::SetTraining(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    if (info.Length() < 1 || !info[0].IsBoolean()) throw ArgumentError("setTraining(enabled): a boolean");
-    std::lock_guard<std::mutex> lock(state->mutex);
-    state->module->set_training(info[0].As<Napi::Boolean>().Value());
-    return info.Env().Undefined();
+    return SetSwitch(info, Live(), "setTraining(enabled)", [](CausalLMImpl& m, bool on) { m.set_training(on); });
   });
 }
 

@@ -1,6 +1,9 @@
 // Dropout as transformers applies it: only in training mode and only in forwards that compute gradients, each
 // element kept with probability 1 − p and scaled by 1 / (1 − p), its masks drawn from the model's seeded "dropout"
 // stream (restorable, and replayed by gradient checkpointing's recompute); a rate of 0 changes nothing.
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import type { TokenBatch } from "../../src/models/causal-lm.js";
@@ -23,6 +26,16 @@ async function gradients(model: CausalLM, run: () => Promise<unknown>): Promise<
   model.zeroGrad();
   await run();
   return model.native.parameterNames().map(({ name }) => model.native.getGradient(name) ?? new Float32Array());
+}
+// Writes values over a float32 tensor's bytes in a safetensors file (same shape, same place).
+function overwriteTensor(file: string, name: string, values: Float32Array): void {
+  const bytes = readFileSync(file);
+  const headerLength = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString("utf8")) as Record<string, { dtype: string; data_offsets: [number, number] }>;
+  const [begin, end] = header[name].data_offsets;
+  expect([header[name].dtype, end - begin]).toEqual(["F32", values.byteLength]);
+  Buffer.from(values.buffer, values.byteOffset, values.byteLength).copy(bytes, 8 + headerLength + begin);
+  writeFileSync(file, bytes);
 }
 const bits = (xs: Float32Array[]) => xs.map((x) => Buffer.from(x.buffer).toString("base64"));
 const pgBackward = (model: CausalLM) => () => model.policyGradientBackward(prompts, completions, [1, -0.5]);
@@ -49,6 +62,41 @@ describe("dropout", () => {
     const plain = keep(gpt2({ attn_pdrop: 0, resid_pdrop: 0, embd_pdrop: 0 }).train());
     await gradients(plain, () => plain.causalLMLossBackward(fullRow));
     expect(plain.native.getGradient("transformer.wpe.weight")!.subarray(0, (POSITIONS - 1) * 32).filter((g) => g === 0).length).toBe(0);
+  });
+
+  it("scales what it keeps by 1 / (1 − p): the dropped loss is that of the same model fed the masked, scaled embeddings", async () => {
+    // With embd_pdrop alone, h₀ = (wte[id] + wpe[pos]) ⊙ m · 1/(1 − p). The mask m is read off wpe's gradient
+    // (zero exactly where dropped); a model without dropout whose wpe makes wte[id] + wpe'[pos] that h₀ computes
+    // the same loss, within the rounding of that one addition.
+    const rate = 0.1;
+    const dropping = keep(gpt2({ attn_pdrop: 0, resid_pdrop: 0, embd_pdrop: rate }).train());
+    dropping.setSeed(23, "dropout");
+    const { loss } = await dropping.causalLMLossBackward(fullRow);
+    const hidden = 32;
+    const wpeGrad = dropping.native.getGradient("transformer.wpe.weight")!;
+    const wte = dropping.native.getParameter("transformer.wte.weight");
+    const wpe = dropping.native.getParameter("transformer.wpe.weight");
+    const lossWith = async (scale: number) => {
+      const fed = Float32Array.from(wpe);
+      for (let pos = 0; pos < POSITIONS - 1; pos++) {
+        for (let j = 0; j < hidden; j++) {
+          const at = pos * hidden + j;
+          const embedded = Math.fround(wte[fullRow.ids[pos] * hidden + j] + wpe[at]);
+          fed[at] = Math.fround(embedded * (wpeGrad[at] === 0 ? 0 : scale)) - wte[fullRow.ids[pos] * hidden + j];
+        }
+      }
+      const dir = mkdtempSync(path.join(tmpdir(), "comlrl-dropout-scale-"));
+      await dropping.save(dir);
+      overwriteTensor(path.join(dir, "model.safetensors"), "transformer.wpe.weight", fed);
+      const config = JSON.parse(readFileSync(path.join(dir, "config.json"), "utf8"));
+      writeFileSync(path.join(dir, "config.json"), JSON.stringify({ ...config, embd_pdrop: 0 }));
+      const plain = keep(await CausalLM.load(dir));
+      return (await plain.causalLMLossBackward(fullRow, { backward: false })).loss;
+    };
+    const keptScale = Math.fround(1 / Math.fround(1 - rate));
+    expect(Math.abs((await lossWith(keptScale)) - loss)).toBeLessThan(1e-5);
+    // The scale matters: the mask alone gives another loss.
+    expect(Math.abs((await lossWith(1)) - loss)).toBeGreaterThan(1e-3);
   });
 
   it("a rate of 0 (or evaluation mode) is bit-identical to a model without dropout, in training mode too", async () => {
