@@ -2,7 +2,7 @@
 // embd_pdrop 0.1) loads and trains with a rising reward; MAGRPO, MADPO, the iterative trainers and MARLHF's reward
 // model update differently with a rate above 0, IAC and MAAC (which never call train()) bit-identically; exact
 // resume holds with dropout on.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -97,4 +97,38 @@ describe("dropout in the trainers", () => {
       await second.close();
     }, 300_000);
   }
+
+  it("a checkpoint's dropout stream is required only where the model drops; a changed rate is refused by name", async () => {
+    const checkpointOf = async (base: string, name: string) => {
+      const out = path.join(scratch, name);
+      const trainer = await makeTrainer(base, tokenizer, out, 1, {}, "MAGRPO");
+      await trainer.train({ checkpointDir: path.join(out, "checkpoints") });
+      await trainer.close();
+      const checkpoints = path.join(out, "checkpoints");
+      const dropoutFiles = readdirSync(checkpoints, { recursive: true }).map(String).filter((f) => f.endsWith("generator-dropout.bin"));
+      expect(dropoutFiles.length).toBe(2);
+      // As a checkpoint written without the stream: its file gone and not in the manifest.
+      for (const file of dropoutFiles) {
+        rmSync(path.join(checkpoints, file));
+        const [checkpoint, ...inside] = file.split(path.sep);
+        const manifestFile = path.join(checkpoints, checkpoint, "manifest.json");
+        const manifest = JSON.parse(readFileSync(manifestFile, "utf8")) as { files: Record<string, unknown> };
+        delete manifest.files[inside.join("/")];
+        writeFileSync(manifestFile, JSON.stringify(manifest));
+      }
+      return { out, checkpoints };
+    };
+    const resume = async (base: string, { out, checkpoints }: { out: string; checkpoints: string }) => {
+      const trainer = await makeTrainer(base, tokenizer, out, 2, {}, "MAGRPO");
+      try {
+        await trainer.train({ checkpointDir: checkpoints, resumeFromCheckpoint: "latest" });
+      } finally {
+        await trainer.close();
+      }
+    };
+    // Without dropout the stream is never drawn from: a checkpoint without its file resumes.
+    await resume(plainBase, await checkpointOf(plainBase, "no-dropout-stream"));
+    await expect(resume(droppingBase, await checkpointOf(droppingBase, "missing-dropout-stream"))).rejects.toThrow(/generator-dropout\.bin is missing/);
+    await expect(resume(droppingBase, await checkpointOf(plainBase, "rate-changed"))).rejects.toThrow(/agent_0 differs/);
+  }, 300_000);
 });

@@ -258,9 +258,15 @@ function checkGeneratorDevice(dir: string, model: CausalLM): void {
  * saving).
  */
 export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | null): ComponentModule {
+  // Dropout rates are described beside the architecture and only when one is set: a model without dropout never
+  // draws from its dropout stream, so its description and its checkpoint (which may then lack that stream's file)
+  // are those of a model that has no such stream.
+  const { attentionDropout, residualDropout, embeddingDropout, ...architecture } = decoderConfigOf(model.config);
+  const dropout = { attentionDropout, residualDropout, embeddingDropout };
+  const drops = Object.values(dropout).some((rate) => rate > 0);
   return {
     key: model,
-    describe: () => ({ architecture: { ...decoderConfigOf(model.config) }, ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
+    describe: () => ({ architecture, ...(drops ? { dropout } : {}), ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
     saveState: async (dir) => {
       await model.save(dir, { tokenizer: tokenizer ?? undefined });
       await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState());
@@ -272,6 +278,7 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
       await model.loadWeights(dir);
       for (const [file, stream] of [[GENERATOR_FILE, undefined], [DROPOUT_GENERATOR_FILE, DROPOUT_STREAM]] as const) {
         const generator = path.join(dir, file);
+        if (!existsSync(generator) && stream === DROPOUT_STREAM && !drops) continue;
         if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
         model.setGeneratorState(new Uint8Array(readFileSync(generator)), stream);
       }
