@@ -511,10 +511,9 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   TORCH_CHECK(config_.position_limit == 0 || inputs.max_position < config_.position_limit, "position ", inputs.max_position,
               " is past the model's limit of ", config_.position_limit, " positions: ", config_.position_limit_reason);
   if (model->position_embeddings) h = h + model->position_embeddings(inputs.position_ids);
-  const bool drops = training_ && torch::GradMode::is_enabled() &&
-                     (config_.attention_dropout > 0 || config_.residual_dropout > 0 || config_.embedding_dropout > 0);
-  TORCH_CHECK(!drops || dropout_generator_.defined(), "training-mode dropout needs the model's dropout generator");
-  DropoutScope dropout(drops ? &dropout_generator_ : nullptr);
+  const bool dropping = drops();
+  TORCH_CHECK(!dropping || dropout_generator_.defined(), "training-mode dropout needs the model's dropout generator");
+  DropoutScope dropout(dropping ? &dropout_generator_ : nullptr);
   h = Dropout(h, config_.embedding_dropout);
   if (hidden_states) hidden_states->push_back(h);
 
@@ -581,6 +580,11 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   h = model->norm(h);
   if (hidden_states) hidden_states->push_back(h);
   return h;
+}
+
+bool CausalLMImpl::drops() const {
+  return training_ && torch::GradMode::is_enabled() &&
+         (config_.attention_dropout > 0 || config_.residual_dropout > 0 || config_.embedding_dropout > 0);
 }
 
 torch::Tensor CausalLMImpl::RopeInvFreqOn(const torch::Device& device) {

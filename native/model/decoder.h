@@ -275,6 +275,8 @@ class CausalLMImpl : public torch::nn::Module {
   void set_training(bool enabled) { training_ = enabled; }
   bool training() const { return training_; }
   void set_dropout_generator(at::Generator generator) { dropout_generator_ = std::move(generator); }
+  // Whether a forward started now would drop: training mode, gradients recorded, some rate above 0.
+  bool drops() const;
 
   const DecoderConfig& config() const { return config_; }
   // Where forwards record their router logits (null: nowhere); see RouterAuxRecording.

@@ -100,6 +100,20 @@ describe("dropout", () => {
     expect(Math.abs((await lossWith(1)) - loss)).toBeGreaterThan(1e-3);
   });
 
+  it("rows that share a prompt each draw their own masks over it, as transformers' padded rows do", async () => {
+    // Four rows continue one 16-token prompt. An entry of wpe's gradient at a prompt position is zero only where
+    // every row dropped it: p⁴ of them with a mask per row, p with one shared mask.
+    const rate = 0.5;
+    const model = keep(gpt2({ attn_pdrop: 0, resid_pdrop: 0, embd_pdrop: rate }).train());
+    model.setSeed(31, "dropout");
+    const prompt = Array.from({ length: 16 }, (_, i) => (i * 5 + 1) % VOCAB);
+    const completion = Int32Array.from([7, 8, 9]);
+    await gradients(model, () => model.policyGradientBackward([prompt, prompt, prompt, prompt], [completion, completion, completion, completion], [1, 1, 1, 1]));
+    const atPrompt = model.native.getGradient("transformer.wpe.weight")!.subarray(0, prompt.length * 32);
+    const zeroShare = atPrompt.filter((g) => g === 0).length / atPrompt.length;
+    expect(zeroShare).toBeLessThan(0.2);
+  });
+
   it("a rate of 0 (or evaluation mode) is bit-identical to a model without dropout, in training mode too", async () => {
     const rates = { attn_pdrop: 0.3, resid_pdrop: 0.3, embd_pdrop: 0.3 };
     const none = keep(gpt2({ attn_pdrop: 0, resid_pdrop: 0, embd_pdrop: 0 }));
