@@ -44,9 +44,17 @@ HeadLogProbs ScoreBlocksWithoutGraph(CausalLMImpl& model, const torch::Tensor& h
   return out;
 }
 
+// The weight CausalLMImpl::logits projects with.
+const torch::Tensor& HeadWeight(CausalLMImpl& model) { return model.lm_head ? model.lm_head->weight : model.model->embed_tokens->weight; }
+
+torch::Tensor MatmulIn(const torch::Tensor& a, const torch::Tensor& b, bool widen) {
+  return widen ? torch::mm(a.to(torch::kFloat32), b.to(torch::kFloat32)).to(a.scalar_type()) : torch::mm(a, b);
+}
+
 // Blocked scoring under grad mode: the forward keeps the hidden states and targets only; the backward recomputes one
-// block's logits at a time with grad enabled and backpropagates it alone (a reentrant backward, as the decoder's
-// checkpointed layers do), so the head's weight gradient accumulates block by block in its .grad.
+// block's logits at a time, takes the gradient with respect to them (log-softmax, soft-cap and entropy by autograd
+// over that block alone), and applies the head's two matmuls itself: the hidden states' gradient block by block, and
+// the weight's added into its .grad in place (addmm), so no [vocab × hidden] gradient exists beside .grad.
 struct BlockedHeadLogProbs : public torch::autograd::Function<BlockedHeadLogProbs> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, torch::Tensor hidden, torch::Tensor targets,
                                                 int64_t model_address, bool with_entropy, bool entropy_grad, int64_t block_rows) {
@@ -60,33 +68,57 @@ struct BlockedHeadLogProbs : public torch::autograd::Function<BlockedHeadLogProb
     if (!entropy_grad) ctx->mark_non_differentiable({scores.entropy});
     return {scores.logprobs, scores.entropy};
   }
+
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& hidden = saved[0];
+    const torch::Tensor hidden = saved[0].detach();
     const torch::Tensor& targets = saved[1];
-    auto* model = reinterpret_cast<CausalLMImpl*>(ctx->saved_data["model"].toInt());
+    auto& model = *reinterpret_cast<CausalLMImpl*>(ctx->saved_data["model"].toInt());
     const int64_t block_rows = ctx->saved_data["block_rows"].toInt();
     const torch::Tensor grad_logprobs = grads[0];
     const torch::Tensor grad_entropy = ctx->saved_data["entropy_grad"].toBool() && grads.size() > 1 ? grads[1] : torch::Tensor();
+    torch::Tensor weight = HeadWeight(model);
+    const bool widen = WidenForMatmul(weight);
+    const double cap = model.config().final_softcap;
     const int64_t rows = hidden.size(0);
     torch::Tensor grad_hidden = torch::zeros_like(hidden);
-    torch::AutoGradMode enable(true);
+    if (!grad_logprobs.defined() && !grad_entropy.defined()) return {grad_hidden, {}, {}, {}, {}, {}};
     for (int64_t first = 0; first < rows; first += block_rows) {
       const int64_t n = std::min(block_rows, rows - first);
-      const torch::Tensor block_hidden = hidden.narrow(0, first, n).detach().requires_grad_(true);
-      const HeadLogProbs block = ScoreBlock(*model, block_hidden, targets.narrow(0, first, n), grad_entropy.defined(), true);
-      torch::autograd::variable_list outputs, output_grads;
-      if (grad_logprobs.defined()) {
-        outputs.push_back(block.logprobs);
-        output_grads.push_back(grad_logprobs.narrow(0, first, n));
+      const torch::Tensor block_hidden = hidden.narrow(0, first, n);
+      torch::Tensor head_out;
+      {
+        torch::NoGradGuard no_grad;
+        head_out = MatmulIn(block_hidden, weight.t(), widen);
       }
-      if (grad_entropy.defined()) {
-        outputs.push_back(block.entropy);
-        output_grads.push_back(grad_entropy.narrow(0, first, n));
+      const torch::Tensor leaf = head_out.requires_grad_(true);
+      torch::Tensor grad_head_out;
+      {
+        torch::AutoGradMode enable(true);
+        const torch::Tensor logits = SoftCap(leaf, cap).to(torch::kFloat32);
+        torch::autograd::variable_list outputs, output_grads;
+        if (grad_logprobs.defined()) {
+          outputs.push_back(TokenLogProbs(logits, targets.narrow(0, first, n)));
+          output_grads.push_back(grad_logprobs.narrow(0, first, n));
+        }
+        if (grad_entropy.defined()) {
+          const torch::Tensor logprobs = logits.log_softmax(-1);
+          outputs.push_back(-(logprobs.exp() * logprobs).sum(-1));
+          output_grads.push_back(grad_entropy.narrow(0, first, n));
+        }
+        grad_head_out = torch::autograd::grad(outputs, {leaf}, output_grads)[0];
       }
-      if (outputs.empty()) break;
-      torch::autograd::backward(outputs, output_grads);
-      grad_hidden.narrow(0, first, n).copy_(block_hidden.grad());
+      torch::NoGradGuard no_grad;
+      grad_hidden.narrow(0, first, n).copy_(MatmulIn(grad_head_out, weight, widen));
+      if (!weight.requires_grad()) continue;
+      torch::Tensor& weight_grad = weight.mutable_grad();
+      if (!weight_grad.defined()) {
+        weight_grad = MatmulIn(grad_head_out.t(), block_hidden, widen);
+      } else if (widen) {
+        weight_grad.add_(MatmulIn(grad_head_out.t(), block_hidden, widen));
+      } else {
+        weight_grad.addmm_(grad_head_out.t(), block_hidden);
+      }
     }
     return {grad_hidden, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -89,6 +89,54 @@ describe.each(Object.entries(HEADS))("%s head scored in blocks", (_name, make) =
   }
 });
 
+// The head's weight gradient is added into .grad block by block by the backward itself. In bf16 each block's
+// addition rounds to bf16 (as gradient accumulation over micro-batches does), so the bound is bf16's, not fp32's.
+describe.each(["float32", "bfloat16"] as const)("the weight gradient of a tied head in %s", (dtype) => {
+  const relative = (actual: Float64Array, expected: Float64Array) => {
+    let diff = 0, norm = 0;
+    for (let i = 0; i < actual.length; i++) {
+      diff += (actual[i] - expected[i]) ** 2;
+      norm += expected[i] ** 2;
+    }
+    expect(norm).toBeGreaterThan(0);
+    return Math.sqrt(diff / norm);
+  };
+  const bound = dtype === "float32" ? 1e-6 : 5e-3;
+  const tiedShape = { ...SHAPE, tieWordEmbeddings: true };
+  const makers = {
+    "qwen2": () => CausalLM.create(buildConfigJson("qwen2", tiedShape, { bosTokenId: null, eosTokenId: 996 }), { seed: 4, initStd: 0.3, dtype }),
+    "soft-capped gemma2": () =>
+      CausalLM.create(buildConfigJson("gemma2", tiedShape, { bosTokenId: null, eosTokenId: 996 }, { final_logit_softcapping: 2.0, head_dim: 12, query_pre_attn_scalar: 12 }), {
+        seed: 5,
+        initStd: 0.3,
+        dtype,
+      }),
+  };
+  for (const [name, make] of Object.entries(makers)) {
+    it(`${name}: blocks of 3 and 8 rows give the whole head's embedding/head gradient and every other gradient`, async () => {
+      const model = make();
+      const embedding = model.native.parameterNames().find(({ name: n }) => n.endsWith("embed_tokens.weight"))!.name;
+      const headGradient = () => Float64Array.from(model.native.getGradient(embedding)!);
+      setLogitsBlockRows(1 << 20);
+      model.zeroGrad();
+      await model.policyGradientBackward(SEPARATE.prompts, SEPARATE.completions, ADVANTAGES);
+      const wholeHead = headGradient();
+      const wholeAll = gradients(model);
+      for (const rows of [3, 8]) {
+        setLogitsBlockRows(rows);
+        model.zeroGrad();
+        await model.policyGradientBackward(SEPARATE.prompts, SEPARATE.completions, ADVANTAGES);
+        expect(relative(headGradient(), wholeHead)).toBeLessThanOrEqual(bound);
+        expect(relative(gradients(model), wholeAll)).toBeLessThanOrEqual(bound);
+        // A second backward without zeroing accumulates: twice the gradient.
+        await model.policyGradientBackward(SEPARATE.prompts, SEPARATE.completions, ADVANTAGES);
+        expect(relative(headGradient(), wholeHead.map((g) => 2 * g))).toBeLessThanOrEqual(bound);
+      }
+      model.dispose();
+    });
+  }
+});
+
 describe("setLogitsBlockRows", () => {
   it("refuses what is not 0 or a positive integer", () => {
     expect(() => setLogitsBlockRows(-1)).toThrow(/rows must be 0 \(automatic\) or a positive integer, got -1/);
