@@ -101,13 +101,15 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   return weight * normed.to(x.scalar_type());
 }
 
-namespace {
-
 // A bf16 matmul on a CPU without bf16 instructions runs in fp32 on widened copies, rounded once to bf16: what a bf16
 // GEMM accumulating in fp32 computes, ~35× sooner. Autograd carries the casts, so gradients reach the bf16 weights.
 bool WidenForMatmul(const torch::Tensor& t) {
   return t.scalar_type() == torch::kBFloat16 && t.device().is_cpu() && !CpuHasNativeBf16();
 }
+
+torch::Tensor SoftCap(const torch::Tensor& x, double cap) { return cap > 0 ? torch::tanh(x / cap) * cap : x; }
+
+namespace {
 
 torch::Tensor Widened(const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat32) : t; }
 
@@ -144,8 +146,6 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
   if (rotary == dim) return Rotate(x, cos, sin);
   return torch::cat({Rotate(x.narrow(-1, 0, rotary), cos, sin), x.narrow(-1, rotary, dim - rotary)}, -1);
 }
-
-torch::Tensor SoftCap(const torch::Tensor& x, double cap) { return cap > 0 ? torch::tanh(x / cap) * cap : x; }
 
 // The generator of the training-mode forward running on this thread, or null where nothing drops (see DropoutScope).
 thread_local at::Generator* active_dropout = nullptr;

@@ -255,6 +255,11 @@ struct ForwardInputs {
   bool right_padded = false;
 };
 
+// Whether a matmul with this operand runs on float32 copies (bf16 on a CPU without bf16 instructions).
+bool WidenForMatmul(const torch::Tensor& t);
+// tanh soft-capping, cap · tanh(x / cap); x itself when cap is 0.
+torch::Tensor SoftCap(const torch::Tensor& x, double cap);
+
 class CausalLMImpl : public torch::nn::Module {
  public:
   explicit CausalLMImpl(const DecoderConfig& config);
