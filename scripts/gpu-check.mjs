@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  CausalLM, MAACTrainer, MAGRPOTrainer, Optimizer, ValueHead, createTinyModel, runtimeInfo,
+  CausalLM, MAACTrainer, MAGRPOTrainer, Optimizer, ValueHead, createTinyModel, memoryWindow, runtimeInfo, setLogitsBlockRows,
 } from "../dist/index.js";
 import { buildConfigJson } from "../dist/models/config.js";
 import { addon } from "../dist/native/loader.js";
@@ -282,6 +282,55 @@ await check(`one AdamW step on ${device} vs CPU (fp32 parameter change)`, async 
   return { ok: error < 1e-3, detail: `relative error of the update ${error.toExponential(2)} (tolerance 1e-3: AdamW's first step is lr · sign-like, so tiny gradients amplify rounding)`, error };
 });
 
+// Dropout on the device, eager and SDPA (SDPA takes dropout_p and borrows the default generator with the dropout
+// stream's state): the same stream state gives the same masks, eval mode none, and a checkpointed layer's recompute
+// replays its forward's masks. The keep rate and the 1/(1 − p) scale have CPU tests (tests/native/dropout.test.ts).
+
+const DROPOUT_PARAM = GRADIENT_PARAMS[1];
+await check(`dropout on ${device}, eager and sdpa: seeded repeat, eval, checkpointing replay`, async () => {
+  const config = { ...JSON.parse(readFileSync(path.join(modelDir, "config.json"), "utf8")), attention_dropout: 0.3 };
+  const found = [];
+  let ok = true;
+  for (const attnImplementation of ["eager", "sdpa"]) {
+    const lm = CausalLM.create(config, { device, seed: 4, attnImplementation }).train();
+    const dropped = async (checkpointing) => {
+      lm.setGradientCheckpointing(checkpointing);
+      lm.setSeed(11, "dropout");
+      lm.zeroGrad();
+      await LOSSES.policyGradient(lm);
+      return lm.native.getGradient(DROPOUT_PARAM);
+    };
+    const first = await dropped(false);
+    const again = await dropped(false);
+    const replayed = await dropped(true);
+    lm.eval();
+    const undropped = await dropped(false);
+    lm.dispose();
+    const repeat = maxAbsDiff(again, first);
+    const replay = relativeError(replayed, first);
+    const fromEval = relativeError(undropped, first);
+    ok &&= repeat === 0 && replay < FP32_TOLERANCE && fromEval > 1e-3 && !hasNaN(first);
+    found.push(`${attnImplementation}: repeat ${repeat}, checkpointed ${replay.toExponential(1)}, eval differs by ${fromEval.toExponential(1)}`);
+  }
+  return { ok, detail: found.join("; ") };
+});
+
+// The LM head scored in blocks of 2 rows against one block of every row, on the device: log-prob gradients alike.
+await check(`LM head in blocks of rows on ${device} vs whole (policy-gradient gradients)`, async () => {
+  const lm = await CausalLM.load(modelDir, { device });
+  const grads = [];
+  for (const rows of [1e6, 2]) {
+    setLogitsBlockRows(rows);
+    lm.zeroGrad();
+    await LOSSES.policyGradient(lm);
+    grads.push(GRADIENT_PARAMS.map((name) => lm.native.getGradient(name)));
+  }
+  setLogitsBlockRows(0);
+  lm.dispose();
+  const error = Math.max(...grads[1].map((g, i) => relativeError(g, grads[0][i])));
+  return { ok: error < FP32_TOLERANCE, detail: `worst relative error ${error.toExponential(2)} (tolerance ${FP32_TOLERANCE})`, error };
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Ragged batches: prompts of different lengths (left-padded generation, right-padded scoring) and shared prompts
 // (one prefill for K samples), on the device against the CPU.
@@ -408,7 +457,7 @@ await check("load cost: create → save → load → clone (fresh process)", asy
 // ---------------------------------------------------------------------------------------------------------------
 // Device memory after each phase, and two lanes on one GPU ("cuda" and "cuda:0" modules side by side).
 
-await check("device memory after load, generate, train step, dispose", async () => {
+await check("device memory after load, generate, train step, dispose; a step's memoryWindow() peaks", async () => {
   const phases = [];
   const snapshot = (phase) => phases.push({ phase, ...Object.fromEntries(Object.entries(runtimeInfo()).filter(([key]) => key.startsWith("cuda") && key !== "cudaCompiled")) });
   const lm = await CausalLM.load(modelDir, { device });
@@ -416,13 +465,18 @@ await check("device memory after load, generate, train step, dispose", async () 
   await lm.generate(prompts, { maxNewTokens: 16, eosTokenIds: [] });
   snapshot("generate");
   const optimizer = new Optimizer(lm, { lr: 1e-4 });
+  memoryWindow();
   await LOSSES.policyGradient(lm);
   await optimizer.step();
+  const step = memoryWindow().cudaMemory.find((m) => m.device === (device === "cuda" ? "cuda:0" : device));
   snapshot("train step");
   optimizer.dispose();
   lm.dispose();
   snapshot("dispose");
-  return { ok: true, detail: phases.map((p) => `${p.phase}: ${JSON.stringify(Object.fromEntries(Object.entries(p).filter(([k]) => k !== "phase")))}`).join("; "), phases };
+  // The step's memory window (what metrics.jsonl's cuda:N/peak_* records report): its peaks are the step's own.
+  const windowOk = step !== undefined && step.peakAllocatedBytes > 0 && step.peakReservedBytes >= step.peakAllocatedBytes;
+  const stepPeaks = step ? `step window peak allocated ${step.peakAllocatedBytes} B, reserved ${step.peakReservedBytes} B` : `no memoryWindow() entry for ${device}`;
+  return { ok: windowOk, detail: `${stepPeaks}; ${phases.map((p) => `${p.phase}: ${JSON.stringify(Object.fromEntries(Object.entries(p).filter(([k]) => k !== "phase")))}`).join("; ")}`, phases };
 }, { gpuOnly: true });
 
 await check("two lanes on one GPU: cuda and cuda:0 modules, klK3, clone, getParameter after a step", async () => {
