@@ -112,10 +112,10 @@ export interface WorkerOutput {
 /** The worker process prints its result as one stdout line starting with this. */
 export const WORKER_RESULT_PREFIX = "comlrl-bench-result ";
 
-/** What the parent saw of a worker process: its memory, and how much of the machine others used meanwhile. */
 /** The prefix of a sample holding a phase's peak resident MiB ("peakRssMiB:train/backward"). */
 export const PHASE_PEAK_PREFIX = "peakRssMiB:";
 
+/** What the parent saw of a worker process: its memory, and how much of the machine others used meanwhile. */
 export interface ProcessFigures {
   /** The worker process's peak resident set (its process.resourceUsage().maxRSS), MiB. */
   peakRssMiB: number;

@@ -4,7 +4,7 @@
 // (so replicas stay bit-identical); decisions that depend on local data (when to update, how many minibatches) are
 // taken on the ranks' maximum; and each rank's own state (sampling streams, shuffle RNG, counters) travels to rank
 // 0's checkpoint, so that a resume with the same world size continues exactly.
-import { CausalLM, DROPOUT_STREAM, dropoutSeed } from "../models/causal-lm.js";
+import { CausalLM, DROPOUT_STREAM } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
 import { ValueHead } from "../models/value-head.js";
 import type { NativeModel, NativeValueHead } from "../native/binding.js";
@@ -74,11 +74,7 @@ export class Replicas {
     const modules = this.modules();
     if (modules.length > 0) await this.context.broadcastParameters(modules);
     if (!this.joined && !this.streamsRestored && this.context.rank > 0) {
-      this.generators().forEach(({ model }, i) => {
-        const seed = this.seed + RANK_SEED_STRIDE * this.context.rank + i;
-        model.setSeed(seed);
-        model.setSeed(dropoutSeed(seed), DROPOUT_STREAM);
-      });
+      this.generators().forEach(({ model }, i) => model.seedTraining(this.seed + RANK_SEED_STRIDE * this.context.rank + i));
     }
     for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;

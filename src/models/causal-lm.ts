@@ -232,15 +232,15 @@ function hfJson(value: Record<string, unknown>): string {
   return `${JSON.stringify(sort(value), null, 2)}\n`;
 }
 
+/** The stream training-mode dropout draws its masks from (train()); every model has it, and checkpoints keep its state. */
+export const DROPOUT_STREAM = "dropout";
+/** The dropout seed of a model whose sampling seed is `seed` (seedTraining): apart from it, so that masks and samples
+ * draw unrelated numbers. */
+const dropoutSeed = (seed: number): number => seed + 2_000_003;
+
 // generation_config.json fields that change what transformers' generate() samples but our sampler does not apply,
 // with transformers' defaults (which change nothing). top_k and repetition_penalty are applied; CoMLRL's trainers pass
 // do_sample, temperature, top_p and max_new_tokens themselves.
-/** The stream training-mode dropout draws its masks from (train()); every model has it, and checkpoints keep its state. */
-export const DROPOUT_STREAM = "dropout";
-/** The dropout seed trainers give a model whose sampling seed is `seed`: apart from it, so that masks and samples
- * draw unrelated numbers. */
-export const dropoutSeed = (seed: number): number => seed + 2_000_003;
-
 const UNAPPLIED_SAMPLING_DEFAULTS: Record<string, unknown> = {
   min_p: null,
   typical_p: 1,
@@ -437,6 +437,12 @@ export class CausalLM {
   /** Seeds a sampling stream (default "default"), creating it if new. */
   setSeed(seed: number, stream?: string): void {
     this.native.setSeed(seed, stream);
+  }
+
+  /** Seeds the two streams a training run draws from: sampling (the default stream) with `seed`, dropout apart from it. */
+  seedTraining(seed: number): void {
+    this.setSeed(seed);
+    this.setSeed(dropoutSeed(seed), DROPOUT_STREAM);
   }
 
   /** The stream's generator state, for checkpoints; a stream never seeded is an error naming it. */
