@@ -24,6 +24,7 @@ export { Agent, AgentResolutionError, type ModelSource, type SamplingSettings } 
 export type { GenerationKwargs } from "./trainers/generation-kwargs.js";
 export { NonFiniteError, Trainer, type LifecycleConfig, type LifecycleOptions, type NonFinitePolicy, type StageHost, type Stateful, type StepFunction, type StepRequest, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
 export { StageTimings, PHASES, type Phase, type StageTime } from "./trainers/lifecycle/timings.js";
+export { StageMemory, type MemoryPhase, type PhaseMemory } from "./trainers/lifecycle/memory.js";
 export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent } from "./trainers/lifecycle/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
 export type { TaskOptions } from "./trainers/task-options.js";

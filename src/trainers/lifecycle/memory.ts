@@ -17,7 +17,12 @@ export interface PhaseMemory {
   /** The most resident bytes of the process while the phase ran. */
   peakRssBytes: number;
   /** Per CUDA device ("cuda:0", …): the most allocated and reserved bytes while the phase ran. */
-  devices: Record<string, { peakAllocatedBytes: number; peakReservedBytes: number }>;
+  devices: Record<string, {
+    /** The most bytes held by tensors on the device. */
+    peakAllocatedBytes: number;
+    /** The most bytes the caching allocator held from the device (tensors and its cache). */
+    peakReservedBytes: number;
+  }>;
 }
 
 const MIB = 1024 * 1024;

@@ -29,8 +29,13 @@ export class StageTimings {
   private readonly byStage = new Map<string, StageTime>();
   private current = "train";
 
+  /** Where the phases' peak memory goes too (null: time only). */
+  readonly memory: StageMemory | null;
+
   /** `memory`: where the phases' peak memory goes too (none: time only). */
-  constructor(readonly memory: StageMemory | null = null) {}
+  constructor(memory: StageMemory | null = null) {
+    this.memory = memory;
+  }
 
   /** Phases from now on count into `stage`. */
   enter(stage: string): void {
