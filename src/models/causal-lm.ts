@@ -5,10 +5,11 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
 import { canonicalDevice } from "../config/devices.js";
+import { ConfigError } from "../config/fields.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { irregularFileKind } from "../util/regular-file.js";
-import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
+import { decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
