@@ -127,10 +127,7 @@ Napi::Value NativeValueHead::GetGradient(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value NativeValueHead::ZeroGrad(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    DropGradients(*Live());
-    return info.Env().Undefined();
-  });
+  return Guard(info, [&]() -> Napi::Value { return DropGradients(info.Env(), Live()); });
 }
 
 Napi::Value NativeValueHead::Freeze(const Napi::CallbackInfo& info) {

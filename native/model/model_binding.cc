@@ -243,10 +243,7 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value NativeModel::ZeroGrad(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    DropGradients(*Live());
-    return info.Env().Undefined();
-  });
+  return Guard(info, [&]() -> Napi::Value { return DropGradients(info.Env(), Live()); });
 }
 
 // parameterNames() -> [{ name, shape }] under the names a checkpoint saves them by.

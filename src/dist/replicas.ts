@@ -6,8 +6,7 @@
 // 0's checkpoint, so that a resume with the same world size continues exactly.
 import { CausalLM } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
-import { ValueHead } from "../models/value-head.js";
-import type { NativeModel, NativeValueHead } from "../native/binding.js";
+import { nativeModuleOf, type NativeModule } from "../models/native-module.js";
 import type { Component, ComponentRegistry } from "../trainers/lifecycle/components.js";
 import type { TrainingStage } from "../trainers/lifecycle/stage-host.js";
 import { DistributedContext } from "./context.js";
@@ -34,10 +33,6 @@ export class ReplicaError extends Error {
 /** Seeds of rank r > 0 sit this far apart from rank 0's (the same stride per component index as the agents' seed + i). */
 const RANK_SEED_STRIDE = 1_000_003;
 
-export function nativeOf(key: object): NativeModel | NativeValueHead | null {
-  return key instanceof CausalLM || key instanceof ValueHead ? key.native : null;
-}
-
 export class Replicas {
   private joined = false;
   private streamsRestored = false;
@@ -49,10 +44,10 @@ export class Replicas {
   ) {}
 
   /** Each module once, in registration order. */
-  private modules(): Array<NativeModel | NativeValueHead> {
-    const out: Array<NativeModel | NativeValueHead> = [];
+  private modules(): NativeModule[] {
+    const out: NativeModule[] = [];
     for (const c of this.components.all) {
-      const native = c.sharesModuleWith === null ? nativeOf(c.module.key) : null;
+      const native = c.sharesModuleWith === null ? nativeModuleOf(c.module.key) : null;
       if (native) out.push(native);
     }
     return out;
@@ -87,12 +82,12 @@ export class Replicas {
    */
   async adopt(component: Component): Promise<void> {
     if (!this.joined) return;
-    const native = component.sharesModuleWith === null ? nativeOf(component.module.key) : null;
+    const native = component.sharesModuleWith === null ? nativeModuleOf(component.module.key) : null;
     if (native) await this.context.broadcastParameters([native]);
     this.synchronizeOptimizer(component);
   }
 
-  private async reduceGradients(modules: Array<NativeModel | NativeValueHead>, local: { samples: number; loss?: number }) {
+  private async reduceGradients(modules: NativeModule[], local: { samples: number; loss?: number }) {
     if (!this.joined) throw new ReplicaError("data-parallel training: call trainer.synchronizeReplicas() before updating outside train()");
     const given = local.loss !== undefined;
     const { totalWeight, values } = await this.context.allReduceGradients(modules, local.samples, [given ? local.samples * local.loss! : 0, given ? 1 : 0]);

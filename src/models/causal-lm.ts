@@ -3,7 +3,7 @@
 // transformers loads unchanged. Algorithm code drives the model through these methods only, never through `native`.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
+import type { NativeModel, NativeModelInfo, ObjectiveMetrics, ObjectiveTokenInput, TokenBatchInput } from "../native/binding.js";
 import { canonicalDevice } from "../config/devices.js";
 import { ConfigError } from "../config/fields.js";
 import { addon } from "../native/loader.js";
@@ -413,6 +413,19 @@ export class CausalLM {
   }
 
   /**
+   * Accumulates ∇ of scale · (a clipped-ratio objective over the completion tokens + router aux loss), from one
+   * scoring forward (native/losses/objective.h: GRPO's, DAPO's, Dr. GRPO's … losses); the token log-probs it returns
+   * are this model's, before the update.
+   */
+  async objectiveBackward(
+    prompts: TokenRows,
+    completions: TokenRows,
+    options: ObjectiveTokenInput & { advantages: ArrayLike<number>; scale?: number },
+  ): Promise<Scores & ObjectiveMetrics & { loss: number; tokenLogprobs: Float32Array } & RouterAuxLoss> {
+    return addon().objectiveBackward(this.native, { ...completionBatch(prompts, completions), ...options, advantages: Float32Array.from(options.advantages) });
+  }
+
+  /**
    * Mean next-token cross-entropy over the real tokens (transformers' causal-LM loss), plus router_aux_loss_coef ×
    * the router's load-balancing loss when config.json says output_router_logits (or LoadOptions' routerAuxLossCoef
    * asks), as transformers' loss of a forward given labels; its gradient accumulates unless backward is false.
@@ -467,9 +480,9 @@ export class CausalLM {
     return this;
   }
 
-  /** Clears the parameters' accumulated gradients. */
-  zeroGrad(): void {
-    this.native.zeroGrad();
+  /** Clears the parameters' accumulated gradients (on the model's lane, so the JS thread never waits on its lock). */
+  zeroGrad(): Promise<void> {
+    return this.native.zeroGrad();
   }
 
   /** Shape, dtype, device, parameter count and the attention kernel in use. */

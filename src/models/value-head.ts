@@ -159,9 +159,9 @@ export class ValueHead {
     });
   }
 
-  /** Clears the head's accumulated gradients. */
-  zeroGrad(): void {
-    this.native.zeroGrad();
+  /** Clears the head's accumulated gradients (on the head's lane, so the JS thread never waits on its lock). */
+  zeroGrad(): Promise<void> {
+    return this.native.zeroGrad();
   }
 
   /** No more gradients: optimizers skip the head from now on. */

@@ -93,7 +93,7 @@ describe("MADPO", () => {
     // ∇θ_0 loss = Σ_p −β σ(−β Δ_p)/n (∇ log π(w_p) − ∇ log π(l_p)); each ∇ log π(row) from its own backward.
     const agent = trainer.agents[0];
     const gradOfLogp = async (prompt: number[], ids: Int32Array) => {
-      agent.model.zeroGrad();
+      await agent.model.zeroGrad();
       await agent.model.policyGradientBackward([prompt], [ids], [-1]);
       return gradients(trainer, 0).map((g) => Float32Array.from(g));
     };
@@ -105,7 +105,7 @@ describe("MADPO", () => {
       expected.forEach((e, t) => e.forEach((_, j) => (e[j] += c * (gw[t][j] - gl[t][j]))));
     }
     const sigma = (d: number) => (beta * (1 / (1 + Math.exp(beta * d)))) / batch.length;
-    agent.model.zeroGrad();
+    await agent.model.zeroGrad();
     await dpoBackward(agent, batch, joint.map(sigma));
     const actual = gradients(trainer, 0);
     let worst = 0;

@@ -74,7 +74,7 @@ describe("MAGRPO end to end", () => {
     // mean baseline: A = [1 − 2, 3 − 2] = [−1, 1]; loss = (1/2)(S_0 − S_1).
     const s = await before.score([sample.promptIds, sample.promptIds], sample.completionIds);
     expect(result.loss).toBeCloseTo((s.sum[0] - s.sum[1]) / 2, 4);
-    before.zeroGrad();
+    await before.zeroGrad();
     await before.policyGradientBackward([sample.promptIds, sample.promptIds], sample.completionIds, [-0.5, 0.5]);
     const optimizer = new (addon().NativeOptimizer)(before.native, { lr: 1e-2 });
     await optimizer.step();

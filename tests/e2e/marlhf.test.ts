@@ -44,14 +44,14 @@ describe("JointRewardModel", () => {
     const sw = await rm.score(train.winners);
     const sl = await rm.score(train.losers);
     const byHand = Array.from(sw, (s, i) => Math.log(1 + Math.exp(-(s - sl[i])))).reduce((a, b) => a + b, 0) / sw.length;
-    rm.zeroGrad();
+    await rm.zeroGrad();
     const first = await rm.bradleyTerryBackward(train.winners, train.losers);
     expect(first.loss).toBeCloseTo(byHand, 4);
     expect(Array.from(first.winnerScores)).toEqual(Array.from(sw).map((s) => expect.closeTo(s, 4)));
     await optimizer.step();
     let loss = first.loss;
     for (let step = 0; step < 40; step++) {
-      rm.zeroGrad();
+      await rm.zeroGrad();
       loss = (await rm.bradleyTerryBackward(train.winners, train.losers)).loss;
       await optimizer.step();
     }

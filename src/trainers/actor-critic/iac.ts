@@ -116,7 +116,7 @@ export class IACLearner extends ActorCriticLearner<IACConfig> {
         });
         return result.loss;
       };
-      await this.stepOn(step, agent, minibatch, { component: name, optimizer: agent.optimizer, zeroGrad: () => (agent.model.zeroGrad(), head.zeroGrad()), backward });
+      await this.stepOn(step, agent, minibatch, { component: name, optimizer: agent.optimizer, zeroGrad: () => Promise.all([agent.model.zeroGrad(), head.zeroGrad()]), backward });
       return;
     }
     const actorBackward = async () => (some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0);
@@ -124,6 +124,6 @@ export class IACLearner extends ActorCriticLearner<IACConfig> {
     const critic = this.critics[agent.index];
     const criticBackward = async () =>
       some ? c.valueLossCoef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss : 0;
-    await this.stepOn(step, agent, minibatch, { component: `${name}/critic`, optimizer: critic.optimizer, zeroGrad: () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()), backward: criticBackward });
+    await this.stepOn(step, agent, minibatch, { component: `${name}/critic`, optimizer: critic.optimizer, zeroGrad: () => Promise.all([critic.model.zeroGrad(), critic.valueHead.zeroGrad()]), backward: criticBackward });
   }
 }

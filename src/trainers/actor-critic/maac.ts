@@ -138,6 +138,6 @@ export class MAACLearner extends ActorCriticLearner<MAACConfig> {
     const targets = minibatch.map((s) => s.target);
     const criticBackward = async () =>
       some ? c.valueLossCoef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss : 0;
-    await this.stepOn(step, agent, minibatch, { component: "critic", optimizer: critic.optimizer, zeroGrad: () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()), backward: criticBackward });
+    await this.stepOn(step, agent, minibatch, { component: "critic", optimizer: critic.optimizer, zeroGrad: () => Promise.all([critic.model.zeroGrad(), critic.valueHead.zeroGrad()]), backward: criticBackward });
   }
 }

@@ -5,8 +5,6 @@
 import type { AgentObjective } from "../../config/objectives.js";
 import type { AdvantageMode } from "../../config/magrpo.js";
 import type { NativeObjectiveOptions } from "../../native/binding.js";
-import { addon } from "../../native/loader.js";
-import { completionBatch } from "../../models/causal-lm.js";
 import { advantages as comlrlAdvantages, shapeReturns } from "../../rollout/advantages.js";
 import type { NodeSample } from "../../rollout/types.js";
 import type { Agent } from "../agents.js";
@@ -160,9 +158,8 @@ export async function objectiveBackward(agent: Agent, minibatch: readonly NodeSa
     maxCompletionLength: context.maxNewTokens,
   };
   const samplerLogprobs = haveSampler ? Float32Array.from(sampler) : undefined;
-  const result = await addon().objectiveBackward(agent.model.native, {
-    ...completionBatch(prompts, completions),
-    advantages: Float32Array.from(rowAdvantages),
+  const result = await agent.model.objectiveBackward(prompts, completions, {
+    advantages: rowAdvantages,
     // One update per rollout: TRL's old log-probs are the current ones, detached (every ratio exactly 1).
     oldLogprobs: objective.numIterations > 1 ? samplerLogprobs : undefined,
     refLogprobs,
