@@ -210,8 +210,8 @@ export class ValueHead {
     try {
       this.native.loadStateDict(dict);
     } catch (error) {
-      (error as Error).message = `${where}${(error as Error).message}`;
-      throw error;
+      // From a file, the error names it; the native error stays as its cause.
+      throw where ? new Error(`${where}${(error as Error).message}`, { cause: error }) : error;
     }
   }
 

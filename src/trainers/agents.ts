@@ -267,7 +267,6 @@ export function registerAgents(
     registry.register({
       name,
       module: causalLMModule(agent.model, agent.tokenizer),
-     
       optimizer: agent.optimizer,
       ownsModule: typeof sources[agent.index] === "string",
       exportDir: exportDirOf(agent.index),
@@ -281,7 +280,6 @@ export function registerAgents(
     registry.register({
       name: `reference_${agent.index}`,
       module: causalLMModule(agent.reference, null),
-     
       ownsModule: true,
       reloadSource: agent.referenceSource,
     });

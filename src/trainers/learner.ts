@@ -45,18 +45,20 @@ const SHOWN_REWARDS = 50;
  */
 export abstract class RolloutLearner<S extends RolloutSample, M, P extends RolloutSample, C extends RolloutConfig> {
   protected readonly buffers: S[][];
+  /** Where rollouts run, their phases timed into the host's stage timings. */
+  readonly environment: RolloutEnvironment;
 
   protected constructor(
     readonly config: C,
     readonly agents: Agent[],
     protected readonly options: TaskOptions<unknown>,
-    /** Where rollouts run: the task's environment, or (MARLHF's RL phase) one whose reward is a reward model. */
-    readonly environment: RolloutEnvironment,
+    /** The task's environment, or (MARLHF's RL phase) one whose reward is a reward model. */
+    environment: RolloutEnvironment,
     /** What the learner runs inside: its trainer's host, or MARLHF's. */
     protected readonly host: StageHost,
   ) {
     this.buffers = agents.map(() => []);
-    environment.timings = host.timings;
+    this.environment = { ...environment, timings: host.timings };
   }
 
   protected get progress(): TrainProgress {

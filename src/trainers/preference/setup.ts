@@ -2,7 +2,7 @@
 // adapter's joint prompt in centralized collaboration (COMLRL-SPEC §6.6) — and the pair-collection stage that runs
 // once before training (§6.1).
 import type { PreferenceBaseConfig } from "./base-config.js";
-import type { RolloutEnvironment } from "../../rollout/tree.js";
+import type { RolloutEnvironment, RolloutTimer } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
 import { setUpActors, type Actors } from "../actors.js";
 import type { Agent } from "../agents.js";
@@ -44,9 +44,9 @@ export async function setUpPreferenceActors(
   return { ...set, numRoles: config.numAgents };
 }
 
-/** The environment pairs are collected in: the task's, with the agents as plain samplers (no reference KL). */
-export function collectionEnvironment(agents: readonly Agent[], environment: RolloutEnvironment): RolloutEnvironment {
-  return { ...environment, policies: agents.map((agent) => ({ sample: (prompts, k) => agent.sample(prompts, k) })) };
+/** The environment pairs are collected in: the task's, with the agents as plain samplers (no reference KL), timed into `timings`. */
+export function collectionEnvironment(agents: readonly Agent[], environment: RolloutEnvironment, timings: RolloutTimer): RolloutEnvironment {
+  return { ...environment, policies: agents.map((agent) => ({ sample: (prompts, k) => agent.sample(prompts, k) })), timings };
 }
 
 /**
