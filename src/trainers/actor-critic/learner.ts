@@ -11,6 +11,7 @@ import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
+import { meanOrZero } from "../../util/mean.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
   /** The critics' base model (one critic per agent with useSeparateCritic; MAAC's one critic). */
@@ -30,8 +31,6 @@ export interface ActorCriticMinibatch {
 }
 
 type MetricFields = Pick<ActorCriticSample, "agent" | "turn" | "environmentReward" | "return" | "oldValue" | "target" | "referenceKl" | "envStep">;
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutLearner<ActorCriticSample, ActorCriticMinibatch, MetricFields, C> {
   protected constructor(
@@ -110,14 +109,14 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
 
   protected turnMetrics(group: MetricFields[]): Record<string, number> {
     const metrics: Record<string, number> = {
-      reward_mean: mean(group.map((s) => s.environmentReward)),
-      expected_return: mean(group.map((s) => s.return)),
-      value_mean: mean(group.map((s) => s.oldValue)),
-      target_mean: mean(group.map((s) => s.target)),
+      reward_mean: meanOrZero(group.map((s) => s.environmentReward)),
+      expected_return: meanOrZero(group.map((s) => s.return)),
+      value_mean: meanOrZero(group.map((s) => s.oldValue)),
+      target_mean: meanOrZero(group.map((s) => s.target)),
     };
     if (this.config.referenceKlEnabled) {
-      metrics.reference_kl_mean = mean(group.map((s) => s.referenceKl));
-      metrics.reference_kl_penalty_mean = mean(group.map((s) => s.referenceKl * this.config.referenceKlCoef));
+      metrics.reference_kl_mean = meanOrZero(group.map((s) => s.referenceKl));
+      metrics.reference_kl_penalty_mean = meanOrZero(group.map((s) => s.referenceKl * this.config.referenceKlCoef));
     }
     return metrics;
   }
@@ -142,7 +141,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig, L extends 
 export function normalizedAdvantages(samples: readonly ActorCriticSample[], normalize: boolean): number[] {
   const a = samples.map((s) => s.target - s.oldValue);
   if (!normalize || a.length < 2) return a;
-  const m = mean(a);
-  const std = Math.max(Math.sqrt(mean(a.map((x) => (x - m) ** 2))), 1e-6);
+  const m = meanOrZero(a);
+  const std = Math.max(Math.sqrt(meanOrZero(a.map((x) => (x - m) ** 2))), 1e-6);
   return a.map((x) => (x - m) / std);
 }

@@ -8,6 +8,7 @@ import type { NativeObjectiveOptions } from "../../native/binding.js";
 import { advantages as comlrlAdvantages, shapeReturns } from "../../rollout/advantages.js";
 import type { NodeSample } from "../../rollout/types.js";
 import type { Agent } from "../agents.js";
+import { mean } from "../../util/mean.js";
 
 /** The MAGRPO config fields the advantages read. */
 export interface AdvantageSettings {
@@ -25,7 +26,6 @@ export interface UpdateAdvantages {
   readonly filtered: number;
 }
 
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const populationStd = (xs: readonly number[]) => {
   const m = mean(xs);
   return Math.sqrt(mean(xs.map((x) => (x - m) ** 2)));
