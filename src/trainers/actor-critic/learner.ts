@@ -3,6 +3,7 @@
 // over a turn's samples), shuffled minibatches. A2C-style: no ratio, no clipping of the policy, no entropy bonus, one
 // pass. The rollout plumbing is RolloutLearner's; subclasses say how their critics read an episode and take one step.
 import type { ActorCriticConfig } from "../../config/index.js";
+import type { Readout } from "../../native/binding.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
 import type { Agent, ModelSource } from "../agents.js";
 import type { StageHost, StepFunction, StepRequest } from "../lifecycle/stage-host.js";
@@ -101,6 +102,24 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
   protected stepOn(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], request: Pick<StepRequest, "component" | "optimizer" | "zeroGrad" | "backward">): Promise<unknown> {
     const where = [...new Set(minibatch.map((s) => `item ${s.itemIndex} turn ${s.turn + 1}`))].join(", ");
     return step({ ...request, samples: minibatch.length, subject: `agent ${agent.index} (${request.component})`, batch: `the minibatch of ${where}`, maxGradNorm: this.config.maxGradNorm });
+  }
+
+  /** The actor's policy-gradient step over the minibatch, each row weighted by `weights` (advantage / minibatch size). */
+  protected actorStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], weights: Float32Array): Promise<unknown> {
+    const backward = async () =>
+      minibatch.length > 0 ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
+    return this.stepOn(step, agent, minibatch, { component: `agent_${agent.index}`, optimizer: agent.optimizer, zeroGrad: () => agent.model.zeroGrad(), backward });
+  }
+
+  /** A critic's step (logged as `component`): valueLossCoef · its value loss at `readout` over the minibatch's critic rows, toward their targets. */
+  protected criticStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], critic: Critic, component: string, readout: Readout): Promise<unknown> {
+    const coef = this.config.valueLossCoef;
+    const targets = minibatch.map((s) => s.target);
+    const backward = async () =>
+      minibatch.length > 0
+        ? coef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout, targets, scale: coef })).loss
+        : 0;
+    return this.stepOn(step, agent, minibatch, { component, optimizer: critic.optimizer, zeroGrad: () => Promise.all([critic.model.zeroGrad(), critic.valueHead.zeroGrad()]), backward });
   }
 
   protected metricFields({ agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }: ActorCriticSample): MetricFields {
