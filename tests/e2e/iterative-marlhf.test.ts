@@ -3,26 +3,18 @@
 // the same initial weights as the first, not from the first's trained ones — and runs RL against it; evaluation
 // uses the task reward. With preferenceScoringReward "reward_model" the second iteration's pairs carry the first
 // reward model's scores, checked against that model read back from the checkpoint taken at the end of iteration 1.
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsReward, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { coverVowelsReward, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "../../src/trainers/preference/iterative/marlhf-iter.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
 import { makeBase } from "../support/checkpoint-run.js";
+import { tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-iter-"));
-const base = path.join(scratch, "base");
-let tokenizer: ComlrlTokenizer;
-let run = 0;
-
-beforeAll(async () => {
-  tokenizer = await makeBase(base);
-}, 60_000);
+const runs = tinyRuns("comlrl-marlhf-iter-", makeBase);
 
 /** The task reward, recording the size of every call. */
 const counted = (calls: number[]): RewardFunction => (completions, context) => {
@@ -31,13 +23,7 @@ const counted = (calls: number[]): RewardFunction => (completions, context) => {
 };
 
 const options = (overrides: Partial<MARLHFIterTrainerOptions> = {}): MARLHFIterTrainerOptions => ({
-  agents: [base, base],
-  rewardFunc: coverVowelsRewardFunc,
-  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-  trainDataset: coverVowelsDataset(3),
-  evalDataset: coverVowelsDataset(2),
-  outputDir: path.join(scratch, `run-${run++}`),
-  quiet: true,
+  ...runs.twoAgents(runs.coverVowels(3, 2)),
   ...overrides,
   config: {
     numIterations: 2,
@@ -121,7 +107,7 @@ describe("MARLHFIter", () => {
     let calls = 0;
     // Iteration 1 (3 items × current and comparator): every candidate scores alike, so every comparison ties.
     const tiedFirst: RewardFunction = (completions, context) => (calls++ < 6 ? completions[0].map(() => 0.5) : coverVowelsRewardFunc(completions, context));
-    const policies = path.join(scratch, `policies-${run}`);
+    const policies = runs.dir("policies");
     const trainer = await MARLHFIterTrainer.create(options({ rewardFunc: tiedFirst, config: { policyCheckpointDir: policies } }));
     const models = new Set<JointRewardModel>();
     const step = trainer.rewardModelStep.bind(trainer);
@@ -160,9 +146,9 @@ describe("MARLHFIter", () => {
 
   it('preferenceScoringReward "reward_model": iteration 1 pairs by the task reward, iteration 2 by the first reward model; resume after the swap is exact', async () => {
     const taskCalls: number[] = [];
-    const checkpointDir = path.join(scratch, `checkpoints-${run}`);
+    const checkpointDir = runs.dir("checkpoints");
     const scoring = (outputDir: string, rewardFunc: RewardFunction) => options({ outputDir, rewardFunc, config: { preferenceScoringReward: "learned" as never, rewardNumTrainEpochs: 1 } });
-    const trainer = await MARLHFIterTrainer.create(scoring(path.join(scratch, `run-${run++}`), counted(taskCalls)));
+    const trainer = await MARLHFIterTrainer.create(scoring(runs.dir("run"), counted(taskCalls)));
     await trainer.train({ checkpointDir });
     // Only iteration 1 asks the task: 3 items × (current + comparator).
     expect(taskCalls).toEqual(Array(3 * 2).fill(4));
@@ -188,7 +174,7 @@ describe("MARLHFIter", () => {
     const uninterrupted = weights(trainer);
     await trainer.close();
     const resumed = await MARLHFIterTrainer.create(scoring(trainer.outputDir, coverVowelsRewardFunc));
-    await resumed.train({ checkpointDir: path.join(scratch, `resumed-${run}`), resumeFromCheckpoint: path.join(checkpointDir, "checkpoint-5") });
+    await resumed.train({ checkpointDir: runs.dir("resumed"), resumeFromCheckpoint: path.join(checkpointDir, "checkpoint-5") });
     expect(weights(resumed)).toEqual(uninterrupted);
     await resumed.close();
   }, 180_000);

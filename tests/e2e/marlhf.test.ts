@@ -1,32 +1,25 @@
 // MARLHF end to end on tiny models: the joint reward model on its own (Bradley–Terry loss by hand, learning a
 // preference it can generalise, truncation keeping the last tokens, save and load), and the trainer's three stages:
 // pairs, reward model (held-out accuracy reported, then frozen), RL against its scores with task-reward evaluation.
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { readJsonlMetrics, type JsonlRecord } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { Optimizer } from "../../src/models/optimizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { createDemoBaseModel } from "../../src/demo/recipes.js";
 import { marlhfDemoOptions, trainMeasuringTaskReward } from "../../src/demo/preference.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { coverVowelsDataset, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFTrainer, type MARLHFTrainerOptions } from "../../src/trainers/preference/marlhf.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
 import type { IACLearner } from "../../src/trainers/actor-critic/iac.js";
 import type { MAACLearner } from "../../src/trainers/actor-critic/maac.js";
 import { makeBase } from "../support/checkpoint-run.js";
+import { tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-"));
-const base = path.join(scratch, "base");
-let tokenizer: ComlrlTokenizer;
-let run = 0;
-
-beforeAll(async () => {
-  tokenizer = await makeBase(base);
-}, 60_000);
+const runs = tinyRuns("comlrl-marlhf-", makeBase);
+const { scratch, base } = runs;
 
 const TOPICS = ["rain", "stone", "river", "lamp", "bread", "field", "cloud", "door", "salt", "wind", "glass", "tree"];
 /** Pairs whose winner answers with vowels and loser with consonants, under varied prompts. */
@@ -73,7 +66,7 @@ describe("JointRewardModel", () => {
   it("rewardMaxLength keeps a long text's last tokens, the one the head reads among them", async () => {
     const limited = await JointRewardModel.load(base, { seed: 1, maxLength: 12 });
     const text = jointText(["a long prompt about the weather and the sea"], ["a reply"]);
-    const ids = tokenizer.encode(text).slice(-12);
+    const ids = runs.tokenizer.encode(text).slice(-12);
     const direct = await limited.head.rewardScores({ ids: Int32Array.from(ids), batch: 1, length: ids.length });
     expect((await limited.score([text]))[0]).toBeCloseTo(direct[0], 6);
     limited.dispose();
@@ -81,13 +74,7 @@ describe("JointRewardModel", () => {
 });
 
 const options = (overrides: Partial<MARLHFTrainerOptions> = {}): MARLHFTrainerOptions => ({
-  agents: [base, base],
-  rewardFunc: coverVowelsRewardFunc,
-  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-  trainDataset: coverVowelsDataset(8),
-  evalDataset: coverVowelsDataset(4),
-  outputDir: path.join(scratch, `run-${run++}`),
-  quiet: true,
+  ...runs.twoAgents(runs.coverVowels(8, 4)),
   ...overrides,
   config: {
     numTrainEpochs: 1,
@@ -233,8 +220,8 @@ describe("MARLHF", () => {
   it("refuses critics without an actor-critic back-end, loaded actors without rewardModelName or a critic source, and MAAC critics on several devices", async () => {
     await expect(MARLHFTrainer.create(options({ criticModel: base }))).rejects.toThrow(/criticModel and critics are only used with rlAlgorithm/);
     const model = await CausalLM.fromDirectory(base);
-    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer }))).rejects.toThrow(/rewardModelName must be set when the actors are loaded model objects/);
-    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer, config: { rlAlgorithm: "iac", rewardModelName: base } }))).rejects.toThrow(
+    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer: runs.tokenizer }))).rejects.toThrow(/rewardModelName must be set when the actors are loaded model objects/);
+    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer: runs.tokenizer, config: { rlAlgorithm: "iac", rewardModelName: base } }))).rejects.toThrow(
       /rlAlgorithm "iac" needs its critics' source: set criticModelName, criticModel or critics/,
     );
     model.dispose();
