@@ -134,6 +134,11 @@ export class Agent implements RolloutPolicy {
   /** Optimizer steps taken, so that a rollout's log-probs know whether the parameters have moved since. */
   updates = 0;
 
+  /** What every optimizer step of the policy alone names (a StepRequest's part): component agent_i, its optimizer, its gradients to drop. */
+  policyStep(): { component: string; optimizer: Optimizer; zeroGrad: () => Promise<void> } {
+    return { component: `agent_${this.index}`, optimizer: this.optimizer, zeroGrad: () => this.model.zeroGrad() };
+  }
+
   /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
   async sample(prompts: string[], k: number, stream = DEFAULT_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
     const promptIds = prompts.map((p) => this.tokenizer.encode(p));

@@ -11,7 +11,7 @@ import { coverVowelsDataset, coverVowelsRewardFunc } from "../../src/tasks/cover
 import { MADPOIterTrainer, type MADPOIterTrainerOptions } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { readReplayDir } from "../../src/trainers/preference/iterative/replay.js";
 import { makeBase } from "../support/checkpoint-run.js";
-import { tinyRuns } from "../support/runs.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
 const runs = tinyRuns("comlrl-madpo-iter-", makeBase);
 const { scratch, base } = runs;
@@ -20,19 +20,12 @@ const options = (overrides: Partial<MADPOIterTrainerOptions> = {}): MADPOIterTra
   ...runs.twoAgents(runs.coverVowels(3)),
   ...overrides,
   config: {
+    ...QUICK_PREFERENCE_RUN,
     numIterations: 2,
     numTrainEpochs: 1,
     preferenceNumCandidates: 4,
     preferencePairsPerSample: 2,
-    maxNewTokens: 4,
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    agentLearningRate: 1e-3,
-    trainBatchSize: 2,
-    loggingSteps: 1,
     evalInterval: 0,
-    seed: 3,
     ...(overrides.config ?? {}),
   },
 });

@@ -12,7 +12,7 @@ import { coverVowelsReward, coverVowelsRewardFunc } from "../../src/tasks/cover-
 import { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "../../src/trainers/preference/iterative/marlhf-iter.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
 import { makeBase } from "../support/checkpoint-run.js";
-import { tinyRuns } from "../support/runs.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
 const runs = tinyRuns("comlrl-marlhf-iter-", makeBase);
 
@@ -26,6 +26,7 @@ const options = (overrides: Partial<MARLHFIterTrainerOptions> = {}): MARLHFIterT
   ...runs.twoAgents(runs.coverVowels(3, 2)),
   ...overrides,
   config: {
+    ...QUICK_PREFERENCE_RUN,
     numIterations: 2,
     numTrainEpochs: 1,
     rewardNumTrainEpochs: 2,
@@ -35,17 +36,9 @@ const options = (overrides: Partial<MARLHFIterTrainerOptions> = {}): MARLHFIterT
     preferenceNumCandidates: 4,
     preferencePairsPerSample: 2,
     numGenerations: 2,
-    maxNewTokens: 4,
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    agentLearningRate: 1e-3,
     rolloutBufferSize: 2,
-    trainBatchSize: 2,
-    loggingSteps: 1,
     evalInterval: 0,
     evalNumSamples: 2,
-    seed: 3,
     ...(overrides.config ?? {}),
   },
 });

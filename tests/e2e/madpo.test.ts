@@ -12,7 +12,7 @@ import { dpoBackward } from "../../src/trainers/preference/dpo.js";
 import { MADPOTrainer, type MADPOTrainerOptions } from "../../src/trainers/preference/madpo.js";
 import type { PreferencePair } from "../../src/trainers/preference/pairs.js";
 import { makeBase } from "../support/checkpoint-run.js";
-import { tinyRuns } from "../support/runs.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
 const runs = tinyRuns("comlrl-madpo-", makeBase);
 const { scratch, base } = runs;
@@ -20,7 +20,7 @@ const { scratch, base } = runs;
 const options = (overrides: Partial<MADPOTrainerOptions> = {}): MADPOTrainerOptions => ({
   ...runs.twoAgents(runs.coverVowels(4)),
   ...overrides,
-  config: { numTrainEpochs: 1, preferenceNumCandidates: 4, preferencePairsPerSample: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-3, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3, ...(overrides.config ?? {}) },
+  config: { ...QUICK_PREFERENCE_RUN, numTrainEpochs: 1, preferenceNumCandidates: 4, preferencePairsPerSample: 3, evalInterval: 0, ...(overrides.config ?? {}) },
 });
 
 const parameters = (trainer: MADPOTrainer, agent: number) => {

@@ -16,7 +16,7 @@ import { JointRewardModel, jointText } from "../../src/trainers/preference/rewar
 import type { IACLearner } from "../../src/trainers/actor-critic/iac.js";
 import type { MAACLearner } from "../../src/trainers/actor-critic/maac.js";
 import { makeBase } from "../support/checkpoint-run.js";
-import { tinyRuns } from "../support/runs.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
 const runs = tinyRuns("comlrl-marlhf-", makeBase);
 const { scratch, base } = runs;
@@ -77,6 +77,7 @@ const options = (overrides: Partial<MARLHFTrainerOptions> = {}): MARLHFTrainerOp
   ...runs.twoAgents(runs.coverVowels(8, 4)),
   ...overrides,
   config: {
+    ...QUICK_PREFERENCE_RUN,
     numTrainEpochs: 1,
     rewardNumTrainEpochs: 2,
     rewardTrainBatchSize: 4,
@@ -85,17 +86,9 @@ const options = (overrides: Partial<MARLHFTrainerOptions> = {}): MARLHFTrainerOp
     preferenceNumCandidates: 4,
     preferencePairsPerSample: 3,
     numGenerations: 4,
-    maxNewTokens: 4,
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    agentLearningRate: 1e-3,
     rolloutBufferSize: 2,
-    trainBatchSize: 2,
-    loggingSteps: 1,
     evalInterval: 4,
     evalNumSamples: 4,
-    seed: 3,
     ...(overrides.config ?? {}),
   },
 });

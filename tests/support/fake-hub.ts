@@ -9,11 +9,10 @@
 // Every GET honours `Range: bytes=a-b` with 206 + Content-Range, as downloadFile first probes with bytes=0-0.
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { mkdtempSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach } from "vitest";
+import { scratchPerTest } from "./scratch.js";
 
 export const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 export const gitOid = (data: Buffer) => createHash("sha1").update(`blob ${data.length}\0`).update(data).digest("hex");
@@ -177,25 +176,19 @@ const HUB_ENV_KEYS = ["HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_C
  * the requests); all restored and removed after the test. Returns the running test's scratch folder.
  */
 export function isolatedHubEnvironment(prefix: string): () => string {
+  const scratch = scratchPerTest(prefix);
   let saved: Record<string, string | undefined> = {};
-  let scratch: string | undefined;
   beforeEach(() => {
     saved = Object.fromEntries(HUB_ENV_KEYS.map((k) => [k, process.env[k]]));
     for (const k of HUB_ENV_KEYS) delete process.env[k];
-    scratch = mkdtempSync(path.join(tmpdir(), prefix));
-    process.env.HF_HUB_CACHE = path.join(scratch, "cache");
-    process.env.HF_TOKEN_PATH = path.join(scratch, "no-token");
+    process.env.HF_HUB_CACHE = path.join(scratch(), "cache");
+    process.env.HF_TOKEN_PATH = path.join(scratch(), "no-token");
   });
   afterEach(() => {
     for (const k of HUB_ENV_KEYS) {
       if (saved[k] === undefined) delete process.env[k];
       else process.env[k] = saved[k];
     }
-    if (scratch) rmSync(scratch, { recursive: true, force: true });
-    scratch = undefined;
   });
-  return () => {
-    if (!scratch) throw new Error("the scratch folder exists while a test runs");
-    return scratch;
-  };
+  return scratch;
 }

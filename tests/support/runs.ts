@@ -8,6 +8,9 @@ import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { Formatter, Item, RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 
+/** The preference tests' settings for a quick run: 4 new tokens sampled from the whole distribution, a step per 2 samples, every step logged. */
+export const QUICK_PREFERENCE_RUN = { maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-3, trainBatchSize: 2, loggingSteps: 1, seed: 3 } as const;
+
 /** A task as the trainers' options give it. */
 export interface TwoAgentTask {
   rewardFunc: RewardFunction;

@@ -108,7 +108,7 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
   protected actorStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], weights: Float32Array): Promise<unknown> {
     const backward = async () =>
       minibatch.length > 0 ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
-    return this.stepOn(step, agent, minibatch, { component: `agent_${agent.index}`, optimizer: agent.optimizer, zeroGrad: () => agent.model.zeroGrad(), backward });
+    return this.stepOn(step, agent, minibatch, { ...agent.policyStep(), backward });
   }
 
   /** A critic's step (logged as `component`): valueLossCoef · its value loss at `readout` over the minibatch's critic rows, toward their targets. */

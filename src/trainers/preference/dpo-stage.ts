@@ -76,10 +76,8 @@ export class DpoTraining {
     const steps = await this.host.stepAgents(this.agents.length, concurrent, async (i, step) => {
       const agent = this.agents[i];
       await step({
-        component: `agent_${agent.index}`,
-        optimizer: agent.optimizer,
+        ...agent.policyStep(),
         samples: batch.length,
-        zeroGrad: () => agent.model.zeroGrad(),
         loss,
         backward: () => dpoBackward(agent, batch, winnerWeights),
         subject: `agent ${agent.index} (DPO)`,

@@ -168,10 +168,8 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
         }
       : () => this.backward(agent, this.policyRows(minibatch, agent));
     await step({
-      component: `agent_${agent.index}`,
-      optimizer: agent.optimizer,
+      ...agent.policyStep(),
       samples: minibatch.length,
-      zeroGrad: () => agent.model.zeroGrad(),
       backward,
       subject: `agent ${agent.index}`,
       batch: `a minibatch of ${minibatch.length}`,
