@@ -5,7 +5,7 @@
 // reward model's scores, checked against that model read back from the checkpoint taken at the end of iteration 1.
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsReward, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
@@ -60,7 +60,16 @@ describe("MARLHFIter", () => {
       steps.push({ rm: trainer.rewardModel, before, after: headWeights(trainer.rewardModel) });
       return metrics;
     };
+    // Every reward model's scores of every RL rollout, item by item, as the RL phase's reward receives them.
+    const rlScores: number[][] = [];
+    const scoreJoint = JointRewardModel.prototype.scoreJoint;
+    const spy = vi.spyOn(JointRewardModel.prototype, "scoreJoint").mockImplementation(async function (this: JointRewardModel, ...call) {
+      const scores = await scoreJoint.apply(this, call);
+      rlScores.push(Array.from(scores));
+      return scores;
+    });
     await trainer.train();
+    spy.mockRestore();
 
     const models = [...new Set(steps.map((s) => s.rm))];
     expect(models).toHaveLength(2);
@@ -85,9 +94,13 @@ describe("MARLHFIter", () => {
     expect(metrics.filter((m) => m.kind === "update" && typeof m["reward_model/loss"] === "number")).toHaveLength(first.length + second.length);
     // The task reward labels the pairs only (current and comparator, 4 candidates each, per item and iteration) …
     expect(taskCalls).toEqual(Array(2 * 3 * 2).fill(4));
-    // … RL sees reward-model scores, not fractions of five vowels …
+    // … RL sees reward-model scores: per iteration, its 3 items in buffers of 2 and 1, each logged reward the mean of
+    // their items' score means …
     const rlRewards = metrics.filter((m) => m.kind === "train" && typeof m["turn_1/reward_mean"] === "number").map((m) => m["turn_1/reward_mean"] as number);
-    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    expect(rlScores).toHaveLength(2 * 3);
+    const itemMeans = rlScores.map((scores) => scores.reduce((a, b) => a + b, 0) / scores.length);
+    const buffers = [[0, 1], [2], [3, 4], [5]].map((items) => items.reduce((sum, i) => sum + itemMeans[i], 0) / items.length);
+    expect(rlRewards).toEqual(buffers.map((mean) => expect.closeTo(mean, 6)));
     // … and evaluation is scored by the task.
     await trainer.evaluate();
     expect(taskCalls.length).toBeGreaterThan(12);

@@ -13,6 +13,11 @@ import { addon } from "../../src/native/loader.js";
 import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 import { ValueHead } from "../../src/models/value-head.js";
+import type { Agent } from "../../src/trainers/agents.js";
+import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { makeBase, makeTrainer, TRAINER_KINDS } from "../support/checkpoint-run.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-lifecycle-"));
@@ -42,7 +47,7 @@ function options(overrides: Partial<MAGRPOTrainerOptions> = {}): MAGRPOTrainerOp
   };
 }
 
-const weightsOf = (trainer: MAGRPOTrainer) => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => Array.from(a.model.native.getParameter(name))));
+const weightsOf = (trainer: { agents: readonly Agent[] }) => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => Array.from(a.model.native.getParameter(name))));
 const records = (dir: string, kind: string) => readJsonlMetrics(path.join(dir, "metrics.jsonl")).filter((r) => r.kind === kind).map(({ time: _t, ...rest }) => rest);
 
 describe("guards", () => {
@@ -169,6 +174,35 @@ describe("evaluation on its own streams", () => {
     expect(a).toEqual(b);
     expect(trainer.timings.stages).toEqual({});
     await trainer.close();
+  });
+});
+
+// The other trainer families that sample while they train, on the same task, evaluating every `evalInterval` items
+// (0: never). MADPO samples only before its first update, so evaluation could not move it.
+const EVAL_ITEMS = [{ prompt: "E1" }, { prompt: "E2" }];
+const PREFERENCE_CONFIG = { numTrainEpochs: 2, preferenceNumCandidates: 3, preferencePairsPerSample: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-2, trainBatchSize: 2, loggingSteps: 1, seed: 5 };
+const FAMILIES: Record<string, (evalInterval: number) => Promise<Trainer & { agents: Agent[] }>> = {
+  IAC: (evalInterval) => IACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
+  MAAC: (evalInterval) => MAACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
+  MARLHF: (evalInterval) => MARLHFTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), config: { ...PREFERENCE_CONFIG, numGenerations: 2, rewardTrainBatchSize: 2, rewardHeldOutFraction: 0, evalInterval, evalNumSamples: 2 } }),
+};
+
+describe("evaluation on its own streams, actor-critic and preference trainers", () => {
+  it.each(Object.keys(FAMILIES))("%s: the same seed with and without periodic evaluation trains identically", async (family) => {
+    const run = async (evalInterval: number) => {
+      const trainer = await FAMILIES[family](evalInterval);
+      await trainer.train();
+      const result = { weights: weightsOf(trainer), train: records(trainer.outputDir, "train"), update: records(trainer.outputDir, "update"), eval: records(trainer.outputDir, "eval") };
+      await trainer.close();
+      return result;
+    };
+    const without = await run(0);
+    const withEval = await run(1);
+    expect(withEval.eval.length).toBeGreaterThan(0);
+    expect(without.eval.length).toBe(0);
+    expect(withEval.train).toEqual(without.train);
+    expect(withEval.update).toEqual(without.update);
+    expect(withEval.weights).toEqual(without.weights);
   });
 });
 

@@ -105,6 +105,14 @@ describe("MARLHF", () => {
       }),
     );
     expect(trainer.components.all.map((c) => c.name)).toEqual(["agent_0", "agent_1", "reward_model", "reward_model/head"]);
+    // The reward model's scores of every RL rollout, item by item, as the RL phase's reward receives them.
+    const rlScores: number[][] = [];
+    const scoreJoint = trainer.rewardModel.scoreJoint.bind(trainer.rewardModel);
+    trainer.rewardModel.scoreJoint = async (...call) => {
+      const scores = await scoreJoint(...call);
+      rlScores.push(Array.from(scores));
+      return scores;
+    };
     await trainer.train();
     expect(trainer.rewardModel.isFrozen).toBe(true);
     // Task reward: one call per item for collection (4 candidates) and one per eval item (1 sample); none in RL.
@@ -116,10 +124,12 @@ describe("MARLHF", () => {
     expect(trainer.rewardTrainingPairs.length + trainer.rewardHeldOutPairs.length).toBe(trainer.preferences.pairs.length);
     expect(metrics.filter((r) => r.kind === "update" && typeof r["reward_model/loss"] === "number")).toHaveLength(2 * Math.ceil(trainer.rewardTrainingPairs.length / 4));
     expect(metrics.some((r) => r.kind === "eval")).toBe(true);
-    // RL rewards are reward-model scores (not fractions of five vowels).
+    // RL rewards are the reward model's scores: each logged reward is the mean over its buffer's 2 items of their
+    // scores' means.
     const rlRewards = metrics.filter((r) => typeof r["turn_1/reward_mean"] === "number" && r.kind === "train").map((r) => r["turn_1/reward_mean"] as number);
-    expect(rlRewards.length).toBeGreaterThan(0);
-    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    expect(rlScores).toHaveLength(8);
+    const itemMeans = rlScores.map((scores) => scores.reduce((a, b) => a + b, 0) / scores.length);
+    expect(rlRewards).toEqual(Array.from({ length: 4 }, (_, j) => expect.closeTo((itemMeans[2 * j] + itemMeans[2 * j + 1]) / 2, 6)));
     // env steps: 8 items × 4 candidates, then 8 items × 4 joint actions.
     expect(trainer.progress.envStep).toBe(32 + 32);
     // Time per stage, and phases counted where they ran: the task reward in pair collection, the reward model's
