@@ -134,7 +134,11 @@ export class Agent implements RolloutPolicy {
   /** Optimizer steps taken, so that a rollout's log-probs know whether the parameters have moved since. */
   updates = 0;
 
-  /** What every optimizer step of the policy alone names (a StepRequest's part): component agent_i, its optimizer, its gradients to drop. */
+  /**
+   * What every optimizer step of the policy alone names (a StepRequest's part): component agent_i, its optimizer, its
+   * gradients to drop.
+   * @internal
+   */
   policyStep(): { component: string; optimizer: Optimizer; zeroGrad: () => Promise<void> } {
     return { component: `agent_${this.index}`, optimizer: this.optimizer, zeroGrad: () => this.model.zeroGrad() };
   }
