@@ -20,7 +20,7 @@ export interface RankState {
   envStep: number;
   /** The rank's optimizer-step counter. */
   update: number;
-  /** Default sampling stream of each generating component, base64. */
+  /** The training sampling stream of each generating component, base64. */
   generators: Record<string, string>;
 }
 
@@ -53,9 +53,11 @@ export class Replicas {
     return out;
   }
 
-  /** Components that sample (causal LMs, each module once), whose default streams are per rank. */
-  private generators(): Array<{ name: string; model: CausalLM }> {
-    return this.components.all.flatMap((c) => (c.sharesModuleWith === null && c.module.key instanceof CausalLM ? [{ name: c.name, model: c.module.key }] : []));
+  /** Components that sample (causal LMs, each module once), whose training streams are per rank. */
+  private generators(): Array<{ name: string; model: CausalLM; stream: string | undefined }> {
+    return this.components.all.flatMap((c) =>
+      c.sharesModuleWith === null && c.module.key instanceof CausalLM ? [{ name: c.name, model: c.module.key, stream: c.module.samplingStream }] : [],
+    );
   }
 
   /**
@@ -66,7 +68,7 @@ export class Replicas {
     const modules = this.modules();
     if (modules.length > 0) await this.context.broadcastParameters(modules);
     if (!this.joined && !this.streamsRestored && this.context.rank > 0) {
-      this.generators().forEach(({ model }, i) => model.setSeed(this.seed + RANK_SEED_STRIDE * this.context.rank + i));
+      this.generators().forEach(({ model, stream }, i) => model.setSeed(this.seed + RANK_SEED_STRIDE * this.context.rank + i, stream));
     }
     for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;
@@ -141,7 +143,7 @@ export class Replicas {
   }
 
   localState(random: number, progress: { envStep: number; update: number }): RankState {
-    const generators = Object.fromEntries(this.generators().map(({ name, model }) => [name, Buffer.from(model.generatorState()).toString("base64")]));
+    const generators = Object.fromEntries(this.generators().map(({ name, model, stream }) => [name, Buffer.from(model.generatorState(stream)).toString("base64")]));
     return { random, envStep: progress.envStep, update: progress.update, generators };
   }
 
@@ -157,10 +159,10 @@ export class Replicas {
     }
     const mine = saved.ranks?.[this.context.rank];
     if (!mine) return null;
-    for (const { name, model } of this.generators()) {
+    for (const { name, model, stream } of this.generators()) {
       const state = mine.generators[name];
       if (state === undefined) throw new ReplicaError(`the checkpoint has no sampling stream of ${name} for rank ${this.context.rank}`);
-      model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")));
+      model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")), stream);
     }
     progress.envStep = mine.envStep;
     progress.update = mine.update;

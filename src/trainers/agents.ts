@@ -88,8 +88,11 @@ export async function resolveTokenizers(
   );
 }
 
-/** The sampling stream training draws from, and the one evaluation draws from so it never moves training's. */
-export const DEFAULT_STREAM = "default";
+/**
+ * The sampling stream training draws from: the trainer's own, so a model the caller passed in keeps its default
+ * stream as it came; and the one evaluation draws from, so that it never moves training's.
+ */
+export const TRAINING_STREAM = "train";
 export const EVAL_STREAM = "eval";
 
 /** How an agent samples completions: length limit, temperature and filters. */
@@ -144,7 +147,7 @@ export class Agent implements RolloutPolicy {
   }
 
   /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
-  async sample(prompts: string[], k: number, stream = DEFAULT_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
+  async sample(prompts: string[], k: number, stream = TRAINING_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
     const promptIds = prompts.map((p) => this.tokenizer.encode(p));
     const generation = await this.model.generate(promptIds, {
       stream,
@@ -157,7 +160,7 @@ export class Agent implements RolloutPolicy {
       repetitionPenalty: sampling.repetitionPenalty,
       eosTokenIds: this.tokenizer.eosTokenIds,
       padTokenId: this.tokenizer.padTokenId,
-      returnLogprobs: this.recordLogprobs && stream === DEFAULT_STREAM,
+      returnLogprobs: this.recordLogprobs && stream === TRAINING_STREAM,
     });
     const ofPrompt = <T>(rows: T[], p: number) => rows.slice(p * k, (p + 1) * k);
     const completionIds = prompts.map((_, p) => ofPrompt(generation.completions, p));
@@ -231,7 +234,7 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
   let references: (CausalLM | null)[] = models.map(() => null);
   let heads: (ValueHead | null)[] = [];
   try {
-    models.forEach((m, i) => m.setSeed(options.seed + i));
+    models.forEach((m, i) => m.setSeed(options.seed + i, TRAINING_STREAM));
     if (options.referenceDevices) {
       const devices = options.referenceDevices;
       references = await allOrFree(
@@ -275,7 +278,7 @@ export function registerAgents(
     const name = `agent_${agent.index}`;
     registry.register({
       name,
-      module: causalLMModule(agent.model, agent.tokenizer),
+      module: causalLMModule(agent.model, agent.tokenizer, TRAINING_STREAM),
       optimizer: agent.optimizer,
       ownsModule: typeof sources[agent.index] === "string",
       exportDir: exportDirOf(agent.index),

@@ -11,6 +11,7 @@ import { coverVowelsDataset, coverVowelsRewardFunc } from "../../src/tasks/cover
 import { MADPOIterTrainer, type MADPOIterTrainerOptions } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { readReplayDir } from "../../src/trainers/preference/iterative/replay.js";
 import { makeBase } from "../support/checkpoint-run.js";
+import { TRAINING_STREAM } from "../../src/trainers/agents.js";
 import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
 const runs = tinyRuns("comlrl-madpo-iter-", makeBase);
@@ -65,9 +66,9 @@ describe("MADPOIter", () => {
 
   it("the current comparator samples its own stream: its candidates differ from the policy's, and training's stream is untouched by it", async () => {
     const trainer = await MADPOIterTrainer.create(options({ config: { numIterations: 1 } }));
-    const before = trainer.agents[0].model.native.getGeneratorState();
+    const before = trainer.agents[0].model.generatorState(TRAINING_STREAM);
     const own = await trainer.agents[0].sample(["hello"], 4);
-    trainer.agents[0].model.native.setGeneratorState(before);
+    trainer.agents[0].model.setGeneratorState(before, TRAINING_STREAM);
     await trainer.agents[0].sample(["hello"], 4, "comparator");
     const again = await trainer.agents[0].sample(["hello"], 4);
     expect(again.texts).toEqual(own.texts);

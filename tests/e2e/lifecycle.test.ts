@@ -94,6 +94,27 @@ describe("ownership", () => {
     shared.dispose();
   });
 
+  it("leaves the default sampling stream of a model the caller passed in as it came, and trains as from a loaded one", async () => {
+    const given = await CausalLM.fromDirectory(base);
+    given.setSeed(1234);
+    const before = given.generatorState();
+    const trainer = await MAGRPOTrainer.create(options({ agents: [given, base], tokenizer }));
+    await trainer.train();
+    await trainer.close();
+    expect(given.generatorState()).toEqual(before);
+    // The trainer samples from a stream of its own seeded as for a model it loads: the same run with agent 0 loaded.
+    const loaded = await MAGRPOTrainer.create(options({ agents: [base, base], tokenizer }));
+    await loaded.train();
+    const fresh = await CausalLM.fromDirectory(base);
+    const again = await MAGRPOTrainer.create(options({ agents: [fresh, base], tokenizer, outputDir: loaded.outputDir + "-again" }));
+    await again.train();
+    expect(weightsOf(again)).toEqual(weightsOf(loaded));
+    await loaded.close();
+    await again.close();
+    given.dispose();
+    fresh.dispose();
+  });
+
   it("frees each model it loaded exactly once, and never the caller's model that two agents share", async () => {
     const shared = await CausalLM.fromDirectory(base);
     const dispose = vi.spyOn(CausalLM.prototype, "dispose");

@@ -28,6 +28,8 @@ export interface ComponentModule {
   dispose(): void;
   /** Hands a module the caller passed in back as it came (a CPU agent lane the trainer gave it is undone). */
   release?(): void;
+  /** The sampling stream the module's model trains with, whose state the module's checkpoint holds (causal LMs). */
+  readonly samplingStream?: string;
 }
 
 /** What the registry needs of an optimizer. */
@@ -251,16 +253,17 @@ function checkGeneratorDevice(dir: string, model: CausalLM): void {
 }
 
 /**
- * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the default sampling stream's
- * state (other streams, e.g. evaluation's, are re-seeded when used and need no saving).
+ * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the state of `stream`, the
+ * sampling stream it trains with (other streams, e.g. evaluation's, are re-seeded when used and need no saving).
  */
-export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | null): ComponentModule {
+export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | null, stream = "default"): ComponentModule {
   return {
     key: model,
+    samplingStream: stream,
     describe: () => ({ architecture: { ...decoderConfigOf(model.config) }, ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
     saveState: async (dir) => {
       await model.save(dir, { tokenizer: tokenizer ?? undefined });
-      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState());
+      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState(stream));
       await writeFileChecked(path.join(dir, GENERATOR_DEVICE_FILE), `${JSON.stringify({ device: deviceType(model.info().device) })}\n`);
     },
     loadState: async (dir) => {
@@ -268,7 +271,7 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
       await model.loadWeights(dir);
       const generator = path.join(dir, GENERATOR_FILE);
       if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
-      model.setGeneratorState(new Uint8Array(readFileSync(generator)));
+      model.setGeneratorState(new Uint8Array(readFileSync(generator)), stream);
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),
