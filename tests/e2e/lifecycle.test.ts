@@ -173,10 +173,23 @@ describe("non-finite losses", () => {
   });
 });
 
+// Every trainer family that samples while it trains, on the same task, evaluating every `evalInterval` items (0:
+// never): with 1, once per item of 2 epochs of 3 (MARLHF's in its RL phase). MADPO samples only before its first
+// update, so evaluation could not move it.
+const EVAL_ITEMS = [{ prompt: "E1" }, { prompt: "E2" }];
+const PREFERENCE_CONFIG = { numTrainEpochs: 2, preferenceNumCandidates: 3, preferencePairsPerSample: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-2, trainBatchSize: 2, loggingSteps: 1, seed: 5 };
+const FAMILIES: Record<string, (evalInterval: number) => Promise<Trainer & { agents: Agent[] }>> = {
+  MAGRPO: (evalInterval) => MAGRPOTrainer.create(options({ evalDataset: EVAL_ITEMS, config: { evalInterval, evalNumSamples: 2, numTrainEpochs: 2 } as never })),
+  IAC: (evalInterval) => IACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
+  MAAC: (evalInterval) => MAACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
+  MARLHF: (evalInterval) =>
+    MARLHFTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), config: { ...PREFERENCE_CONFIG, numGenerations: 2, rewardTrainBatchSize: 2, rewardHeldOutFraction: 0, evalInterval, evalNumSamples: 2 } }),
+};
+
 describe("evaluation on its own streams", () => {
-  it("the same seed with and without periodic evaluation trains identically (metrics and weights)", async () => {
+  it.each(Object.keys(FAMILIES))("%s: the same seed with and without periodic evaluation trains identically (metrics and weights)", async (family) => {
     const run = async (evalInterval: number) => {
-      const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }], config: { evalInterval, evalNumSamples: 2, numTrainEpochs: 2 } as never }));
+      const trainer = await FAMILIES[family](evalInterval);
       await trainer.train();
       const result = { weights: weightsOf(trainer), train: records(trainer.outputDir, "train"), update: records(trainer.outputDir, "update"), eval: records(trainer.outputDir, "eval") };
       await trainer.close();
@@ -189,41 +202,14 @@ describe("evaluation on its own streams", () => {
     expect(withEval.train).toEqual(without.train);
     expect(withEval.update).toEqual(without.update);
     expect(withEval.weights).toEqual(without.weights);
-    // Evaluation re-seeds its streams: the same weights always evaluate alike.
-    const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }] }));
+  });
+
+  it("re-seeds its streams: the same weights always evaluate alike, and evaluation counts in no stage's time", async () => {
+    const trainer = await MAGRPOTrainer.create(options({ evalDataset: EVAL_ITEMS }));
     const [a, b] = [await trainer.evaluate(), await trainer.evaluate()];
     expect(a).toEqual(b);
     expect(trainer.timings.stages).toEqual({});
     await trainer.close();
-  });
-});
-
-// The other trainer families that sample while they train, on the same task, evaluating every `evalInterval` items
-// (0: never). MADPO samples only before its first update, so evaluation could not move it.
-const EVAL_ITEMS = [{ prompt: "E1" }, { prompt: "E2" }];
-const PREFERENCE_CONFIG = { numTrainEpochs: 2, preferenceNumCandidates: 3, preferencePairsPerSample: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-2, trainBatchSize: 2, loggingSteps: 1, seed: 5 };
-const FAMILIES: Record<string, (evalInterval: number) => Promise<Trainer & { agents: Agent[] }>> = {
-  IAC: (evalInterval) => IACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
-  MAAC: (evalInterval) => MAACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
-  MARLHF: (evalInterval) => MARLHFTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), config: { ...PREFERENCE_CONFIG, numGenerations: 2, rewardTrainBatchSize: 2, rewardHeldOutFraction: 0, evalInterval, evalNumSamples: 2 } }),
-};
-
-describe("evaluation on its own streams, actor-critic and preference trainers", () => {
-  it.each(Object.keys(FAMILIES))("%s: the same seed with and without periodic evaluation trains identically", async (family) => {
-    const run = async (evalInterval: number) => {
-      const trainer = await FAMILIES[family](evalInterval);
-      await trainer.train();
-      const result = { weights: weightsOf(trainer), train: records(trainer.outputDir, "train"), update: records(trainer.outputDir, "update"), eval: records(trainer.outputDir, "eval") };
-      await trainer.close();
-      return result;
-    };
-    const without = await run(0);
-    const withEval = await run(1);
-    expect(withEval.eval.length).toBeGreaterThan(0);
-    expect(without.eval.length).toBe(0);
-    expect(withEval.train).toEqual(without.train);
-    expect(withEval.update).toEqual(without.update);
-    expect(withEval.weights).toEqual(without.weights);
   });
 });
 
