@@ -1,5 +1,5 @@
 // The public API of comlrl.
-export { numerics, runtimeInfo, setNumThreads, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
+export { memoryWindow, numerics, runtimeInfo, setLogitsBlockRows, setNumThreads, type MemoryWindow, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
 export { AddonLoadError } from "./native/loader.js";
 
 export { CausalLM, ModelLoadError, type CloneOptions, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type RouterAuxLoss, type SaveOptions, type ScoreOptions, type Scores, type TokenRows } from "./models/causal-lm.js";

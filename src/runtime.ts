@@ -1,8 +1,8 @@
 // Process-wide runtime facts and settings.
 import { addon } from "./native/loader.js";
-import type { NumericsInfo, RuntimeInfo } from "./native/binding.js";
+import type { MemoryWindow, NumericsInfo, RuntimeInfo } from "./native/binding.js";
 
-export type { NumericsInfo, RuntimeInfo };
+export type { MemoryWindow, NumericsInfo, RuntimeInfo };
 
 /** libtorch version, CUDA availability and device count, intra-op threads and the BLAS in use. */
 export function runtimeInfo(): RuntimeInfo {
@@ -26,4 +26,22 @@ export function setNumThreads(n: number): void {
  */
 export function agentLaneJobs(): { running: number; peak: number } {
   return addon().agentLaneJobs();
+}
+
+/**
+ * Closes the memory window open since the previous call and opens the next: resident bytes now and at most during
+ * the window, the process's peak, and each CUDA device's allocated and reserved bytes with the window's peaks. Every
+ * call resets the CUDA allocator's peak figures (runtimeInfo's peaks are then since the last window).
+ */
+export function memoryWindow(): MemoryWindow {
+  return addon().memoryWindow();
+}
+
+/**
+ * Rows of tokens whose vocabulary logits the LM head computes at once when scoring (forward and backward): 0 (the
+ * default) keeps a block's float32 logits near 64 MiB, so scoring's memory does not grow with rows × vocabulary.
+ */
+export function setLogitsBlockRows(rows: number): void {
+  if (!Number.isInteger(rows) || rows < 0) throw new RangeError(`setLogitsBlockRows: rows must be 0 (automatic) or a positive integer, got ${rows}`);
+  addon().setLogitsBlockRows(rows);
 }

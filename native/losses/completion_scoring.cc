@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "../kernels/token_logprobs.h"
+#include "../model/head_logprobs.h"
 #include "../runtime/transfer.h"
 
 namespace comlrl {
@@ -163,21 +163,13 @@ CompletionScores ScorePredicting(CausalLMImpl& model, const CompletionBatch& bat
     if (token_entropy) scores.token_entropy = torch::zeros({0}, torch::TensorOptions().device(device));
     return scores;
   }
-  const torch::Tensor logits = model.logits(predicting).to(torch::kFloat32);
-  scores.token_logprobs = TokenLogProbs(logits, Int64Tensor(targets, {total}, device));
+  const HeadLogProbs head = TokenLogProbsThroughHead(model, predicting, Int64Tensor(targets, {total}, device), with_entropy || token_entropy, token_entropy);
+  scores.token_logprobs = head.logprobs;
   scores.sums = torch::zeros({rows}, scores.token_logprobs.options()).index_add(0, scores.row_of_token, scores.token_logprobs);
-  if (token_entropy) {
-    const torch::Tensor logprobs = logits.log_softmax(-1);
-    scores.token_entropy = -(logprobs.exp() * logprobs).sum(-1);
-  }
+  if (token_entropy) scores.token_entropy = head.entropy;
   if (with_entropy) {
     torch::NoGradGuard no_grad;
-    torch::Tensor per_token = scores.token_entropy;
-    if (!per_token.defined()) {
-      const torch::Tensor logprobs = logits.log_softmax(-1);
-      per_token = -(logprobs.exp() * logprobs).sum(-1);
-    }
-    scores.entropy = torch::zeros({rows}, per_token.options()).index_add(0, scores.row_of_token, per_token.detach()) /
+    scores.entropy = torch::zeros({rows}, head.entropy.options()).index_add(0, scores.row_of_token, head.entropy.detach()) /
                      scores.counts.clamp_min(1.0);
   }
   return scores;
@@ -206,7 +198,9 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
     if (inserted.second) prompts.push_back(&batch.prompts[r]);
     group_of_row[r] = inserted.first->second;
   }
-  const bool shared = static_cast<int64_t>(prompts.size()) < rows;
+  // A dropping forward runs every row's prompt itself, so that each row draws its own masks, as transformers' padded
+  // rows do (one shared prompt would give all its rows one mask).
+  const bool shared = static_cast<int64_t>(prompts.size()) < rows && !model.drops();
   const torch::Tensor predicting = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
                                           : PredictingHidden(batch, ForwardSequences(model, batch, model.router_records() != nullptr));
   return ScorePredicting(model, batch, predicting, with_entropy, token_entropy);

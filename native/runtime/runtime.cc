@@ -3,11 +3,19 @@
 #include <ATen/Version.h>
 #include <dlfcn.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "../bridge/bridge.h"
+#include "../model/head_logprobs.h"
 #include "caching_allocator.h"
 
 #if COMLRL_WITH_CUDA
@@ -79,6 +87,128 @@ std::vector<CudaMemory> CudaMemoryPerDevice() {
   return out;
 }
 
+// Resident bytes now, from /proc/self/statm (its second field, in pages); 0 where there is none.
+int64_t ResidentBytes(int fd) {
+  char text[128];
+  const ssize_t n = fd >= 0 ? pread(fd, text, sizeof(text) - 1, 0) : -1;
+  if (n <= 0) return 0;
+  text[n] = 0;
+  long long size = 0, resident = 0;
+  if (std::sscanf(text, "%lld %lld", &size, &resident) != 2) return 0;
+  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
+}
+
+// The process's high-water mark of resident bytes (VmHWM of /proc/self/status); 0 where there is none.
+int64_t PeakResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// The peak resident bytes of a window of time: a thread samples statm every millisecond into the window's maximum,
+// and a window whose end finds the process's high-water mark risen takes that mark (exact for the window that set
+// it). The mark itself is never reset (clear_refs would), so what wait4 or GNU time report stays the process's own.
+class ResidentSampler {
+ public:
+  static ResidentSampler& Get() {
+    static ResidentSampler* sampler = new ResidentSampler();  // never destroyed: its thread runs until the process ends
+    return *sampler;
+  }
+
+  struct Window {
+    int64_t resident, peak, process_peak;
+  };
+
+  // Closes the window open since the last call and opens the next.
+  Window Next() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t now = ResidentBytes(fd_);
+    const int64_t process_peak = PeakResidentBytes();
+    int64_t peak = std::max(window_peak_.exchange(now), now);
+    if (process_peak > last_process_peak_) peak = std::max(peak, process_peak);
+    last_process_peak_ = process_peak;
+    return {now, peak, process_peak};
+  }
+
+ private:
+  ResidentSampler() : fd_(open("/proc/self/statm", O_RDONLY | O_CLOEXEC)), last_process_peak_(PeakResidentBytes()) {
+    window_peak_ = ResidentBytes(fd_);
+    if (fd_ < 0) return;
+    std::thread([this] {
+      for (;;) {
+        const int64_t now = ResidentBytes(fd_);
+        int64_t seen = window_peak_.load();
+        while (now > seen && !window_peak_.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }).detach();
+  }
+
+  const int fd_;
+  std::atomic<int64_t> window_peak_{0};
+  std::mutex mutex_;
+  int64_t last_process_peak_;
+};
+
+// Resets the CUDA caching allocator's peak figures on every device, so the next window's peaks are its own.
+void ResetCudaPeaks(size_t devices) {
+#if COMLRL_WITH_CUDA && TORCH_VERSION_MAJOR >= 2
+  auto* allocator = c10::cuda::CUDACachingAllocator::get();
+  if (allocator == nullptr || !allocator->initialized()) return;
+  for (size_t device = 0; device < devices; ++device) allocator->resetPeakStats(static_cast<c10::DeviceIndex>(device));
+#else
+  (void)devices;
+#endif
+}
+
+Napi::Array CudaMemoryArray(Napi::Env env, const std::vector<CudaMemory>& memory) {
+  Napi::Array devices = Napi::Array::New(env, memory.size());
+  for (size_t i = 0; i < memory.size(); ++i) {
+    Napi::Object entry = Napi::Object::New(env);
+    entry.Set("device", "cuda:" + std::to_string(i));
+    entry.Set("allocatedBytes", static_cast<double>(memory[i].allocated));
+    entry.Set("reservedBytes", static_cast<double>(memory[i].reserved));
+    entry.Set("peakAllocatedBytes", static_cast<double>(memory[i].peak_allocated));
+    entry.Set("peakReservedBytes", static_cast<double>(memory[i].peak_reserved));
+    devices.Set(static_cast<uint32_t>(i), entry);
+  }
+  return devices;
+}
+
+// memoryWindow() -> { residentBytes, peakResidentBytes, processPeakResidentBytes, cudaMemory }: the window since the
+// previous call (the first call's since the addon loaded) closed and the next opened; cudaMemory's peaks are the
+// window's, as the allocator's peak figures are reset at every call.
+Napi::Value MemoryWindow(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    Napi::Env env = info.Env();
+    const ResidentSampler::Window window = ResidentSampler::Get().Next();
+    const std::vector<CudaMemory> memory = CudaMemoryPerDevice();
+    ResetCudaPeaks(memory.size());
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("residentBytes", static_cast<double>(window.resident));
+    out.Set("peakResidentBytes", static_cast<double>(window.peak));
+    out.Set("processPeakResidentBytes", static_cast<double>(window.process_peak));
+    out.Set("cudaMemory", CudaMemoryArray(env, memory));
+    return out;
+  });
+}
+
+Napi::Value SetLogitsBlockRowsBinding(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setLogitsBlockRows(rows): rows must be 0 (automatic) or a positive integer");
+    const double rows = info[0].As<Napi::Number>().DoubleValue();
+    if (!(rows >= 0) || rows != static_cast<double>(static_cast<int64_t>(rows))) {
+      throw ArgumentError("setLogitsBlockRows(rows): rows must be 0 (automatic) or a positive integer, got " + std::to_string(rows));
+    }
+    SetLogitsBlockRows(static_cast<int64_t>(rows));
+    return info.Env().Undefined();
+  });
+}
+
 Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Env env = info.Env();
@@ -94,17 +224,7 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
     out.Set("cpuCacheBytes", Napi::Number::New(env, static_cast<double>(CpuCacheBytes())));
     out.Set("cpuCacheLimitBytes", Napi::Number::New(env, static_cast<double>(CpuCacheLimitBytes())));
     const std::vector<CudaMemory> memory = CudaMemoryPerDevice();
-    Napi::Array devices = Napi::Array::New(env, memory.size());
-    for (size_t i = 0; i < memory.size(); ++i) {
-      Napi::Object entry = Napi::Object::New(env);
-      entry.Set("device", "cuda:" + std::to_string(i));
-      entry.Set("allocatedBytes", static_cast<double>(memory[i].allocated));
-      entry.Set("reservedBytes", static_cast<double>(memory[i].reserved));
-      entry.Set("peakAllocatedBytes", static_cast<double>(memory[i].peak_allocated));
-      entry.Set("peakReservedBytes", static_cast<double>(memory[i].peak_reserved));
-      devices.Set(static_cast<uint32_t>(i), entry);
-    }
-    out.Set("cudaMemory", devices);
+    out.Set("cudaMemory", CudaMemoryArray(env, memory));
     // Bytes in live tensors on cuda:0 (not the allocator's cached blocks): what a leak check watches.
     if (!memory.empty()) out.Set("cudaAllocatedBytes", static_cast<double>(memory[0].allocated));
     return out;
@@ -248,6 +368,8 @@ void InitRuntime(Napi::Env env, Napi::Object exports) {
                       {"matmulAsync", MatmulAsync},
                       {"measureMatmul", MeasureMatmul},
                       {"measureCopy", MeasureCopy},
+                      {"memoryWindow", MemoryWindow},
+                      {"setLogitsBlockRows", SetLogitsBlockRowsBinding},
                   });
 }
 

@@ -108,7 +108,11 @@ async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, s
     const timings = Object.fromEntries(
       Object.entries(trainer.timings.stages).flatMap(([stage, time]) => Object.entries(time).map(([phase, value]) => [`${stage}/${phase}`, value])),
     );
-    return { seconds, envSteps: trainer.progress.envStep, updates: trainer.progress.update, timings };
+    // "stage/phase" peak resident MiB of this epoch's phases (the process's peak is the driver's to read).
+    const memory = Object.fromEntries(
+      Object.keys(trainer.timings.stages).flatMap((stage) => Object.entries(trainer.timings.memory?.of(stage) ?? {}).map(([phase, m]) => [`${stage}/${phase}`, m.peakRssBytes / 2 ** 20])),
+    );
+    return { seconds, envSteps: trainer.progress.envStep, updates: trainer.progress.update, timings, memoryMiB: memory };
   } finally {
     await trainer.close();
   }

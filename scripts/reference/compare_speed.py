@@ -4,11 +4,13 @@ Same model directory, task (the demo's cover-the-vowels: the same item prompts t
 template, checked byte for byte, and the same reward), config (ours resolved, then mapped field by field) and
 thread count on both sides. Each run is its own process: a one-item warm-up epoch with a throwaway trainer, then
 train() of one epoch, timed. Runs alternate between the sides (the first side alternates too); the driver writes the
-medians, min/max and the ratio CoMLRL / ours to bench/results/compare-comlrl-<UTC time>.json and .md.
+medians, min/max and the ratio CoMLRL / ours to bench/results/compare-comlrl-<UTC time>.json and .md, with each run's
+peak resident memory (the ru_maxrss wait4 reports for the run's process tree, as GNU time's "Maximum resident set
+size": the largest process of it, the warm-up epoch included).
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
     /tmp/ref/bin/python scripts/reference/compare_speed.py [--trainers magrpo,iac,maac,madpo,marlhf]
-        [--sizes demo,0.5b] [--pairs 3] [--threads 2] [--items 16]
+        [--sizes demo,0.5b-short,0.5b] [--pairs 3] [--threads 2] [--items 16]
 
 The driver runs our side with `npx tsx scripts/reference/compare-speed-ours.ts` (COMLRL_ADDON is passed through).
 """
@@ -26,6 +28,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -41,22 +44,23 @@ QWEN_05B = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_
                 num_key_value_heads=2, rope_theta=1e6, tie_word_embeddings=True, max_position_embeddings=32768)
 SMALL_CRITIC = dict(QWEN_05B, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                     num_key_value_heads=2)
+# The 0.5B sizes share their model and settings: "0.5b-short" samples 8 new tokens (what the first comparison ran),
+# "0.5b" 64 (a completion length users train with).
+QWEN_05B_PLAN = {
+    "by_trainer": {
+        "magrpo": {"numGenerations": 4},
+        "iac": {"useSeparateCritic": False},
+        "madpo": {"preferenceNumCandidates": 4, "preferencePairsPerSample": 2},
+        "marlhf": {"numGenerations": 4, "preferenceNumCandidates": 4, "preferencePairsPerSample": 2, "rewardModelName": "{small_critic}"},
+    },
+    # A random model's text holds no vowels (its ids past the demo tokenizer decode to "<id>"), so every candidate
+    # ties on cover-the-vowels and no preference pair forms; the mean of those ids' digits separates candidates.
+    "reward_by_trainer": {"madpo": "digits", "marlhf": "digits"},
+}
 SIZES = {
     "demo": {"items": 16, "pairs": 3, "overrides": {}, "by_trainer": {}},
-    "0.5b": {
-        "items": 4,
-        "pairs": 1,
-        "overrides": {"maxNewTokens": 8},
-        "by_trainer": {
-            "magrpo": {"numGenerations": 4},
-            "iac": {"useSeparateCritic": False},
-            "madpo": {"preferenceNumCandidates": 4, "preferencePairsPerSample": 2},
-            "marlhf": {"numGenerations": 4, "preferenceNumCandidates": 4, "preferencePairsPerSample": 2, "rewardModelName": "{small_critic}"},
-        },
-        # A random model's text holds no vowels (its ids past the demo tokenizer decode to "<id>"), so every candidate
-        # ties on cover-the-vowels and no preference pair forms; the mean of those ids' digits separates candidates.
-        "reward_by_trainer": {"madpo": "digits", "marlhf": "digits"},
-    },
+    "0.5b-short": {"items": 4, "pairs": 1, "overrides": {"maxNewTokens": 8}, **QWEN_05B_PLAN},
+    "0.5b": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64}, **QWEN_05B_PLAN},
 }
 
 TOPICS = ["a song", "a game", "a code", "a chant", "a puzzle", "a signal", "a rhyme", "a pattern"]
@@ -316,18 +320,31 @@ def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, 
         command = [sys.executable, __file__, "--comlrl-run", json.dumps(spec)]
         run_env = dict(env, OMP_NUM_THREADS=str(threads))
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=run_env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{side} {trainer} ({size}) failed:\n{done.stderr[-4000:]}")
-    result = last_json(done.stdout, f"{side} {trainer}")
-    result.update(size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started)
-    print(f"  {side:6} {trainer:6} {size:4} {result['seconds']:8.2f} s   load {' '.join(load)}", flush=True)
+    returncode, stdout, stderr, peak_kib = run_measured(command, run_env)
+    if returncode != 0:
+        raise SystemExit(f"{side} {trainer} ({size}) failed:\n{stderr[-4000:]}")
+    result = last_json(stdout, f"{side} {trainer}")
+    result.update(size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started, peakRssMiB=peak_kib / 1024)
+    print(f"  {side:6} {trainer:6} {size:10} {result['seconds']:8.2f} s   peak RSS {peak_kib / 2**20:6.2f} GiB   load {' '.join(load)}", flush=True)
     return result
+
+
+def run_measured(command, env):
+    """Runs command to its end: exit status, stdout, stderr and the peak resident KiB of its process tree (wait4's
+    ru_maxrss: the largest of the process and its waited-for descendants, as GNU time reports it)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return process.returncode, out.read(), err.read(), usage.ru_maxrss
 
 
 def summary(runs):
     seconds = [r["seconds"] for r in runs]
-    return {"median": statistics.median(seconds), "min": min(seconds), "max": max(seconds), "n": len(seconds)}
+    return {"median": statistics.median(seconds), "min": min(seconds), "max": max(seconds), "n": len(seconds),
+            "peakRssMiB": statistics.median(r["peakRssMiB"] for r in runs)}
 
 
 def stages(runs):
@@ -337,15 +354,17 @@ def stages(runs):
 
 
 def table(rows, header):
-    lines = [header, "", "| trainer | size | ours median (min–max) | CoMLRL median (min–max) | CoMLRL / ours | pairs | "
-             "load (1 min) | ours: stages, s | CoMLRL: generate, backward, optimizer step, s |",
-             "|---|---|---:|---:|---:|---:|---|---|---|"]
+    lines = [header, "", "| trainer | size | ours median (min–max) | CoMLRL median (min–max) | CoMLRL / ours | "
+             "peak RSS ours / CoMLRL, GiB | ours / CoMLRL memory | pairs | load (1 min) | ours: stages, s | "
+             "CoMLRL: generate, backward, optimizer step, s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for row in rows:
         o, c = row["ours"], row["comlrl"]
         loads = [r["loadavg"][0] for r in row["runs"]]
         by_side = {side: [r for r in row["runs"] if r["side"] == side] for side in ("ours", "comlrl")}
         lines.append(f"| {row['trainer']} | {row['size']} | {o['median']:.2f} s ({o['min']:.2f}–{o['max']:.2f}) | "
-                     f"{c['median']:.2f} s ({c['min']:.2f}–{c['max']:.2f}) | {c['median'] / o['median']:.2f}× | {o['n']} | "
+                     f"{c['median']:.2f} s ({c['min']:.2f}–{c['max']:.2f}) | {c['median'] / o['median']:.2f}× | "
+                     f"{o['peakRssMiB'] / 1024:.2f} / {c['peakRssMiB'] / 1024:.2f} | {o['peakRssMiB'] / c['peakRssMiB']:.2f}× | {o['n']} | "
                      f"{min(loads):.1f}–{max(loads):.1f} | {stages(by_side['ours'])} | {stages(by_side['comlrl'])} |")
     return "\n".join(lines)
 
@@ -402,9 +421,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trainers", default=",".join(TRAINERS))
     parser.add_argument("--sizes", default="demo")
-    parser.add_argument("--pairs", type=int, default=0, help="runs per side (default: 3 at demo size, 1 at 0.5b)")
+    parser.add_argument("--pairs", type=int, default=0, help="runs per side (default: 3 at demo size, 1 at the 0.5b sizes)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--items", type=int, default=0, help="items in the timed epoch (default: 16 at demo size, 4 at 0.5b)")
+    parser.add_argument("--items", type=int, default=0, help="items in the timed epoch (default: 16 at demo size, 4 at 0.5b-short, 2 at 0.5b)")
     parser.add_argument("--comlrl-run", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.comlrl_run:

@@ -14,6 +14,7 @@ import { MARLHFTrainer } from "../trainers/preference/marlhf.js";
 import type { Phase } from "../trainers/lifecycle/timings.js";
 import type { Trainer } from "../trainers/lifecycle/trainer.js";
 import { secondsSince } from "./stats.js";
+import { addPhasePeaks, phasePeaks } from "./trainer.js";
 import { ALGORITHM_PHASES, type AlgorithmCase, type WorkerOutput } from "./types.js";
 
 const SEED = 7;
@@ -22,6 +23,8 @@ interface Epoch {
   seconds: number;
   phases: Record<string, number>;
   envSteps: number;
+  /** Peak resident MiB per "stage/phase" (phasePeaks). */
+  peaks: Record<string, number>;
 }
 
 type Build = (base: string, tokenizer: ComlrlTokenizer, outputDir: string, items: number) => Promise<Trainer & { progress: { envStep: number } }>;
@@ -97,7 +100,7 @@ export async function measureAlgorithmEpoch(spec: AlgorithmCase): Promise<Worker
         await trainer.train();
         const seconds = secondsSince(clock);
         await trainer.close();
-        return { seconds, phases: phasesOf(spec.algorithm, trainer, seconds), envSteps: trainer.progress.envStep };
+        return { seconds, phases: phasesOf(spec.algorithm, trainer, seconds), envSteps: trainer.progress.envStep, peaks: phasePeaks(trainer) };
       } catch (error) {
         await trainer.close();
         throw error;
@@ -110,6 +113,7 @@ export async function measureAlgorithmEpoch(spec: AlgorithmCase): Promise<Worker
       const run = await epoch(`run-${r}`, spec.items);
       samples.seconds.push(run.seconds);
       for (const phase of ALGORITHM_PHASES[spec.algorithm]) samples[phase].push(run.phases[phase]);
+      addPhasePeaks(samples, run.peaks);
       envSteps = run.envSteps;
     }
     return { samples, details: { envSteps } };

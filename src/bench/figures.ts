@@ -5,6 +5,7 @@ import { summarize } from "./stats.js";
 import {
   ALGORITHM_PHASES,
   DTYPE_BYTES,
+  PHASE_PEAK_PREFIX,
   type AlgorithmCase,
   type AlgorithmResult,
   type CopyCeilingCase,
@@ -19,6 +20,10 @@ import {
   type TrainingCase,
   type TrainingResult,
 } from "./types.js";
+
+/** The samples phasePeaks recorded, by "stage/phase". */
+const phasePeakRssMiB = (m: Measured) =>
+  Object.fromEntries(Object.entries(m.samples).flatMap(([key, values]) => (key.startsWith(PHASE_PEAK_PREFIX) ? [[key.slice(PHASE_PEAK_PREFIX.length), summarize(values)]] : [])));
 
 const processFigures = (m: Measured) => ({ peakRssMiB: m.peakRssMiB, peakDeviceMiB: m.peakDeviceMiB, otherCpuShare: m.otherCpuShare });
 
@@ -90,6 +95,7 @@ export function algorithmResult(spec: AlgorithmCase, m: Measured): AlgorithmResu
     epochSeconds: summarize(m.samples.seconds),
     envStepsPerSecond: summarize(m.samples.seconds.map((s) => envSteps / s)),
     phases: Object.fromEntries(ALGORITHM_PHASES[spec.algorithm].map((phase) => [phase, summarize(m.samples[phase])])),
+    phasePeakRssMiB: phasePeakRssMiB(m),
     ...processFigures(m),
   };
 }
@@ -110,6 +116,7 @@ export function trainerResult(spec: TrainerCase, m: Measured): TrainerResult {
           secondsPerStep: summarize(m.samples.allReduceSeconds.map((s) => s / Math.max(1, m.details.allReducesPerEpoch))),
         }
       : null,
+    phasePeakRssMiB: phasePeakRssMiB(m),
     ...processFigures(m),
   };
 }

@@ -98,6 +98,11 @@ function training(r: BenchResult): string[] {
   return table(["model", "params", "dtype", "step s", "fwd+bwd s", "AdamW s", "tok/s", "GFLOP/s", "of matmul ceiling", "peer step s", "peer / comlrl", "peak RSS MiB"], rows);
 }
 
+/** "train/generation 250, train/backward 262, …": each phase's median peak resident MiB. */
+function phasePeaks(peaks: Record<string, Summary>): string {
+  return Object.entries(peaks).map(([phase, s]) => `${phase} ${mib(s.median)}`).join(", ");
+}
+
 function trainer(r: BenchResult): string[] {
   const rows = r.trainer.map((t) => [
     t.case.layout ? `${t.case.scoring}, ${t.case.layout.ranks} proc × ${t.case.layout.threads} thr` : t.case.scoring,
@@ -108,6 +113,9 @@ function trainer(r: BenchResult): string[] {
     memory(t),
   ]);
   const lines = table(["scoring", "epoch", "epoch s", "env steps/s", "generation s", "reward s", "scoring s", "update s", "other s", "peak RSS MiB"], rows);
+  for (const t of r.trainer.filter((x) => x.phasePeakRssMiB && Object.keys(x.phasePeakRssMiB).length > 0)) {
+    lines.push("", `Peak RSS by phase, ${t.case.scoring}${t.case.layout ? `, ${t.case.layout.ranks} proc` : ""} (MiB, medians): ${phasePeaks(t.phasePeakRssMiB!)}.`);
+  }
   if (r.trainerSpeedup !== null) lines.push("", `A batched epoch is ${r.trainerSpeedup.toFixed(2)}× faster than a per-completion one (median epoch times).`);
   for (const t of r.trainer.filter((x) => x.communication)) {
     const c = t.communication!;
@@ -121,7 +129,8 @@ function algorithms(r: BenchResult): string[] {
   if (results.length === 0) return ["(not run)"];
   return results.map((a) => {
     const phases = ALGORITHM_PHASES[a.case.algorithm].map((phase) => `${phase} ${num(a.phases[phase].median)} s`).join(", ");
-    return `- **${a.case.algorithm}**: ${a.case.items} items, ${a.envSteps} env steps; ${spread(a.epochSeconds)} s/epoch, ${spread(a.envStepsPerSecond)} env steps/s; ${phases}; peak RSS ${memory(a)} MiB`;
+    const peaks = a.phasePeakRssMiB && Object.keys(a.phasePeakRssMiB).length > 0 ? ` (by phase: ${phasePeaks(a.phasePeakRssMiB)})` : "";
+    return `- **${a.case.algorithm}**: ${a.case.items} items, ${a.envSteps} env steps; ${spread(a.epochSeconds)} s/epoch, ${spread(a.envStepsPerSecond)} env steps/s; ${phases}; peak RSS ${memory(a)} MiB${peaks}`;
   });
 }
 

@@ -8,9 +8,24 @@ import { createDemoBaseModel, demoTrainerOptions } from "../demo/recipes.js";
 import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
 import { measureLayoutEpoch } from "./ddp.js";
 import { secondsSince } from "./stats.js";
-import type { TrainerCase, WorkerOutput } from "./types.js";
+import { PHASE_PEAK_PREFIX, type TrainerCase, type WorkerOutput } from "./types.js";
+import type { Trainer } from "../trainers/lifecycle/trainer.js";
 
 const SEED = 7;
+
+/** Each "stage/phase" peak resident MiB of a trainer's run, as samples keyed PHASE_PEAK_PREFIX + "stage/phase". */
+export function phasePeaks(trainer: Trainer): Record<string, number> {
+  return Object.fromEntries(
+    Object.keys(trainer.timings.stages).flatMap((stage) =>
+      Object.entries(trainer.timings.memory?.of(stage) ?? {}).map(([phase, m]) => [`${PHASE_PEAK_PREFIX}${stage}/${phase}`, m.peakRssBytes / 2 ** 20]),
+    ),
+  );
+}
+
+/** Adds one run's phase peaks to the benchmark's samples. */
+export function addPhasePeaks(samples: Record<string, number[]>, peaks: Record<string, number>): void {
+  for (const [key, value] of Object.entries(peaks)) (samples[key] ??= []).push(value);
+}
 
 /** The trainer places its agents by its config's defaults (as the demo does), so the suite's device is not used. */
 export async function measureTrainerEpoch(spec: TrainerCase): Promise<WorkerOutput> {
@@ -25,7 +40,7 @@ export async function measureTrainerEpoch(spec: TrainerCase): Promise<WorkerOutp
       try {
         const started = performance.now();
         await trainer.train();
-        return { seconds: secondsSince(started), timings: trainer.timings.of("train"), envSteps: trainer.progress.envStep };
+        return { seconds: secondsSince(started), timings: trainer.timings.of("train"), envSteps: trainer.progress.envStep, peaks: phasePeaks(trainer) };
       } finally {
         await trainer.close();
       }
@@ -40,6 +55,7 @@ export async function measureTrainerEpoch(spec: TrainerCase): Promise<WorkerOutp
       Object.entries({ seconds: run.seconds, generation, reward, scoring, update, other: run.seconds - generation - reward - scoring - update }).forEach(
         ([phase, value]) => samples[phase].push(value),
       );
+      addPhasePeaks(samples, run.peaks);
       envSteps = run.envSteps;
     }
     return { samples, details: { envSteps } };

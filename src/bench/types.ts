@@ -113,6 +113,9 @@ export interface WorkerOutput {
 export const WORKER_RESULT_PREFIX = "comlrl-bench-result ";
 
 /** What the parent saw of a worker process: its memory, and how much of the machine others used meanwhile. */
+/** The prefix of a sample holding a phase's peak resident MiB ("peakRssMiB:train/backward"). */
+export const PHASE_PEAK_PREFIX = "peakRssMiB:";
+
 export interface ProcessFigures {
   /** The worker process's peak resident set (its process.resourceUsage().maxRSS), MiB. */
   peakRssMiB: number;
@@ -212,6 +215,8 @@ export interface TrainerResult extends ProcessFigures {
   phases: Record<"generation" | "reward" | "scoring" | "update" | "other", Summary>;
   /** Data-parallel layouts: the gradient all-reduces of an epoch (one per optimizer step), rank 0's view. */
   communication: { allReducesPerEpoch: number; bytesPerStep: number; secondsPerStep: Summary } | null;
+  /** Peak resident MiB per "stage/phase" of the timed epochs (the trainer's StageMemory); absent in older results. */
+  phasePeakRssMiB?: Record<string, Summary>;
 }
 
 export interface AlgorithmResult extends ProcessFigures {
@@ -221,6 +226,8 @@ export interface AlgorithmResult extends ProcessFigures {
   envStepsPerSecond: Summary;
   /** Seconds per phase, in the algorithm's order (ALGORITHM_PHASES). */
   phases: Record<string, Summary>;
+  /** Peak resident MiB per "stage/phase" of the timed epochs (the trainer's StageMemory); absent in older results. */
+  phasePeakRssMiB?: Record<string, Summary>;
 }
 
 export interface Target {

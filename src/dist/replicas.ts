@@ -4,13 +4,16 @@
 // (so replicas stay bit-identical); decisions that depend on local data (when to update, how many minibatches) are
 // taken on the ranks' maximum; and each rank's own state (sampling streams, shuffle RNG, counters) travels to rank
 // 0's checkpoint, so that a resume with the same world size continues exactly.
-import { CausalLM } from "../models/causal-lm.js";
+import { CausalLM, DROPOUT_STREAM, dropoutSeed } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
 import { nativeModuleOf, type NativeModule } from "../models/native-module.js";
 import type { Component, ComponentRegistry } from "../trainers/lifecycle/components.js";
 import type { TrainingStage } from "../trainers/lifecycle/stage-host.js";
 import { DistributedContext } from "./context.js";
 import { readDistributedEnvironment } from "./environment.js";
+
+/** Where a rank's state keeps component `name`'s dropout stream, beside its sampling stream under `name`. */
+const dropoutStreamKey = (name: string) => `${name}#dropout`;
 
 /** What differs between the ranks of one run and so is checkpointed per rank. */
 export interface RankState {
@@ -20,7 +23,7 @@ export interface RankState {
   envStep: number;
   /** The rank's optimizer-step counter. */
   update: number;
-  /** The training sampling stream of each generating component, base64. */
+  /** The training sampling stream of each generating component, base64 (and its dropout stream, under name#dropout). */
   generators: Record<string, string>;
 }
 
@@ -68,7 +71,11 @@ export class Replicas {
     const modules = this.modules();
     if (modules.length > 0) await this.context.broadcastParameters(modules);
     if (!this.joined && !this.streamsRestored && this.context.rank > 0) {
-      this.generators().forEach(({ model, stream }, i) => model.setSeed(this.seed + RANK_SEED_STRIDE * this.context.rank + i, stream));
+      this.generators().forEach(({ model, stream }, i) => {
+        const seed = this.seed + RANK_SEED_STRIDE * this.context.rank + i;
+        model.setSeed(seed, stream);
+        model.setSeed(dropoutSeed(seed), DROPOUT_STREAM);
+      });
     }
     for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;
@@ -143,7 +150,10 @@ export class Replicas {
   }
 
   localState(random: number, progress: { envStep: number; update: number }): RankState {
-    const generators = Object.fromEntries(this.generators().map(({ name, model, stream }) => [name, Buffer.from(model.generatorState(stream)).toString("base64")]));
+    const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+    const generators = Object.fromEntries(
+      this.generators().flatMap(({ name, model, stream }) => [[name, base64(model.generatorState(stream))], [dropoutStreamKey(name), base64(model.generatorState(DROPOUT_STREAM))]]),
+    );
     return { random, envStep: progress.envStep, update: progress.update, generators };
   }
 
@@ -160,9 +170,11 @@ export class Replicas {
     const mine = saved.ranks?.[this.context.rank];
     if (!mine) return null;
     for (const { name, model, stream } of this.generators()) {
-      const state = mine.generators[name];
-      if (state === undefined) throw new ReplicaError(`the checkpoint has no sampling stream of ${name} for rank ${this.context.rank}`);
-      model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")), stream);
+      for (const [key, restored, kind] of [[name, stream, "sampling"], [dropoutStreamKey(name), DROPOUT_STREAM, "dropout"]] as const) {
+        const state = mine.generators[key];
+        if (state === undefined) throw new ReplicaError(`the checkpoint has no ${kind} stream of ${name} for rank ${this.context.rank}`);
+        model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")), restored);
+      }
     }
     progress.envStep = mine.envStep;
     progress.update = mine.update;

@@ -50,10 +50,22 @@ export interface CudaDeviceMemory {
   allocatedBytes: number;
   /** Bytes the allocator holds from the driver: live tensors plus its cache (what nvidia-smi shows, less the context). */
   reservedBytes: number;
-  /** The highest allocatedBytes / reservedBytes since the process started. */
+  /** The highest allocatedBytes since the process started (in a memoryWindow(): since the window opened). */
   peakAllocatedBytes: number;
-  /** The highest reservedBytes since the process started. */
+  /** The highest reservedBytes since the process started (in a memoryWindow(): since the window opened). */
   peakReservedBytes: number;
+}
+
+/** One window of time's memory (memoryWindow()): the window since the previous call, in bytes. */
+export interface MemoryWindow {
+  /** Resident bytes now. */
+  residentBytes: number;
+  /** The most resident bytes during the window: sampled every millisecond, exact for a window that raised the process's peak. */
+  peakResidentBytes: number;
+  /** The process's peak resident bytes since it started (VmHWM, what GNU time and wait4 report). */
+  processPeakResidentBytes: number;
+  /** Per visible CUDA device; its peaks are the window's (the allocator's peak figures are reset at every call). */
+  cudaMemory: CudaDeviceMemory[];
 }
 
 export interface MatmulResult {
@@ -110,6 +122,10 @@ export interface NativeAddon extends NativeLosses, NativeReadouts {
   runtimeInfo(): RuntimeInfo;
   numerics(): NumericsInfo;
   setNumThreads(n: number): void;
+  /** Closes the memory window open since the previous call (the first: since the addon loaded) and opens the next. */
+  memoryWindow(): MemoryWindow;
+  /** Rows per block of the LM head when scoring tokens (0: as many as keep a block's logits near 64 MiB). */
+  setLogitsBlockRows(rows: number): void;
   /**
    * Runs a CPU module's calls, and those of optimizers whose first module it is, on agent lane `lane` ("cpu#lane",
    * one intra-op thread) beside the other lanes; null returns them to the device's lane.
@@ -231,6 +247,8 @@ export interface NativeModelInfo {
   };
   /** Whether layer activations are recomputed in the backward to save memory. */
   gradientCheckpointing: boolean;
+  /** Training mode: the config's dropout acts in the forwards of the losses (setTraining). */
+  training: boolean;
   /** Whether the model is frozen: no gradients are kept for it. */
   frozen: boolean;
 }
@@ -274,6 +292,8 @@ export interface NativeModel {
   clone(options?: { device?: string; dtype?: string; seed?: number }): Promise<NativeModel>;
   freeze(): void;
   setGradientCheckpointing(enabled: boolean): void;
+  /** Training mode on or off; dropout draws from the "dropout" stream. */
+  setTraining(enabled: boolean): void;
   /** Seeds a sampling stream (default "default"), creating it if new. */
   setSeed(seed: number, stream?: string): void;
   /** A stream never seeded is an error naming it. */

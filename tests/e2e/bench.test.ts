@@ -53,9 +53,19 @@ describe("bench suite, quick mode", () => {
       const total = Object.values(a.phases).reduce((sum, p) => sum + p.median, 0);
       expect(total).toBeCloseTo(a.epochSeconds.median, 2);
     }
+    // Memory rows: each trainer's peak RSS per stage/phase, none above the worker's own peak.
+    for (const t of [...result.trainer.filter((x) => !x.case.layout), ...result.algorithms!]) {
+      const peaks = Object.entries(t.phasePeakRssMiB!);
+      expect(peaks.map(([phase]) => phase)).toEqual(expect.arrayContaining([expect.stringMatching(/\/generation$/), expect.stringMatching(/\/backward$/), expect.stringMatching(/\/optimizer$/)]));
+      for (const [, peak] of peaks) {
+        expect(peak.median).toBeGreaterThan(50);
+        expect(peak.median).toBeLessThanOrEqual(t.peakRssMiB + 1);
+      }
+    }
     expect(result.targets.length).toBeGreaterThan(0);
     const markdown = readFileSync(run.markdownFile, "utf8");
     for (const heading of ["## Ceilings", "## Generation", "## Training", "## Whole trainer", "## Other trainers", "## Targets"]) expect(markdown).toContain(heading);
+    expect(markdown).toMatch(/Peak RSS by phase, batched \(MiB, medians\): train\/other \d+/);
   });
 
   it("every figure is finite with min ≤ median ≤ max; rates, times and memory are positive", async () => {

@@ -19,8 +19,8 @@ const base = path.join(scratch, "base");
 const runner = path.join(__dirname, "..", "support", "checkpoint-run.ts");
 let tokenizer: ComlrlTokenizer;
 
-/** A metric stream without wall-clock times, one string per record. */
-const withoutTimes = (records: Array<Record<string, unknown>>) => records.map(({ time: _time, ...rest }) => JSON.stringify(rest));
+/** A metric stream without measurements (wall-clock times, "memory" records), one string per record. */
+const withoutTimes = (records: Array<Record<string, unknown>>) => records.filter((r) => r.kind !== "memory").map(({ time: _time, ...rest }) => JSON.stringify(rest));
 const stream = (...dirs: string[]) => dirs.flatMap((dir) => withoutTimes(readJsonlMetrics(path.join(dir, "metrics.jsonl"))));
 const resumeDir = (outputDir: string) => path.join(outputDir, readdirSync(outputDir).find((f) => f.startsWith("resume-"))!);
 const sameBits = (a: Float32Array[], b: Float32Array[]) => {

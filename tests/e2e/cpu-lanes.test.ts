@@ -52,8 +52,8 @@ async function run(kind: string, lanes: string | undefined) {
   const { peak: laneJobsAtOnce } = agentLaneJobs();
   const weights = trainer.weights().map((w) => Array.from(w));
   await trainer.close();
-  // Timings and the progress bar's seconds differ from run to run; everything else must not.
-  return { placed, concurrent, laneJobsAtOnce, weights, records: records(outputDir).filter((r) => r.kind !== "timing") };
+  // Timings, memory peaks and the progress bar's seconds differ from run to run; everything else must not.
+  return { placed, concurrent, laneJobsAtOnce, weights, records: records(outputDir).filter((r) => r.kind !== "timing" && r.kind !== "memory") };
 }
 
 // Where each kind's actors (then critics, MARLHF's reward model) run: a critic per agent on its agent's lane; what the

@@ -1,6 +1,8 @@
 // Where a trainer's time goes: seconds per stage of its schedule and, within each stage, per phase of work. The
 // lifecycle times every stage's steps; rollouts, critics and updates time their phases into the stage running them,
 // so MARLHF's sampling shows apart in its pair collection ("pairs") and its RL phase ("rl"). The bench reports these.
+// Given a StageMemory, the same phases measure their peak memory too (memory.ts).
+import type { MemoryPhase, StageMemory } from "./memory.js";
 
 /**
  * generation: sampling; reward: the reward function (in an RL phase against a reward model, its scoring);
@@ -27,9 +29,13 @@ export class StageTimings {
   private readonly byStage = new Map<string, StageTime>();
   private current = "train";
 
+  /** `memory`: where the phases' peak memory goes too (none: time only). */
+  constructor(readonly memory: StageMemory | null = null) {}
+
   /** Phases from now on count into `stage`. */
   enter(stage: string): void {
     this.current = stage;
+    this.memory?.enter(stage);
   }
 
   /** Adds seconds to the current stage: to its total ("seconds") or to one of its phases. */
@@ -43,10 +49,15 @@ export class StageTimings {
   async time<T>(what: Phase | "seconds", work: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
-      return await work();
+      return await (what === "seconds" ? work() : this.measure(what, work));
     } finally {
       this.add(what, (performance.now() - started) / 1000);
     }
+  }
+
+  /** Runs `work` with its peak memory counted towards `phase` (untimed: a part of a timed phase, as an update's optimizer step). */
+  measure<T>(phase: MemoryPhase, work: () => Promise<T>): Promise<T> {
+    return this.memory ? this.memory.within(phase, work) : work();
   }
 
   /** A copy of every stage's times, in the order the stages first ran. */

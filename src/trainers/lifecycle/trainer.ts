@@ -8,7 +8,7 @@ import path from "node:path";
 import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, CheckpointError } from "../../checkpoint/checkpoint.js";
 import { writeResumeMarker } from "../../logging/jsonl.js";
 import { MetricsLogger, type MetricsLoggerState } from "../../logging/metrics-logger.js";
-import { ProgressBar } from "../../logging/progress.js";
+import { ProgressBar, type ProgressFields } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
 import type { WandbConfig } from "../../logging/wandb.js";
 import type { DistributedContext } from "../../dist/context.js";
@@ -17,6 +17,8 @@ import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dis
 import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
 import { StageTimings } from "./timings.js";
+import { StageMemory } from "./memory.js";
+import { memoryWindow } from "../../runtime.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
 import { lockRunDirectories } from "../../util/run-lock.js";
@@ -158,7 +160,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
         for (const update of taken.flat()) this.recordUpdate(update.component, update);
         return taken.flat();
       },
-      timings: new StageTimings(),
+      timings: new StageTimings(new StageMemory(memoryWindow)),
     };
   }
 
@@ -167,11 +169,11 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     const { optimizer } = request;
     await request.zeroGrad();
     const known = request.loss;
-    const returned = known === undefined || Number.isFinite(known) ? await request.backward() : undefined;
+    const returned = known === undefined || Number.isFinite(known) ? await this.timings.measure("backward", () => request.backward()) : undefined;
     const loss = known ?? (returned as number);
     let update: UpdateRecord;
     if (this.host.checkLoss(loss, request.subject, request.batch)) {
-      const step = await optimizer.step({ maxGradNorm: request.maxGradNorm ?? undefined, samples: request.samples, loss });
+      const step = await this.timings.measure("optimizer", () => optimizer.step({ maxGradNorm: request.maxGradNorm ?? undefined, samples: request.samples, loss }));
       update = { component: request.component, loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples };
     } else {
       await request.zeroGrad();
@@ -275,7 +277,12 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
               if (p.itemIndex === 0) await stage.beginEpoch?.();
               return stage.runStep(p.itemIndex);
             });
-            bar.update(done() + 1, { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}) }, iterations * perIteration());
+            const memory = this.logStepMemory(stage.name);
+            bar.update(
+              done() + 1,
+              { ...(iterations > 1 ? { iteration: p.iteration + 1 } : {}), ...(stages.length > 1 ? { stage: stage.name } : {}), epoch: p.epoch + 1, ...(fields ?? {}), ...memory },
+              iterations * perIteration(),
+            );
           }
           this.timings.enter(stage.name);
           await this.timings.time("seconds", async () => stage.endEpoch?.());
@@ -298,6 +305,20 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     } finally {
       bar.finish();
     }
+  }
+
+  /** The step's peak memory into metrics.jsonl (kind "memory"); returns the progress bar's fields: peak RSS, and each CUDA device's peak allocated. */
+  private logStepMemory(stage: string): ProgressFields {
+    const memory = this.timings.memory?.takeStep();
+    if (!memory) return {};
+    this.logger?.log("memory", { stage, ...memory }, this.progress.envStep);
+    const gib = (value: unknown) => `${((value as number) / 1024).toFixed(2)}GiB`;
+    const fields: ProgressFields = { peak_rss: gib(memory.peak_rss_mib) };
+    for (const [key, value] of Object.entries(memory)) {
+      const device = /^(cuda:\d+)\/peak_allocated_mib$/.exec(key)?.[1];
+      if (device) fields[`${device}_peak`] = gib(value);
+    }
+    return fields;
   }
 
   private async evaluateDuringTraining(bar: ProgressBar): Promise<void> {

@@ -102,6 +102,8 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
   constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, host: StageHost) {
     super(config, agents, options, environment, host);
     this.objectiveSteps = new ObjectiveSteps(config, agents, options.scoring ?? "batched");
+    // CoMLRL's MAGRPO trains its agents in train mode: their dropout acts in the policy-gradient forwards.
+    for (const agent of agents) agent.model.train();
   }
 
   protected get rolloutSettings(): RolloutSettings {
