@@ -511,7 +511,7 @@ const REPEAT_SCRIPT = `
   for (let i = 0; i < 5; i++) {
     const { loss } = await lm.policyGradientBackward(${JSON.stringify(prompts.slice(0, 4))}, ${JSON.stringify(completions.slice(0, 4))}, [1, -1, 0.5, -0.5]);
     await optimizer.step({ maxGradNorm: 1 });
-    lm.zeroGrad();
+    await lm.zeroGrad();
     losses.push(loss);
   }
   console.log(JSON.stringify(losses));
@@ -643,7 +643,7 @@ await check(`no leak over ${gpu ? 200 : 40} steps of generate, backward and Adam
   const allocated = [];
   const early = Math.floor(steps / 10);
   for (let step = 0; step < steps; step++) {
-    lm.zeroGrad();
+    await lm.zeroGrad();
     await lm.generate(prompts.slice(0, 2), { maxNewTokens: 4, doSample: true, eosTokenIds: [] });
     await lm.policyGradientBackward(prompts.slice(0, 4), completions.slice(0, 4), [1, -1, 0.5, -0.5]);
     await optimizer.step();

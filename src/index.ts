@@ -10,7 +10,7 @@ export { encodeTorchStateDict, decodeTorchStateDict, saveTorchStateDict, loadTor
 export { ComlrlTokenizer, type ChatMessage, type EncodedBatch, type SpecialTokens, type TokenizerSources } from "./models/tokenizer.js";
 export { createTinyModel, type TinyModelOptions } from "./models/tiny-model.js";
 export { resolveModelSource, resolveDatasetFiles, hubCacheDir, type RepoFiles, type ResolveModelSourceOptions, type HubRepoType } from "./models/hub.js";
-export { parseModelConfig, ConfigError as ModelConfigError, type Activation, type AttentionKernel, type ModelConfig, type ModelDtype, type ModelType, type NormKind, type NormPlacement, type QkNorm, type RotaryModelType } from "./models/config.js";
+export { parseModelConfig, type Activation, type AttentionKernel, type ModelConfig, type ModelDtype, type ModelType, type NormKind, type NormPlacement, type QkNorm, type RotaryModelType } from "./models/config.js";
 
 export * from "./config/index.js";
 export type { AdvantageGrouping, AgentObjective, ImportanceSamplingLevel, KlEstimator, KlIn, LossType, PerAgent, ScaleRewards } from "./config/objectives.js";

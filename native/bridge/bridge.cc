@@ -277,6 +277,15 @@ Napi::Promise RunAsync(Napi::Env env, const std::string& lane, std::function<Res
   return promise;
 }
 
+void ExportFunctions(Napi::Env env, Napi::Object exports, std::initializer_list<ExportedFunction> functions) {
+  for (const auto& [name, function] : functions) exports.Set(name, Napi::Function::New(env, function, name));
+}
+
+std::string PathArg(const Napi::CallbackInfo& info, size_t index, const char* call) {
+  if (info.Length() <= index || !info[index].IsString()) throw ArgumentError(std::string(call) + ": a file path");
+  return info[index].As<Napi::String>().Utf8Value();
+}
+
 Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t index, const char* name) {
   if (info.Length() <= index || !info[index].IsObject()) throw ArgumentError(std::string(name) + " must be an object");
   return info[index].As<Napi::Object>();

@@ -6,7 +6,9 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace comlrl {
@@ -55,8 +57,14 @@ int NumThreads();
 // Creates the main-thread wake-up used by RunAsync; called once from module init.
 void InitLanes(Napi::Env env);
 
+// A binding's free functions, exported to JS under their names.
+using ExportedFunction = std::pair<const char*, Napi::Value (*)(const Napi::CallbackInfo&)>;
+void ExportFunctions(Napi::Env env, Napi::Object exports, std::initializer_list<ExportedFunction> functions);
+
 // Argument readers that name the argument when it is wrong.
 Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t index, const char* name);
+// A file path argument; `call` names the call in the error ("save(path)").
+std::string PathArg(const Napi::CallbackInfo& info, size_t index, const char* call);
 std::string StringField(const Napi::Object& object, const char* field);
 Napi::Object ObjectField(const Napi::Object& object, const char* field);
 std::vector<std::string> StringListField(const Napi::Object& object, const char* field);

@@ -38,9 +38,12 @@ Napi::Value GradientValue(const Napi::CallbackInfo& info, ModuleState& state, co
   return grad.defined() ? Napi::Value(ToFloat32Array(info.Env(), grad)) : info.Env().Null();
 }
 
-void DropGradients(ModuleState& state) {
-  std::lock_guard<std::mutex> lock(state.mutex);
-  for (auto& parameter : state.Module().parameters()) parameter.mutable_grad() = torch::Tensor();
+Napi::Promise DropGradients(Napi::Env env, std::shared_ptr<ModuleState> state) {
+  return RunAsync(env, state->lane, [state]() -> Resolver {
+    ModuleLocks lock({state.get()});
+    for (auto& parameter : state->Module().parameters()) parameter.mutable_grad() = torch::Tensor();
+    return nullptr;
+  });
 }
 
 void FreezeParameters(ModuleState& state) {

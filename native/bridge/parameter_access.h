@@ -6,6 +6,7 @@
 #include <napi.h>
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,7 +23,9 @@ Napi::Array ParameterList(Napi::Env env, const std::vector<std::pair<std::string
 Napi::Value ParameterValue(const Napi::CallbackInfo& info, ModuleState& state, const char* owner);
 Napi::Value GradientValue(const Napi::CallbackInfo& info, ModuleState& state, const char* owner);
 
-void DropGradients(ModuleState& state);
+// zeroGrad() -> Promise<void>: the gradients are dropped on the module's lane, after the work queued there before it,
+// so the JS thread never waits on the module's mutex while a backward holds it.
+Napi::Promise DropGradients(Napi::Env env, std::shared_ptr<ModuleState> state);
 // No more gradients: requires_grad off and any gradient dropped (optimizers then skip the parameters).
 void FreezeParameters(ModuleState& state);
 

@@ -13,30 +13,16 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stateDict bytes assume
 
 namespace comlrl {
 
-Napi::FunctionReference NativeValueHead::constructor_;
-
-namespace {
-constexpr const char* kOwner = "the value head";
-}  // namespace
-
 void NativeValueHead::Init(Napi::Env env, Napi::Object exports) {
-  Napi::Function cls = DefineClass(env, "NativeValueHead",
-                                   {
-                                       InstanceMethod("parameterNames", &NativeValueHead::ParameterNames),
-                                       InstanceMethod("getParameter", &NativeValueHead::GetParameter),
-                                       InstanceMethod("getGradient", &NativeValueHead::GetGradient),
-                                       InstanceMethod("zeroGrad", &NativeValueHead::ZeroGrad),
-                                       InstanceMethod("freeze", &NativeValueHead::Freeze),
-                                       InstanceMethod("stateDict", &NativeValueHead::StateDict),
-                                       InstanceMethod("loadStateDict", &NativeValueHead::LoadStateDict),
-                                       InstanceMethod("info", &NativeValueHead::Info),
-                                       InstanceMethod("dispose", &NativeValueHead::Dispose),
-                                   });
-  constructor_ = Napi::Persistent(cls);
-  exports.Set("NativeValueHead", cls);
+  exports.Set(kClassName, Define(env, {
+                                      InstanceMethod("parameterNames", &NativeValueHead::ParameterNames),
+                                      InstanceMethod("stateDict", &NativeValueHead::StateDict),
+                                      InstanceMethod("loadStateDict", &NativeValueHead::LoadStateDict),
+                                      InstanceMethod("info", &NativeValueHead::Info),
+                                  }));
 }
 
-NativeValueHead::NativeValueHead(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeValueHead>(info) {
+NativeValueHead::NativeValueHead(const Napi::CallbackInfo& info) : ModuleBinding(info) {
   Guard(info, [&]() -> Napi::Value {
     Napi::Object options = ObjectArg(info, 0, "options");
     const double hidden_size = NumberField(options, "hiddenSize");
@@ -57,15 +43,6 @@ NativeValueHead::NativeValueHead(const Napi::CallbackInfo& info) : Napi::ObjectW
   });
 }
 
-bool NativeValueHead::Is(const Napi::Value& value) {
-  return value.IsObject() && value.As<Napi::Object>().InstanceOf(constructor_.Value());
-}
-
-std::shared_ptr<HeadState> NativeValueHead::StateOf(const Napi::Value& value, const char* what) {
-  if (!Is(value)) throw ArgumentError(std::string(what) + " must be a NativeValueHead");
-  return Unwrap(value.As<Napi::Object>())->Live();
-}
-
 std::shared_ptr<HeadState> NativeValueHead::StateOn(const Napi::Value& value, const ModuleState& model, int64_t hidden_size) {
   auto head = StateOf(value, "head");
   if (head->device != model.device) {
@@ -76,11 +53,6 @@ std::shared_ptr<HeadState> NativeValueHead::StateOn(const Napi::Value& value, co
                         std::to_string(hidden_size));
   }
   return head;
-}
-
-std::shared_ptr<HeadState> NativeValueHead::Live() const {
-  if (!state_) throw ArgumentError("the value head has been disposed");
-  return state_;
 }
 
 Napi::Value NativeValueHead::ParameterNames(const Napi::CallbackInfo& info) {
@@ -117,28 +89,6 @@ torch::Tensor ReadStateTensor(const Napi::Value& value, const std::string& name)
 }
 
 }  // namespace
-
-Napi::Value NativeValueHead::GetParameter(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value { return ParameterValue(info, *Live(), kOwner); });
-}
-
-Napi::Value NativeValueHead::GetGradient(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value { return GradientValue(info, *Live(), kOwner); });
-}
-
-Napi::Value NativeValueHead::ZeroGrad(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    DropGradients(*Live());
-    return info.Env().Undefined();
-  });
-}
-
-Napi::Value NativeValueHead::Freeze(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    FreezeParameters(*Live());
-    return info.Env().Undefined();
-  });
-}
 
 // stateDict() -> { [name]: { dtype, shape, data: Uint8Array } }: raw little-endian bytes in the head's dtype.
 Napi::Value NativeValueHead::StateDict(const Napi::CallbackInfo& info) {
@@ -211,11 +161,6 @@ Napi::Value NativeValueHead::Info(const Napi::CallbackInfo& info) {
     out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;
   });
-}
-
-Napi::Value NativeValueHead::Dispose(const Napi::CallbackInfo& info) {
-  state_.reset();  // work in flight keeps its own reference
-  return info.Env().Undefined();
 }
 
 }  // namespace comlrl

@@ -47,8 +47,7 @@ Napi::Value RewardScores(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitReadouts(Napi::Env env, Napi::Object exports) {
-  exports.Set("values", Napi::Function::New(env, Values, "values"));
-  exports.Set("rewardScores", Napi::Function::New(env, RewardScores, "rewardScores"));
+  ExportFunctions(env, exports, {{"values", Values}, {"rewardScores", RewardScores}});
 }
 
 }  // namespace comlrl

@@ -416,18 +416,18 @@ Napi::Value BradleyTerryBackward(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitLosses(Napi::Env env, Napi::Object exports) {
-  const std::pair<const char*, Napi::Value (*)(const Napi::CallbackInfo&)> functions[] = {
-      {"score", Score},
-      {"klK3", KlK3Estimate},
-      {"policyGradientBackward", PolicyGradientBackward},
-      {"objectiveLoss", ObjectiveLossOfTokens},
-      {"objectiveBackward", ObjectiveBackward},
-      {"causalLMLossBackward", CausalLMLossBackward},
-      {"valueLossBackward", ValueLossBackward},
-      {"actorCriticBackward", ActorCriticBackward},
-      {"bradleyTerryBackward", BradleyTerryBackward},
-  };
-  for (const auto& [name, function] : functions) exports.Set(name, Napi::Function::New(env, function, name));
+  ExportFunctions(env, exports,
+                  {
+                      {"score", Score},
+                      {"klK3", KlK3Estimate},
+                      {"policyGradientBackward", PolicyGradientBackward},
+                      {"objectiveLoss", ObjectiveLossOfTokens},
+                      {"objectiveBackward", ObjectiveBackward},
+                      {"causalLMLossBackward", CausalLMLossBackward},
+                      {"valueLossBackward", ValueLossBackward},
+                      {"actorCriticBackward", ActorCriticBackward},
+                      {"bradleyTerryBackward", BradleyTerryBackward},
+                  });
 }
 
 }  // namespace comlrl

@@ -15,8 +15,6 @@
 
 namespace comlrl {
 
-Napi::FunctionReference NativeModel::constructor_;
-
 namespace {
 
 at::Generator MakeGenerator(const torch::Device& device, uint64_t seed) {
@@ -66,34 +64,25 @@ int64_t PadTokenId(const Napi::Object& options, int64_t vocab_size) {
 }  // namespace
 
 void NativeModel::Init(Napi::Env env, Napi::Object exports) {
-  Napi::Function cls = DefineClass(
-      env, "NativeModel",
-      {
-          StaticMethod("load", &NativeModel::Load),
-          StaticMethod("create", &NativeModel::Create),
-          InstanceMethod("forward", &NativeModel::Forward),
-          InstanceMethod("generate", &NativeModel::Generate),
-          InstanceMethod("zeroGrad", &NativeModel::ZeroGrad),
-          InstanceMethod("parameterNames", &NativeModel::ParameterNames),
-          InstanceMethod("getParameter", &NativeModel::GetParameter),
-          InstanceMethod("getGradient", &NativeModel::GetGradient),
-          InstanceMethod("save", &NativeModel::Save),
-          InstanceMethod("loadWeights", &NativeModel::LoadWeights),
-          InstanceMethod("clone", &NativeModel::Clone),
-          InstanceMethod("freeze", &NativeModel::Freeze),
-          InstanceMethod("setGradientCheckpointing", &NativeModel::SetGradientCheckpointing),
-          InstanceMethod("setTraining", &NativeModel::SetTraining),
-          InstanceMethod("setSeed", &NativeModel::SetSeed),
-          InstanceMethod("getGeneratorState", &NativeModel::GetGeneratorState),
-          InstanceMethod("setGeneratorState", &NativeModel::SetGeneratorState),
-          InstanceMethod("info", &NativeModel::Info),
-          InstanceMethod("dispose", &NativeModel::Dispose),
-      });
-  constructor_ = Napi::Persistent(cls);
-  exports.Set("NativeModel", cls);
+  exports.Set(kClassName, Define(env, {
+                                      StaticMethod("load", &NativeModel::Load),
+                                      StaticMethod("create", &NativeModel::Create),
+                                      InstanceMethod("forward", &NativeModel::Forward),
+                                      InstanceMethod("generate", &NativeModel::Generate),
+                                      InstanceMethod("parameterNames", &NativeModel::ParameterNames),
+                                      InstanceMethod("save", &NativeModel::Save),
+                                      InstanceMethod("loadWeights", &NativeModel::LoadWeights),
+                                      InstanceMethod("clone", &NativeModel::Clone),
+                                      InstanceMethod("setGradientCheckpointing", &NativeModel::SetGradientCheckpointing),
+                                      InstanceMethod("setTraining", &NativeModel::SetTraining),
+                                      InstanceMethod("setSeed", &NativeModel::SetSeed),
+                                      InstanceMethod("getGeneratorState", &NativeModel::GetGeneratorState),
+                                      InstanceMethod("setGeneratorState", &NativeModel::SetGeneratorState),
+                                      InstanceMethod("info", &NativeModel::Info),
+                                  }));
 }
 
-NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeModel>(info) {
+NativeModel::NativeModel(const Napi::CallbackInfo& info) : ModuleBinding(info) {
   if (info.Length() != 1 || !info[0].IsExternal()) {
     throw TorchError(info.Env(), "NativeModel is built by NativeModel.load() or NativeModel.create()");
   }
@@ -107,15 +96,6 @@ Napi::Object NativeModel::Wrap(Napi::Env env, std::shared_ptr<ModelState> state)
   return object;  // holder is freed here; the constructor copied the shared_ptr
 }
 
-bool NativeModel::Is(const Napi::Value& value) {
-  return value.IsObject() && value.As<Napi::Object>().InstanceOf(constructor_.Value());
-}
-
-std::shared_ptr<ModelState> NativeModel::StateOf(const Napi::Value& value, const char* what) {
-  if (!Is(value)) throw ArgumentError(std::string(what) + " must be a NativeModel");
-  return Unwrap(value.As<Napi::Object>())->Live();
-}
-
 at::Generator& ModelState::Stream(const std::string& name) {
   const auto found = generators.find(name);
   if (found == generators.end()) {
@@ -124,9 +104,10 @@ at::Generator& ModelState::Stream(const std::string& name) {
   return found->second;
 }
 
-std::shared_ptr<ModelState> NativeModel::Live() const {
-  if (!state_) throw ArgumentError("the model has been disposed");
-  return state_;
+at::Generator& ModelState::StreamOrNew(const std::string& name, uint64_t seed) {
+  auto found = generators.find(name);
+  if (found == generators.end()) found = generators.emplace(name, MakeGenerator(device, seed)).first;
+  return found->second;
 }
 
 // load({ config, files, dtype, device, seed }) -> Promise<NativeModel>
@@ -244,24 +225,9 @@ Napi::Value NativeModel::Generate(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value NativeModel::ZeroGrad(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    DropGradients(*Live());
-    return info.Env().Undefined();
-  });
-}
-
 // parameterNames() -> [{ name, shape }] under the names a checkpoint saves them by.
 Napi::Value NativeModel::ParameterNames(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value { return ParameterList(info.Env(), CheckpointTensors(*Live()->module)); });
-}
-
-Napi::Value NativeModel::GetParameter(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value { return ParameterValue(info, *Live(), "the model"); });
-}
-
-Napi::Value NativeModel::GetGradient(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value { return GradientValue(info, *Live(), "the model"); });
 }
 
 // save({ dir, dtype, maxShardBytes }) -> Promise<{ files, weightMap, totalBytes }>; the caller owns dir's atomicity.
@@ -327,13 +293,6 @@ Napi::Value NativeModel::Clone(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value NativeModel::Freeze(const Napi::CallbackInfo& info) {
-  return Guard(info, [&]() -> Napi::Value {
-    FreezeParameters(*Live());
-    return info.Env().Undefined();
-  });
-}
-
 namespace {
 
 // The body of a boolean switch on the module: the argument checked, then set under the model's mutex.
@@ -378,13 +337,9 @@ Napi::Value NativeModel::SetSeed(const Napi::CallbackInfo& info) {
     const auto seed = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
     const std::string stream = StreamArg(info, 1);
     std::lock_guard<std::mutex> lock(state->mutex);
-    const auto found = state->generators.find(stream);
-    if (found == state->generators.end()) {
-      state->generators.emplace(stream, MakeGenerator(state->device, seed));
-      return info.Env().Undefined();
-    }
-    std::lock_guard<std::mutex> generator_lock(found->second.mutex());
-    found->second.set_current_seed(seed);
+    at::Generator& generator = state->StreamOrNew(stream, seed);
+    std::lock_guard<std::mutex> generator_lock(generator.mutex());
+    generator.set_current_seed(seed);
     return info.Env().Undefined();
   });
 }
@@ -416,10 +371,9 @@ Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
     torch::Tensor tensor = torch::empty({static_cast<int64_t>(bytes.ElementLength())}, torch::kUInt8);
     std::memcpy(tensor.data_ptr<uint8_t>(), bytes.Data(), bytes.ElementLength());
     std::lock_guard<std::mutex> lock(state->mutex);
-    auto found = state->generators.find(stream);
-    if (found == state->generators.end()) found = state->generators.emplace(stream, MakeGenerator(state->device, 0)).first;
-    std::lock_guard<std::mutex> generator_lock(found->second.mutex());
-    found->second.set_state(tensor);
+    at::Generator& generator = state->StreamOrNew(stream, 0);
+    std::lock_guard<std::mutex> generator_lock(generator.mutex());
+    generator.set_state(tensor);
     return info.Env().Undefined();
   });
 }
@@ -450,11 +404,6 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;
   });
-}
-
-Napi::Value NativeModel::Dispose(const Napi::CallbackInfo& info) {
-  state_.reset();  // work in flight keeps its own reference and frees the model when it finishes
-  return info.Env().Undefined();
 }
 
 }  // namespace comlrl

@@ -1,5 +1,5 @@
 // NativeModel: a causal LM owned by C++ and driven from JS — its own life: load / create, forward, generate, save,
-// clone, freeze, parameter access, sampling streams, dispose. The losses and head readouts over it are free functions
+// clone, sampling streams; parameter access, freeze and dispose as every module binding (bridge/module_binding.h). The losses and head readouts over it are free functions
 // (losses/loss_binding.h, heads/readout_binding.h) that reach its state through StateOf. Heavy calls return Promises
 // and hold the model's mutex, so calls on one model are serialised while different models (agents on different
 // devices) run at the same time.
@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "../bridge/module_binding.h"
 #include "../bridge/module_state.h"
 #include "decoder.h"
 
@@ -33,46 +34,38 @@ struct ModelState : ModuleState {
   torch::nn::Module& Module() override { return *module; }
   // The stream named so, or an error naming it when it was never seeded.
   at::Generator& Stream(const std::string& name);
+  // The stream named so, created seeded with `seed` when it is new. The caller holds the model's mutex.
+  at::Generator& StreamOrNew(const std::string& name, uint64_t seed);
 
   static constexpr const char* kDefaultStream = "default";
   static constexpr const char* kDropoutStream = "dropout";
 };
 
-class NativeModel : public Napi::ObjectWrap<NativeModel> {
+class NativeModel : public ModuleBinding<NativeModel, ModelState> {
  public:
+  static constexpr const char* kClassName = "NativeModel";
+  static constexpr const char* kOwner = "the model";
+
   static void Init(Napi::Env env, Napi::Object exports);
   explicit NativeModel(const Napi::CallbackInfo& info);
-
-  // The live state behind a JS NativeModel, or a TorchError when it is not one or has been disposed.
-  static std::shared_ptr<ModelState> StateOf(const Napi::Value& value, const char* what);
-  static bool Is(const Napi::Value& value);
 
  private:
   static Napi::Object Wrap(Napi::Env env, std::shared_ptr<ModelState> state);
   static Napi::Value Load(const Napi::CallbackInfo& info);
   static Napi::Value Create(const Napi::CallbackInfo& info);
 
-  std::shared_ptr<ModelState> Live() const;
   Napi::Value Forward(const Napi::CallbackInfo& info);
   Napi::Value Generate(const Napi::CallbackInfo& info);
-  Napi::Value ZeroGrad(const Napi::CallbackInfo& info);
   Napi::Value ParameterNames(const Napi::CallbackInfo& info);
-  Napi::Value GetParameter(const Napi::CallbackInfo& info);
-  Napi::Value GetGradient(const Napi::CallbackInfo& info);
   Napi::Value Save(const Napi::CallbackInfo& info);
   Napi::Value LoadWeights(const Napi::CallbackInfo& info);
   Napi::Value Clone(const Napi::CallbackInfo& info);
-  Napi::Value Freeze(const Napi::CallbackInfo& info);
   Napi::Value SetGradientCheckpointing(const Napi::CallbackInfo& info);
   Napi::Value SetTraining(const Napi::CallbackInfo& info);
   Napi::Value SetSeed(const Napi::CallbackInfo& info);
   Napi::Value GetGeneratorState(const Napi::CallbackInfo& info);
   Napi::Value SetGeneratorState(const Napi::CallbackInfo& info);
   Napi::Value Info(const Napi::CallbackInfo& info);
-  Napi::Value Dispose(const Napi::CallbackInfo& info);
-
-  std::shared_ptr<ModelState> state_;
-  static Napi::FunctionReference constructor_;
 };
 
 }  // namespace comlrl

@@ -276,8 +276,7 @@ Napi::Value NativeOptimizer::LearningRates(const Napi::CallbackInfo& info) {
 Napi::Value NativeOptimizer::Save(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
-    if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("save(path): a file path");
-    const std::string path = info[0].As<Napi::String>().Utf8Value();
+    const std::string path = PathArg(info, 0, "save(path)");
     return RunAsync(info.Env(), state->Lane(), [state, path]() -> Resolver {
       torch::serialize::OutputArchive archive;
       {
@@ -300,8 +299,7 @@ Napi::Value NativeOptimizer::Save(const Napi::CallbackInfo& info) {
 Napi::Value NativeOptimizer::Load(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
-    if (info.Length() < 1 || !info[0].IsString()) throw ArgumentError("load(path): a file path");
-    const std::string path = info[0].As<Napi::String>().Utf8Value();
+    const std::string path = PathArg(info, 0, "load(path)");
     return RunAsync(info.Env(), state->Lane(), [state, path]() -> Resolver {
       try {
         torch::serialize::InputArchive archive;

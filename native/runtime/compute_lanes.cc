@@ -59,9 +59,7 @@ Napi::Value AgentLaneJobsValue(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitComputeLanes(Napi::Env env, Napi::Object exports) {
-  exports.Set("setComputeLane", Napi::Function::New(env, SetComputeLane, "setComputeLane"));
-  exports.Set("computeLane", Napi::Function::New(env, ComputeLane, "computeLane"));
-  exports.Set("agentLaneJobs", Napi::Function::New(env, AgentLaneJobsValue, "agentLaneJobs"));
+  ExportFunctions(env, exports, {{"setComputeLane", SetComputeLane}, {"computeLane", ComputeLane}, {"agentLaneJobs", AgentLaneJobsValue}});
 }
 
 }  // namespace comlrl

@@ -293,6 +293,16 @@ void Synchronize(const torch::Device& device) {
 #endif
 }
 
+// Seconds per run of `work`, over `iterations` runs timed from a device with nothing queued to one that finished them.
+template <typename Work>
+double SecondsPerRun(const torch::Device& device, int64_t iterations, Work work) {
+  Synchronize(device);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iterations; ++i) work();
+  Synchronize(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+}
+
 // measureMatmul({ n, dtype, device, iterations }): seconds per n×n×n matmul and GFLOP/s, after one warm-up.
 Napi::Value MeasureMatmul(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
@@ -306,11 +316,7 @@ Napi::Value MeasureMatmul(const Napi::CallbackInfo& info) {
       auto opts = torch::TensorOptions().dtype(dtype).device(device);
       torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts), c = torch::empty({n, n}, opts);
       torch::mm_out(c, a, b);
-      Synchronize(device);
-      const auto start = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < iterations; ++i) torch::mm_out(c, a, b);
-      Synchronize(device);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+      const double seconds = SecondsPerRun(device, iterations, [&] { torch::mm_out(c, a, b); });
       const double gflops = 2.0 * n * n * n / seconds / 1e9;
       return [=](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
@@ -335,18 +341,10 @@ Napi::Value MeasureCopy(const Napi::CallbackInfo& info) {
       auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
       torch::Tensor src = torch::ones({bytes / 4}, opts), dst = torch::empty({bytes / 4}, opts);
       dst.copy_(src);
-      Synchronize(device);
-      const auto start = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < iterations; ++i) dst.copy_(src);
-      Synchronize(device);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+      const double seconds = SecondsPerRun(device, iterations, [&] { dst.copy_(src); });
       const double gbps = 2.0 * static_cast<double>(bytes) / seconds / 1e9;
       torch::Tensor total = src.sum();
-      Synchronize(device);
-      const auto read_start = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < iterations; ++i) torch::sum_out(total, src);
-      Synchronize(device);
-      const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count() / iterations;
+      const double read_seconds = SecondsPerRun(device, iterations, [&] { torch::sum_out(total, src); });
       const double read_gbps = static_cast<double>(bytes) / read_seconds / 1e9;
       return [=](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
@@ -362,14 +360,17 @@ Napi::Value MeasureCopy(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void InitRuntime(Napi::Env env, Napi::Object exports) {
-  exports.Set("runtimeInfo", Napi::Function::New(env, RuntimeInfo, "runtimeInfo"));
-  exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreadsBinding, "setNumThreads"));
-  exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
-  exports.Set("matmulAsync", Napi::Function::New(env, MatmulAsync, "matmulAsync"));
-  exports.Set("measureMatmul", Napi::Function::New(env, MeasureMatmul, "measureMatmul"));
-  exports.Set("measureCopy", Napi::Function::New(env, MeasureCopy, "measureCopy"));
-  exports.Set("memoryWindow", Napi::Function::New(env, MemoryWindow, "memoryWindow"));
-  exports.Set("setLogitsBlockRows", Napi::Function::New(env, SetLogitsBlockRowsBinding, "setLogitsBlockRows"));
+  ExportFunctions(env, exports,
+                  {
+                      {"runtimeInfo", RuntimeInfo},
+                      {"setNumThreads", SetNumThreadsBinding},
+                      {"matmul", Matmul},
+                      {"matmulAsync", MatmulAsync},
+                      {"measureMatmul", MeasureMatmul},
+                      {"measureCopy", MeasureCopy},
+                      {"memoryWindow", MemoryWindow},
+                      {"setLogitsBlockRows", SetLogitsBlockRowsBinding},
+                  });
 }
 
 }  // namespace comlrl

@@ -33,8 +33,6 @@ type Config = Record<string, unknown>;
 type Built = Trainer & { progress: { envStep: number; update: number } };
 
 interface Recipe {
-  /** The bench suite's overrides of the demo's MAGRPO config (src/bench/algorithms.ts). */
-  config: (demo: Config) => Config;
   resolve: (config: Config) => object;
   create: (options: ReturnType<typeof demoTrainerOptions> & { tokenizer: ComlrlTokenizer }, config: Config, critic: string) => Promise<Built>;
 }
@@ -43,29 +41,25 @@ interface Recipe {
 // puts value heads on the actors instead and passes no critic.
 const critics = (config: Config, critic: string) => (config.useSeparateCritic === false ? {} : { criticModel: critic });
 
-const RECIPES: Record<string, Recipe> = {
+// Each trainer runs the bench suite's overrides of the demo's MAGRPO config under its name (src/bench/algorithms.ts).
+const RECIPES: Record<Parameters<typeof algorithmConfig>[0], Recipe> = {
   magrpo: {
-    config: (demo) => algorithmConfig("magrpo", demo),
     resolve: (c) => magrpoConfig(c),
     create: (options, config) => MAGRPOTrainer.create({ ...options, config }),
   },
   iac: {
-    config: (demo) => algorithmConfig("iac", demo),
     resolve: (c) => iacConfig(c),
     create: (options, config, critic) => IACTrainer.create({ ...options, config, ...critics(config, critic) }),
   },
   maac: {
-    config: (demo) => algorithmConfig("maac", demo),
     resolve: (c) => maacConfig(c),
     create: (options, config, critic) => MAACTrainer.create({ ...options, config, criticModel: critic }),
   },
   madpo: {
-    config: (demo) => algorithmConfig("madpo", demo),
     resolve: (c) => madpoConfig(c),
     create: (options, config) => MADPOTrainer.create({ ...options, config }),
   },
   marlhf: {
-    config: (demo) => algorithmConfig("marlhf", demo),
     resolve: (c) => marlhfConfig(c),
     create: (options, config) => MARLHFTrainer.create({ ...options, config }),
   },
@@ -93,10 +87,11 @@ const { positionals, values } = parseArgs({
 });
 
 function taskFor(model: string, tokenizer: ComlrlTokenizer, items: number, outputDir: string) {
-  const recipe = RECIPES[values.trainer!];
+  const name = values.trainer as keyof typeof RECIPES;
+  const recipe = RECIPES[name];
   if (!recipe) throw new Error(`--trainer: ${values.trainer} is not one of ${Object.keys(RECIPES).join(", ")}`);
   const { config: demo, sampleLogInterval: _samples, ...task } = demoTrainerOptions(model, tokenizer, { outputDir, epochs: 1, seed: SEED, quiet: true, items });
-  const config = { ...recipe.config(demo as Config), ...(JSON.parse(values.overrides!) as Config) };
+  const config = { ...algorithmConfig(name, demo as Config), ...(JSON.parse(values.overrides!) as Config) };
   if (values.reward !== "vowels" && values.reward !== "digits") throw new Error(`--reward: ${values.reward} is not vowels or digits`);
   const rewardFunc = values.reward === "digits" ? digitsReward : task.rewardFunc;
   return { recipe, options: { ...task, rewardFunc, tokenizer }, config };

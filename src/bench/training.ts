@@ -1,6 +1,6 @@
 // Training throughput: one policy-gradient step as the trainers take it — zero the gradients, one batched
 // forward + backward over all rows' completion tokens, one AdamW step — on rows of random tokens.
-import { addon } from "../native/loader.js";
+import { Optimizer } from "../models/optimizer.js";
 import { BENCH_MODELS, buildBenchModel, randomTokens } from "./models.js";
 import { secondsSince } from "./stats.js";
 import type { TrainingCase, WorkerOutput } from "./types.js";
@@ -8,7 +8,7 @@ import type { TrainingCase, WorkerOutput } from "./types.js";
 export async function measureTraining(spec: TrainingCase, device: string): Promise<WorkerOutput> {
   const setupStarted = performance.now();
   const model = buildBenchModel(spec.model, spec.dtype, device);
-  const optimizer = new (addon().NativeOptimizer)(model.native, { lr: 1e-5 });
+  const optimizer = new Optimizer(model, { lr: 1e-5 });
   const setupSeconds = secondsSince(setupStarted);
   try {
     const vocabSize = BENCH_MODELS[spec.model].shape.vocabSize;
@@ -19,7 +19,7 @@ export async function measureTraining(spec: TrainingCase, device: string): Promi
     // One step, timed in its two parts: where the time goes matters as much as the total.
     const step = async (completionRows: Int32Array[]) => {
       const started = performance.now();
-      model.zeroGrad();
+      await model.zeroGrad();
       await model.policyGradientBackward(prompts, completionRows, weights);
       const backward = secondsSince(started);
       const optimizerStarted = performance.now();

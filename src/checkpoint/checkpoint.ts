@@ -10,6 +10,7 @@ import { redactSecrets } from "../config/secrets.js";
 import type { WandbRunIdentity } from "../logging/wandb.js";
 import type { ComponentRegistry, SavedComponent } from "../trainers/lifecycle/components.js";
 import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
+import { processAlive } from "../util/run-lock.js";
 import { CheckpointError, MANIFEST, verifyManifest, writeManifest } from "./manifest.js";
 
 export { CheckpointError };
@@ -60,15 +61,6 @@ function readState(dir: string): SavedTrainerState {
     return JSON.parse(readFileSync(file, "utf8")) as SavedTrainerState;
   } catch (error) {
     throw new CheckpointError(`${file}: malformed JSON (${(error as Error).message})`);
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { redactSecrets } from "../config/secrets.js";
 import type { ComponentRegistry } from "../trainers/lifecycle/components.js";
 import type { DistributedContext } from "./context.js";
-import { nativeOf } from "./replicas.js";
+import { nativeModuleOf } from "../models/native-module.js";
 
 interface ModuleFingerprint {
   component: string;
@@ -36,7 +36,7 @@ export function runFingerprint(components: ComponentRegistry, config: object): R
   const fields = Object.entries(redactSecrets(config as Record<string, unknown>)).filter(([name]) => !DEVICE_FIELD.test(name));
   const modules: ModuleFingerprint[] = [];
   for (const c of components.all) {
-    const native = c.sharesModuleWith === null ? nativeOf(c.module.key) : null;
+    const native = c.sharesModuleWith === null ? nativeModuleOf(c.module.key) : null;
     if (!native) continue;
     const tensors = native.parameterNames();
     const parameters = tensors.reduce((sum, { shape }) => sum + shape.reduce((n, d) => n * d, 1), 0);

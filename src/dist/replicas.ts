@@ -6,8 +6,7 @@
 // 0's checkpoint, so that a resume with the same world size continues exactly.
 import { CausalLM, DROPOUT_STREAM } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
-import { ValueHead } from "../models/value-head.js";
-import type { NativeModel, NativeValueHead } from "../native/binding.js";
+import { nativeModuleOf, type NativeModule } from "../models/native-module.js";
 import type { Component, ComponentRegistry } from "../trainers/lifecycle/components.js";
 import type { TrainingStage } from "../trainers/lifecycle/stage-host.js";
 import { DistributedContext } from "./context.js";
@@ -24,7 +23,7 @@ export interface RankState {
   envStep: number;
   /** The rank's optimizer-step counter. */
   update: number;
-  /** Default sampling stream of each generating component, base64 (and its dropout stream, under name#dropout). */
+  /** The training sampling stream of each generating component, base64 (and its dropout stream, under name#dropout). */
   generators: Record<string, string>;
 }
 
@@ -37,10 +36,6 @@ export class ReplicaError extends Error {
 /** Seeds of rank r > 0 sit this far apart from rank 0's (the same stride per component index as the agents' seed + i). */
 const RANK_SEED_STRIDE = 1_000_003;
 
-export function nativeOf(key: object): NativeModel | NativeValueHead | null {
-  return key instanceof CausalLM || key instanceof ValueHead ? key.native : null;
-}
-
 export class Replicas {
   private joined = false;
   private streamsRestored = false;
@@ -52,18 +47,20 @@ export class Replicas {
   ) {}
 
   /** Each module once, in registration order. */
-  private modules(): Array<NativeModel | NativeValueHead> {
-    const out: Array<NativeModel | NativeValueHead> = [];
+  private modules(): NativeModule[] {
+    const out: NativeModule[] = [];
     for (const c of this.components.all) {
-      const native = c.sharesModuleWith === null ? nativeOf(c.module.key) : null;
+      const native = c.sharesModuleWith === null ? nativeModuleOf(c.module.key) : null;
       if (native) out.push(native);
     }
     return out;
   }
 
-  /** Components that sample (causal LMs, each module once), whose default streams are per rank. */
-  private generators(): Array<{ name: string; model: CausalLM }> {
-    return this.components.all.flatMap((c) => (c.sharesModuleWith === null && c.module.key instanceof CausalLM ? [{ name: c.name, model: c.module.key }] : []));
+  /** Components that sample (causal LMs, each module once), whose training streams are per rank. */
+  private generators(): Array<{ name: string; model: CausalLM; stream: string | undefined }> {
+    return this.components.all.flatMap((c) =>
+      c.sharesModuleWith === null && c.module.key instanceof CausalLM ? [{ name: c.name, model: c.module.key, stream: c.module.samplingStream }] : [],
+    );
   }
 
   /**
@@ -74,7 +71,7 @@ export class Replicas {
     const modules = this.modules();
     if (modules.length > 0) await this.context.broadcastParameters(modules);
     if (!this.joined && !this.streamsRestored && this.context.rank > 0) {
-      this.generators().forEach(({ model }, i) => model.seedTraining(this.seed + RANK_SEED_STRIDE * this.context.rank + i));
+      this.generators().forEach(({ model, stream }, i) => model.seedTraining(this.seed + RANK_SEED_STRIDE * this.context.rank + i, stream));
     }
     for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;
@@ -90,12 +87,12 @@ export class Replicas {
    */
   async adopt(component: Component): Promise<void> {
     if (!this.joined) return;
-    const native = component.sharesModuleWith === null ? nativeOf(component.module.key) : null;
+    const native = component.sharesModuleWith === null ? nativeModuleOf(component.module.key) : null;
     if (native) await this.context.broadcastParameters([native]);
     this.synchronizeOptimizer(component);
   }
 
-  private async reduceGradients(modules: Array<NativeModel | NativeValueHead>, local: { samples: number; loss?: number }) {
+  private async reduceGradients(modules: NativeModule[], local: { samples: number; loss?: number }) {
     if (!this.joined) throw new ReplicaError("data-parallel training: call trainer.synchronizeReplicas() before updating outside train()");
     const given = local.loss !== undefined;
     const { totalWeight, values } = await this.context.allReduceGradients(modules, local.samples, [given ? local.samples * local.loss! : 0, given ? 1 : 0]);
@@ -151,7 +148,7 @@ export class Replicas {
   localState(random: number, progress: { envStep: number; update: number }): RankState {
     const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
     const generators = Object.fromEntries(
-      this.generators().flatMap(({ name, model }) => [[name, base64(model.generatorState())], [dropoutStreamKey(name), base64(model.generatorState(DROPOUT_STREAM))]]),
+      this.generators().flatMap(({ name, model, stream }) => [[name, base64(model.generatorState(stream))], [dropoutStreamKey(name), base64(model.generatorState(DROPOUT_STREAM))]]),
     );
     return { random, envStep: progress.envStep, update: progress.update, generators };
   }
@@ -168,11 +165,11 @@ export class Replicas {
     }
     const mine = saved.ranks?.[this.context.rank];
     if (!mine) return null;
-    for (const { name, model } of this.generators()) {
-      for (const [key, stream] of [[name, undefined], [dropoutStreamKey(name), DROPOUT_STREAM]] as const) {
+    for (const { name, model, stream } of this.generators()) {
+      for (const [key, restored, kind] of [[name, stream, "sampling"], [dropoutStreamKey(name), DROPOUT_STREAM, "dropout"]] as const) {
         const state = mine.generators[key];
-        if (state === undefined) throw new ReplicaError(`the checkpoint has no ${stream ?? "sampling"} stream of ${name} for rank ${this.context.rank}`);
-        model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")), stream);
+        if (state === undefined) throw new ReplicaError(`the checkpoint has no ${kind} stream of ${name} for rank ${this.context.rank}`);
+        model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")), restored);
       }
     }
     progress.envStep = mine.envStep;

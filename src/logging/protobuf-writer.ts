@@ -37,18 +37,19 @@ export class ProtoMessage {
 
   /** double field (fixed64, little-endian). */
   double(field: number, value: number): this {
-    this.key(field, WIRE_FIXED64);
-    const bytes = new Uint8Array(8);
-    new DataView(bytes.buffer).setFloat64(0, value, true);
-    this.parts.push(bytes);
-    return this;
+    return this.fixed(field, WIRE_FIXED64, 8, (view) => view.setFloat64(0, value, true));
   }
 
   /** float field (fixed32, little-endian); the value is rounded to single precision. */
   float(field: number, value: number): this {
-    this.key(field, WIRE_FIXED32);
-    const bytes = new Uint8Array(4);
-    new DataView(bytes.buffer).setFloat32(0, value, true);
+    return this.fixed(field, WIRE_FIXED32, 4, (view) => view.setFloat32(0, value, true));
+  }
+
+  /** A fixed-width field of `size` bytes that `write` fills. */
+  private fixed(field: number, wire: number, size: number, write: (view: DataView) => void): this {
+    this.key(field, wire);
+    const bytes = new Uint8Array(size);
+    write(new DataView(bytes.buffer));
     this.parts.push(bytes);
     return this;
   }

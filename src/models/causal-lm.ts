@@ -3,12 +3,13 @@
 // transformers loads unchanged. Algorithm code drives the model through these methods only, never through `native`.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import type { NativeModel, NativeModelInfo, TokenBatchInput } from "../native/binding.js";
+import type { NativeModel, NativeModelInfo, ObjectiveMetrics, ObjectiveTokenInput, TokenBatchInput } from "../native/binding.js";
 import { canonicalDevice } from "../config/devices.js";
+import { ConfigError } from "../config/fields.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { irregularFileKind } from "../util/regular-file.js";
-import { ConfigError, decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
+import { decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
@@ -418,6 +419,20 @@ export class CausalLM {
   }
 
   /**
+   * Accumulates ∇ of scale · (a clipped-ratio objective over the completion tokens + router aux loss), from one
+   * scoring forward (native/losses/objective.h: GRPO's, DAPO's, Dr. GRPO's … losses); the token log-probs it returns
+   * are this model's, before the update. The clipped-ratio objectives' own path (trainers/reinforce/objectives.ts).
+   * @internal
+   */
+  async objectiveBackward(
+    prompts: TokenRows,
+    completions: TokenRows,
+    options: ObjectiveTokenInput & { advantages: ArrayLike<number>; scale?: number },
+  ): Promise<Scores & ObjectiveMetrics & { loss: number; tokenLogprobs: Float32Array } & RouterAuxLoss> {
+    return addon().objectiveBackward(this.native, { ...completionBatch(prompts, completions), ...options, advantages: Float32Array.from(options.advantages) });
+  }
+
+  /**
    * Mean next-token cross-entropy over the real tokens (transformers' causal-LM loss), plus router_aux_loss_coef ×
    * the router's load-balancing loss when config.json says output_router_logits (or LoadOptions' routerAuxLossCoef
    * asks), as transformers' loss of a forward given labels; its gradient accumulates unless backward is false.
@@ -439,9 +454,9 @@ export class CausalLM {
     this.native.setSeed(seed, stream);
   }
 
-  /** Seeds the two streams a training run draws from: sampling (the default stream) with `seed`, dropout apart from it. */
-  seedTraining(seed: number): void {
-    this.setSeed(seed);
+  /** Seeds the two streams a training run draws from: its sampling stream (the default one if none is named) with `seed`, dropout apart from it. */
+  seedTraining(seed: number, samplingStream?: string): void {
+    this.setSeed(seed, samplingStream);
     this.setSeed(dropoutSeed(seed), DROPOUT_STREAM);
   }
 
@@ -494,9 +509,9 @@ export class CausalLM {
     return this.train(false);
   }
 
-  /** Clears the parameters' accumulated gradients. */
-  zeroGrad(): void {
-    this.native.zeroGrad();
+  /** Clears the parameters' accumulated gradients (on the model's lane, so the JS thread never waits on its lock). */
+  zeroGrad(): Promise<void> {
+    return this.native.zeroGrad();
   }
 
   /** Shape, dtype, device, parameter count and the attention kernel in use. */

@@ -1,6 +1,7 @@
 // Hugging Face config.json, as transformers 4.x or 5.x writes it, read into the one normalised shape the native
 // decoder takes: which norm, activation, positions, attention form and window each layer uses. Every field of the
 // file is either honoured, known not to change the numbers, or refused by name — never silently ignored.
+import { ConfigError } from "../config/fields.js";
 import { ropeTables } from "./rope.js";
 
 /** A supported architecture family: config.json's model_type. */
@@ -139,12 +140,6 @@ export interface ModelConfig extends DecoderConfig {
   attnImplementation: string | null;
   /** config.json as read (or as createTinyModel wrote it); saving keeps its other fields. */
   raw: Record<string, unknown>;
-}
-
-/** A config.json field comlrl cannot honour, or a malformed one; the message names the file and field. Exported as ModelConfigError. */
-export class ConfigError extends Error {
-  /** Always "ConfigError". */
-  override name = "ConfigError";
 }
 
 const ARCHITECTURES: Record<ModelType, string> = {

@@ -159,9 +159,9 @@ export class ValueHead {
     });
   }
 
-  /** Clears the head's accumulated gradients. */
-  zeroGrad(): void {
-    this.native.zeroGrad();
+  /** Clears the head's accumulated gradients (on the head's lane, so the JS thread never waits on its lock). */
+  zeroGrad(): Promise<void> {
+    return this.native.zeroGrad();
   }
 
   /** No more gradients: optimizers skip the head from now on. */
@@ -210,8 +210,8 @@ export class ValueHead {
     try {
       this.native.loadStateDict(dict);
     } catch (error) {
-      (error as Error).message = `${where}${(error as Error).message}`;
-      throw error;
+      // From a file, the error names it; the native error stays as its cause.
+      throw where ? new Error(`${where}${(error as Error).message}`, { cause: error }) : error;
     }
   }
 

@@ -281,7 +281,8 @@ export interface NativeModel {
     /** Sampling stream (default "default"); one never seeded is an error. */
     stream?: string;
   }): Promise<NativeGeneration>;
-  zeroGrad(): void;
+  /** Drops its gradients on its lane, behind the work queued there. */
+  zeroGrad(): Promise<void>;
   parameterNames(): Array<{ name: string; shape: number[] }>;
   getParameter(name: string): Float32Array;
   getGradient(name: string): Float32Array | null;
@@ -419,8 +420,8 @@ export interface NativeValueHead {
   getParameter(name: string): Float32Array;
   /** A parameter's accumulated gradient, or null when it has none. */
   getGradient(name: string): Float32Array | null;
-  /** Clears its gradients. */
-  zeroGrad(): void;
+  /** Drops its gradients on its lane, behind the work queued there. */
+  zeroGrad(): Promise<void>;
   /** Turns its gradients off. */
   freeze(): void;
   /** Its parameters as a state dict. */

@@ -1,9 +1,8 @@
 // Group baselines for REINFORCE-style updates (COMLRL-SPEC §3.3, §3.6): KL shaping, baseline, normalisation.
 import type { AdvantageMode } from "../config/magrpo.js";
+import { mean } from "../util/mean.js";
 
 export type { AdvantageMode };
-
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** R'_k = R_k − coef · KL_k. */
 export function shapeReturns(returns: readonly number[], referenceKl: readonly number[], coef: number): number[] {

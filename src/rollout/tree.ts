@@ -6,6 +6,7 @@
 import { formatPrompt } from "./formatters.js";
 import { computeAgentRewards, computeRewards } from "./rewards.js";
 import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor, SamplerLogprobs } from "./types.js";
+import { mean } from "../util/mean.js";
 
 /** What the tree needs from an agent: K samples for each of several prompts, and optionally KL to a reference. */
 export interface RolloutPolicy {
@@ -112,8 +113,6 @@ function jointActionsFor(mode: "aligned" | "cross", numAgents: number, k: number
   for (let agent = 0; agent < numAgents; agent++) combos = combos.flatMap((c) => Array.from({ length: k }, (_, i) => [...c, i]));
   return combos;
 }
-
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** fn for agents 0..count−1, all at once (agents on distinct devices) or one after another; results in agent order. */
 export async function forEachAgent<T>(count: number, concurrent: boolean, fn: (agent: number) => Promise<T>): Promise<T[]> {

@@ -88,8 +88,11 @@ export async function resolveTokenizers(
   );
 }
 
-/** The sampling stream training draws from, and the one evaluation draws from so it never moves training's. */
-export const DEFAULT_STREAM = "default";
+/**
+ * The sampling stream training draws from: the trainer's own, so a model the caller passed in keeps its default
+ * stream as it came; and the one evaluation draws from, so that it never moves training's.
+ */
+export const TRAINING_STREAM = "train";
 export const EVAL_STREAM = "eval";
 
 /** How an agent samples completions: length limit, temperature and filters. */
@@ -134,8 +137,17 @@ export class Agent implements RolloutPolicy {
   /** Optimizer steps taken, so that a rollout's log-probs know whether the parameters have moved since. */
   updates = 0;
 
+  /**
+   * What every optimizer step of the policy alone names (a StepRequest's part): component agent_i, its optimizer, its
+   * gradients to drop.
+   * @internal
+   */
+  policyStep(): { component: string; optimizer: Optimizer; zeroGrad: () => Promise<void> } {
+    return { component: `agent_${this.index}`, optimizer: this.optimizer, zeroGrad: () => this.model.zeroGrad() };
+  }
+
   /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
-  async sample(prompts: string[], k: number, stream = DEFAULT_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
+  async sample(prompts: string[], k: number, stream = TRAINING_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
     const promptIds = prompts.map((p) => this.tokenizer.encode(p));
     const generation = await this.model.generate(promptIds, {
       stream,
@@ -148,7 +160,7 @@ export class Agent implements RolloutPolicy {
       repetitionPenalty: sampling.repetitionPenalty,
       eosTokenIds: this.tokenizer.eosTokenIds,
       padTokenId: this.tokenizer.padTokenId,
-      returnLogprobs: this.recordLogprobs && stream === DEFAULT_STREAM,
+      returnLogprobs: this.recordLogprobs && stream === TRAINING_STREAM,
     });
     const ofPrompt = <T>(rows: T[], p: number) => rows.slice(p * k, (p + 1) * k);
     const completionIds = prompts.map((_, p) => ofPrompt(generation.completions, p));
@@ -222,7 +234,7 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
   let references: (CausalLM | null)[] = models.map(() => null);
   let heads: (ValueHead | null)[] = [];
   try {
-    models.forEach((m, i) => m.seedTraining(options.seed + i));
+    models.forEach((m, i) => m.seedTraining(options.seed + i, TRAINING_STREAM));
     if (options.referenceDevices) {
       const devices = options.referenceDevices;
       references = await allOrFree(
@@ -266,8 +278,7 @@ export function registerAgents(
     const name = `agent_${agent.index}`;
     registry.register({
       name,
-      module: causalLMModule(agent.model, agent.tokenizer),
-     
+      module: causalLMModule(agent.model, agent.tokenizer, TRAINING_STREAM),
       optimizer: agent.optimizer,
       ownsModule: typeof sources[agent.index] === "string",
       exportDir: exportDirOf(agent.index),
@@ -281,7 +292,6 @@ export function registerAgents(
     registry.register({
       name: `reference_${agent.index}`,
       module: causalLMModule(agent.reference, null),
-     
       ownsModule: true,
       reloadSource: agent.referenceSource,
     });

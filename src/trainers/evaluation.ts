@@ -5,6 +5,7 @@ import type { MetricsLogger } from "../logging/metrics-logger.js";
 import { rolloutItem, type RolloutEnvironment, type RolloutNode, type RolloutSettings } from "../rollout/tree.js";
 import type { Item } from "../rollout/types.js";
 import { EVAL_STREAM, type Agent } from "./agents.js";
+import { meanOrZero } from "../util/mean.js";
 
 /** What CoMLRL's eval_logger receives (agent_completions_turns, batch_items, prompts). */
 export interface EvalLoggerInput {
@@ -23,8 +24,6 @@ export interface EvaluationHooks {
   /** Turns evalLogger's result into metrics, logged as eval/<key>. */
   evalAggregator?: (result: unknown, numTurns: number) => Record<string, number>;
 }
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 /** turn_t/reward_mean and turn_t/expected_return over the items (plus what evalAggregator adds), unprefixed. */
 export async function evaluateItems(
@@ -55,8 +54,8 @@ export async function evaluateItems(
   const metrics: Record<string, number> = {};
   rewardsByTurn.forEach((rs, t) => {
     if (rs.length === 0) return;
-    metrics[`turn_${t + 1}/reward_mean`] = mean(rs);
-    metrics[`turn_${t + 1}/expected_return`] = mean(returnsByTurn[t]);
+    metrics[`turn_${t + 1}/reward_mean`] = meanOrZero(rs);
+    metrics[`turn_${t + 1}/expected_return`] = meanOrZero(returnsByTurn[t]);
   });
   if (hooks.evalLogger && hooks.evalAggregator) {
     const prompts = items.map((item) => (typeof item.prompt === "string" ? item.prompt : ""));

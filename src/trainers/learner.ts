@@ -14,6 +14,7 @@ import { evaluateAgents } from "./evaluation.js";
 import type { LifecycleConfig } from "./lifecycle/trainer.js";
 import type { StageHost, StepFunction, TrainingStage, TrainProgress, UpdateRecord } from "./lifecycle/stage-host.js";
 import type { TaskOptions } from "./task-options.js";
+import { meanOrZero } from "../util/mean.js";
 
 /** The config fields the rollout plumbing reads. */
 export interface RolloutConfig extends LifecycleConfig {
@@ -35,7 +36,6 @@ export interface RolloutSample {
   envStep: number;
 }
 
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 /** The progress bar's reward is the mean over this many of the latest samples. */
 const SHOWN_REWARDS = 50;
 
@@ -45,18 +45,20 @@ const SHOWN_REWARDS = 50;
  */
 export abstract class RolloutLearner<S extends RolloutSample, M, P extends RolloutSample, C extends RolloutConfig> {
   protected readonly buffers: S[][];
+  /** Where rollouts run, their phases timed into the host's stage timings. */
+  readonly environment: RolloutEnvironment;
 
   protected constructor(
     readonly config: C,
     readonly agents: Agent[],
     protected readonly options: TaskOptions<unknown>,
-    /** Where rollouts run: the task's environment, or (MARLHF's RL phase) one whose reward is a reward model. */
-    readonly environment: RolloutEnvironment,
+    /** The task's environment, or (MARLHF's RL phase) one whose reward is a reward model. */
+    environment: RolloutEnvironment,
     /** What the learner runs inside: its trainer's host, or MARLHF's. */
     protected readonly host: StageHost,
   ) {
     this.buffers = agents.map(() => []);
-    environment.timings = host.timings;
+    this.environment = { ...environment, timings: host.timings };
   }
 
   protected get progress(): TrainProgress {
@@ -189,7 +191,7 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
         recent.push(...this.shownRewards(samples));
         recent.splice(0, Math.max(0, recent.length - SHOWN_REWARDS));
         await this.bufferSamples(samples);
-        return { [`reward (last ${SHOWN_REWARDS})`]: mean(recent) };
+        return { [`reward (last ${SHOWN_REWARDS})`]: meanOrZero(recent) };
       },
       endEpoch: () => this.drainBuffers(1),
     };

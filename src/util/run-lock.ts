@@ -18,7 +18,8 @@ export class RunLockError extends Error {
   override name = "RunLockError";
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this id runs on this host (one owned by another user counts: kill(pid, 0) says EPERM). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -48,7 +49,7 @@ export function acquireRunLock(dir: string, role: string): () => void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw new RunLockError(`cannot lock ${role} ${dir}: ${(error as Error).message}`);
       const holder = readOwner(file);
-      if (holder && (holder.host !== owner.host || alive(holder.pid))) {
+      if (holder && (holder.host !== owner.host || processAlive(holder.pid))) {
         throw new RunLockError(
           `${role} ${dir} is in use by another run (pid ${holder.pid} on ${holder.host}, since ${holder.startedAt}; lock file ${file}): ` +
             `give each run its own ${role}, or remove the lock file if that run has ended`,

@@ -47,12 +47,17 @@ function ddpTask(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o:
   };
 }
 
-export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<MAGRPOTrainer> {
-  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
-  if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
-  if (o.kind === "MARLHF-ITER") return makeMarlhfIter(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
-  if (o.kind === "MADPO-ITER") return makeMadpoIter(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
-  if (o.kind === "MADPO") return makeMadpo(base, tokenizer, outputDir, o) as unknown as MAGRPOTrainer;
+/** A trainer of any of the data-parallel kinds. */
+export type DdpTrainer = MAGRPOTrainer | IACTrainer | MAACTrainer | MADPOTrainer | MARLHFTrainer | MARLHFIterTrainer | MADPOIterTrainer;
+
+export function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions & { kind?: "MAGRPO" }): Promise<MAGRPOTrainer>;
+export function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<DdpTrainer>;
+export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<DdpTrainer> {
+  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o);
+  if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o);
+  if (o.kind === "MARLHF-ITER") return makeMarlhfIter(base, tokenizer, outputDir, o);
+  if (o.kind === "MADPO-ITER") return makeMadpoIter(base, tokenizer, outputDir, o);
+  if (o.kind === "MADPO") return makeMadpo(base, tokenizer, outputDir, o);
   return MAGRPOTrainer.create({
     ...ddpTask(base, tokenizer, outputDir, o),
     config: {
@@ -144,7 +149,7 @@ function makeMadpoIter(base: string, tokenizer: ComlrlTokenizer, outputDir: stri
 }
 
 /** Every agent's, critic's and reward model's parameters, as base64 of their float32 bytes (bit-exact comparison across processes). */
-export function weightsOf(trainer: MAGRPOTrainer | IACTrainer | MAACTrainer | MADPOTrainer | MARLHFTrainer | MARLHFIterTrainer | MADPOIterTrainer): string[] {
+export function weightsOf(trainer: DdpTrainer): string[] {
   const critics = trainer instanceof MARLHFTrainer ? (trainer.actorCritic?.critics ?? []) : "critics" in trainer ? trainer.critics : [];
   const rewardModel = trainer instanceof MARLHFTrainer || trainer instanceof MARLHFIterTrainer ? [trainer.rewardModel.model.native, trainer.rewardModel.head.native] : [];
   const modules = [...trainer.agents.map((a) => a.model.native), ...critics.flatMap((c) => [c.model.native, c.valueHead.native]), ...rewardModel];

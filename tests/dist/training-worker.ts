@@ -43,7 +43,7 @@ if (scenario === "update") {
       return coverVowelsRewardFunc(completions, ctx);
     },
   });
-  const trained: object = trainer;
+  const trained = trainer;
   let nonFinite = 0;
   if (nonFiniteRank !== "" && Number(nonFiniteRank) === rank) {
     // The real forward (and backward) runs; only what the loss is computed from, or the loss itself, is NaN, once.

@@ -223,8 +223,20 @@ describe("updates", () => {
   });
 
   it('a non-finite loss is an error naming the agent, item and turn under onNonFinite "error"', async () => {
-    const trainer = await IACTrainer.create(iac({ onNonFinite: "error", config: { agentLearningRate: 1e30, criticLearningRate: 1e30, numTrainEpochs: 3 } as never, rewardFunc: (c) => c[0].map((_, j) => j * 1e30) }));
-    await expect(trainer.train()).rejects.toThrow(/agent \d \(.*\): non-finite loss .* on the minibatch of item \d turn 1|critic of agent \d gave a non-finite value .* at item \d, turn 1/);
+    const trainer = await IACTrainer.create(iac({ onNonFinite: "error" }));
+    const model = trainer.agents[1].model;
+    const real = model.policyGradientBackward.bind(model);
+    vi.spyOn(model, "policyGradientBackward").mockImplementation(async (...args) => ({ ...(await real(...args)), loss: Number.NaN }));
+    await expect(trainer.train()).rejects.toThrow(/^agent 1 \(agent_1\): non-finite loss \(NaN\) on the minibatch of item \d turn 1;/);
+    await trainer.close();
+  });
+
+  it("a critic's non-finite value is an error naming the agent, item and turn", async () => {
+    const trainer = await IACTrainer.create(iac());
+    const head = trainer.critics[1].valueHead;
+    const real = head.readout.bind(head);
+    vi.spyOn(head, "readout").mockImplementation(async (...args) => (await real(...args)).map(() => Number.NaN));
+    await expect(trainer.train()).rejects.toThrow(/^the critic of agent 1 gave a non-finite value \(NaN\) at item \d, turn 1$/);
     await trainer.close();
   });
 

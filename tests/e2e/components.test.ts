@@ -52,8 +52,8 @@ async function step(p: Parts): Promise<void> {
   const prompt = tokenizer.encode("Hello");
   const completion = Int32Array.from(tokenizer.encode(" world"));
   for (const [model, head, optimizer] of [[p.actor, p.head, p.actorOptimizer], [p.critic, p.criticHead, p.criticOptimizer]] as const) {
-    model.zeroGrad();
-    head.native.zeroGrad();
+    await model.zeroGrad();
+    await head.native.zeroGrad();
     await head.valueLossBackward([prompt], [completion], { readout: "q", targets: [1.5] });
     await optimizer.step();
   }

@@ -2,49 +2,31 @@
 // keep both sides' exact sampled ids, the current comparator on its own sampling stream, policy checkpoints, the
 // history / current_copy / model comparators, centralized comparator generation and centralized collaboration,
 // reward distributions, and learning: the current comparator raises the demo task's reward over 3 iterations.
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { coverVowelsDataset, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MADPOIterTrainer, type MADPOIterTrainerOptions } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { readReplayDir } from "../../src/trainers/preference/iterative/replay.js";
 import { makeBase } from "../support/checkpoint-run.js";
+import { TRAINING_STREAM } from "../../src/trainers/agents.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-madpo-iter-"));
-const base = path.join(scratch, "base");
-let tokenizer: ComlrlTokenizer;
-let run = 0;
-
-beforeAll(async () => {
-  tokenizer = await makeBase(base);
-}, 60_000);
+const runs = tinyRuns("comlrl-madpo-iter-", makeBase);
+const { scratch, base } = runs;
 
 const options = (overrides: Partial<MADPOIterTrainerOptions> = {}): MADPOIterTrainerOptions => ({
-  agents: [base, base],
-  rewardFunc: coverVowelsRewardFunc,
-  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-  trainDataset: coverVowelsDataset(3),
-  outputDir: path.join(scratch, `run-${run++}`),
-  quiet: true,
+  ...runs.twoAgents(runs.coverVowels(3)),
   ...overrides,
   config: {
+    ...QUICK_PREFERENCE_RUN,
     numIterations: 2,
     numTrainEpochs: 1,
     preferenceNumCandidates: 4,
     preferencePairsPerSample: 2,
-    maxNewTokens: 4,
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    agentLearningRate: 1e-3,
-    trainBatchSize: 2,
-    loggingSteps: 1,
     evalInterval: 0,
-    seed: 3,
     ...(overrides.config ?? {}),
   },
 });
@@ -65,8 +47,8 @@ describe("MADPOIter", () => {
       expect(p.winner_reward).toBeGreaterThan(p.loser_reward);
       // Exactly one side is the current policy's: its raw reward is one of the two, the comparator's the other.
       expect([...p.raw_rewards].sort()).toEqual([p.target_raw_reward, p.comparator_raw_reward].sort());
-      p.winner_ids.forEach((ids: number[], agent: number) => expect(tokenizer.decode(ids, { skipSpecialTokens: true })).toBe(p.winner_completions[agent]));
-      p.loser_ids.forEach((ids: number[], agent: number) => expect(tokenizer.decode(ids, { skipSpecialTokens: true })).toBe(p.loser_completions[agent]));
+      p.winner_ids.forEach((ids: number[], agent: number) => expect(runs.tokenizer.decode(ids, { skipSpecialTokens: true })).toBe(p.winner_completions[agent]));
+      p.loser_ids.forEach((ids: number[], agent: number) => expect(runs.tokenizer.decode(ids, { skipSpecialTokens: true })).toBe(p.loser_completions[agent]));
       expect(p.winner_from_text).toBe(false);
       expect(p.loser_from_text).toBe(false);
     }
@@ -84,9 +66,9 @@ describe("MADPOIter", () => {
 
   it("the current comparator samples its own stream: its candidates differ from the policy's, and training's stream is untouched by it", async () => {
     const trainer = await MADPOIterTrainer.create(options({ config: { numIterations: 1 } }));
-    const before = trainer.agents[0].model.native.getGeneratorState();
+    const before = trainer.agents[0].model.generatorState(TRAINING_STREAM);
     const own = await trainer.agents[0].sample(["hello"], 4);
-    trainer.agents[0].model.native.setGeneratorState(before);
+    trainer.agents[0].model.setGeneratorState(before, TRAINING_STREAM);
     await trainer.agents[0].sample(["hello"], 4, "comparator");
     const again = await trainer.agents[0].sample(["hello"], 4);
     expect(again.texts).toEqual(own.texts);

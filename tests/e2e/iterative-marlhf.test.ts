@@ -3,26 +3,18 @@
 // the same initial weights as the first, not from the first's trained ones — and runs RL against it; evaluation
 // uses the task reward. With preferenceScoringReward "reward_model" the second iteration's pairs carry the first
 // reward model's scores, checked against that model read back from the checkpoint taken at the end of iteration 1.
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsReward, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { coverVowelsReward, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "../../src/trainers/preference/iterative/marlhf-iter.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
 import { makeBase } from "../support/checkpoint-run.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-iter-"));
-const base = path.join(scratch, "base");
-let tokenizer: ComlrlTokenizer;
-let run = 0;
-
-beforeAll(async () => {
-  tokenizer = await makeBase(base);
-}, 60_000);
+const runs = tinyRuns("comlrl-marlhf-iter-", makeBase);
 
 /** The task reward, recording the size of every call. */
 const counted = (calls: number[]): RewardFunction => (completions, context) => {
@@ -31,15 +23,10 @@ const counted = (calls: number[]): RewardFunction => (completions, context) => {
 };
 
 const options = (overrides: Partial<MARLHFIterTrainerOptions> = {}): MARLHFIterTrainerOptions => ({
-  agents: [base, base],
-  rewardFunc: coverVowelsRewardFunc,
-  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-  trainDataset: coverVowelsDataset(3),
-  evalDataset: coverVowelsDataset(2),
-  outputDir: path.join(scratch, `run-${run++}`),
-  quiet: true,
+  ...runs.twoAgents(runs.coverVowels(3, 2)),
   ...overrides,
   config: {
+    ...QUICK_PREFERENCE_RUN,
     numIterations: 2,
     numTrainEpochs: 1,
     rewardNumTrainEpochs: 2,
@@ -49,17 +36,9 @@ const options = (overrides: Partial<MARLHFIterTrainerOptions> = {}): MARLHFIterT
     preferenceNumCandidates: 4,
     preferencePairsPerSample: 2,
     numGenerations: 2,
-    maxNewTokens: 4,
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    agentLearningRate: 1e-3,
     rolloutBufferSize: 2,
-    trainBatchSize: 2,
-    loggingSteps: 1,
     evalInterval: 0,
     evalNumSamples: 2,
-    seed: 3,
     ...(overrides.config ?? {}),
   },
 });
@@ -81,7 +60,16 @@ describe("MARLHFIter", () => {
       steps.push({ rm: trainer.rewardModel, before, after: headWeights(trainer.rewardModel) });
       return metrics;
     };
+    // Every reward model's scores of every RL rollout, item by item, as the RL phase's reward receives them.
+    const rlScores: number[][] = [];
+    const scoreJoint = JointRewardModel.prototype.scoreJoint;
+    const spy = vi.spyOn(JointRewardModel.prototype, "scoreJoint").mockImplementation(async function (this: JointRewardModel, ...call) {
+      const scores = await scoreJoint.apply(this, call);
+      rlScores.push(Array.from(scores));
+      return scores;
+    });
     await trainer.train();
+    spy.mockRestore();
 
     const models = [...new Set(steps.map((s) => s.rm))];
     expect(models).toHaveLength(2);
@@ -106,9 +94,13 @@ describe("MARLHFIter", () => {
     expect(metrics.filter((m) => m.kind === "update" && typeof m["reward_model/loss"] === "number")).toHaveLength(first.length + second.length);
     // The task reward labels the pairs only (current and comparator, 4 candidates each, per item and iteration) …
     expect(taskCalls).toEqual(Array(2 * 3 * 2).fill(4));
-    // … RL sees reward-model scores, not fractions of five vowels …
+    // … RL sees reward-model scores: per iteration, its 3 items in buffers of 2 and 1, each logged reward the mean of
+    // their items' score means …
     const rlRewards = metrics.filter((m) => m.kind === "train" && typeof m["turn_1/reward_mean"] === "number").map((m) => m["turn_1/reward_mean"] as number);
-    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    expect(rlScores).toHaveLength(2 * 3);
+    const itemMeans = rlScores.map((scores) => scores.reduce((a, b) => a + b, 0) / scores.length);
+    const buffers = [[0, 1], [2], [3, 4], [5]].map((items) => items.reduce((sum, i) => sum + itemMeans[i], 0) / items.length);
+    expect(rlRewards).toEqual(buffers.map((mean) => expect.closeTo(mean, 6)));
     // … and evaluation is scored by the task.
     await trainer.evaluate();
     expect(taskCalls.length).toBeGreaterThan(12);
@@ -121,7 +113,7 @@ describe("MARLHFIter", () => {
     let calls = 0;
     // Iteration 1 (3 items × current and comparator): every candidate scores alike, so every comparison ties.
     const tiedFirst: RewardFunction = (completions, context) => (calls++ < 6 ? completions[0].map(() => 0.5) : coverVowelsRewardFunc(completions, context));
-    const policies = path.join(scratch, `policies-${run}`);
+    const policies = runs.dir("policies");
     const trainer = await MARLHFIterTrainer.create(options({ rewardFunc: tiedFirst, config: { policyCheckpointDir: policies } }));
     const models = new Set<JointRewardModel>();
     const step = trainer.rewardModelStep.bind(trainer);
@@ -160,9 +152,9 @@ describe("MARLHFIter", () => {
 
   it('preferenceScoringReward "reward_model": iteration 1 pairs by the task reward, iteration 2 by the first reward model; resume after the swap is exact', async () => {
     const taskCalls: number[] = [];
-    const checkpointDir = path.join(scratch, `checkpoints-${run}`);
+    const checkpointDir = runs.dir("checkpoints");
     const scoring = (outputDir: string, rewardFunc: RewardFunction) => options({ outputDir, rewardFunc, config: { preferenceScoringReward: "learned" as never, rewardNumTrainEpochs: 1 } });
-    const trainer = await MARLHFIterTrainer.create(scoring(path.join(scratch, `run-${run++}`), counted(taskCalls)));
+    const trainer = await MARLHFIterTrainer.create(scoring(runs.dir("run"), counted(taskCalls)));
     await trainer.train({ checkpointDir });
     // Only iteration 1 asks the task: 3 items × (current + comparator).
     expect(taskCalls).toEqual(Array(3 * 2).fill(4));
@@ -188,7 +180,7 @@ describe("MARLHFIter", () => {
     const uninterrupted = weights(trainer);
     await trainer.close();
     const resumed = await MARLHFIterTrainer.create(scoring(trainer.outputDir, coverVowelsRewardFunc));
-    await resumed.train({ checkpointDir: path.join(scratch, `resumed-${run}`), resumeFromCheckpoint: path.join(checkpointDir, "checkpoint-5") });
+    await resumed.train({ checkpointDir: runs.dir("resumed"), resumeFromCheckpoint: path.join(checkpointDir, "checkpoint-5") });
     expect(weights(resumed)).toEqual(uninterrupted);
     await resumed.close();
   }, 180_000);

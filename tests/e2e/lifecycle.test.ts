@@ -13,6 +13,11 @@ import { addon } from "../../src/native/loader.js";
 import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 import { ValueHead } from "../../src/models/value-head.js";
+import type { Agent } from "../../src/trainers/agents.js";
+import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
+import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { makeBase, makeTrainer, TRAINER_KINDS } from "../support/checkpoint-run.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-lifecycle-"));
@@ -42,7 +47,7 @@ function options(overrides: Partial<MAGRPOTrainerOptions> = {}): MAGRPOTrainerOp
   };
 }
 
-const weightsOf = (trainer: MAGRPOTrainer) => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => Array.from(a.model.native.getParameter(name))));
+const weightsOf = (trainer: { agents: readonly Agent[] }) => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => Array.from(a.model.native.getParameter(name))));
 const records = (dir: string, kind: string) => readJsonlMetrics(path.join(dir, "metrics.jsonl")).filter((r) => r.kind === kind).map(({ time: _t, ...rest }) => rest);
 
 describe("guards", () => {
@@ -87,6 +92,27 @@ describe("ownership", () => {
     await second.close();
     expect((await shared.generate([[1, 2]], { maxNewTokens: 2, eosTokenIds: [] })).completions[0].length).toBe(2);
     shared.dispose();
+  });
+
+  it("leaves the default sampling stream of a model the caller passed in as it came, and trains as from a loaded one", async () => {
+    const given = await CausalLM.fromDirectory(base);
+    given.setSeed(1234);
+    const before = given.generatorState();
+    const trainer = await MAGRPOTrainer.create(options({ agents: [given, base], tokenizer }));
+    await trainer.train();
+    await trainer.close();
+    expect(given.generatorState()).toEqual(before);
+    // The trainer samples from a stream of its own seeded as for a model it loads: the same run with agent 0 loaded.
+    const loaded = await MAGRPOTrainer.create(options({ agents: [base, base], tokenizer }));
+    await loaded.train();
+    const fresh = await CausalLM.fromDirectory(base);
+    const again = await MAGRPOTrainer.create(options({ agents: [fresh, base], tokenizer, outputDir: loaded.outputDir + "-again" }));
+    await again.train();
+    expect(weightsOf(again)).toEqual(weightsOf(loaded));
+    await loaded.close();
+    await again.close();
+    given.dispose();
+    fresh.dispose();
   });
 
   it("frees each model it loaded exactly once, and never the caller's model that two agents share", async () => {
@@ -147,10 +173,23 @@ describe("non-finite losses", () => {
   });
 });
 
+// Every trainer family that samples while it trains, on the same task, evaluating every `evalInterval` items (0:
+// never): with 1, once per item of 2 epochs of 3 (MARLHF's in its RL phase). MADPO samples only before its first
+// update, so evaluation could not move it.
+const EVAL_ITEMS = [{ prompt: "E1" }, { prompt: "E2" }];
+const PREFERENCE_CONFIG = { numTrainEpochs: 2, preferenceNumCandidates: 3, preferencePairsPerSample: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-2, trainBatchSize: 2, loggingSteps: 1, seed: 5 };
+const FAMILIES: Record<string, (evalInterval: number) => Promise<Trainer & { agents: Agent[] }>> = {
+  MAGRPO: (evalInterval) => MAGRPOTrainer.create(options({ evalDataset: EVAL_ITEMS, config: { evalInterval, evalNumSamples: 2, numTrainEpochs: 2 } as never })),
+  IAC: (evalInterval) => IACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
+  MAAC: (evalInterval) => MAACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
+  MARLHF: (evalInterval) =>
+    MARLHFTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), config: { ...PREFERENCE_CONFIG, numGenerations: 2, rewardTrainBatchSize: 2, rewardHeldOutFraction: 0, evalInterval, evalNumSamples: 2 } }),
+};
+
 describe("evaluation on its own streams", () => {
-  it("the same seed with and without periodic evaluation trains identically (metrics and weights)", async () => {
+  it.each(Object.keys(FAMILIES))("%s: the same seed with and without periodic evaluation trains identically (metrics and weights)", async (family) => {
     const run = async (evalInterval: number) => {
-      const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }], config: { evalInterval, evalNumSamples: 2, numTrainEpochs: 2 } as never }));
+      const trainer = await FAMILIES[family](evalInterval);
       await trainer.train();
       const result = { weights: weightsOf(trainer), train: records(trainer.outputDir, "train"), update: records(trainer.outputDir, "update"), eval: records(trainer.outputDir, "eval") };
       await trainer.close();
@@ -163,8 +202,10 @@ describe("evaluation on its own streams", () => {
     expect(withEval.train).toEqual(without.train);
     expect(withEval.update).toEqual(without.update);
     expect(withEval.weights).toEqual(without.weights);
-    // Evaluation re-seeds its streams: the same weights always evaluate alike.
-    const trainer = await MAGRPOTrainer.create(options({ evalDataset: [{ prompt: "E1" }, { prompt: "E2" }] }));
+  });
+
+  it("re-seeds its streams: the same weights always evaluate alike, and evaluation counts in no stage's time", async () => {
+    const trainer = await MAGRPOTrainer.create(options({ evalDataset: EVAL_ITEMS }));
     const [a, b] = [await trainer.evaluate(), await trainer.evaluate()];
     expect(a).toEqual(b);
     expect(trainer.timings.stages).toEqual({});

@@ -1,38 +1,26 @@
 // MADPO end to end on tiny models: pairs keep the exact sampled ids, the joint DPO loss and its gradient match a hand
 // computation on two agents, a run whose items all tie is an error, centralized collaboration trains one actor on
 // the joint prompt, and DPO raises the demo task's reward.
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createDemoBaseModel } from "../../src/demo/recipes.js";
 import { madpoDemoOptions, trainMeasuringTaskReward } from "../../src/demo/preference.js";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { dpoBackward } from "../../src/trainers/preference/dpo.js";
 import { MADPOTrainer, type MADPOTrainerOptions } from "../../src/trainers/preference/madpo.js";
 import type { PreferencePair } from "../../src/trainers/preference/pairs.js";
 import { makeBase } from "../support/checkpoint-run.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-madpo-"));
-const base = path.join(scratch, "base");
-let tokenizer: ComlrlTokenizer;
-let run = 0;
-
-beforeAll(async () => {
-  tokenizer = await makeBase(base);
-}, 60_000);
+const runs = tinyRuns("comlrl-madpo-", makeBase);
+const { scratch, base } = runs;
 
 const options = (overrides: Partial<MADPOTrainerOptions> = {}): MADPOTrainerOptions => ({
-  agents: [base, base],
-  rewardFunc: coverVowelsRewardFunc,
-  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-  trainDataset: coverVowelsDataset(4),
-  outputDir: path.join(scratch, `run-${run++}`),
-  quiet: true,
+  ...runs.twoAgents(runs.coverVowels(4)),
   ...overrides,
-  config: { numTrainEpochs: 1, preferenceNumCandidates: 4, preferencePairsPerSample: 3, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-3, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3, ...(overrides.config ?? {}) },
+  config: { ...QUICK_PREFERENCE_RUN, numTrainEpochs: 1, preferenceNumCandidates: 4, preferencePairsPerSample: 3, evalInterval: 0, ...(overrides.config ?? {}) },
 });
 
 const parameters = (trainer: MADPOTrainer, agent: number) => {
@@ -54,9 +42,9 @@ describe("MADPO", () => {
     for (const p of pairs) {
       expect(p.winnerReward).toBeGreaterThan(p.loserReward);
       expect(p.winnerIds).toHaveLength(2);
-      p.winnerIds.forEach((ids, agent) => expect(tokenizer.decode(ids)).toBe(p.winnerTexts[agent]));
-      p.loserIds.forEach((ids, agent) => expect(tokenizer.decode(ids)).toBe(p.loserTexts[agent]));
-      p.promptIds.forEach((ids, agent) => expect(ids).toEqual(tokenizer.encode(p.prompts[agent])));
+      p.winnerIds.forEach((ids, agent) => expect(runs.tokenizer.decode(ids)).toBe(p.winnerTexts[agent]));
+      p.loserIds.forEach((ids, agent) => expect(runs.tokenizer.decode(ids)).toBe(p.loserTexts[agent]));
+      p.promptIds.forEach((ids, agent) => expect(ids).toEqual(runs.tokenizer.encode(p.prompts[agent])));
     }
     // 4 items × 4 candidates, then 2 env steps per pair trained on.
     expect(trainer.progress.envStep).toBe(16 + 2 * pairs.length);
@@ -93,7 +81,7 @@ describe("MADPO", () => {
     // ∇θ_0 loss = Σ_p −β σ(−β Δ_p)/n (∇ log π(w_p) − ∇ log π(l_p)); each ∇ log π(row) from its own backward.
     const agent = trainer.agents[0];
     const gradOfLogp = async (prompt: number[], ids: Int32Array) => {
-      agent.model.zeroGrad();
+      await agent.model.zeroGrad();
       await agent.model.policyGradientBackward([prompt], [ids], [-1]);
       return gradients(trainer, 0).map((g) => Float32Array.from(g));
     };
@@ -105,7 +93,7 @@ describe("MADPO", () => {
       expected.forEach((e, t) => e.forEach((_, j) => (e[j] += c * (gw[t][j] - gl[t][j]))));
     }
     const sigma = (d: number) => (beta * (1 / (1 + Math.exp(beta * d)))) / batch.length;
-    agent.model.zeroGrad();
+    await agent.model.zeroGrad();
     await dpoBackward(agent, batch, joint.map(sigma));
     const actual = gradients(trainer, 0);
     let worst = 0;

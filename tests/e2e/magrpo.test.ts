@@ -1,35 +1,25 @@
 // MAGRPO end to end on tiny models made here: reward rises, the loss is the corrected one, save → reload → continue,
 // resolution and reward errors, parameter sharing, reference KL, evaluation and multi-turn rollouts.
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { addon } from "../../src/native/loader.js";
 import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_CEILING } from "../../src/tasks/cover-vowels.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
+import { tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-magrpo-"));
-const base = path.join(scratch, "base");
-let tokenizer: ComlrlTokenizer;
-
-beforeAll(async () => {
-  tokenizer = await createTinyModel(base, { seed: 7, hiddenSize: 64, numLayers: 2 });
-});
+const runs = tinyRuns("comlrl-magrpo-", (dir) => createTinyModel(dir, { seed: 7, hiddenSize: 64, numLayers: 2 }));
+const { scratch, base } = runs;
 
 const lengthReward: RewardFunction = (completions) => completions[0].map((a, j) => Math.min(a.length, completions[1][j].length) / 10);
 
 function options(overrides: Partial<MAGRPOTrainerOptions> = {}): MAGRPOTrainerOptions {
   return {
-    agents: [base, base],
-    rewardFunc: lengthReward,
-    trainDataset: [{ prompt: "Once upon a time" }, { prompt: "The red fox" }],
-    outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
-    quiet: true,
+    ...runs.twoAgents({ rewardFunc: lengthReward, trainDataset: [{ prompt: "Once upon a time" }, { prompt: "The red fox" }] }),
     ...overrides,
     config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, evalInterval: 0, agentLearningRate: 1e-3, ...(overrides.config ?? {}) },
   };
@@ -46,7 +36,7 @@ describe("MAGRPO end to end", () => {
     const trainer = await MAGRPOTrainer.create({
       ...options(),
       rewardFunc: coverVowelsRewardFunc,
-      formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
+      formatters: coverVowelsFormatters((m) => runs.tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
       trainDataset: coverVowelsDataset(16),
       config: { numTurns: 1, numTrainEpochs: 30, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 2e-3, rolloutBufferSize: 2, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 7 },
     });
@@ -64,17 +54,17 @@ describe("MAGRPO end to end", () => {
     const trainer = await MAGRPOTrainer.create(options({ config: { numAgents: 1, advantageNormalization: false, agentLearningRate: 1e-2 } as never, agents: [base] }));
     const model = trainer.agents[0].model;
     const before = await model.clone();
-    const eos = tokenizer.eosTokenIds[0];
+    const eos = runs.tokenizer.eosTokenIds[0];
     const sample: NodeSample = {
-      agent: 0, turn: 0, promptIds: tokenizer.encode("Hi there"),
-      completionIds: [Int32Array.from([...tokenizer.encode(" red"), eos]), Int32Array.from(tokenizer.encode(" blue fox"))],
+      agent: 0, turn: 0, promptIds: runs.tokenizer.encode("Hi there"),
+      completionIds: [Int32Array.from([...runs.tokenizer.encode(" red"), eos]), Int32Array.from(runs.tokenizer.encode(" blue fox"))],
       returns: [1, 3], referenceKl: [0, 0], nodeMeanReward: 2, nodeMeanReturn: 2, envStep: 2,
     };
     const [result] = await trainer.update([sample]);
     // mean baseline: A = [1 − 2, 3 − 2] = [−1, 1]; loss = (1/2)(S_0 − S_1).
     const s = await before.score([sample.promptIds, sample.promptIds], sample.completionIds);
     expect(result.loss).toBeCloseTo((s.sum[0] - s.sum[1]) / 2, 4);
-    before.zeroGrad();
+    await before.zeroGrad();
     await before.policyGradientBackward([sample.promptIds, sample.promptIds], sample.completionIds, [-0.5, 0.5]);
     const optimizer = new (addon().NativeOptimizer)(before.native, { lr: 1e-2 });
     await optimizer.step();
@@ -107,7 +97,7 @@ describe("MAGRPO end to end", () => {
 
   it("shares one model object between agents, each with its own optimizer", async () => {
     const shared = await CausalLM.fromDirectory(base);
-    const trainer = await MAGRPOTrainer.create(options({ agents: [shared, shared], tokenizer }));
+    const trainer = await MAGRPOTrainer.create(options({ agents: [shared, shared], tokenizer: runs.tokenizer }));
     expect(trainer.agents[0].model).toBe(trainer.agents[1].model);
     expect(trainer.agents[0].optimizer).not.toBe(trainer.agents[1].optimizer);
     await trainer.train();
@@ -199,7 +189,7 @@ describe("MAGRPO errors", () => {
     await expect(MAGRPOTrainer.create(options({ agents: null }))).rejects.toThrow(/Either agentModel or agents must be provided/);
     await expect(MAGRPOTrainer.create(options({ agents: [base], numAgents: 2 }))).rejects.toThrow(/agents length \(1\) must match numAgents \(2\)/);
     await expect(MAGRPOTrainer.create(options({ agentModel: "other/model" }))).rejects.toThrow(/conflicts/);
-    await expect(MAGRPOTrainer.create(options({ tokenizer: [tokenizer] }))).rejects.toThrow(/tokenizers length \(1\) must match agents \(2\)/);
+    await expect(MAGRPOTrainer.create(options({ tokenizer: [runs.tokenizer] }))).rejects.toThrow(/tokenizers length \(1\) must match agents \(2\)/);
     await expect(MAGRPOTrainer.create(options({ numAgents: 3, config: { numAgents: 2 } as never }))).rejects.toThrow(/numAgents \(3\) must match config\.numAgents/);
     await expect(MAGRPOTrainer.create(options({ config: { numTurns: 2 } as never }))).rejects.toThrow(/requires an externalTransition/);
     await expect(MAGRPOTrainer.create(options({ rewardFunc: undefined as never }))).rejects.toThrow(/rewardFunc must be a function/);

@@ -1,32 +1,25 @@
 // MARLHF end to end on tiny models: the joint reward model on its own (Bradley–Terry loss by hand, learning a
 // preference it can generalise, truncation keeping the last tokens, save and load), and the trainer's three stages:
 // pairs, reward model (held-out accuracy reported, then frozen), RL against its scores with task-reward evaluation.
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
-import { beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { readJsonlMetrics, type JsonlRecord } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { Optimizer } from "../../src/models/optimizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { createDemoBaseModel } from "../../src/demo/recipes.js";
 import { marlhfDemoOptions, trainMeasuringTaskReward } from "../../src/demo/preference.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
+import { coverVowelsDataset, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MARLHFTrainer, type MARLHFTrainerOptions } from "../../src/trainers/preference/marlhf.js";
 import { JointRewardModel, jointText } from "../../src/trainers/preference/reward-model.js";
 import type { IACLearner } from "../../src/trainers/actor-critic/iac.js";
 import type { MAACLearner } from "../../src/trainers/actor-critic/maac.js";
 import { makeBase } from "../support/checkpoint-run.js";
+import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-marlhf-"));
-const base = path.join(scratch, "base");
-let tokenizer: ComlrlTokenizer;
-let run = 0;
-
-beforeAll(async () => {
-  tokenizer = await makeBase(base);
-}, 60_000);
+const runs = tinyRuns("comlrl-marlhf-", makeBase);
+const { scratch, base } = runs;
 
 const TOPICS = ["rain", "stone", "river", "lamp", "bread", "field", "cloud", "door", "salt", "wind", "glass", "tree"];
 /** Pairs whose winner answers with vowels and loser with consonants, under varied prompts. */
@@ -44,14 +37,14 @@ describe("JointRewardModel", () => {
     const sw = await rm.score(train.winners);
     const sl = await rm.score(train.losers);
     const byHand = Array.from(sw, (s, i) => Math.log(1 + Math.exp(-(s - sl[i])))).reduce((a, b) => a + b, 0) / sw.length;
-    rm.zeroGrad();
+    await rm.zeroGrad();
     const first = await rm.bradleyTerryBackward(train.winners, train.losers);
     expect(first.loss).toBeCloseTo(byHand, 4);
     expect(Array.from(first.winnerScores)).toEqual(Array.from(sw).map((s) => expect.closeTo(s, 4)));
     await optimizer.step();
     let loss = first.loss;
     for (let step = 0; step < 40; step++) {
-      rm.zeroGrad();
+      await rm.zeroGrad();
       loss = (await rm.bradleyTerryBackward(train.winners, train.losers)).loss;
       await optimizer.step();
     }
@@ -73,7 +66,7 @@ describe("JointRewardModel", () => {
   it("rewardMaxLength keeps a long text's last tokens, the one the head reads among them", async () => {
     const limited = await JointRewardModel.load(base, { seed: 1, maxLength: 12 });
     const text = jointText(["a long prompt about the weather and the sea"], ["a reply"]);
-    const ids = tokenizer.encode(text).slice(-12);
+    const ids = runs.tokenizer.encode(text).slice(-12);
     const direct = await limited.head.rewardScores({ ids: Int32Array.from(ids), batch: 1, length: ids.length });
     expect((await limited.score([text]))[0]).toBeCloseTo(direct[0], 6);
     limited.dispose();
@@ -81,15 +74,10 @@ describe("JointRewardModel", () => {
 });
 
 const options = (overrides: Partial<MARLHFTrainerOptions> = {}): MARLHFTrainerOptions => ({
-  agents: [base, base],
-  rewardFunc: coverVowelsRewardFunc,
-  formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-  trainDataset: coverVowelsDataset(8),
-  evalDataset: coverVowelsDataset(4),
-  outputDir: path.join(scratch, `run-${run++}`),
-  quiet: true,
+  ...runs.twoAgents(runs.coverVowels(8, 4)),
   ...overrides,
   config: {
+    ...QUICK_PREFERENCE_RUN,
     numTrainEpochs: 1,
     rewardNumTrainEpochs: 2,
     rewardTrainBatchSize: 4,
@@ -98,17 +86,9 @@ const options = (overrides: Partial<MARLHFTrainerOptions> = {}): MARLHFTrainerOp
     preferenceNumCandidates: 4,
     preferencePairsPerSample: 3,
     numGenerations: 4,
-    maxNewTokens: 4,
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    agentLearningRate: 1e-3,
     rolloutBufferSize: 2,
-    trainBatchSize: 2,
-    loggingSteps: 1,
     evalInterval: 4,
     evalNumSamples: 4,
-    seed: 3,
     ...(overrides.config ?? {}),
   },
 });
@@ -125,6 +105,14 @@ describe("MARLHF", () => {
       }),
     );
     expect(trainer.components.all.map((c) => c.name)).toEqual(["agent_0", "agent_1", "reward_model", "reward_model/head"]);
+    // The reward model's scores of every RL rollout, item by item, as the RL phase's reward receives them.
+    const rlScores: number[][] = [];
+    const scoreJoint = trainer.rewardModel.scoreJoint.bind(trainer.rewardModel);
+    trainer.rewardModel.scoreJoint = async (...call) => {
+      const scores = await scoreJoint(...call);
+      rlScores.push(Array.from(scores));
+      return scores;
+    };
     await trainer.train();
     expect(trainer.rewardModel.isFrozen).toBe(true);
     // Task reward: one call per item for collection (4 candidates) and one per eval item (1 sample); none in RL.
@@ -136,10 +124,12 @@ describe("MARLHF", () => {
     expect(trainer.rewardTrainingPairs.length + trainer.rewardHeldOutPairs.length).toBe(trainer.preferences.pairs.length);
     expect(metrics.filter((r) => r.kind === "update" && typeof r["reward_model/loss"] === "number")).toHaveLength(2 * Math.ceil(trainer.rewardTrainingPairs.length / 4));
     expect(metrics.some((r) => r.kind === "eval")).toBe(true);
-    // RL rewards are reward-model scores (not fractions of five vowels).
+    // RL rewards are the reward model's scores: each logged reward is the mean over its buffer's 2 items of their
+    // scores' means.
     const rlRewards = metrics.filter((r) => typeof r["turn_1/reward_mean"] === "number" && r.kind === "train").map((r) => r["turn_1/reward_mean"] as number);
-    expect(rlRewards.length).toBeGreaterThan(0);
-    expect(rlRewards.some((r) => Math.abs(r * 5 - Math.round(r * 5)) > 1e-6)).toBe(true);
+    expect(rlScores).toHaveLength(8);
+    const itemMeans = rlScores.map((scores) => scores.reduce((a, b) => a + b, 0) / scores.length);
+    expect(rlRewards).toEqual(Array.from({ length: 4 }, (_, j) => expect.closeTo((itemMeans[2 * j] + itemMeans[2 * j + 1]) / 2, 6)));
     // env steps: 8 items × 4 candidates, then 8 items × 4 joint actions.
     expect(trainer.progress.envStep).toBe(32 + 32);
     // Time per stage, and phases counted where they ran: the task reward in pair collection, the reward model's
@@ -233,8 +223,8 @@ describe("MARLHF", () => {
   it("refuses critics without an actor-critic back-end, loaded actors without rewardModelName or a critic source, and MAAC critics on several devices", async () => {
     await expect(MARLHFTrainer.create(options({ criticModel: base }))).rejects.toThrow(/criticModel and critics are only used with rlAlgorithm/);
     const model = await CausalLM.fromDirectory(base);
-    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer }))).rejects.toThrow(/rewardModelName must be set when the actors are loaded model objects/);
-    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer, config: { rlAlgorithm: "iac", rewardModelName: base } }))).rejects.toThrow(
+    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer: runs.tokenizer }))).rejects.toThrow(/rewardModelName must be set when the actors are loaded model objects/);
+    await expect(MARLHFTrainer.create(options({ agents: [model, model], tokenizer: runs.tokenizer, config: { rlAlgorithm: "iac", rewardModelName: base } }))).rejects.toThrow(
       /rlAlgorithm "iac" needs its critics' source: set criticModelName, criticModel or critics/,
     );
     model.dispose();

@@ -2,8 +2,6 @@
 // losses, parameters move, its metrics logged), sampler and trainer agree on the same tokens, the options act (KL in
 // the loss, entropy, scaling, groupings, truncation mask, zero-variance filter), bad combinations fail by name, and
 // the shared reward of the demo rises under DAPO, GSPO and CISPO.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readJsonlMetrics, type JsonlRecord } from "../../src/logging/jsonl.js";
@@ -16,16 +14,15 @@ import { SOLO_CEILING } from "../../src/tasks/cover-vowels.js";
 import { MARLOOTrainer } from "../../src/trainers/reinforce/baselines.js";
 import { CentralizedMAGRPOTrainer } from "../../src/trainers/reinforce/centralized.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
+import { tinyRuns } from "../support/runs.js";
 
-const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-objectives-"));
-const base = path.join(scratch, "base");
+const runs = tinyRuns("comlrl-objectives-", (dir) => createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1 }));
+const { scratch, base } = runs;
 // The demo's base model (the one tests/e2e/magrpo.test.ts learns the cooperative task with under CoMLRL's loss).
 const vowelsBase = path.join(scratch, "vowels");
-let tokenizer: ComlrlTokenizer;
 let vowelsTokenizer: ComlrlTokenizer;
 
 beforeAll(async () => {
-  tokenizer = await createTinyModel(base, { seed: 11, hiddenSize: 32, numLayers: 1 });
   vowelsTokenizer = await createDemoBaseModel(vowelsBase, 7);
 });
 
@@ -33,11 +30,7 @@ const lengthReward: RewardFunction = (completions) => completions[0].map((a, j) 
 
 function options(config: Record<string, unknown>, overrides: Partial<MAGRPOTrainerOptions> = {}): MAGRPOTrainerOptions {
   return {
-    agents: [base, base],
-    rewardFunc: lengthReward,
-    trainDataset: [{ prompt: "Once upon a time" }, { prompt: "The red fox" }],
-    outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
-    quiet: true,
+    ...runs.twoAgents({ rewardFunc: lengthReward, trainDataset: [{ prompt: "Once upon a time" }, { prompt: "The red fox" }] }),
     ...overrides,
     config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 3, maxNewTokens: 5, temperature: 1, topP: 1, topK: 0, evalInterval: 0, agentLearningRate: 1e-3, loggingSteps: 1, seed: 3, ...config },
   };
@@ -148,7 +141,7 @@ describe("clipped-ratio objectives in MAGRPO", () => {
 describe("sampler/trainer agreement", () => {
   it("the log-probs recorded at generation are the trainer's on the same tokens (fp32, CPU): mean |Δ| ≤ 1e-5", async () => {
     const model = await CausalLM.fromDirectory(base);
-    const prompts = ["Once upon a time", "The red fox", "A"].map((p) => tokenizer.encode(p));
+    const prompts = ["Once upon a time", "The red fox", "A"].map((p) => runs.tokenizer.encode(p));
     const generation = await model.generate(prompts, { maxNewTokens: 12, numReturnSequences: 4, doSample: true, temperature: 0.7, topP: 0.9, topK: 20, returnLogprobs: true });
     const rowPrompts = generation.completions.map((_, r) => prompts[Math.floor(r / 4)]);
     const scores = await model.score(rowPrompts, generation.completions, { tokenLogprobs: true });
@@ -169,7 +162,7 @@ describe("sampler/trainer agreement", () => {
 // study trains it (scripts/study/objectives.ts, docs/objectives-study.md), for a few epochs.
 describe("the shared reward rises under the clipped objectives", () => {
   const learns = async (config: Record<string, unknown>, epochs: number) => {
-    const recipe = demoTrainerOptions(vowelsBase, vowelsTokenizer, { outputDir: path.join(scratch, `learn-${Math.random().toString(36).slice(2)}`), epochs, seed: 1, quiet: true });
+    const recipe = demoTrainerOptions(vowelsBase, vowelsTokenizer, { outputDir: runs.dir("learn"), epochs, seed: 1, quiet: true });
     const trainer = await MAGRPOTrainer.create({ ...recipe, sampleLogInterval: 0, config: { ...recipe.config, ...config } });
     await trainer.train();
     await trainer.close();

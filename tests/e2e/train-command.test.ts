@@ -1,22 +1,13 @@
 // `comlrl train --config`: real training runs of a tiny model from YAML config files — a built-in task, checkpoints
 // and resume, the saved agents — and a user's task module reading its data with loadDataset from a local directory.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { expect, it, vi } from "vitest";
 import { runTrain } from "../../src/cli/train.js";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
-import { createTinyModel } from "../../src/models/tiny-model.js";
+import { scratchWithTinyModel } from "../support/scratch.js";
 
-let scratch: string;
-let modelDir: string;
-
-beforeAll(async () => {
-  scratch = mkdtempSync(path.join(tmpdir(), "comlrl-train-cmd-"));
-  modelDir = path.join(scratch, "tiny");
-  await createTinyModel(modelDir, { seed: 3, hiddenSize: 32, numLayers: 1 });
-});
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const { scratch, modelDir } = scratchWithTinyModel("comlrl-train-cmd-");
 
 function write(name: string, text: string): string {
   const file = path.join(scratch, name);

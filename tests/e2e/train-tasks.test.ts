@@ -1,22 +1,13 @@
 // `comlrl train --config` on the papers' tasks, offline on a tiny model: the TLDR writing task and the HumanEval
 // coding task, whose rewards run the model's code in the bubblewrap sandbox. Rewards must be finite and in range.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { expect, it, vi } from "vitest";
 import { runTrain } from "../../src/cli/train.js";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
-import { createTinyModel } from "../../src/models/tiny-model.js";
+import { scratchWithTinyModel } from "../support/scratch.js";
 
-let scratch: string;
-let modelDir: string;
-
-beforeAll(async () => {
-  scratch = mkdtempSync(path.join(tmpdir(), "comlrl-train-tasks-"));
-  modelDir = path.join(scratch, "tiny");
-  await createTinyModel(modelDir, { seed: 3, hiddenSize: 32, numLayers: 1 });
-});
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const { scratch, modelDir } = scratchWithTinyModel("comlrl-train-tasks-");
 
 function config(task: string, out: string, extra = ""): string {
   const file = path.join(scratch, `${task}.yaml`);

@@ -46,11 +46,11 @@ describe("CoMLRL 1.4.3 defaults", () => {
   });
 
   it("the logged actor-critic return is the undiscounted suffix sum; only the TD target is discounted", async () => {
-    const node = (turn: number, reward: number, child: RolloutNode | null): RolloutNode =>
-      ({
-        turn, prompts: ["p"], historyPrompts: ["p"], promptIds: [[1]], completionIds: [[Int32Array.from([2])]], texts: [["x"]],
-        referenceKl: [[0]], jointActions: [[0]], rewards: [reward], agentRewards: null, returns: [reward], children: [child], envStep: turn + 1,
-      }) as unknown as RolloutNode;
+    const node = (turn: number, reward: number, child: RolloutNode | null): RolloutNode => ({
+      turn, prompts: ["p"], historyPrompts: ["p"], promptIds: [[1]], completionIds: [[Int32Array.from([2])]], texts: [["x"]],
+      referenceKl: [[0]], jointActions: [[0]], rewards: [reward], agentRewards: null, returns: [reward], children: [child], envStep: turn + 1,
+      promptHistory: [["p"]], responseHistory: [["x"]],
+    });
     const root = node(0, 1, node(1, 2, node(2, 4, null)));
     const critics = { shared: false, row: () => ({ prompt: [1], completion: Int32Array.from([2]) }), values: async () => [0.5, 0.5, 0.5] };
     const samples = await actorCriticSamples(root, 0, critics, { numAgents: 1, discount: 0.5, referenceKlCoef: 0 });

@@ -51,7 +51,7 @@ describe("CoMLRL 1.4.3 parity: MARLHF's reward model", () => {
       const losers = ref.pairs.map((p: any) => jointText(p.prompts, p.loser));
       expect({ winners, losers }).toEqual(ref.texts);
       expect({ winners: winners.map((t: string) => rm.tokenizer.encode(t)), losers: losers.map((t: string) => rm.tokenizer.encode(t)) }).toEqual(ref.ids);
-      rm.zeroGrad();
+      await rm.zeroGrad();
       const { loss } = await rm.bradleyTerryBackward(winners, losers);
       expectClose(loss, ref.loss, LOSS_RTOL, "Bradley–Terry loss");
       expectClose((await optimizer.step()).gradNorm, ref.gradNorm, LOSS_RTOL, "gradient norm");

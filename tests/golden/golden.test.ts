@@ -145,12 +145,12 @@ describe.each(MODELS)("golden parity: %s", (name, dir, attnImplementation) => {
 
   for (const kind of ["full", "right"] as const) {
     it(`training loss and every parameter gradient (${kind}); gradient error < 1e-4 × the gradient's norm`, async () => {
-      model.zeroGrad();
+      await model.zeroGrad();
       const { loss, routerAuxLoss } = await model.causalLMLossBackward(tokenBatch(t(`input.${kind}_ids`), kind === "right" ? t("input.right_mask") : undefined));
       expect(Math.abs(loss - meta[`loss_${kind}`])).toBeLessThan(1e-5);
       expect(routerAuxLoss).toBeUndefined(); // output_router_logits is false in these files
       expectGradients(model, (param) => t(`grad.${kind}.${param}`).data, meta[`grad_norm_${kind}`]);
-      model.zeroGrad();
+      await model.zeroGrad();
     });
   }
 
@@ -295,7 +295,7 @@ describe.each([
     for (const checkpointing of [false, true]) {
       it(`loss, aux loss and every gradient of LM + coef × aux (${kind}${checkpointing ? ", gradient checkpointing" : ""})`, async () => {
         model.setGradientCheckpointing(checkpointing);
-        model.zeroGrad();
+        await model.zeroGrad();
         try {
           const out = await model.causalLMLossBackward(tokenBatch(t(`input.${kind}_ids`), kind === "right" ? t("input.right_mask") : undefined));
           expect(Math.abs(out.routerAuxLoss! - meta[`aux_loss_${kind}`])).toBeLessThan(1e-6);
@@ -303,7 +303,7 @@ describe.each([
           expectGradients(model, (param) => t(`grad.${kind}.${param}`).data, meta[`grad_norm_${kind}`]);
         } finally {
           model.setGradientCheckpointing(false);
-          model.zeroGrad();
+          await model.zeroGrad();
         }
       });
     }
@@ -315,7 +315,7 @@ describe.each([
     // As CoMLRL: config.json's output_router_logits does not reach a loss computed from log-probs.
     const plain = await model.policyGradientBackward(prompts, completions, [1, -1, 0.5]);
     expect(plain.routerAuxLoss).toBeUndefined();
-    model.zeroGrad();
+    await model.zeroGrad();
 
     const coef = 0.25;
     const optedIn = await CausalLM.fromDirectory(dir, { routerAuxLossCoef: coef });
@@ -332,15 +332,15 @@ describe.each([
           attentionMask: Int32Array.from(sequences.flatMap((s) => [...Array(s.length).fill(1), ...Array(width - s.length).fill(0)])),
         };
         // coef · ∇aux of the padded batch: ∇(LM + coef · aux) − ∇LM.
-        optedIn.zeroGrad();
-        lmOnly.zeroGrad();
+        await optedIn.zeroGrad();
+        await lmOnly.zeroGrad();
         const reference = await optedIn.causalLMLossBackward(padded);
         await lmOnly.causalLMLossBackward(padded);
         const names = optedIn.native.parameterNames().map((p) => p.name);
         const expected = new Map(names.map((n) => [n, Float64Array.from(optedIn.native.getGradient(n)!, (g, i) => g - lmOnly.native.getGradient(n)![i])]));
 
         // Zero advantages: the loss and gradient are the router term's alone.
-        optedIn.zeroGrad();
+        await optedIn.zeroGrad();
         const out = await optedIn.policyGradientBackward(picked.map((r) => prompts[r]), picked.map((r) => completions[r]), picked.map(() => 0));
         expect(Math.abs(out.routerAuxLoss! - reference.routerAuxLoss!), `rows ${picked}`).toBeLessThan(1e-6);
         expect(Math.abs(out.loss - coef * reference.routerAuxLoss!)).toBeLessThan(1e-6);

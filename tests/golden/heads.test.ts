@@ -83,9 +83,8 @@ describe.each(MODELS)("head parity: %s", (name) => {
     }
   }
 
-  function zeroGrads() {
-    model.zeroGrad();
-    Object.values(heads).forEach((h) => h.native.zeroGrad());
+  async function zeroGrads() {
+    await Promise.all([model.zeroGrad(), ...Object.values(heads).map((h) => h.native.zeroGrad())]);
   }
 
   it.each(Object.keys(FORMS) as Array<keyof typeof FORMS>)("%s head: per-position values, V and Q readouts", async (form) => {
@@ -108,7 +107,7 @@ describe.each(MODELS)("head parity: %s", (name) => {
     ["mse", "value_loss.mse"],
     ["clipped", "value_loss.clipped"],
   ] as const)("value loss (%s) on the MLP head's Q readout and its gradients", async (kind, key) => {
-    zeroGrads();
+    await zeroGrads();
     const clip = kind === "clipped" ? { oldValues: t("value.v_old").data, clipRange: meta.value_clip_range } : {};
     const out = await head("mlp").valueLossBackward(prompts, completions, { readout: "q", targets: t("value.targets").data, ...clip });
     expect(Math.abs(out.loss - meta[key]) / Math.abs(meta[key])).toBeLessThan(LOSS_RTOL);
@@ -117,7 +116,7 @@ describe.each(MODELS)("head parity: %s", (name) => {
   });
 
   it("reward head: last-real-token scores, Bradley–Terry loss and its gradients", async () => {
-    zeroGrads();
+    await zeroGrads();
     const ids = t("input.ids");
     const batch = { ids: Int32Array.from(ids.data), batch: ids.shape[0], length: ids.shape[1], attentionMask: Int32Array.from(t("input.mask").data) };
     const scores = await head("linear").rewardScores(batch);

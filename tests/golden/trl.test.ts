@@ -119,7 +119,7 @@ describe("a whole objective step of a tiny Qwen2 against TRL", () => {
 
   for (const step of modelSteps.steps) {
     it(`${step.name}: loss and every parameter's gradient`, async () => {
-      model.zeroGrad();
+      await model.zeroGrad();
       const prompts = step.completions.map((_, i) => step.prompts[i]);
       const lengths = step.completions.map((c) => c.length);
       const flatten = (rows: number[][]) => Int32Array.from(rows.flat());

@@ -7,6 +7,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { addon, addonPath, AddonLoadError, loadAddonFrom, packageRoot, prebuildPlatformDir, selectedPrebuild } from "../../src/native/loader.js";
 import { runtimeInfo, setNumThreads } from "../../src/runtime.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-addon-"));
 const defaultThreads = runtimeInfo().numThreads;
@@ -110,7 +111,7 @@ describe("errors", () => {
   });
 
   it("rejects arguments of the wrong kind by name", () => {
-    expect(() => addon().matmul([1, 2] as unknown as Float32Array, [1, 2], b, [2, 4])).toThrow(/a must be a Float32Array/);
+    expect(() => addon().matmul(illTyped<Float32Array>([1, 2]), [1, 2], b, [2, 4])).toThrow(/a must be a Float32Array/);
   });
 });
 

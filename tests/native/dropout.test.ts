@@ -24,7 +24,7 @@ const prompts = [[1, 2, 3, 4], [5, 6, 7]];
 const completions = [Int32Array.from([8, 9, 10]), Int32Array.from([11, 12])];
 
 async function gradients(model: CausalLM, run: () => Promise<unknown>): Promise<Float32Array[]> {
-  model.zeroGrad();
+  await model.zeroGrad();
   await run();
   return model.native.parameterNames().map(({ name }) => model.native.getGradient(name) ?? new Float32Array());
 }

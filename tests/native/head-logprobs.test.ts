@@ -54,7 +54,7 @@ describe.each(Object.entries(HEADS))("%s head scored in blocks", (_name, make) =
     it(`${pathName}: log-probs and entropies without grad, the policy gradient and an entropy bonus's gradient match the whole head (blocks of 1, 4, 8 of 21 tokens)`, async () => {
       const model = make();
       const whole = await model.score(batch.prompts, batch.completions, { entropy: true, tokenLogprobs: true });
-      model.zeroGrad();
+      await model.zeroGrad();
       const wholeLoss = await model.policyGradientBackward(batch.prompts, batch.completions, ADVANTAGES);
       const wholeGrad = gradients(model);
       const objective = { objective: { lossType: "grpo" as const, entropyCoef: 0.3 }, advantages: Float32Array.from(ADVANTAGES) };
@@ -64,7 +64,7 @@ describe.each(Object.entries(HEADS))("%s head scored in blocks", (_name, make) =
         completions: Int32Array.from(batch.completions.flat()),
         completionLengths: Int32Array.from(batch.completions.map((c) => c.length)),
       };
-      model.zeroGrad();
+      await model.zeroGrad();
       const wholeObjective = await addon().objectiveBackward(model.native, { ...completionBatch, ...objective });
       const wholeObjectiveGrad = gradients(model);
       expect(wholeObjective.entropyMean).toBeGreaterThan(0);
@@ -74,11 +74,11 @@ describe.each(Object.entries(HEADS))("%s head scored in blocks", (_name, make) =
         expectClose(blocked.tokenLogprobs!, whole.tokenLogprobs!, 1e-5);
         expectClose(blocked.entropy!, whole.entropy!, 1e-5);
         expectClose(blocked.sum, whole.sum, 1e-4);
-        model.zeroGrad();
+        await model.zeroGrad();
         const loss = await model.policyGradientBackward(batch.prompts, batch.completions, ADVANTAGES);
         expect(Math.abs(loss.loss - wholeLoss.loss)).toBeLessThanOrEqual(1e-5 * Math.max(1, Math.abs(wholeLoss.loss)));
         expectGradientsClose(gradients(model), wholeGrad);
-        model.zeroGrad();
+        await model.zeroGrad();
         const blockedObjective = await addon().objectiveBackward(model.native, { ...completionBatch, ...objective });
         expect(Math.abs(blockedObjective.entropyMean - wholeObjective.entropyMean)).toBeLessThanOrEqual(1e-5);
         expectClose(blockedObjective.tokenLogprobs, wholeObjective.tokenLogprobs, 1e-5);
@@ -118,13 +118,13 @@ describe.each(["float32", "bfloat16"] as const)("the weight gradient of a tied h
       const embedding = model.native.parameterNames().find(({ name: n }) => n.endsWith("embed_tokens.weight"))!.name;
       const headGradient = () => Float64Array.from(model.native.getGradient(embedding)!);
       setLogitsBlockRows(1 << 20);
-      model.zeroGrad();
+      await model.zeroGrad();
       await model.policyGradientBackward(SEPARATE.prompts, SEPARATE.completions, ADVANTAGES);
       const wholeHead = headGradient();
       const wholeAll = gradients(model);
       for (const rows of [3, 8]) {
         setLogitsBlockRows(rows);
-        model.zeroGrad();
+        await model.zeroGrad();
         await model.policyGradientBackward(SEPARATE.prompts, SEPARATE.completions, ADVANTAGES);
         expect(relative(headGradient(), wholeHead)).toBeLessThanOrEqual(bound);
         expect(relative(gradients(model), wholeAll)).toBeLessThanOrEqual(bound);
@@ -152,7 +152,7 @@ describe("memory at Qwen's vocabulary (151,936)", () => {
     const completions = prompts.map((_, r) => Array.from({ length: 64 }, (_, i) => 100 + r * 1000 + i * 7));
     const extra = async (rows: number) => {
       setLogitsBlockRows(rows);
-      model.zeroGrad();
+      await model.zeroGrad();
       const before = memoryWindow();
       await model.policyGradientBackward(prompts, completions, [1, -1, 0.5, -0.5, 0.25, -0.25, 2, -2]);
       return memoryWindow().peakResidentBytes - before.residentBytes;

@@ -91,14 +91,14 @@ describe("value head", () => {
     const clipped = clippedTerms.reduce((s, c) => s + c.loss, 0) / 3;
     expect(clipped).not.toBeCloseTo(mse, 3);
 
-    head.zeroGrad();
+    await head.zeroGrad();
     const plain = await addon().valueLossBackward(model.native, head, { ...batch, readout: "q", targets: Float32Array.from(targets) });
     expect(Math.abs(plain.loss - mse)).toBeLessThan(1e-5);
     close(plain.values, v, 1e-6);
     // d/db mean (y − V)² = mean 2(V − y)
     expect(Math.abs(head.getGradient("bias")![0] - v.reduce((s, x, i) => s + 2 * (x - targets[i]), 0) / 3)).toBeLessThan(1e-5);
 
-    head.zeroGrad();
+    await head.zeroGrad();
     const out = await addon().valueLossBackward(model.native, head, { ...batch, readout: "q", targets: Float32Array.from(targets), oldValues: Float32Array.from(oldValues), clipRange });
     expect(Math.abs(out.loss - clipped)).toBeLessThan(1e-5);
     // Where the clipped term wins, V_clip is constant in V: that row sends no gradient.
@@ -106,11 +106,11 @@ describe("value head", () => {
     expect(Math.abs(head.getGradient("bias")![0] - grad)).toBeLessThan(1e-5);
 
     // scale weights only the gradient; backward: false leaves gradients alone.
-    head.zeroGrad();
+    await head.zeroGrad();
     const scaled = await addon().valueLossBackward(model.native, head, { ...batch, readout: "q", targets: Float32Array.from(targets), scale: 0.5 });
     expect(scaled.loss).toBeCloseTo(plain.loss, 6);
     expect(head.getGradient("bias")![0]).toBeCloseTo((v.reduce((s, x, i) => s + 2 * (x - targets[i]), 0) / 3) * 0.5, 5);
-    head.zeroGrad();
+    await head.zeroGrad();
     await addon().valueLossBackward(model.native, head, { ...batch, readout: "v", targets: Float32Array.from(targets), backward: false });
     expect(head.getGradient("bias")).toBeNull();
   });
@@ -136,12 +136,12 @@ describe("value head", () => {
     const coef = 0.5;
     const pg = await addon().policyGradientBackward(actor.native, { ...batch, advantages });
     const pgGrad = actor.native.getGradient("model.norm.weight")!;
-    actor.zeroGrad();
+    await actor.zeroGrad();
     const vl = await addon().valueLossBackward(actor.native, head, { ...batch, readout: "q", targets });
     const vlGrad = actor.native.getGradient("model.norm.weight")!;
     const vlHeadGrad = head.getGradient("2.bias")![0];
-    actor.zeroGrad();
-    head.zeroGrad();
+    await actor.zeroGrad();
+    await head.zeroGrad();
     const ac = await addon().actorCriticBackward(actor.native, head, { ...batch, readout: "q", advantages, targets, valueLossCoef: coef });
     expect(Math.abs(ac.policyLoss - pg.loss)).toBeLessThan(1e-4);
     expect(Math.abs(ac.valueLoss - vl.loss)).toBeLessThan(1e-5);

@@ -30,7 +30,7 @@ afterAll(() => {
 describe.skipIf(!asRoot)("writes to a full disk", () => {
   it("optimizer.save rejects naming the file, leaves nothing behind, and the process carries on", async () => {
     const optimizer = new Optimizer(model, { lr: 1e-3 });
-    model.zeroGrad();
+    await model.zeroGrad();
     await model.policyGradientBackward([[1, 2, 3]], [[4, 5]], [1]);
     await optimizer.step(); // moments exist: the state is twice the weights
     const file = path.join(full, "optimizer.pt");

@@ -16,7 +16,7 @@ it("keeps RSS flat over 1,000 generate/score/step iterations", async () => {
   const iteration = async () => {
     const g = await model.generate([prompt], { maxNewTokens: 6, doSample: true, numReturnSequences: 2, returnLogprobs: true });
     await model.score([prompt, prompt], g.completions, { entropy: true });
-    model.zeroGrad();
+    await model.zeroGrad();
     await model.policyGradientBackward([prompt, prompt], g.completions, [1, -1], 0.5);
     await optimizer.step();
   };

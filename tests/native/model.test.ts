@@ -74,14 +74,14 @@ describe("completion scoring", () => {
     }
     const probe = "model.layers.0.self_attn.k_proj.weight";
     const advantages = [0.5, -1, 2, -0.25];
-    model.zeroGrad();
+    await model.zeroGrad();
     await model.policyGradientBackward(prompts, completions, advantages);
     const together = model.native.getGradient(probe)!;
-    model.zeroGrad();
+    await model.zeroGrad();
     for (let r = 0; r < prompts.length; r++) await model.policyGradientBackward([prompts[r]], [completions[r]], [advantages[r]]);
     const separately = model.native.getGradient(probe)!;
     expect(maxAbsDiff(together, separately)).toBeLessThan(1e-5);
-    model.zeroGrad();
+    await model.zeroGrad();
   });
 
   it("k3 KL is zero against an identical copy and positive against a different model", async () => {
@@ -112,24 +112,42 @@ describe("policy-gradient backward", () => {
 
   it("equals the cross-entropy gradient for A = 1 and scale 1/len, and is linear in A·scale", async () => {
     const probe = "model.layers.1.mlp.down_proj.weight";
-    model.zeroGrad();
+    await model.zeroGrad();
     const ids = Int32Array.from([...prompt, ...completion]);
     // Cross-entropy over the full sequence counts prompt targets too: score the same targets with a 1-token prompt.
     await addon().causalLMLossBackward(model.native, { ids, batch: 1, length: ids.length });
     const ce = grad(model, probe);
-    model.zeroGrad();
+    await model.zeroGrad();
     const pg = await model.policyGradientBackward([prompt.slice(0, 1)], [[...prompt.slice(1), ...completion]], [1], 1 / (ids.length - 1));
     expect(maxAbsDiff(grad(model, probe), ce)).toBeLessThan(1e-6);
     expect(Math.abs(pg.loss + pg.sum[0] / (ids.length - 1))).toBeLessThan(1e-5);
 
-    model.zeroGrad();
+    await model.zeroGrad();
     await model.policyGradientBackward([prompt], [completion], [1], 1);
     const unit = grad(model, probe);
-    model.zeroGrad();
+    await model.zeroGrad();
     await model.policyGradientBackward([prompt, prompt], [completion, completion], [-0.5, 2], 0.5);
     const combined = grad(model, probe);
     expect(maxAbsDiff(combined, Array.from(unit, (g) => g * 0.75))).toBeLessThan(1e-6);
-    model.zeroGrad();
+    await model.zeroGrad();
+  });
+
+  it("zeroGrad waits on the model's lane, not on the JS thread: issued during a backward, it returns at once and drops the backward's gradients", async () => {
+    const probe = "model.layers.1.mlp.down_proj.weight";
+    const rows = 48;
+    const completions = Array.from({ length: rows }, (_, r) => Array.from({ length: 64 }, (_, t) => 3 + ((r * 31 + t * 7) % 90)));
+    const started = performance.now();
+    const backward = model.policyGradientBackward(Array(rows).fill(prompt), completions, Array.from({ length: rows }, (_, r) => (r % 2 ? 1 : -1)));
+    const issued = performance.now();
+    const cleared = model.zeroGrad();
+    const issuing = performance.now() - issued;
+    await backward;
+    const backwardMs = performance.now() - started;
+    await cleared;
+    // Queued behind the backward, it ran after it; a zeroGrad that took the model's lock on the JS thread would have
+    // held this thread for the rest of the backward.
+    expect(model.native.getGradient(probe)).toBeNull();
+    expect(issuing).toBeLessThan(backwardMs / 4);
   });
 
   // On a CPU without bf16 instructions the bf16 model's matmuls run widened to fp32; its gradients must still reach
@@ -139,8 +157,8 @@ describe("policy-gradient backward", () => {
     const twin = await bf16.clone({ dtype: "float32" });
     const norm = (v: ArrayLike<number>) => Math.sqrt(Array.from(v).reduce((s, x) => s + x * x, 0));
     try {
-      const step = (m: CausalLM) => {
-        m.zeroGrad();
+      const step = async (m: CausalLM) => {
+        await m.zeroGrad();
         return m.policyGradientBackward([prompt, prompt.slice(1)], [completion, completion.slice(2)], [1, -0.5]);
       };
       const [low, full] = [await step(bf16), await step(twin)];
@@ -158,15 +176,15 @@ describe("policy-gradient backward", () => {
 
   it("gradient checkpointing gives the same gradients", async () => {
     const probe = "model.layers.0.self_attn.q_proj.weight";
-    model.zeroGrad();
+    await model.zeroGrad();
     await model.policyGradientBackward([prompt], [completion], [1.5], 1);
     const plain = grad(model, probe);
-    model.zeroGrad();
+    await model.zeroGrad();
     model.setGradientCheckpointing(true);
     await model.policyGradientBackward([prompt], [completion], [1.5], 1);
     model.setGradientCheckpointing(false);
     expect(maxAbsDiff(grad(model, probe), plain)).toBeLessThan(1e-6);
-    model.zeroGrad();
+    await model.zeroGrad();
   });
 
   it("rejects advantages of the wrong count and token ids outside the vocabulary", async () => {
@@ -266,7 +284,7 @@ describe("optimizer, sharing, cloning", () => {
           optimizer = new Optimizer(m.native, { lr: 1e-2 });
           await optimizer.load(file);
         }
-        m.zeroGrad();
+        await m.zeroGrad();
         await m.policyGradientBackward([prompt], [completion], [1]);
         await optimizer.step();
       }
@@ -290,7 +308,7 @@ describe("optimizer, sharing, cloning", () => {
     // AdamW's first step from fresh moments is exactly p − lr·g/(|g| + eps); a step that found the other optimizer's
     // moments (step count 2, m and v of two opposite gradients) lands elsewhere.
     const firstStepOf = async (optimizer: InstanceType<typeof Optimizer>, advantage: number) => {
-      shared.zeroGrad();
+      await shared.zeroGrad();
       await shared.policyGradientBackward([[1, 2]], [[3, 4]], [advantage]);
       const before = shared.native.getParameter(name);
       const grad = shared.native.getGradient(name)!;

@@ -93,8 +93,8 @@ async function copyInto(from: ReturnType<typeof twin>, to: ReturnType<typeof twi
 
 /** One training step's gradients: value loss through both groups, or (headless) a policy gradient through the model only. */
 async function backward(t: ReturnType<typeof twin>, headless: boolean): Promise<void> {
-  t.model.zeroGrad();
-  t.critic.zeroGrad();
+  await t.model.zeroGrad();
+  await t.critic.zeroGrad();
   if (headless) await t.model.policyGradientBackward(prompts, completions, [1, -0.5]);
   else await addon().valueLossBackward(t.model.native, t.critic, valueBatch);
 }

@@ -82,8 +82,8 @@ describe("NativeOptimizer over parameter groups", () => {
           optimizer = new (addon().NativeOptimizer)(groups(), { lr: 1e-3 });
           await optimizer.load(file);
         }
-        model.zeroGrad();
-        critic.zeroGrad();
+        await model.zeroGrad();
+        await critic.zeroGrad();
         await addon().valueLossBackward(model.native, critic, batch);
         await optimizer.step();
       }

@@ -62,6 +62,14 @@ const actorCritic = (create: (o: IACTrainerOptions) => Promise<IACTrainer | MAAC
   });
 };
 
+// MARLHF with an actor-critic RL phase: every weight includes its critics'.
+const marlhfActorCritic = (rlAlgorithm: "iac" | "maac") => async (o: MAGRPOTrainerOptions) => {
+  const trainer = await preference("MARLHF", (p: MAGRPOTrainerOptions) => MARLHFTrainer.create({ ...p, config: { ...p.config, rlAlgorithm, criticLearningRate: 2e-3 } }))(o);
+  const agents = trainer.weights;
+  const critics = trainer.actorCritic!.critics.flatMap(({ model, valueHead }) => [model.native, valueHead.native]);
+  return Object.assign(trainer, { weights: () => [...agents(), ...critics.flatMap((m) => m.parameterNames().map(({ name }) => m.getParameter(name)))] });
+};
+
 export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Promise<ResumableTrainer>> = {
   MAGRPO: magrpoFamily((o) => MAGRPOTrainer.create(o)),
   MAREINFORCE: magrpoFamily((o) => MAREINFORCETrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
@@ -75,12 +83,8 @@ export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Pr
   MARLHFIter: preference("MARLHF", (o: { config: Record<string, unknown> }) =>
     MARLHFIterTrainer.create({ ...(o as object), config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 } } as never),
   ),
-  "MARLHF (MAAC)": async (o) => {
-    const trainer = await preference("MARLHF", (p: MAGRPOTrainerOptions) => MARLHFTrainer.create({ ...p, config: { ...p.config, rlAlgorithm: "maac", criticLearningRate: 2e-3 } }))(o);
-    const agents = trainer.weights;
-    const { model, valueHead } = trainer.actorCritic!.critics[0];
-    return Object.assign(trainer, { weights: () => [...agents(), ...[model, valueHead].flatMap((m) => m.native.parameterNames().map(({ name }) => m.native.getParameter(name)))] });
-  },
+  "MARLHF (IAC)": marlhfActorCritic("iac"),
+  "MARLHF (MAAC)": marlhfActorCritic("maac"),
   "IAC (separate critics)": actorCritic((o) => IACTrainer.create({ ...o, criticModel: o.agents![0], config: { ...o.config, criticType: "q" } })),
   "IAC (shared heads)": actorCritic((o) => IACTrainer.create({ ...o, config: { ...o.config, useSeparateCritic: false, valueHeadHiddenDim: 4 } })),
   MAAC: actorCritic((o) => MAACTrainer.create({ ...o, criticModel: o.agents![0] })),

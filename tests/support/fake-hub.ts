@@ -10,6 +10,9 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { afterEach, beforeEach } from "vitest";
+import { scratchPerTest } from "./scratch.js";
 
 export const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 export const gitOid = (data: Buffer) => createHash("sha1").update(`blob ${data.length}\0`).update(data).digest("hex");
@@ -162,4 +165,30 @@ export class FakeHub {
     res.writeHead(status, { "Content-Type": "application/json" });
     res.end(JSON.stringify(value));
   }
+}
+
+/** The environment variables that point the hub client at a cache, an endpoint or a token. */
+const HUB_ENV_KEYS = ["HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE"] as const;
+
+/**
+ * Gives every test of the file a hub environment of its own: the hub's variables cleared, a fresh scratch folder
+ * holding the cache, and a token path that does not exist (a real `huggingface-cli login` on this machine stays out of
+ * the requests); all restored and removed after the test. Returns the running test's scratch folder.
+ */
+export function isolatedHubEnvironment(prefix: string): () => string {
+  const scratch = scratchPerTest(prefix);
+  let saved: Record<string, string | undefined> = {};
+  beforeEach(() => {
+    saved = Object.fromEntries(HUB_ENV_KEYS.map((k) => [k, process.env[k]]));
+    for (const k of HUB_ENV_KEYS) delete process.env[k];
+    process.env.HF_HUB_CACHE = path.join(scratch(), "cache");
+    process.env.HF_TOKEN_PATH = path.join(scratch(), "no-token");
+  });
+  afterEach(() => {
+    for (const k of HUB_ENV_KEYS) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  });
+  return scratch;
 }

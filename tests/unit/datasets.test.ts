@@ -1,32 +1,13 @@
 // Datasets: split specs, split-file discovery, Parquet/JSON readers, and hub dataset repos served by a local HTTP
 // server (tests/support/fake-hub.ts) from Parquet files written here.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parquetWriteBuffer } from "hyparquet-writer";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { datasetSplits, findSplitFiles, loadDataset, parseSplit, sliceRange } from "../../src/data/index.js";
-import { FakeHub } from "../support/fake-hub.js";
+import { FakeHub, isolatedHubEnvironment } from "../support/fake-hub.js";
 
-const ENV_KEYS = ["HF_HUB_CACHE", "HF_ENDPOINT", "HF_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE"] as const;
-let savedEnv: Record<string, string | undefined>;
-let scratch: string;
-
-beforeEach(() => {
-  savedEnv = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
-  for (const k of ENV_KEYS) delete process.env[k];
-  scratch = mkdtempSync(path.join(tmpdir(), "comlrl-datasets-"));
-  process.env.HF_HUB_CACHE = path.join(scratch, "cache");
-  process.env.HF_TOKEN_PATH = path.join(scratch, "no-token");
-});
-
-afterEach(() => {
-  for (const k of ENV_KEYS) {
-    if (savedEnv[k] === undefined) delete process.env[k];
-    else process.env[k] = savedEnv[k];
-  }
-  rmSync(scratch, { recursive: true, force: true });
-});
+const scratch = isolatedHubEnvironment("comlrl-datasets-");
 
 /** A Parquet file of rows {id: INT64, prompt: STRING, score: DOUBLE} with ids first..first+n-1. */
 function parquetRows(first: number, n: number): Buffer {
@@ -137,7 +118,7 @@ describe("findSplitFiles", () => {
 
 describe("loadDataset from local files", () => {
   it("reads Parquet shards in order, slicing across them, with INT64 columns as numbers", async () => {
-    const dir = writeTree(path.join(scratch, "ds"), {
+    const dir = writeTree(path.join(scratch(), "ds"), {
       "data/train-00000-of-00002.parquet": parquetRows(0, 6),
       "data/train-00001-of-00002.parquet": parquetRows(6, 4),
       "data/test-00000-of-00001.parquet": parquetRows(100, 3),
@@ -154,7 +135,7 @@ describe("loadDataset from local files", () => {
   });
 
   it("reads JSON Lines, JSON arrays and a single data file", async () => {
-    const dir = writeTree(path.join(scratch, "json"), {
+    const dir = writeTree(path.join(scratch(), "json"), {
       "train.jsonl": '{"prompt":"a","n":1}\n\n{"prompt":"b","n":2}\n',
       "test.json": '[{"prompt":"c"},{"prompt":"d"}]',
     });
@@ -164,13 +145,13 @@ describe("loadDataset from local files", () => {
   });
 
   it("names the split and lists the available ones for an unknown split", async () => {
-    const dir = writeTree(path.join(scratch, "ds"), { "train.jsonl": '{"a":1}\n', "validation.jsonl": '{"a":2}\n' });
+    const dir = writeTree(path.join(scratch(), "ds"), { "train.jsonl": '{"a":1}\n', "validation.jsonl": '{"a":2}\n' });
     await expect(loadDataset(dir, { split: "train[:5]+test" })).rejects.toThrow(/has no split "test".*available splits: train, validation/);
-    await expect(loadDataset(path.join(scratch, "nothing-here"), { split: "train" })).rejects.toThrow(/neither an existing directory nor a valid/);
+    await expect(loadDataset(path.join(scratch(), "nothing-here"), { split: "train" })).rejects.toThrow(/neither an existing directory nor a valid/);
   });
 
   it("names the file (and line) of bad data", async () => {
-    const dir = writeTree(path.join(scratch, "bad"), {
+    const dir = writeTree(path.join(scratch(), "bad"), {
       "data/train-00000-of-00001.parquet": Buffer.from("PAR1 not really parquet PAR1"),
       "data/test-00000-of-00001.jsonl": '{"a":1}\n{"a":\n',
       "data/validation-00000-of-00001.jsonl": "[1, 2]\n",
@@ -217,7 +198,7 @@ describe("loadDataset from a hub", () => {
     const rows = await loadDataset("acme/tldr", { split: "train[:3]" });
     expect(ids(rows)).toEqual([0, 1, 2]);
     const repo = hub.repos.get("dataset:acme/tldr")!;
-    const snapshot = path.join(scratch, "cache", "datasets--acme--tldr", "snapshots", repo.sha);
+    const snapshot = path.join(scratch(), "cache", "datasets--acme--tldr", "snapshots", repo.sha);
     expect(readdirSync(path.join(snapshot, "data"))).toEqual(["train-00000-of-00002.parquet"]);
     expect(hub.requests.some((r) => r.url.startsWith("/api/datasets/acme/tldr/tree/"))).toBe(true);
 

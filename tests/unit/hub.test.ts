@@ -1,41 +1,12 @@
 // Hub resolution against a local HTTP server that answers the hub API calls (tests/support/fake-hub.ts).
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { lstatSync, mkdirSync, readFileSync, readlinkSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubCacheDir, looksLikeHubId, resolveModelSource } from "../../src/models/hub.js";
-import { FakeHub, gitOid, isLfs, sha256, type FakeRepo } from "../support/fake-hub.js";
+import { FakeHub, gitOid, isolatedHubEnvironment, isLfs, sha256, type FakeRepo } from "../support/fake-hub.js";
 
-const ENV_KEYS = [
-  "HF_HUB_CACHE",
-  "HUGGINGFACE_HUB_CACHE",
-  "HF_HOME",
-  "XDG_CACHE_HOME",
-  "HF_ENDPOINT",
-  "HF_TOKEN",
-  "HF_TOKEN_PATH",
-  "HF_HUB_OFFLINE",
-] as const;
-
-let savedEnv: Record<string, string | undefined>;
-let scratch: string;
-
-beforeEach(() => {
-  savedEnv = Object.fromEntries(ENV_KEYS.map((k) => [k, process.env[k]]));
-  for (const k of ENV_KEYS) delete process.env[k];
-  scratch = mkdtempSync(path.join(tmpdir(), "comlrl-hub-"));
-  process.env.HF_HUB_CACHE = path.join(scratch, "cache");
-  // Keep a real `huggingface-cli login` token on this machine out of the requests.
-  process.env.HF_TOKEN_PATH = path.join(scratch, "no-token");
-});
-
-afterEach(() => {
-  for (const k of ENV_KEYS) {
-    if (savedEnv[k] === undefined) delete process.env[k];
-    else process.env[k] = savedEnv[k];
-  }
-  rmSync(scratch, { recursive: true, force: true });
-});
+const scratch = isolatedHubEnvironment("comlrl-hub-");
 
 const TINY_FILES = {
   "config.json": '{"model_type":"qwen2"}',
@@ -96,23 +67,23 @@ describe("looksLikeHubId", () => {
 
 describe("resolveModelSource without the network", () => {
   it("returns an existing local directory as it is", async () => {
-    const dir = path.join(scratch, "my-model");
+    const dir = path.join(scratch(), "my-model");
     mkdirSync(dir);
     expect(await resolveModelSource(dir)).toBe(dir);
     expect(await resolveModelSource(path.relative(process.cwd(), dir))).toBe(dir);
   });
 
   it("rejects a file, a missing path and an invalid id with messages that say which", async () => {
-    const file = path.join(scratch, "weights.bin");
+    const file = path.join(scratch(), "weights.bin");
     writeFileSync(file, "x");
     await expect(resolveModelSource(file)).rejects.toThrow(/is a file/);
-    await expect(resolveModelSource(path.join(scratch, "nope", "deeper"))).rejects.toThrow(/neither an existing directory nor a valid Hugging Face hub id/);
+    await expect(resolveModelSource(path.join(scratch(), "nope", "deeper"))).rejects.toThrow(/neither an existing directory nor a valid Hugging Face hub id/);
     await expect(resolveModelSource("not a model!")).rejects.toThrow(/"not a model!" is neither/);
   });
 
   it("maps refs/{revision} to snapshots/{sha}, and a sha revision straight to its snapshot", async () => {
     process.env.HF_HUB_OFFLINE = "1";
-    const repoDir = path.join(scratch, "cache", "models--acme--cached");
+    const repoDir = path.join(scratch(), "cache", "models--acme--cached");
     const sha = "0123456789abcdef0123456789abcdef01234567";
     const other = "fedcba9876543210fedcba9876543210fedcba98";
     for (const commit of [sha, other]) {
@@ -136,7 +107,7 @@ describe("resolveModelSource without the network", () => {
 
   it("in offline mode, names the id, the revision and the missing file", async () => {
     process.env.HF_HUB_OFFLINE = "1";
-    const snap = path.join(scratch, "cache", "models--acme--partial", "snapshots", "a".repeat(40));
+    const snap = path.join(scratch(), "cache", "models--acme--partial", "snapshots", "a".repeat(40));
     mkdirSync(snap, { recursive: true });
     for (const name of ["config.json", "tokenizer_config.json", "model.safetensors"]) writeFileSync(path.join(snap, name), "{}");
     await expect(resolveModelSource("acme/partial", { revision: "a".repeat(40) })).rejects.toThrow(
@@ -173,7 +144,7 @@ describe("resolveModelSource downloading from a hub", () => {
 
   it("writes the HF cache layout (refs, blobs, snapshot symlinks) and then resolves without requests", async () => {
     const dir = await resolveModelSource("acme/tiny");
-    const repoDir = path.join(scratch, "cache", "models--acme--tiny");
+    const repoDir = path.join(scratch(), "cache", "models--acme--tiny");
     expect(dir).toBe(path.join(repoDir, "snapshots", tiny.sha));
     expect(readFileSync(path.join(repoDir, "refs", "main"), "utf8")).toBe(tiny.sha);
 
@@ -216,7 +187,7 @@ describe("resolveModelSource downloading from a hub", () => {
 
   it("downloads only what is missing from a partial snapshot", async () => {
     await resolveModelSource("acme/tiny");
-    const dir = path.join(scratch, "cache", "models--acme--tiny", "snapshots", tiny.sha);
+    const dir = path.join(scratch(), "cache", "models--acme--tiny", "snapshots", tiny.sha);
     rmSync(path.join(dir, "tokenizer.json"));
     hub.requests.length = 0;
     await resolveModelSource("acme/tiny");
@@ -228,7 +199,7 @@ describe("resolveModelSource downloading from a hub", () => {
 
   it("in offline mode, fails on a missing file without any request", async () => {
     await resolveModelSource("acme/tiny");
-    const dir = path.join(scratch, "cache", "models--acme--tiny", "snapshots", tiny.sha);
+    const dir = path.join(scratch(), "cache", "models--acme--tiny", "snapshots", tiny.sha);
     rmSync(path.join(dir, "tokenizer_config.json"));
     hub.requests.length = 0;
     process.env.HF_HUB_OFFLINE = "1";
@@ -238,7 +209,7 @@ describe("resolveModelSource downloading from a hub", () => {
 
   it("downloads every shard listed in a sharded index; generation_config.json is optional", async () => {
     const dir = await resolveModelSource("acme/sharded");
-    expect(dir).toBe(path.join(scratch, "cache", "models--acme--sharded", "snapshots", sharded.sha));
+    expect(dir).toBe(path.join(scratch(), "cache", "models--acme--sharded", "snapshots", sharded.sha));
     for (const name of sharded.files.keys()) {
       expect(readFileSync(path.join(dir, name)).equals(sharded.files.get(name)!), name).toBe(true);
     }
@@ -247,7 +218,7 @@ describe("resolveModelSource downloading from a hub", () => {
 
   it("fetches a revision given as a commit sha into snapshots/{sha} without writing a ref", async () => {
     const dir = await resolveModelSource("acme/tiny", { revision: tiny.sha, files: ["config.json"] });
-    const repoDir = path.join(scratch, "cache", "models--acme--tiny");
+    const repoDir = path.join(scratch(), "cache", "models--acme--tiny");
     expect(dir).toBe(path.join(repoDir, "snapshots", tiny.sha));
     expect(readdirSync(dir)).toEqual(["config.json"]);
     expect(() => lstatSync(path.join(repoDir, "refs"))).toThrow();
@@ -268,7 +239,7 @@ describe("resolveModelSource downloading from a hub", () => {
     } finally {
       hub.corrupt.clear();
     }
-    const blobs = readdirSync(path.join(scratch, "cache", "models--acme--tiny", "blobs"));
+    const blobs = readdirSync(path.join(scratch(), "cache", "models--acme--tiny", "blobs"));
     expect(blobs).not.toContain(gitOid(Buffer.from(TINY_FILES["tokenizer.json"])));
     expect(blobs.filter((b) => b.endsWith(".incomplete"))).toEqual([]);
   });
@@ -283,7 +254,7 @@ describe("resolveModelSource downloading from a hub", () => {
 
   it("finds a snapshot written by huggingface_hub (relative symlinks into blobs)", async () => {
     // A cache written by huggingface_hub: same layout, so nothing is fetched.
-    const repoDir = path.join(scratch, "cache", "models--acme--tiny");
+    const repoDir = path.join(scratch(), "cache", "models--acme--tiny");
     mkdirSync(path.join(repoDir, "blobs"), { recursive: true });
     mkdirSync(path.join(repoDir, "snapshots", tiny.sha), { recursive: true });
     mkdirSync(path.join(repoDir, "refs"), { recursive: true });

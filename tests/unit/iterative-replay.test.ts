@@ -20,8 +20,21 @@ beforeAll(async () => {
   tokenizer = await createTinyModel(path.join(scratch, "base"), { seed: 1, hiddenSize: 16, numLayers: 1, vocabSize: 300 });
 }, 60_000);
 
-/** A stub generator replaying fixed uniforms (and identity shuffles), so draws can be followed by hand. */
-const scripted = (uniforms: number[]) => ({ next: () => uniforms.shift()!, shuffle: <T>(xs: T[]) => xs }) as unknown as SeededRandom;
+/** A generator replaying fixed uniforms (and identity shuffles), so draws can be followed by hand. */
+class ScriptedRandom extends SeededRandom {
+  constructor(private readonly uniforms: number[]) {
+    super(0);
+  }
+
+  override next(): number {
+    return this.uniforms.shift()!;
+  }
+
+  override shuffle<T>(items: T[]): T[] {
+    return items;
+  }
+}
+const scripted = (uniforms: number[]) => new ScriptedRandom(uniforms);
 
 describe("replay modes", () => {
   it("weights: nearest_k uniform over the last k, all_history uniform, lambda_decay ∝ (1−λ)λ^age", () => {

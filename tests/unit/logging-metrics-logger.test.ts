@@ -1,19 +1,13 @@
 // MetricsLogger with TensorBoard on and W&B off: what each sink receives, the spec's train rate limit, eval prefixes,
 // sample tables, and the state a checkpoint carries. (W&B through the facade is covered in logging-wandb.test.ts.)
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { MetricsLogger, samplesMarkdown, shouldLogTrain, type SampleRow } from "../../src/logging/metrics-logger.js";
+import { scratchPerTest } from "../support/scratch.js";
 
-let scratch: string;
-beforeEach(() => {
-  scratch = mkdtempSync(path.join(tmpdir(), "comlrl-metrics-"));
-});
-afterEach(() => {
-  rmSync(scratch, { recursive: true, force: true });
-});
+const scratch = scratchPerTest("comlrl-metrics-");
 
 // TensorBoard summaries as (step, tag, scalar or text) — a minimal reader; logging-tensorboard.test.ts verifies the
 // framing and CRCs in depth.
@@ -71,8 +65,8 @@ function tensorBoardValues(dir: string): TbValue[] {
   return values;
 }
 
-const jsonl = () => readJsonlMetrics(path.join(scratch, "metrics.jsonl"));
-const tb = () => tensorBoardValues(path.join(scratch, "tensorboard"));
+const jsonl = () => readJsonlMetrics(path.join(scratch(), "metrics.jsonl"));
+const tb = () => tensorBoardValues(path.join(scratch(), "tensorboard"));
 
 describe("shouldLogTrain", () => {
   it("follows the spec: loggingSteps ≤ 1, first time, or a gap of at least loggingSteps", () => {
@@ -99,7 +93,7 @@ describe("samplesMarkdown", () => {
 
 describe("MetricsLogger", () => {
   it("writes every train record to JSONL and only rate-limited ones to TensorBoard", async () => {
-    const logger = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 10, algorithm: "MAGRPO", tensorboard: true });
+    const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 10, algorithm: "MAGRPO", tensorboard: true });
     const forwarded = [1, 5, 11, 15, 21].map((step) => logger.logTrain({ "turn_1/reward_mean": step / 100 }, step));
     await logger.close();
 
@@ -120,14 +114,14 @@ describe("MetricsLogger", () => {
   });
 
   it("sends everything when loggingSteps is 1", async () => {
-    const logger = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 1, algorithm: "MAGRPO", tensorboard: true });
+    const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 1, algorithm: "MAGRPO", tensorboard: true });
     for (const step of [1, 1, 2]) expect(logger.logTrain({ x: step }, step)).toBe(true);
     await logger.close();
     expect(tb().map((v) => v.step)).toEqual([1, 1, 2]);
   });
 
   it("prefixes eval keys with eval/ in every sink and refuses keys prefixed twice", async () => {
-    const logger = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 50, algorithm: "MAGRPO", tensorboard: true });
+    const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 50, algorithm: "MAGRPO", tensorboard: true });
     logger.logTrain({ a: 1 }, 1);
     // Eval is never rate-limited.
     logger.logEval({ "turn_1/reward_mean": 0.7, pass_rate: 0.5 }, 2);
@@ -139,7 +133,7 @@ describe("MetricsLogger", () => {
   });
 
   it("logs unthrottled records, sending strings to TensorBoard as text and keeping the rest in JSONL", async () => {
-    const logger = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 100, algorithm: "MAAC", tensorboard: true });
+    const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 100, algorithm: "MAAC", tensorboard: true });
     logger.logTrain({ a: 1 }, 1);
     logger.log("train", { epoch_avg_return: 2.5, final_model_saved: "/out/final", converged: true, note: null }, 2);
     await logger.close();
@@ -152,7 +146,7 @@ describe("MetricsLogger", () => {
   });
 
   it("records sample tables in JSONL and as markdown text in TensorBoard", async () => {
-    const logger = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 1, algorithm: "MAGRPO", tensorboard: true });
+    const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 1, algorithm: "MAGRPO", tensorboard: true });
     const rows: SampleRow[] = [
       { turn: 1, agent: 0, prompt: "Write a haiku", completion: "Autumn moonlight", reward: 1 },
       { turn: 1, agent: 1, prompt: "Write a haiku", completion: "a worm digs silently", reward: 0.5 },
@@ -172,15 +166,15 @@ describe("MetricsLogger", () => {
   });
 
   it("writes no TensorBoard directory unless asked, and has no W&B run without a config", async () => {
-    const logger = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 1, algorithm: "MAGRPO", wandb: null });
+    const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 1, algorithm: "MAGRPO", wandb: null });
     logger.logTrain({ a: 1 }, 0);
     expect(logger.wandbRunIdentity()).toBeNull();
     await logger.close();
-    expect(readdirSync(scratch)).toEqual(["metrics.jsonl"]);
+    expect(readdirSync(scratch())).toEqual(["metrics.jsonl"]);
   });
 
   it("carries lastLoggedStep across a resume, keeping the cadence", async () => {
-    const first = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 10, algorithm: "MAGRPO", tensorboard: true });
+    const first = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 10, algorithm: "MAGRPO", tensorboard: true });
     expect(first.state()).toEqual({ lastLoggedStep: null });
     first.logTrain({ a: 1 }, 4);
     first.logTrain({ a: 2 }, 9);
@@ -188,7 +182,7 @@ describe("MetricsLogger", () => {
     expect(saved).toEqual({ lastLoggedStep: 4 });
     await first.close();
 
-    const resumed = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 10, algorithm: "MAGRPO" });
+    const resumed = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 10, algorithm: "MAGRPO" });
     resumed.loadState(JSON.parse(JSON.stringify(saved)));
     expect(resumed.logTrain({ a: 3 }, 12)).toBe(false);
     expect(resumed.logTrain({ a: 4 }, 14)).toBe(true);
@@ -199,10 +193,10 @@ describe("MetricsLogger", () => {
   });
 
   it("rejects bad state, bad steps, bad options and use after close, naming the problem", async () => {
-    await expect(MetricsLogger.create({ outputDir: scratch, loggingSteps: Number.NaN, algorithm: "x" })).rejects.toThrow(
+    await expect(MetricsLogger.create({ outputDir: scratch(), loggingSteps: Number.NaN, algorithm: "x" })).rejects.toThrow(
       /loggingSteps must be a number/,
     );
-    const logger = await MetricsLogger.create({ outputDir: scratch, loggingSteps: 1, algorithm: "MAGRPO" });
+    const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 1, algorithm: "MAGRPO" });
     expect(() => logger.loadState({ lastLoggedStep: -3 })).toThrow(/lastLoggedStep must be null or a non-negative integer, got -3/);
     expect(() => logger.loadState({} as never)).toThrow(/lastLoggedStep must be null/);
     logger.loadState({ lastLoggedStep: null });

@@ -1,18 +1,12 @@
 // SVG line charts: well-formed markup (checked by a small tag-balance parser here), round tick values, and the
 // degenerate inputs a short run produces (one point, a constant curve, no data).
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { formatTicks, lineChartSvg, niceTicks, writeLineChartSvg, type LineChartOptions } from "../../src/logging/svg-plot.js";
+import { scratchPerTest } from "../support/scratch.js";
 
-let scratch: string;
-beforeEach(() => {
-  scratch = mkdtempSync(path.join(tmpdir(), "comlrl-svg-"));
-});
-afterEach(() => {
-  rmSync(scratch, { recursive: true, force: true });
-});
+const scratch = scratchPerTest("comlrl-svg-");
 
 interface Element {
   name: string;
@@ -151,7 +145,7 @@ describe("lineChartSvg", () => {
 
 describe("writeLineChartSvg", () => {
   it("writes the chart to a new directory", async () => {
-    const file = path.join(scratch, "plots", "reward.svg");
+    const file = path.join(scratch(), "plots", "reward.svg");
     const series = [{ name: "a", points: [[0, 1], [1, 2]] as [number, number][] }];
     await writeLineChartSvg(file, series, options);
     expect(readFileSync(file, "utf8")).toBe(lineChartSvg(series, options));

@@ -20,6 +20,7 @@ import {
   type WandbConfig,
   type WandbRunIdentity,
 } from "../../src/logging/wandb.js";
+import { illTyped } from "../support/ill-typed.js";
 
 describe("mergeWandbResume", () => {
   const saved: WandbRunIdentity = { id: "run123", project: "saved-project", entity: "team", name: "first-try" };
@@ -86,11 +87,11 @@ describe("wandbInitOptions", () => {
   });
 
   it("rejects wrongly typed fields, naming them", () => {
-    expect(() => wandbInitOptions({ project: 3 } as unknown as WandbConfig, { algorithm: "x" })).toThrow(/wandbConfig\.project must be a string/);
-    expect(() => checkWandbConfig({ tags: "a" } as unknown as WandbConfig)).toThrow(/wandbConfig\.tags must be a list of strings/);
-    expect(() => checkWandbConfig({ configSections: [] } as unknown as WandbConfig)).toThrow(/wandbConfig\.configSections must be an object/);
-    expect(() => checkWandbConfig({ resume: "sometimes" } as unknown as WandbConfig)).toThrow(/wandbConfig\.resume must be one of/);
-    expect(() => checkWandbConfig(null as unknown as WandbConfig)).toThrow(/wandbConfig must be an object/);
+    expect(() => wandbInitOptions(illTyped<WandbConfig>({ project: 3 }), { algorithm: "x" })).toThrow(/wandbConfig\.project must be a string/);
+    expect(() => checkWandbConfig(illTyped<WandbConfig>({ tags: "a" }))).toThrow(/wandbConfig\.tags must be a list of strings/);
+    expect(() => checkWandbConfig(illTyped<WandbConfig>({ configSections: [] }))).toThrow(/wandbConfig\.configSections must be an object/);
+    expect(() => checkWandbConfig(illTyped<WandbConfig>({ resume: "sometimes" }))).toThrow(/wandbConfig\.resume must be one of/);
+    expect(() => checkWandbConfig(illTyped<WandbConfig>(null))).toThrow(/wandbConfig must be an object/);
   });
 });
 

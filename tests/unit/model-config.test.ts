@@ -4,7 +4,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
+import { ConfigError } from "../../src/config/fields.js";
+import { decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
 
 const GOLDEN = path.resolve(__dirname, "..", "golden");
 const FAMILIES = ["qwen2_t5_theta1e6", "llama3", "mistral", "qwen2_sliding", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "qwen3_moe", "mixtral", "gpt2"];

@@ -14,6 +14,7 @@ import {
   type RolloutSettings,
 } from "../../src/rollout/tree.js";
 import type { ExternalTransition, Formatter, Item, RewardContext, RewardFunction, TransitionInput } from "../../src/rollout/types.js";
+import { illTyped } from "../support/ill-typed.js";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fake policies and helpers
@@ -643,11 +644,11 @@ describe("external transitions", () => {
   it("reject non-string prompts and non-array results, naming the failing joint action", async () => {
     let call = 0;
     // the first branch is fine, the second returns a number for agent 1
-    const transition = (() => (call++ === 0 ? ["a", "b"] : ["a", 3])) as unknown as ExternalTransition;
+    const transition = illTyped<ExternalTransition>(() => (call++ === 0 ? ["a", "b"] : ["a", 3]));
     await expect(rolloutItem(ITEM, 2, makeEnv(2, { externalTransition: transition }), makeSettings({ numTurns: 2 }), 0)).rejects.toThrow(
       /External transition must return per-agent prompts.*item 2, turn 1, joint action 1/,
     );
-    const notArray = (() => "a prompt") as unknown as ExternalTransition;
+    const notArray = illTyped<ExternalTransition>(() => "a prompt");
     await expect(rolloutItem(ITEM, 0, makeEnv(1, { externalTransition: notArray }), makeSettings({ numTurns: 2 }), 0)).rejects.toThrow(
       /External transition must return per-agent prompts/,
     );
@@ -787,7 +788,7 @@ describe("computeRewards", () => {
   it("accepts a scalar for a single joint action, and a typed array", async () => {
     expect(await computeRewards(() => 4.5, completions, context0, "jointAction", RewardProcessors.identity())).toEqual([4.5, 4.5, 4.5]);
     expect(await computeRewards(() => 4.5, [["x"]], context0, "node", RewardProcessors.identity())).toEqual([4.5]);
-    const typed = (() => Float64Array.of(1, 2, 3)) as unknown as RewardFunction;
+    const typed = illTyped<RewardFunction>(() => Float64Array.of(1, 2, 3));
     expect(await computeRewards(typed, completions, context0, "node", RewardProcessors.identity())).toEqual([1, 2, 3]);
   });
 
@@ -842,7 +843,7 @@ describe("computeRewards", () => {
       ["1", "1"],
       [null, "null"],
     ] as const) {
-      const fn = (() => [0, bad, 2]) as unknown as RewardFunction;
+      const fn = illTyped<RewardFunction>(() => [0, bad, 2]);
       const error = await computeRewards(fn, completions, context0, "node", RewardProcessors.identity()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RewardError);
       expect((error as Error).message).toBe(`reward function returned ${shown} (not a finite number) at item 3, turn 2, joint action 1`);
@@ -855,7 +856,7 @@ describe("computeRewards", () => {
 
   it("rejects a non-array, non-number result", async () => {
     for (const value of ["3", { reward: 1 }, undefined]) {
-      const fn = (() => value) as unknown as RewardFunction;
+      const fn = illTyped<RewardFunction>(() => value);
       await expect(computeRewards(fn, completions, context0, "node", RewardProcessors.identity())).rejects.toThrow(
         new RegExp(`returned ${typeof value} at item 3, turn 2, joint actions 0..2; expected an array of numbers`),
       );
@@ -1109,8 +1110,8 @@ describe("formatters", () => {
     expect(() => buildFormatters([f], 2)).toThrow(RangeError);
     expect(() => buildFormatters([f], 2)).toThrow("Number of formatters (1) must match numAgents (2)");
     expect(() => buildFormatters([f, g, f], 2)).toThrow(/Number of formatters \(3\)/);
-    expect(() => buildFormatters([f, "nope" as unknown as Formatter], 2)).toThrow(/formatters\[1\] must be a function/);
-    expect(() => buildFormatters(42 as unknown as Formatter, 2)).toThrow(TypeError);
+    expect(() => buildFormatters([f, illTyped<Formatter>("nope")], 2)).toThrow(/formatters\[1\] must be a function/);
+    expect(() => buildFormatters(illTyped<Formatter>(42), 2)).toThrow(TypeError);
   });
 
   it("formatPrompt passes only the item without an external prompt and insists on a string", () => {
@@ -1122,7 +1123,7 @@ describe("formatters", () => {
     expect(formatPrompt(f, ITEM, 0)).toBe("ok");
     expect(formatPrompt(f, ITEM, 0, "E")).toBe("ok");
     expect(seen).toEqual([1, 2]);
-    const bad = (() => 42) as unknown as Formatter;
+    const bad = illTyped<Formatter>(() => 42);
     expect(() => formatPrompt(bad, ITEM, 1)).toThrow("formatter of agent 1 returned number, not a string");
   });
 
@@ -1136,7 +1137,7 @@ describe("formatters", () => {
     );
     expect(out.root.prompts).toEqual(["write Q", "critic Q"]);
     expect(out.root.texts[1]).toEqual(["1:critic Q:0", "1:critic Q:1"]);
-    const bad = (() => undefined) as unknown as Formatter;
+    const bad = illTyped<Formatter>(() => undefined);
     await expect(rolloutItem(ITEM, 0, makeEnv(2, { formatters: [defaultFormatter, bad] }), makeSettings(), 0)).rejects.toThrow(
       "formatter of agent 1 returned undefined, not a string",
     );

@@ -97,33 +97,26 @@ export class IACLearner extends ActorCriticLearner<IACConfig> {
 
   protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
     const c = this.config;
-    const prompts = minibatch.map((s) => s.promptIds);
-    const completions = minibatch.map((s) => s.completionIds);
     const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
-    const targets = Float32Array.from(minibatch, (s) => s.target);
     const name = `agent_${agent.index}`;
-    const some = minibatch.length > 0;
     const head = agent.valueHead;
-    if (head) {
-      const backward = async () => {
-        if (!some) return 0;
-        const result = await head.actorCriticBackward(prompts, completions, {
-          advantages: weights,
-          targets,
-          valueLossCoef: c.valueLossCoef,
-          readout: c.criticType,
-          ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
-        });
-        return result.loss;
-      };
-      await this.stepOn(step, agent, minibatch, { component: name, optimizer: agent.optimizer, zeroGrad: () => (agent.model.zeroGrad(), head.zeroGrad()), backward });
+    if (!head) {
+      await this.actorStep(step, agent, minibatch, weights);
+      await this.criticStep(step, agent, minibatch, this.critics[agent.index], `${name}/critic`, c.criticType);
       return;
     }
-    const actorBackward = async () => (some ? (await agent.model.policyGradientBackward(prompts, completions, weights)).loss : 0);
-    await this.stepOn(step, agent, minibatch, { component: name, optimizer: agent.optimizer, zeroGrad: () => agent.model.zeroGrad(), backward: actorBackward });
-    const critic = this.critics[agent.index];
-    const criticBackward = async () =>
-      some ? c.valueLossCoef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: c.criticType, targets, scale: c.valueLossCoef })).loss : 0;
-    await this.stepOn(step, agent, minibatch, { component: `${name}/critic`, optimizer: critic.optimizer, zeroGrad: () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()), backward: criticBackward });
+    // The value head on the actor: one loss, one backward and one step over backbone and head.
+    const backward = async () => {
+      if (minibatch.length === 0) return 0;
+      const result = await head.actorCriticBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), {
+        advantages: weights,
+        targets: Float32Array.from(minibatch, (s) => s.target),
+        valueLossCoef: c.valueLossCoef,
+        readout: c.criticType,
+        ...(c.valueClipRange === null ? {} : { oldValues: Float32Array.from(minibatch, (s) => s.oldValue), clipRange: c.valueClipRange }),
+      });
+      return result.loss;
+    };
+    await this.stepOn(step, agent, minibatch, { component: name, optimizer: agent.optimizer, zeroGrad: () => Promise.all([agent.model.zeroGrad(), head.zeroGrad()]), backward });
   }
 }

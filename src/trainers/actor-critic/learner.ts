@@ -3,6 +3,7 @@
 // over a turn's samples), shuffled minibatches. A2C-style: no ratio, no clipping of the policy, no entropy bonus, one
 // pass. The rollout plumbing is RolloutLearner's; subclasses say how their critics read an episode and take one step.
 import type { ActorCriticConfig } from "../../config/index.js";
+import type { Readout } from "../../native/binding.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
 import type { Agent, ModelSource } from "../agents.js";
 import type { StageHost, StepFunction, StepRequest } from "../lifecycle/stage-host.js";
@@ -11,6 +12,7 @@ import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import type { Critic } from "./critics.js";
 import { actorCriticSamples, type ActorCriticSample, type CriticView } from "./samples.js";
+import { meanOrZero } from "../../util/mean.js";
 
 export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput> {
   /** The critics' base model (one critic per agent with useSeparateCritic; MAAC's one critic). */
@@ -30,8 +32,6 @@ export interface ActorCriticMinibatch {
 }
 
 type MetricFields = Pick<ActorCriticSample, "agent" | "turn" | "environmentReward" | "return" | "oldValue" | "target" | "referenceKl" | "envStep">;
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCriticConfig> extends RolloutLearner<ActorCriticSample, ActorCriticMinibatch, MetricFields, C> {
   protected constructor(
@@ -104,20 +104,38 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
     return step({ ...request, samples: minibatch.length, subject: `agent ${agent.index} (${request.component})`, batch: `the minibatch of ${where}`, maxGradNorm: this.config.maxGradNorm });
   }
 
+  /** The actor's policy-gradient step over the minibatch, each row weighted by `weights` (advantage / minibatch size). */
+  protected actorStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], weights: Float32Array): Promise<unknown> {
+    const backward = async () =>
+      minibatch.length > 0 ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
+    return this.stepOn(step, agent, minibatch, { ...agent.policyStep(), backward });
+  }
+
+  /** A critic's step (logged as `component`): valueLossCoef · its value loss at `readout` over the minibatch's critic rows, toward their targets. */
+  protected criticStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], critic: Critic, component: string, readout: Readout): Promise<unknown> {
+    const coef = this.config.valueLossCoef;
+    const targets = minibatch.map((s) => s.target);
+    const backward = async () =>
+      minibatch.length > 0
+        ? coef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout, targets, scale: coef })).loss
+        : 0;
+    return this.stepOn(step, agent, minibatch, { component, optimizer: critic.optimizer, zeroGrad: () => Promise.all([critic.model.zeroGrad(), critic.valueHead.zeroGrad()]), backward });
+  }
+
   protected metricFields({ agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep }: ActorCriticSample): MetricFields {
     return { agent, turn, environmentReward, return: r, oldValue, target, referenceKl, envStep };
   }
 
   protected turnMetrics(group: MetricFields[]): Record<string, number> {
     const metrics: Record<string, number> = {
-      reward_mean: mean(group.map((s) => s.environmentReward)),
-      expected_return: mean(group.map((s) => s.return)),
-      value_mean: mean(group.map((s) => s.oldValue)),
-      target_mean: mean(group.map((s) => s.target)),
+      reward_mean: meanOrZero(group.map((s) => s.environmentReward)),
+      expected_return: meanOrZero(group.map((s) => s.return)),
+      value_mean: meanOrZero(group.map((s) => s.oldValue)),
+      target_mean: meanOrZero(group.map((s) => s.target)),
     };
     if (this.config.referenceKlEnabled) {
-      metrics.reference_kl_mean = mean(group.map((s) => s.referenceKl));
-      metrics.reference_kl_penalty_mean = mean(group.map((s) => s.referenceKl * this.config.referenceKlCoef));
+      metrics.reference_kl_mean = meanOrZero(group.map((s) => s.referenceKl));
+      metrics.reference_kl_penalty_mean = meanOrZero(group.map((s) => s.referenceKl * this.config.referenceKlCoef));
     }
     return metrics;
   }
@@ -142,7 +160,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig, L extends 
 export function normalizedAdvantages(samples: readonly ActorCriticSample[], normalize: boolean): number[] {
   const a = samples.map((s) => s.target - s.oldValue);
   if (!normalize || a.length < 2) return a;
-  const m = mean(a);
-  const std = Math.max(Math.sqrt(mean(a.map((x) => (x - m) ** 2))), 1e-6);
+  const m = meanOrZero(a);
+  const std = Math.max(Math.sqrt(meanOrZero(a.map((x) => (x - m) ** 2))), 1e-6);
   return a.map((x) => (x - m) / std);
 }

@@ -129,15 +129,7 @@ export class MAACLearner extends ActorCriticLearner<MAACConfig> {
   }
 
   protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
-    const c = this.config;
-    const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
-    const some = minibatch.length > 0;
-    const actorBackward = async () => (some ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0);
-    await this.stepOn(step, agent, minibatch, { component: `agent_${agent.index}`, optimizer: agent.optimizer, zeroGrad: () => agent.model.zeroGrad(), backward: actorBackward });
-    const critic = this.critics[0];
-    const targets = minibatch.map((s) => s.target);
-    const criticBackward = async () =>
-      some ? c.valueLossCoef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout: "v", targets, scale: c.valueLossCoef })).loss : 0;
-    await this.stepOn(step, agent, minibatch, { component: "critic", optimizer: critic.optimizer, zeroGrad: () => (critic.model.zeroGrad(), critic.valueHead.zeroGrad()), backward: criticBackward });
+    await this.actorStep(step, agent, minibatch, Float32Array.from(advantages, (a) => a / minibatch.length));
+    await this.criticStep(step, agent, minibatch, this.critics[0], "critic", "v");
   }
 }

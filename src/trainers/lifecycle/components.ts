@@ -28,6 +28,8 @@ export interface ComponentModule {
   dispose(): void;
   /** Hands a module the caller passed in back as it came (a CPU agent lane the trainer gave it is undone). */
   release?(): void;
+  /** The sampling stream the module's model trains with, whose state the module's checkpoint holds (causal LMs). */
+  readonly samplingStream?: string;
 }
 
 /** What the registry needs of an optimizer. */
@@ -253,11 +255,11 @@ function checkGeneratorDevice(dir: string, model: CausalLM): void {
 }
 
 /**
- * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the states of the default
- * sampling stream and of the dropout stream (other streams, e.g. evaluation's, are re-seeded when used and need no
- * saving).
+ * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the states of `stream`, the
+ * sampling stream it trains with, and of the dropout stream (other streams, e.g. evaluation's, are re-seeded when
+ * used and need no saving).
  */
-export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | null): ComponentModule {
+export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | null, stream = "default"): ComponentModule {
   // Dropout rates are described beside the architecture and only when one is set: a model without dropout never
   // draws from its dropout stream, so its description and its checkpoint (which may then lack that stream's file)
   // are those of a model that has no such stream.
@@ -266,21 +268,22 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
   const drops = Object.values(dropout).some((rate) => rate > 0);
   return {
     key: model,
+    samplingStream: stream,
     describe: () => ({ architecture, ...(drops ? { dropout } : {}), ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
     saveState: async (dir) => {
       await model.save(dir, { tokenizer: tokenizer ?? undefined });
-      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState());
+      await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState(stream));
       await writeFileChecked(path.join(dir, DROPOUT_GENERATOR_FILE), model.generatorState(DROPOUT_STREAM));
       await writeFileChecked(path.join(dir, GENERATOR_DEVICE_FILE), `${JSON.stringify({ device: deviceType(model.info().device) })}\n`);
     },
     loadState: async (dir) => {
       checkGeneratorDevice(dir, model);
       await model.loadWeights(dir);
-      for (const [file, stream] of [[GENERATOR_FILE, undefined], [DROPOUT_GENERATOR_FILE, DROPOUT_STREAM]] as const) {
+      for (const [file, restored] of [[GENERATOR_FILE, stream], [DROPOUT_GENERATOR_FILE, DROPOUT_STREAM]] as const) {
         const generator = path.join(dir, file);
-        if (!existsSync(generator) && stream === DROPOUT_STREAM && !drops) continue;
+        if (!existsSync(generator) && file === DROPOUT_GENERATOR_FILE && !drops) continue;
         if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
-        model.setGeneratorState(new Uint8Array(readFileSync(generator)), stream);
+        model.setGeneratorState(new Uint8Array(readFileSync(generator)), restored);
       }
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),

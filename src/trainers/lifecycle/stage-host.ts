@@ -74,7 +74,7 @@ export interface StepRequest {
   /** This rank's samples, which weigh its gradients against the other ranks'; 0 for an empty minibatch. */
   samples: number;
   /** Drops the gradients of every module the optimizer steps. */
-  zeroGrad(): void;
+  zeroGrad(): Promise<unknown>;
   /**
    * Accumulates the gradients and returns the loss they descend. With `loss` given (a loss known before the
    * backward, as DPO's joint one) it returns nothing and runs only when that loss is finite.

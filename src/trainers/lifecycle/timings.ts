@@ -74,9 +74,4 @@ export class StageTimings {
   of(stage: string): StageTime {
     return { ...(this.byStage.get(stage) ?? zero()) };
   }
-
-  /** A phase's seconds summed over the stages. */
-  total(what: Phase | "seconds"): number {
-    return [...this.byStage.values()].reduce((sum, time) => sum + time[what], 0);
-  }
 }

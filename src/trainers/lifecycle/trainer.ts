@@ -167,7 +167,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   /** StageHost.step without its timing; `record` takes the step's record. */
   private async takeStep(request: StepRequest, record: (update: UpdateRecord) => void): Promise<UpdateRecord> {
     const { optimizer } = request;
-    request.zeroGrad();
+    await request.zeroGrad();
     const known = request.loss;
     const returned = known === undefined || Number.isFinite(known) ? await this.timings.measure("backward", () => request.backward()) : undefined;
     const loss = known ?? (returned as number);
@@ -176,7 +176,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       const step = await this.timings.measure("optimizer", () => optimizer.step({ maxGradNorm: request.maxGradNorm ?? undefined, samples: request.samples, loss }));
       update = { component: request.component, loss: step.loss ?? loss, gradNorm: step.gradNorm, learningRate: optimizer.learningRates()[0], samples: step.samples };
     } else {
-      request.zeroGrad();
+      await request.zeroGrad();
       await optimizer.step({ samples: 0, loss: 0 });
       update = { component: request.component, loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 };
     }

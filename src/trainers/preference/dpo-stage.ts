@@ -6,6 +6,7 @@ import type { Agent } from "../agents.js";
 import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
 import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
+import { meanOrZero } from "../../util/mean.js";
 
 
 /** What one joint DPO step logs. */
@@ -22,7 +23,6 @@ export interface DPOStepMetrics {
   gradNorms: number[];
 }
 
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 export class DpoTraining {
   /** The current epoch's order of the pairs. */
@@ -79,10 +79,8 @@ export class DpoTraining {
     const steps = await this.host.stepAgents(this.agents.length, concurrent, async (i, step) => {
       const agent = this.agents[i];
       await step({
-        component: `agent_${agent.index}`,
-        optimizer: agent.optimizer,
+        ...agent.policyStep(),
         samples: batch.length,
-        zeroGrad: () => agent.model.zeroGrad(),
         loss,
         backward: () => dpoBackward(agent, batch, winnerWeights),
         subject: `agent ${agent.index} (DPO)`,
@@ -92,14 +90,14 @@ export class DpoTraining {
     });
     const metrics: DPOStepMetrics = {
       loss,
-      rewardMargin: mean(joint.map((d) => c.dpoBeta * d)),
-      accuracy: mean(joint.map((d) => (d > 0 ? 1 : 0))),
-      agentDeltas: deltas.map((d) => mean(d)),
+      rewardMargin: meanOrZero(joint.map((d) => c.dpoBeta * d)),
+      accuracy: meanOrZero(joint.map((d) => (d > 0 ? 1 : 0))),
+      agentDeltas: deltas.map((d) => meanOrZero(d)),
       gradNorms: steps.map((s) => s.gradNorm),
     };
     if (c.useEnvironmentStep) this.host.progress.envStep += c.environmentStepsPerPair * batch.length;
     // CoMLRL's MADPO logs the batch's candidate reward mean as the turn-1 reward and return.
-    const rewardMean = mean(batch.map((p) => p.candidateRewardMean));
+    const rewardMean = meanOrZero(batch.map((p) => p.candidateRewardMean));
     this.host.logger?.logTrain(
       {
         "turn_1/reward_mean": rewardMean,

@@ -43,7 +43,7 @@ export class MADPOTrainer extends PreferenceTrainer<MADPOConfig, MADPOTrainerOpt
 
   /** Pairs once, then DPO epochs over them. */
   protected stages(): TrainingStage[] {
-    const pairs = pairStage(this.host, this.options.trainDataset, collectionEnvironment(this.agents, this.actors.environment), pairSettings(this.config), this.preferences);
+    const pairs = pairStage(this.host, this.options.trainDataset, collectionEnvironment(this.agents, this.actors.environment, this.timings), pairSettings(this.config), this.preferences);
     return [pairs, this.dpo.stage()];
   }
 

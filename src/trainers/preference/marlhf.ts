@@ -100,7 +100,7 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
 
   /** Pairs once, the reward model on them, then the RL phase against the reward model. */
   protected stages(): TrainingStage[] {
-    const pairs = pairStage(this.host, this.options.trainDataset, collectionEnvironment(this.agents, this.actors.environment), pairSettings(this.config), this.preferences);
+    const pairs = pairStage(this.host, this.options.trainDataset, collectionEnvironment(this.agents, this.actors.environment, this.timings), pairSettings(this.config), this.preferences);
     return [pairs, this.phases.rewardModel.stage((batch) => this.rewardModelStep(batch)), this.phases.rlStage()];
   }
 

@@ -12,6 +12,7 @@ import type { Item } from "../../rollout/types.js";
 import { writeFileChecked } from "../../util/atomic.js";
 import type { SeededRandom } from "../../util/random.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
+import { meanOrZero } from "../../util/mean.js";
 
 /** One preference pair: the winning and losing joint candidates of an item, with every agent's exact sampled ids. */
 export interface PreferencePair {
@@ -114,12 +115,11 @@ export class PreferencePairs {
   /** Metrics of one item's collection. */
   static itemMetrics(collected: CollectedItem): Record<string, number> {
     const gaps = collected.pairs.map((p) => p.winnerReward - p.loserReward);
-    const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
     return {
       "pairs/count": collected.pairs.length,
-      "pairs/reward_gap_mean": mean(gaps),
+      "pairs/reward_gap_mean": meanOrZero(gaps),
       "pairs/reward_gap_max": gaps.length ? Math.max(...gaps) : 0,
-      "pairs/candidate_reward_mean": mean(collected.rewards),
+      "pairs/candidate_reward_mean": meanOrZero(collected.rewards),
     };
   }
 

@@ -63,7 +63,6 @@ export abstract class PreferenceTrainer<C extends PreferenceBaseConfig, O extend
     outputDir: string,
   ) {
     super(config, options, outputDir);
-    actors.environment.timings = this.timings;
   }
 
   /** The trained agents, in agent order. */

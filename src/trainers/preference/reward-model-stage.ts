@@ -11,6 +11,7 @@ import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
 import { jointText, JointRewardModel, resolveRewardModelDevice } from "./reward-model.js";
 import type { RlhfConfig } from "./rl-phase.js";
+import { meanOrZero } from "../../util/mean.js";
 
 /** What one Bradley–Terry step of the reward model logs. */
 export interface RewardModelStepMetrics {
@@ -22,7 +23,6 @@ export interface RewardModelStepMetrics {
   gradNorm: number;
 }
 
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 const texts = (pairs: readonly PreferencePair[], side: "winnerTexts" | "loserTexts") => pairs.map((p) => jointText(p.prompts, p[side]));
 
 export class RewardModelTraining {
@@ -90,7 +90,7 @@ export class RewardModelTraining {
       zeroGrad: () => rm.zeroGrad(),
       backward: async () => {
         const out = await rm.bradleyTerryBackward(texts(batch, "winnerTexts"), texts(batch, "loserTexts"));
-        accuracy = mean(Array.from(out.winnerScores, (s, i) => (s > out.loserScores[i] ? 1 : 0)));
+        accuracy = meanOrZero(Array.from(out.winnerScores, (s, i) => (s > out.loserScores[i] ? 1 : 0)));
         return out.loss;
       },
       subject: "reward model",

@@ -157,9 +157,8 @@ export class JointRewardModel {
   }
 
   /** Drops the accumulated gradients of the backbone and the head. */
-  zeroGrad(): void {
-    this.model.zeroGrad();
-    this.head.zeroGrad();
+  async zeroGrad(): Promise<void> {
+    await Promise.all([this.model.zeroGrad(), this.head.zeroGrad()]);
   }
 
   /** Ends training: no more gradients (idempotent). */

@@ -2,11 +2,11 @@
 // adapter's joint prompt in centralized collaboration (COMLRL-SPEC §6.6) — and the pair-collection stage that runs
 // once before training (§6.1).
 import type { PreferenceBaseConfig } from "./base-config.js";
-import type { RolloutEnvironment } from "../../rollout/tree.js";
+import type { RolloutEnvironment, RolloutTimer } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
 import { setUpActors, type Actors } from "../actors.js";
-import { AgentResolutionError, type Agent } from "../agents.js";
-import { centralizedTask, TaggedAdapter, type CentralizedAdapter } from "../reinforce/centralized.js";
+import type { Agent } from "../agents.js";
+import { centralizedActorOptions, type CentralizedAdapter } from "../reinforce/centralized.js";
 import type { TaskOptions } from "../task-options.js";
 import type { StageHost, TrainingStage } from "../lifecycle/trainer.js";
 import { collectItemPairs, PreferencePairs, type PairSettings } from "./pairs.js";
@@ -39,23 +39,14 @@ export async function setUpPreferenceActors(
     if (options.centralizedAdapter) throw new TypeError(`${algorithm}: centralizedAdapter is only used with collaborationMode "centralized"`);
     return { ...(await setUpActors(options, actorConfig, extra)), numRoles: config.numAgents };
   }
-  const actors = options.agents ?? (options.agentModel ? [options.agentModel] : []);
-  if (actors.length !== 1) throw new AgentResolutionError(`Centralized ${algorithm} trains exactly one actor model, got ${actors.length}`);
-  if (Array.isArray(options.tokenizer) && options.tokenizer.length !== 1) {
-    throw new AgentResolutionError(`Centralized ${algorithm} takes one actor tokenizer, got ${options.tokenizer.length}`);
-  }
-  const joint = centralizedTask(options.centralizedAdapter ?? new TaggedAdapter(), options.formatters, options.rewardFunc, config.numAgents);
-  const set = await setUpActors(
-    { ...options, agentModel: null, agents: actors, tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer, formatters: [joint.formatter], rewardFunc: joint.rewardFunc },
-    { ...actorConfig, numAgents: 1 },
-    extra,
-  );
+  const actor = centralizedActorOptions(options, options.centralizedAdapter, config.numAgents, algorithm);
+  const set = await setUpActors({ ...options, ...actor }, { ...actorConfig, numAgents: 1 }, extra);
   return { ...set, numRoles: config.numAgents };
 }
 
-/** The environment pairs are collected in: the task's, with the agents as plain samplers (no reference KL). */
-export function collectionEnvironment(agents: readonly Agent[], environment: RolloutEnvironment): RolloutEnvironment {
-  return { ...environment, policies: agents.map((agent) => ({ sample: (prompts, k) => agent.sample(prompts, k) })) };
+/** The environment pairs are collected in: the task's, with the agents as plain samplers (no reference KL), timed into `timings`. */
+export function collectionEnvironment(agents: readonly Agent[], environment: RolloutEnvironment, timings: RolloutTimer): RolloutEnvironment {
+  return { ...environment, policies: agents.map((agent) => ({ sample: (prompts, k) => agent.sample(prompts, k) })), timings };
 }
 
 /**

@@ -8,6 +8,7 @@ import { buildFormatters, formatPrompt } from "../../rollout/formatters.js";
 import type { Formatter, Item, RewardFunction } from "../../rollout/types.js";
 import { AgentResolutionError, type ModelSource } from "../agents.js";
 import { checkOptionKeys } from "../options.js";
+import type { TaskOptions } from "../task-options.js";
 import { MAGRPO_OPTION_KEYS, MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./magrpo.js";
 
 /** A joint completion the adapter cannot split into the roles. */
@@ -79,6 +80,27 @@ export function centralizedTask(
   return { formatter, rewardFunc, splitRoles };
 }
 
+/**
+ * The task options a centralized trainer hands to its single-actor base: the one actor and its tokenizer, the
+ * adapter's joint prompt as the only formatter and the reward that splits joint responses into `roles`. Any other
+ * count of actor models or tokenizers is an error naming `algorithm`.
+ */
+export function centralizedActorOptions(
+  options: Pick<TaskOptions<unknown>, "agentModel" | "agents" | "tokenizer" | "formatters" | "rewardFunc">,
+  adapter: CentralizedAdapter | undefined,
+  roles: number,
+  algorithm: string,
+): { agentModel: null; agents: ModelSource[]; tokenizer: ComlrlTokenizer | null | undefined; formatters: Formatter[]; rewardFunc: RewardFunction } {
+  const actors = options.agents ?? (options.agentModel ? [options.agentModel] : []);
+  if (actors.length !== 1) throw new AgentResolutionError(`Centralized ${algorithm} trains exactly one actor model, got ${actors.length}`);
+  if (Array.isArray(options.tokenizer) && options.tokenizer.length !== 1) {
+    throw new AgentResolutionError(`Centralized ${algorithm} takes one actor tokenizer, got ${options.tokenizer.length}`);
+  }
+  const joint = centralizedTask(adapter ?? new TaggedAdapter(), options.formatters, options.rewardFunc, roles);
+  const tokenizer = Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer;
+  return { agentModel: null, agents: actors, tokenizer, formatters: [joint.formatter], rewardFunc: joint.rewardFunc };
+}
+
 /** CentralizedMAGRPOTrainer.create()'s options: MAGRPO's, with one joint actor and its adapter. */
 export interface CentralizedMAGRPOTrainerOptions extends Omit<MAGRPOTrainerOptions, "agentModel" | "agents" | "tokenizer" | "config" | "externalTransition"> {
   /** The joint policy's model: a hub id, a local directory or a loaded model. */
@@ -122,22 +144,13 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
     if (options.numAgents !== undefined && options.numAgents !== roles) {
       throw new RangeError(`numAgents (${options.numAgents}) must match config.numAgents (${roles}), the role count`);
     }
-    const actors = options.agents ?? (options.agentModel ? [options.agentModel] : []);
-    if (actors.length !== 1) throw new AgentResolutionError(`Centralized MAGRPO trains exactly one actor model, got ${actors.length}`);
-    if (Array.isArray(options.tokenizer) && options.tokenizer.length !== 1) {
-      throw new AgentResolutionError(`Centralized MAGRPO takes one actor tokenizer, got ${options.tokenizer.length}`);
-    }
-    const joint = centralizedTask(givenAdapter ?? new TaggedAdapter(), options.formatters, options.rewardFunc, roles);
+    const actor = centralizedActorOptions(options, givenAdapter, roles, "MAGRPO");
     // The one actor replaces the role count, under either spelling a config (or a config file) gives it.
     const { num_agents: _roles, ...actorConfig } = (options.config ?? {}) as Record<string, unknown>;
     const trainer = (await MAGRPOTrainer.create.call(this, {
       ...magrpoOptions,
-      agentModel: null,
-      agents: actors,
+      ...actor,
       numAgents: undefined,
-      tokenizer: Array.isArray(options.tokenizer) ? options.tokenizer[0] : options.tokenizer,
-      formatters: [joint.formatter],
-      rewardFunc: joint.rewardFunc,
       config: { ...actorConfig, numAgents: 1 },
     })) as T & CentralizedMAGRPOTrainer;
     trainer.numRoles = roles;

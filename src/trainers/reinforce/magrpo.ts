@@ -18,6 +18,7 @@ import { RolloutLearner } from "../learner.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
 import { ObjectiveSteps } from "./objectives.js";
+import { meanOrZero } from "../../util/mean.js";
 
 export type { EvalLoggerInput };
 export type { Stateful, TrainOptions, TrainProgress } from "../lifecycle/trainer.js";
@@ -40,8 +41,6 @@ export const MAGRPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, rewardBatching: true, s
 >;
 
 type MetricFields = Pick<NodeSample, "agent" | "turn" | "nodeMeanReward" | "nodeMeanReturn" | "referenceKl" | "envStep">;
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 /** MAGRPO: N agents trained on one shared reward by REINFORCE with group baselines over a rollout tree (docs/magrpo.md). */
 export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGRPOLearner> {
@@ -171,10 +170,8 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
         }
       : () => this.backward(agent, this.policyRows(minibatch, agent));
     await step({
-      component: `agent_${agent.index}`,
-      optimizer: agent.optimizer,
+      ...agent.policyStep(),
       samples: minibatch.length,
-      zeroGrad: () => agent.model.zeroGrad(),
       backward,
       subject: `agent ${agent.index}`,
       batch: `a minibatch of ${minibatch.length}`,
@@ -225,9 +222,9 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
 
   protected turnMetrics(group: MetricFields[]): Record<string, number> {
     const c = this.config;
-    const metrics: Record<string, number> = { reward_mean: mean(group.map((s) => s.nodeMeanReward)), expected_return: mean(group.map((s) => s.nodeMeanReturn)) };
+    const metrics: Record<string, number> = { reward_mean: meanOrZero(group.map((s) => s.nodeMeanReward)), expected_return: meanOrZero(group.map((s) => s.nodeMeanReturn)) };
     if (c.referenceKlEnabled) {
-      const kl = mean(group.flatMap((s) => s.referenceKl));
+      const kl = meanOrZero(group.flatMap((s) => s.referenceKl));
       metrics.reference_kl_mean = kl;
       metrics.reference_kl_penalty_mean = kl * c.referenceKlCoef;
     }

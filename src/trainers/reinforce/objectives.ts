@@ -5,11 +5,10 @@
 import type { AgentObjective } from "../../config/objectives.js";
 import type { AdvantageMode } from "../../config/magrpo.js";
 import type { NativeObjectiveOptions } from "../../native/binding.js";
-import { addon } from "../../native/loader.js";
-import { completionBatch } from "../../models/causal-lm.js";
 import { advantages as comlrlAdvantages, shapeReturns } from "../../rollout/advantages.js";
 import type { NodeSample } from "../../rollout/types.js";
 import type { Agent } from "../agents.js";
+import { mean } from "../../util/mean.js";
 
 /** The MAGRPO config fields the advantages read. */
 export interface AdvantageSettings {
@@ -27,7 +26,6 @@ export interface UpdateAdvantages {
   readonly filtered: number;
 }
 
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const populationStd = (xs: readonly number[]) => {
   const m = mean(xs);
   return Math.sqrt(mean(xs.map((x) => (x - m) ** 2)));
@@ -160,9 +158,8 @@ export async function objectiveBackward(agent: Agent, minibatch: readonly NodeSa
     maxCompletionLength: context.maxNewTokens,
   };
   const samplerLogprobs = haveSampler ? Float32Array.from(sampler) : undefined;
-  const result = await addon().objectiveBackward(agent.model.native, {
-    ...completionBatch(prompts, completions),
-    advantages: Float32Array.from(rowAdvantages),
+  const result = await agent.model.objectiveBackward(prompts, completions, {
+    advantages: rowAdvantages,
     // One update per rollout: TRL's old log-probs are the current ones, detached (every ratio exactly 1).
     oldLogprobs: objective.numIterations > 1 ? samplerLogprobs : undefined,
     refLogprobs,

@@ -9,6 +9,7 @@ import { computeRewards } from "../../../rollout/rewards.js";
 import type { Item, RewardFunction, RewardProcessor } from "../../../rollout/types.js";
 import type { SeededRandom } from "../../../util/random.js";
 import type { IterativePair } from "./replay.js";
+import { mean } from "../../../util/mean.js";
 
 /** Aligned joint candidates: texts[agent][k], with the sampled ids (null when the candidates are text only). */
 export interface Candidates {
@@ -70,7 +71,7 @@ export function buildPairs(
   settings: PairingSettings,
   random: SeededRandom,
 ): IterativePair[] {
-  const mean = current.rewards.reduce((a, b) => a + b, 0) / current.rewards.length;
+  const average = mean(current.rewards);
   const side = (set: ScoredCandidates, i: number) => ({
     texts: set.texts.map((texts) => texts[i]),
     ids: set.completionIds ? set.completionIds.map((ids) => ids[i]) : set.texts.map((texts, agent) => Int32Array.from(tokenizers[agent].encode(texts[i], { addSpecialTokens: false }))),
@@ -92,7 +93,7 @@ export function buildPairs(
       loserTexts: loser.texts,
       winnerReward: winner.reward,
       loserReward: loser.reward,
-      candidateRewardMean: mean,
+      candidateRewardMean: average,
       rawRewards: [winner.raw, loser.raw],
       targetRawReward: ours.raw,
       comparatorRawReward: theirs.raw,

@@ -34,7 +34,7 @@ export interface ComparatorSource {
 }
 
 /** Agent.sample on any model with a tokenizer (frozen comparator models sample exactly as the agents do). */
-async function sampleModel(model: CausalLM, tokenizer: ComlrlTokenizer, sampling: SamplingSettings, prompt: string, k: number, stream?: string) {
+async function sampleModel(model: CausalLM, tokenizer: ComlrlTokenizer, sampling: SamplingSettings, prompt: string, k: number, stream: string) {
   const sampled = await Agent.prototype.sample.call({ model, tokenizer, sampling } as Agent, [prompt], k, stream);
   return { texts: sampled.texts[0], ids: sampled.completionIds[0] };
 }
@@ -84,11 +84,12 @@ function frozenModels(
     begin: async (iteration) => {
       free();
       models = await load(iteration);
-      models.forEach((m, i) => m.model.setSeed(iterationSeed(seed, iteration, i)));
+      // Their comparator stream: a model the caller passed in keeps its default stream as it came.
+      models.forEach((m, i) => m.model.setSeed(iterationSeed(seed, iteration, i), COMPARATOR_STREAM));
       return {
         sample: async (agent, prompt, k) => {
           const m = models[agent];
-          const sampled = await sampleModel(m.model, m.tokenizer, agents[agent].sampling, prompt, k);
+          const sampled = await sampleModel(m.model, m.tokenizer, agents[agent].sampling, prompt, k, COMPARATOR_STREAM);
           return m.sameVocabulary ? sampled : { texts: sampled.texts, ids: null };
         },
       };

@@ -18,6 +18,7 @@ import { INITIAL_CHECKPOINT, iterationCheckpointName, PolicyCheckpoints } from "
 import { iterativePairToJson, pairsFromJson, PreferenceReplay, readReplayDir, type IterativePair, type ShardRecord } from "./replay.js";
 import { declaredRewardRange, writeRewardDistribution, type RewardSamples } from "./reward-distribution.js";
 import { createComparator, type RoundSetup, type RoundTask } from "./round-setup.js";
+import { meanOrZero } from "../../../util/mean.js";
 
 /** One collected item as the ranks exchange it (plain JSON): its pairs, its candidates' raw rewards, its comparisons. */
 interface CollectedItem {
@@ -29,8 +30,6 @@ interface CollectedItem {
   wins: number;
   comparisons: number;
 }
-
-const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 export class IterativeRound {
   readonly replay: PreferenceReplay;
@@ -108,7 +107,7 @@ export class IterativeRound {
         const comparisons = Math.min(current.rewards.length, comparator.rewards.length);
         const wins = current.rewards.slice(0, comparisons).filter((r, j) => r > comparator.rewards[j]).length;
         this.collected.push({ itemIndex: i, pairs: pairs.map(iterativePairToJson), targetRawRewards: current.rawRewards, comparatorRawRewards: comparator.rawRewards, wins, comparisons });
-        host.logger?.logTrain({ "iter/item_pairs": pairs.length, "iter/item_target_reward_mean": mean(current.rewards), "iter/item_comparator_reward_mean": mean(comparator.rewards) }, host.progress.envStep);
+        host.logger?.logTrain({ "iter/item_pairs": pairs.length, "iter/item_target_reward_mean": meanOrZero(current.rewards), "iter/item_comparator_reward_mean": meanOrZero(comparator.rewards) }, host.progress.envStep);
         return { pairs: this.collected.reduce((sum, r) => sum + r.pairs.length, 0) };
       },
       endEpoch: async () => {
@@ -153,8 +152,8 @@ export class IterativeRound {
         "iter/total_preference_pairs": this.replay.records.reduce((sum, shard) => sum + shard.numPairs, 0),
         "iter/train_preference_pairs": training.length,
         "iter/replay_shards": this.replay.records.length,
-        "iter/target_reward_mean": mean(samples.candidate.target),
-        "iter/comparator_reward_mean": mean(samples.candidate.comparator),
+        "iter/target_reward_mean": meanOrZero(samples.candidate.target),
+        "iter/comparator_reward_mean": meanOrZero(samples.candidate.comparator),
         "iter/target_win_rate": comparisons ? items.reduce((sum, r) => sum + r.wins, 0) / comparisons : 0,
       },
       host.progress.envStep,
