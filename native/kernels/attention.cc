@@ -3,6 +3,7 @@
 #include <torch/version.h>
 
 #include <limits>
+#include <mutex>
 #include <optional>
 
 namespace comlrl {
@@ -89,9 +90,26 @@ SdpaArguments SdpaArgumentsFor(const torch::Tensor& q, const torch::Tensor& k, c
 
 }  // namespace
 
-torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale) {
+torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale,
+                   double dropout, at::Generator* generator) {
   const SdpaArguments args = SdpaArgumentsFor(q, k, v, allowed);
-  return at::scaled_dot_product_attention(q, args.k, args.v, args.mask, /*dropout_p=*/0.0, args.causal, scale, args.grouped);
+  if (dropout <= 0) return at::scaled_dot_product_attention(q, args.k, args.v, args.mask, /*dropout_p=*/0.0, args.causal, scale, args.grouped);
+  TORCH_CHECK(generator != nullptr, "Sdpa: attention dropout needs a generator");
+  // Nothing else draws from the default generator (every sampling and dropout stream is a generator of its own),
+  // so lending it the stream's state for this one call keeps the stream seeded and restorable. Each lock is
+  // released before the kernel runs, since the kernel takes the default generator's lock itself.
+  at::Generator shared = at::globalContext().defaultGenerator(q.device());
+  torch::Tensor shared_state;
+  {
+    std::scoped_lock lock(shared.mutex(), generator->mutex());
+    shared_state = shared.get_state();
+    shared.set_state(generator->get_state());
+  }
+  torch::Tensor out = at::scaled_dot_product_attention(q, args.k, args.v, args.mask, dropout, args.causal, scale, args.grouped);
+  std::scoped_lock lock(shared.mutex(), generator->mutex());
+  generator->set_state(shared.get_state());
+  shared.set_state(shared_state);
+  return out;
 }
 
 std::string SdpaKernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale) {
@@ -116,7 +134,7 @@ std::string SdpaKernel(const torch::Tensor& q, const torch::Tensor& k, const tor
 
 bool SdpaAvailable() { return false; }
 
-torch::Tensor Sdpa(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double) {
+torch::Tensor Sdpa(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, double, double, at::Generator*) {
   TORCH_CHECK(false, "scaled_dot_product_attention needs libtorch 2.5 or later");
 }
 

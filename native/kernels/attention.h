@@ -33,8 +33,11 @@ bool SdpaAvailable();
 // heads first, as transformers' repeat_kv does: memory-efficient takes masks and fp32 but not grouped heads, and
 // the math kernel it would otherwise fall to builds every score in fp32. A query that may see no key (a left pad)
 // gets zeros where ours attends uniformly (torch ≥ 2.5); nothing reads a pad's output. Returns [batch, heads,
-// queries, head_dim].
-torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale);
+// queries, head_dim]. dropout > 0 drops attention probabilities at that rate (training mode), drawing from
+// generator: scaled_dot_product_attention takes no generator and draws from the device's default one, so that one
+// is given generator's state for the call and generator takes back what the call left.
+torch::Tensor Sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& allowed, double scale,
+                   double dropout = 0, at::Generator* generator = nullptr);
 
 // The kernel libtorch would run for that call (at::_fused_sdp_choice on the same arguments): "flash_attention",
 // "efficient_attention", "cudnn_attention", "math" or "overrideable".

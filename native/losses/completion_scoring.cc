@@ -198,7 +198,9 @@ CompletionScores ScoreCompletions(CausalLMImpl& model, const CompletionBatch& ba
     if (inserted.second) prompts.push_back(&batch.prompts[r]);
     group_of_row[r] = inserted.first->second;
   }
-  const bool shared = static_cast<int64_t>(prompts.size()) < rows;
+  // A dropping forward runs every row's prompt itself, so that each row draws its own masks, as transformers' padded
+  // rows do (one shared prompt would give all its rows one mask).
+  const bool shared = static_cast<int64_t>(prompts.size()) < rows && !model.drops();
   const torch::Tensor predicting = shared ? PredictingHiddenSharedPrompts(model, batch, group_of_row, prompts, device)
                                           : PredictingHidden(batch, ForwardSequences(model, batch, model.router_records() != nullptr));
   return ScorePredicting(model, batch, predicting, with_entropy, token_entropy);

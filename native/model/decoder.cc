@@ -147,16 +147,58 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
   return torch::cat({Rotate(x.narrow(-1, 0, rotary), cos, sin), x.narrow(-1, rotary, dim - rotary)}, -1);
 }
 
+// The generator of the training-mode forward running on this thread, or null where nothing drops (see DropoutScope).
+thread_local at::Generator* active_dropout = nullptr;
+
+// Installs a forward's dropout generator (null: no dropout) on this thread for its lifetime. Thread-local, since a
+// checkpointed layer's recompute runs wherever autograd runs its backward, and each installs its own.
+class DropoutScope {
+ public:
+  explicit DropoutScope(at::Generator* generator) : previous_(active_dropout) { active_dropout = generator; }
+  ~DropoutScope() { active_dropout = previous_; }
+  DropoutScope(const DropoutScope&) = delete;
+  DropoutScope& operator=(const DropoutScope&) = delete;
+
+ private:
+  at::Generator* previous_;
+};
+
+// torch's dropout in training mode: each element kept with probability 1 − rate and scaled by 1 / (1 − rate).
+torch::Tensor Dropout(const torch::Tensor& x, double rate) {
+  if (rate <= 0 || active_dropout == nullptr) return x;
+  return x * torch::empty_like(x).bernoulli_(1 - rate, *active_dropout).div_(1 - rate);
+}
+
+double ActiveRate(double rate) { return active_dropout ? rate : 0; }
+
 // Reentrant gradient checkpointing for one decoder layer: the forward keeps only the layer's input; the backward
 // recomputes the layer with grad enabled and backpropagates through it (accumulating its parameters' gradients).
 // With route set, a sparse layer also outputs its router logits, so that the auxiliary loss backpropagates too.
+// The rotary tables and the mask (constants, and undefined for a layer without rotary or on the causal-flag path,
+// which autograd's inputs cannot be) travel as LayerConstants and are kept in the context's saved data.
+struct LayerConstants {
+  torch::Tensor cos, sin, mask;
+};
+
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor cos,
-                                                torch::Tensor sin, torch::Tensor mask, int64_t layer_address, bool route) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, int64_t constants_address,
+                                                int64_t layer_address, bool route) {
     auto* layer = reinterpret_cast<DecoderLayerImpl*>(layer_address);
-    ctx->save_for_backward({x, cos, sin, mask});
+    const auto& constants = *reinterpret_cast<const LayerConstants*>(constants_address);
+    const torch::Tensor &cos = constants.cos, &sin = constants.sin, &mask = constants.mask;
+    ctx->save_for_backward({x});
+    ctx->saved_data["cos"] = cos;
+    ctx->saved_data["sin"] = sin;
+    ctx->saved_data["mask"] = mask;
     ctx->saved_data["layer"] = layer_address;
     ctx->saved_data["route"] = route;
+    // The recompute must drop what this forward drops: as torch.utils.checkpoint keeps the RNG state, the dropout
+    // generator's state before the layer is kept, and the backward replays the layer from it.
+    if (active_dropout) {
+      std::lock_guard<std::mutex> lock(active_dropout->mutex());
+      ctx->saved_data["dropout_generator"] = reinterpret_cast<int64_t>(active_dropout);
+      ctx->saved_data["dropout_state"] = active_dropout->get_state();
+    }
     torch::NoGradGuard no_grad;
     torch::Tensor router_logits;
     torch::Tensor out = layer->forward(x, cos, sin, mask, nullptr, 0, route ? &router_logits : nullptr);
@@ -168,10 +210,19 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     auto saved = ctx->get_saved_variables();
     auto* layer = reinterpret_cast<DecoderLayerImpl*>(ctx->saved_data["layer"].toInt());
     torch::Tensor x = saved[0].detach().requires_grad_(true);
+    at::Generator* generator = nullptr;
+    torch::Tensor resume_state;
+    if (ctx->saved_data.count("dropout_generator")) {
+      generator = reinterpret_cast<at::Generator*>(ctx->saved_data["dropout_generator"].toInt());
+      std::lock_guard<std::mutex> lock(generator->mutex());
+      resume_state = generator->get_state();
+      generator->set_state(ctx->saved_data["dropout_state"].toTensor());
+    }
     {
+      DropoutScope dropout(generator);
       torch::AutoGradMode enable(true);
       torch::Tensor router_logits;
-      torch::Tensor out = layer->forward(x, saved[1], saved[2], saved[3], nullptr, 0,
+      torch::Tensor out = layer->forward(x, ctx->saved_data["cos"].toTensor(), ctx->saved_data["sin"].toTensor(), ctx->saved_data["mask"].toTensor(), nullptr, 0,
                                          ctx->saved_data["route"].toBool() ? &router_logits : nullptr);
       if (router_logits.defined()) {
         torch::autograd::backward({out, router_logits}, {grads[0], grads[1]});
@@ -179,7 +230,11 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
         torch::autograd::backward({out}, {grads[0]});
       }
     }
-    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (generator) {
+      std::lock_guard<std::mutex> lock(generator->mutex());
+      generator->set_state(resume_state);
+    }
+    return {x.grad(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -199,6 +254,7 @@ AttentionImpl::AttentionImpl(const DecoderConfig& config)
       qk_norm_(config.qk_norm),
       scale_(config.attention_scale),
       softcap_(config.attn_softcap),
+      dropout_(config.attention_dropout),
       kernel_(config.attention) {
   const int64_t q_width = config.num_heads * config.head_dim, kv_width = config.num_kv_heads * config.head_dim;
   const bool gpt2 = config.gpt2_layout;
@@ -268,22 +324,24 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const int64_t group = num_heads_ / num_kv_heads_;
   const int64_t keys = k.size(2);
   torch::Tensor out;
+  const double dropout = ActiveRate(dropout_);
   if (!mask.defined()) {
-    out = Sdpa(q, k, v, torch::Tensor(), scale_);
+    out = Sdpa(q, k, v, torch::Tensor(), scale_, dropout, active_dropout);
     return o_proj(out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
   }
   // A windowed cache returns only the most recent keys: the mask's last `keys` columns.
   const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
   if (UsesSdpa(kernel_, softcap_, q.device())) {
-    out = Sdpa(q, k, v, key_mask.view({key_mask.size(0), 1, queries, keys}), scale_);
-  } else if (FusedAttentionApplies(grouped_q, k, v, softcap_)) {
+    out = Sdpa(q, k, v, key_mask.view({key_mask.size(0), 1, queries, keys}), scale_, dropout, active_dropout);
+  } else if (dropout == 0 && FusedAttentionApplies(grouped_q, k, v, softcap_)) {
     out = FusedAttention(grouped_q, k, v, key_mask, group, scale_);
   } else {
     torch::Tensor scores = SoftCap(Matmul(grouped_q, k.transpose(-1, -2)) * scale_, softcap_);
     scores = scores.view({batch, num_kv_heads_, group, queries, keys}).to(torch::kFloat32);
     scores = scores.masked_fill(key_mask.logical_not(), std::numeric_limits<float>::lowest());
-    out = Matmul(torch::softmax(scores, -1).to(v.scalar_type()).view({batch, num_kv_heads_, group * queries, keys}), v);
+    const torch::Tensor probs = Dropout(torch::softmax(scores, -1).to(v.scalar_type()), dropout);
+    out = Matmul(probs.view({batch, num_kv_heads_, group * queries, keys}), v);
   }
   out = out.view({batch, num_heads_, queries, head_dim_});
   return o_proj(out.transpose(1, 2).reshape({batch, queries, num_heads_ * head_dim_}));
@@ -368,7 +426,9 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
   return down_proj(activate(gate) * up);
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config, int64_t index) : placement_(config.norm_placement) {
+DecoderLayerImpl::DecoderLayerImpl(const DecoderConfig& config, int64_t index)
+    : placement_(config.norm_placement), residual_dropout_(config.residual_dropout) {
+  TORCH_CHECK(residual_dropout_ == 0 || placement_ == NormPlacement::kPre, "residual dropout is placed for pre-norm layers only");
   const bool gpt2 = config.gpt2_layout;
   self_attn = register_module(gpt2 ? "attn" : "self_attn", Attention(config));
   if (config.layer_sparse[index]) {
@@ -388,8 +448,8 @@ torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Ten
   auto feed_forward = [&](const torch::Tensor& h) { return moe ? moe(h, router_logits) : mlp(h); };
   switch (placement_) {
     case NormPlacement::kPre: {
-      const torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, mask, cache, layer);
-      return h + feed_forward(post_attention_layernorm(h));
+      const torch::Tensor h = x + Dropout(self_attn(input_layernorm(x), cos, sin, mask, cache, layer), residual_dropout_);
+      return h + Dropout(feed_forward(post_attention_layernorm(h)), residual_dropout_);
     }
     case NormPlacement::kSandwich: {
       const torch::Tensor h = x + post_attention_layernorm(self_attn(input_layernorm(x), cos, sin, mask, cache, layer));
@@ -451,6 +511,10 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   TORCH_CHECK(config_.position_limit == 0 || inputs.max_position < config_.position_limit, "position ", inputs.max_position,
               " is past the model's limit of ", config_.position_limit, " positions: ", config_.position_limit_reason);
   if (model->position_embeddings) h = h + model->position_embeddings(inputs.position_ids);
+  const bool dropping = drops();
+  TORCH_CHECK(!dropping || dropout_generator_.defined(), "training-mode dropout needs the model's dropout generator");
+  DropoutScope dropout(dropping ? &dropout_generator_ : nullptr);
+  h = Dropout(h, config_.embedding_dropout);
   if (hidden_states) hidden_states->push_back(h);
 
   // Each rotary table's cos/sin in float32 as transformers computes them, times its attention scaling, cast to the
@@ -501,8 +565,9 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
     const torch::Tensor& mask = mask_for(config_.layer_window[i]);
     torch::Tensor router_logits;
     if (checkpoint) {
-      const torch::autograd::variable_list out =
-          CheckpointedLayer::apply(h, cos, sin, mask, reinterpret_cast<int64_t>(layer.get()), record != nullptr);
+      const LayerConstants constants{cos, sin, mask};
+      const torch::autograd::variable_list out = CheckpointedLayer::apply(h, reinterpret_cast<int64_t>(&constants),
+                                                                          reinterpret_cast<int64_t>(layer.get()), record != nullptr);
       h = out[0];
       if (out.size() > 1) router_logits = out[1];
     } else {
@@ -515,6 +580,11 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   h = model->norm(h);
   if (hidden_states) hidden_states->push_back(h);
   return h;
+}
+
+bool CausalLMImpl::drops() const {
+  return training_ && torch::GradMode::is_enabled() &&
+         (config_.attention_dropout > 0 || config_.residual_dropout > 0 || config_.embedding_dropout > 0);
 }
 
 torch::Tensor CausalLMImpl::RopeInvFreqOn(const torch::Device& device) {

@@ -74,6 +74,12 @@ struct DecoderConfig {
   // output_router_logits) and to the policy losses (an explicit opt-in); 0: not added.
   double lm_router_aux_coef = 0;
   double policy_router_aux_coef = 0;
+  // Dropout rates where transformers places them, acting only in training mode: on the attention probabilities
+  // (attention_dropout, GPT-2's attn_pdrop), on each block's output before it joins the residual stream (GPT-2's and
+  // Phi-3's resid_pdrop; pre-norm layers only), on the embeddings (GPT-2's embd_pdrop).
+  double attention_dropout = 0;
+  double residual_dropout = 0;
+  double embedding_dropout = 0;
 };
 
 // One forward's router logits, kept for the auxiliary loss while a RouterAuxRecording is installed on the model.
@@ -172,7 +178,7 @@ class AttentionImpl : public torch::nn::Module {
  private:
   int64_t num_heads_, num_kv_heads_, head_dim_;
   QkNorm qk_norm_;
-  double scale_, softcap_;
+  double scale_, softcap_, dropout_;
   AttentionKernel kernel_;
 };
 TORCH_MODULE(Attention);
@@ -222,6 +228,7 @@ class DecoderLayerImpl : public torch::nn::Module {
 
  private:
   NormPlacement placement_;
+  double residual_dropout_;
 };
 TORCH_MODULE(DecoderLayer);
 
@@ -268,6 +275,14 @@ class CausalLMImpl : public torch::nn::Module {
   void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
   bool gradient_checkpointing() const { return gradient_checkpointing_; }
 
+  // Training mode, as torch's module.train(): the config's dropout acts in forwards that record gradients (the
+  // losses' forwards), drawing its masks from dropout_generator; generation and scoring never drop.
+  void set_training(bool enabled) { training_ = enabled; }
+  bool training() const { return training_; }
+  void set_dropout_generator(at::Generator generator) { dropout_generator_ = std::move(generator); }
+  // Whether a forward started now would drop: training mode, gradients recorded, some rate above 0.
+  bool drops() const;
+
   const DecoderConfig& config() const { return config_; }
   // Where forwards record their router logits (null: nowhere); see RouterAuxRecording.
   std::vector<RouterRecord>* router_records() const { return router_records_; }
@@ -285,6 +300,8 @@ class CausalLMImpl : public torch::nn::Module {
   std::mutex rope_on_device_mutex_;
   torch::Tensor rope_inv_freq_on_device_;
   bool gradient_checkpointing_ = false;
+  bool training_ = false;
+  at::Generator dropout_generator_;
   std::vector<RouterRecord>* router_records_ = nullptr;
 };
 TORCH_MODULE(CausalLM);

@@ -75,6 +75,12 @@ DecoderConfig ReadDecoderConfig(const Napi::Object& config) {
   out.layer_sparse = IntListField(config, "layerSparse");
   out.lm_router_aux_coef = NumberFieldOr(config, "lmRouterAuxCoef", 0);
   out.policy_router_aux_coef = NumberFieldOr(config, "policyRouterAuxCoef", 0);
+  out.attention_dropout = NumberFieldOr(config, "attentionDropout", 0);
+  out.residual_dropout = NumberFieldOr(config, "residualDropout", 0);
+  out.embedding_dropout = NumberFieldOr(config, "embeddingDropout", 0);
+  for (const double rate : {out.attention_dropout, out.residual_dropout, out.embedding_dropout}) {
+    if (!(rate >= 0 && rate < 1)) throw ArgumentError("config's dropout rates must be in [0, 1)");
+  }
   // Rotary tables: ropeInvFreq is one array of inverse frequencies per table, all the same length; none without RoPE.
   out.rope_attention_scaling = NumberList(config.Get("ropeAttentionScaling"), "ropeAttentionScaling");
   const Napi::Value tables = config.Get("ropeInvFreq");

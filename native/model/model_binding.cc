@@ -47,7 +47,8 @@ std::shared_ptr<ModelState> NewState(const DecoderConfig& config, const Placemen
     ParameterPlacement allocation(torch::TensorOptions().device(placement.device).dtype(placement.dtype));
     module = CausalLM(config);
   }
-  return std::make_shared<ModelState>(module, placement.device, placement.dtype, MakeGenerator(placement.device, placement.seed));
+  return std::make_shared<ModelState>(module, placement.device, placement.dtype, MakeGenerator(placement.device, placement.seed),
+                                      MakeGenerator(placement.device, placement.seed));
 }
 
 // Pads are fed to the embedding (and to the repetition penalty's scatter): an id outside the vocabulary is refused
@@ -81,6 +82,7 @@ void NativeModel::Init(Napi::Env env, Napi::Object exports) {
           InstanceMethod("clone", &NativeModel::Clone),
           InstanceMethod("freeze", &NativeModel::Freeze),
           InstanceMethod("setGradientCheckpointing", &NativeModel::SetGradientCheckpointing),
+          InstanceMethod("setTraining", &NativeModel::SetTraining),
           InstanceMethod("setSeed", &NativeModel::SetSeed),
           InstanceMethod("getGeneratorState", &NativeModel::GetGeneratorState),
           InstanceMethod("setGeneratorState", &NativeModel::SetGeneratorState),
@@ -332,13 +334,28 @@ Napi::Value NativeModel::Freeze(const Napi::CallbackInfo& info) {
   });
 }
 
+namespace {
+
+// The body of a boolean switch on the module: the argument checked, then set under the model's mutex.
+template <typename Set>
+Napi::Value SetSwitch(const Napi::CallbackInfo& info, const std::shared_ptr<ModelState>& state, const char* usage, Set set) {
+  if (info.Length() < 1 || !info[0].IsBoolean()) throw ArgumentError(std::string(usage) + ": a boolean");
+  std::lock_guard<std::mutex> lock(state->mutex);
+  set(*state->module, info[0].As<Napi::Boolean>().Value());
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
 Napi::Value NativeModel::SetGradientCheckpointing(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
-    auto state = Live();
-    if (info.Length() < 1 || !info[0].IsBoolean()) throw ArgumentError("setGradientCheckpointing(enabled): a boolean");
-    std::lock_guard<std::mutex> lock(state->mutex);
-    state->module->set_gradient_checkpointing(info[0].As<Napi::Boolean>().Value());
-    return info.Env().Undefined();
+    return SetSwitch(info, Live(), "setGradientCheckpointing(enabled)", [](CausalLMImpl& m, bool on) { m.set_gradient_checkpointing(on); });
+  });
+}
+
+Napi::Value NativeModel::SetTraining(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    return SetSwitch(info, Live(), "setTraining(enabled)", [](CausalLMImpl& m, bool on) { m.set_training(on); });
   });
 }
 
@@ -408,7 +425,7 @@ Napi::Value NativeModel::SetGeneratorState(const Napi::CallbackInfo& info) {
 }
 
 // info() -> { parameterCount, parameterBytes, gradientBytes, device, dtype, attention, attentionKernels,
-//            gradientCheckpointing, frozen }
+//            gradientCheckpointing, training, frozen }
 Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -429,6 +446,7 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     kernel_names.Set("decode", kernels.decode);
     out.Set("attentionKernels", kernel_names);
     out.Set("gradientCheckpointing", Napi::Boolean::New(info.Env(), state->module->gradient_checkpointing()));
+    out.Set("training", Napi::Boolean::New(info.Env(), state->module->training()));
     out.Set("frozen", Napi::Boolean::New(info.Env(), stats.frozen));
     return out;
   });

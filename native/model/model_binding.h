@@ -20,18 +20,22 @@ namespace comlrl {
 struct ModelState : ModuleState {
   CausalLM module;
   // Named sampling streams, each seedable and restorable; "default" always exists. Evaluation samples from its own
-  // stream so that how often it runs never shifts the training trajectory.
+  // stream so that how often it runs never shifts the training trajectory. "dropout" always exists too: the
+  // module's training-mode dropout draws its masks from it, so seeding and restoring it work as for any stream.
   std::map<std::string, at::Generator> generators;
 
-  ModelState(CausalLM module, torch::Device device, torch::Dtype dtype, at::Generator generator)
+  ModelState(CausalLM module, torch::Device device, torch::Dtype dtype, at::Generator generator, at::Generator dropout)
       : ModuleState(device, dtype), module(std::move(module)) {
     generators.emplace(kDefaultStream, std::move(generator));
+    this->module->set_dropout_generator(dropout);
+    generators.emplace(kDropoutStream, std::move(dropout));
   }
   torch::nn::Module& Module() override { return *module; }
   // The stream named so, or an error naming it when it was never seeded.
   at::Generator& Stream(const std::string& name);
 
   static constexpr const char* kDefaultStream = "default";
+  static constexpr const char* kDropoutStream = "dropout";
 };
 
 class NativeModel : public Napi::ObjectWrap<NativeModel> {
@@ -60,6 +64,7 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
   Napi::Value Clone(const Napi::CallbackInfo& info);
   Napi::Value Freeze(const Napi::CallbackInfo& info);
   Napi::Value SetGradientCheckpointing(const Napi::CallbackInfo& info);
+  Napi::Value SetTraining(const Napi::CallbackInfo& info);
   Napi::Value SetSeed(const Napi::CallbackInfo& info);
   Napi::Value GetGeneratorState(const Napi::CallbackInfo& info);
   Napi::Value SetGeneratorState(const Napi::CallbackInfo& info);

@@ -1,10 +1,12 @@
 // Our side of the speed comparison with CoMLRL (compare_speed.py drives it; README "Against CoMLRL"). One process
 // per run, like CoMLRL's side: `config` prints the resolved trainer config and the rendered prompts that the CoMLRL
 // side must reproduce; `run` does a one-item warm-up epoch with a throwaway trainer, then times train() of one epoch
-// and prints one JSON line. The configs are the bench suite's (src/bench/algorithms.ts) on the demo task.
+// and prints one JSON line. The configs are the bench suite's (src/bench/algorithms.ts) on the demo task. `learn`
+// (compare_learning.py drives it) trains the configured epochs once and prints the task reward of each epoch's
+// samples, recorded as compare_learning.py records CoMLRL's.
 //
 //   npx tsx scripts/reference/compare-speed-ours.ts make-demo-model DIR
-//   npx tsx scripts/reference/compare-speed-ours.ts config|run --trainer magrpo --model DIR [--critic DIR]
+//   npx tsx scripts/reference/compare-speed-ours.ts config|run|learn --trainer magrpo --model DIR [--critic DIR]
 //       [--items 16] [--overrides '{"maxNewTokens":8}'] [--reward vowels|digits]
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,13 +16,15 @@ import { algorithmConfig } from "../../src/bench/algorithms.js";
 import { iacConfig, maacConfig, madpoConfig, magrpoConfig, marlhfConfig } from "../../src/config/index.js";
 import { createDemoBaseModel, demoTrainerOptions } from "../../src/demo/recipes.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
-import type { Formatter, RewardFunction } from "../../src/rollout/types.js";
+import type { Formatter, RewardContext, RewardFunction } from "../../src/rollout/types.js";
 import { runtimeInfo } from "../../src/runtime.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
 import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
+import { JointRewardModel } from "../../src/trainers/preference/reward-model.js";
+import type { TrainingStage } from "../../src/trainers/lifecycle/trainer.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
 
 const SEED = 7;
@@ -119,6 +123,70 @@ async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, s
   }
 }
 
+/**
+ * Trains the configured epochs and returns the task reward per epoch, as compare_learning.py's CoMLRL side records
+ * it: rewards[e] for epoch e (1-based; [0]: before the first epoch, MADPO's and MARLHF's pair collection) of the
+ * training rollouts (MAGRPO, IAC, MAAC), of MARLHF's RL rollouts (the task reward beside the reward model's score on
+ * the same completions), and MADPO's evaluate() before the first epoch and after each.
+ */
+async function learn(model: string, tokenizer: ComlrlTokenizer, items: number, scratch: string) {
+  const { recipe, options, config } = taskFor(model, tokenizer, items, path.join(scratch, "learn"));
+  const name = values.trainer!;
+  const epochs = Number(config.numTrainEpochs);
+  const rewards: number[][] = Array.from({ length: epochs + 1 }, () => []);
+  const evaluations: number[] = [];
+  const task = options.rewardFunc;
+  const taskReward = async (completions: string[][], context: RewardContext) => {
+    const value = await task(completions, context);
+    return typeof value === "number" ? [value] : value;
+  };
+  const offline = name === "madpo" || name === "marlhf";
+  // The trainer's epoch, read by the reward hooks once the trainer exists.
+  const built: { trainer?: Built } = {};
+  const epochNow = () => built.trainer!.progress.epoch + 1;
+  const rewardFunc: RewardFunction = async (completions, context) => {
+    const value = await taskReward(completions, context);
+    rewards[offline ? 0 : epochNow()].push(...value);
+    return value;
+  };
+  const scoreJoint = JointRewardModel.prototype.scoreJoint;
+  if (name === "marlhf") {
+    JointRewardModel.prototype.scoreJoint = async function (prompts, completions) {
+      rewards[epochNow()].push(...(await taskReward(completions.map((c) => [...c]), { prompts: [...prompts] } as RewardContext)));
+      return scoreJoint.call(this, prompts, completions);
+    };
+  }
+  const extra = name === "madpo" ? { evalDataset: options.trainDataset } : {};
+  const trainer = await recipe.create({ ...options, ...extra, rewardFunc }, config, values.critic ?? model);
+  built.trainer = trainer;
+  const evaluate = async () => {
+    evaluations.push((await (trainer as unknown as MADPOTrainer).evaluate(items))["eval/turn_1/reward_mean"]);
+  };
+  if (name === "madpo") {
+    const withStages = trainer as unknown as { stages: () => TrainingStage[] };
+    const stages = withStages.stages.bind(trainer);
+    withStages.stages = () => {
+      const made = stages();
+      const dpo = made.find((s) => s.name === "dpo")!;
+      const begin = dpo.beginEpoch;
+      dpo.beginEpoch = async () => {
+        await evaluate();
+        await begin?.();
+      };
+      return made;
+    };
+  }
+  try {
+    const clock = performance.now();
+    await trainer.train();
+    if (name === "madpo") await evaluate();
+    return { seconds: (performance.now() - clock) / 1000, rewards, evaluations };
+  } finally {
+    JointRewardModel.prototype.scoreJoint = scoreJoint;
+    await trainer.close();
+  }
+}
+
 async function main(): Promise<void> {
   const [command, dir] = positionals;
   if (command === "make-demo-model") {
@@ -138,7 +206,16 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ config: recipe.resolve(config), prompts, promptIds }));
     return;
   }
-  if (command !== "run") throw new Error(`unknown command ${command}: make-demo-model, config or run`);
+  if (command === "learn") {
+    const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-learncmp-"));
+    try {
+      console.log(JSON.stringify({ side: "ours", trainer: values.trainer, items, threads: runtimeInfo().numThreads, ...(await learn(model, tokenizer, items, scratch)) }));
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    return;
+  }
+  if (command !== "run") throw new Error(`unknown command ${command}: make-demo-model, config, run or learn`);
   const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-speedcmp-"));
   try {
     await epoch(model, tokenizer, 1, scratch, "warm-up");

@@ -179,11 +179,9 @@ class StageClock:
         self.generated_rows = 0
 
 
-def comlrl_run(spec):
-    import torch
-
-    torch.set_num_threads(spec["threads"])
-    clock = StageClock()  # installed before the warm-up so both epochs pay the same hook overhead
+def comlrl_setup(spec):
+    """The tokenizer, formatters and items of a CoMLRL run, its prompts checked against ours (text and ids), and our
+    config mapped to CoMLRL's (with our fields CoMLRL lacks)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(spec["model"])
@@ -196,24 +194,39 @@ def comlrl_run(spec):
     if ids != spec["ours"]["promptIds"]:
         raise SystemExit("the prompts' token ids differ from ours")
     args, ours_only = comlrl_config(spec["trainer"], spec["ours"]["config"])
+    return tokenizer, formats, items, args, ours_only
+
+
+def comlrl_trainer(spec, tokenizer, formats, args, data, reward_func=None, **extra):
+    """CoMLRL's trainer of spec["trainer"] on data (reward_func: default the spec's reward; extra: more trainer
+    arguments, such as eval_dataset)."""
+    from comlrl.trainers.actor_critic.iac import IACTrainer
+    from comlrl.trainers.actor_critic.maac import MAACTrainer
+    from comlrl.trainers.preference.madpo import MADPOTrainer
+    from comlrl.trainers.preference.marlhf import MARLHFTrainer
+    from comlrl.trainers.reinforce.magrpo import MAGRPOTrainer
+
+    common = dict(agent_model=spec["model"], tokenizer=tokenizer, reward_func=reward_func or REWARDS[spec["reward"]], formatters=formats,
+                  train_dataset=data, args=args, **extra)
+    trainer = spec["trainer"]
+    if trainer in ("iac", "maac"):
+        critic = None if getattr(args, "use_separate_critic", True) is False else spec["critic"]
+        made = (IACTrainer if trainer == "iac" else MAACTrainer)(critic_model=critic, **common)
+    else:
+        made = {"magrpo": MAGRPOTrainer, "madpo": MADPOTrainer, "marlhf": MARLHFTrainer}[trainer](num_agents=2, **common)
+    made.verbose = False  # no tqdm bar: ours runs quiet; neither side logs to W&B
+    return made
+
+
+def comlrl_run(spec):
+    import torch
+
+    torch.set_num_threads(spec["threads"])
+    clock = StageClock()  # installed before the warm-up so both epochs pay the same hook overhead
+    tokenizer, formats, items, args, ours_only = comlrl_setup(spec)
 
     def build(data):
-        from comlrl.trainers.actor_critic.iac import IACTrainer
-        from comlrl.trainers.actor_critic.maac import MAACTrainer
-        from comlrl.trainers.preference.madpo import MADPOTrainer
-        from comlrl.trainers.preference.marlhf import MARLHFTrainer
-        from comlrl.trainers.reinforce.magrpo import MAGRPOTrainer
-
-        common = dict(agent_model=spec["model"], tokenizer=tokenizer, reward_func=REWARDS[spec["reward"]], formatters=formats,
-                      train_dataset=data, args=args)
-        trainer = spec["trainer"]
-        if trainer in ("iac", "maac"):
-            critic = None if getattr(args, "use_separate_critic", True) is False else spec["critic"]
-            made = (IACTrainer if trainer == "iac" else MAACTrainer)(critic_model=critic, **common)
-        else:
-            made = {"magrpo": MAGRPOTrainer, "madpo": MADPOTrainer, "marlhf": MARLHFTrainer}[trainer](num_agents=2, **common)
-        made.verbose = False  # no tqdm bar: ours runs quiet; neither side logs to W&B
-        return made
+        return comlrl_trainer(spec, tokenizer, formats, args, data)
 
     warm = build(dataset(1))
     warm.train()

@@ -129,7 +129,15 @@ def natural(row):
     return row[: row.index(EOS) + 1] if EOS in row else list(row)
 
 
-def magrpo_case(mode: str, normalize: bool, tensors: dict) -> dict:
+# Every row ends with EOS, the longest at its last position: CoMLRL's row[:-1] drops those EOS tokens (tokenAccounting
+# "comlrl" must too) and scores the shorter rows' EOS and pads.
+ROWS_EOS_ENDED = [
+    [[40, 41, EOS], [50, EOS, EOS], [60, 61, EOS]],
+    [[70, 71, 72, EOS], [80, EOS, EOS, EOS], [90, 91, EOS, EOS]],
+]
+
+
+def magrpo_case(mode: str, normalize: bool, tensors: dict, rows_of_nodes=ROWS, name=None) -> dict:
     random.seed(0)
     torch.manual_seed(0)
     model = load_model()
@@ -147,7 +155,7 @@ def magrpo_case(mode: str, normalize: bool, tensors: dict) -> dict:
     watch_grad_norms(trainer.optimizers[0], norms)
     samples = [
         NodeSample(0, 0, {"prompt_input_ids": torch.tensor([p]), "completion_input_ids": [[torch.tensor(r) for r in rows]]}, ret, 0.0, 0.0, 1)
-        for p, rows, ret in zip(PROMPTS, ROWS, RETURNS)
+        for p, rows, ret in zip(PROMPTS, rows_of_nodes, RETURNS)
     ]
     order = {id(s): i for i, s in enumerate(samples)}
     trainer._update_from_samples(0, samples)
@@ -155,7 +163,7 @@ def magrpo_case(mode: str, normalize: bool, tensors: dict) -> dict:
     per_sample = [0.0] * len(samples)
     for s, loss in zip(samples, losses):
         per_sample[order[id(s)]] = loss
-    name = f"magrpo_{mode}" if normalize else f"magrpo_{mode}_unnormalized"
+    name = name or (f"magrpo_{mode}" if normalize else f"magrpo_{mode}_unnormalized")
     params(trainer.agents[0], f"{name}.after", tensors)
     return {
         "config": {"advantageMode": mode, "numGenerations": 3, "rolloutBufferSize": 2, "advantageNormalization": normalize},
@@ -163,7 +171,7 @@ def magrpo_case(mode: str, normalize: bool, tensors: dict) -> dict:
         "loss": sum(per_sample) / len(per_sample),
         "gradNorm": norms[0],
         # CoMLRL feeds prompt + row[:-1] and scores every position: the whole padded row but its last token.
-        "scoredCompletions": [[row[:-1] for row in rows] for rows in ROWS],
+        "scoredCompletions": [[row[:-1] for row in rows] for rows in rows_of_nodes],
     }
 
 
@@ -1036,6 +1044,10 @@ def main() -> None:
         # Buffers of two fill within an item: which nodes an update takes follows the env steps' depth-first order.
         "buffer_of_two": magrpo_multi_turn_case("magrpo_mt_buffer2", MAGRPO_MT, 2, False, tensors),
         "three_turns_buffer_of_two": magrpo_multi_turn_case("magrpo_mt3_buffer2", MAGRPO_MT3, 2, True, tensors),
+    }
+    # One MAGRPO step on rows that all end with EOS, for tokenAccounting "comlrl" (tests/golden/comlrl.test.ts).
+    golden["magrpo_token_accounting"] = {
+        "eos_ended": {**magrpo_case("mean", True, tensors, ROWS_EOS_ENDED, "magrpo_eos_ended"), "rows": ROWS_EOS_ENDED},
     }
     golden["wandb_run_config"] = wandb_run_configs()
     save_file(tensors, os.path.join(OUT, "goldens.safetensors"))

@@ -29,6 +29,7 @@ export {
   type MAReMaxConfig,
   type MARLOOConfig,
   type ParallelTraining,
+  type TokenAccounting,
 } from "./magrpo.js";
 export {
   isMagrpoFamily,

@@ -9,6 +9,12 @@ export type { DType, ParallelTraining } from "./groups.js";
 export type JointMode = "aligned" | "cross";
 /** The baseline subtracted from returns: group mean, none, group max, or leave-one-out. */
 export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
+/**
+ * Which tokens of a completion the policy gradient scores: "exact", its own tokens up to and including EOS;
+ * "comlrl", the tokens CoMLRL 1.4.3's MAGRPO scores (row[:-1] of the group's pad-padded generate() rows, see
+ * src/rollout/token-accounting.ts), to reproduce a CoMLRL run.
+ */
+export type TokenAccounting = "exact" | "comlrl";
 
 /** How MAGRPO rolls out and buffers (MADPO's config holds them too, for MARLHF's RL phase, which reads them by name). */
 export interface RolloutConfig {
@@ -34,6 +40,11 @@ export interface RolloutConfig {
 
 /** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
 export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig, ObjectiveConfig {
+  /**
+   * (ours) Which tokens the loss scores: "exact", each completion up to and including EOS; "comlrl", CoMLRL 1.4.3's
+   * (the node's completions padded to the longest, each without its last position). Centralized MAGRPO scores alike in both.
+   */
+  readonly tokenAccounting: TokenAccounting;
   /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
   readonly objectives: readonly AgentObjective[];
 }
@@ -84,6 +95,7 @@ export const MAGRPO_FIELDS = {
   // Upstream checks the mode only when the trainer starts; failing at config time names the field sooner.
   advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
   ...OBJECTIVE_FIELDS,
+  tokenAccounting: oneOf(["exact", "comlrl"], { default: "exact" }),
 } satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */
@@ -91,7 +103,12 @@ function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (fie
   if (values.parallelTraining === "mp" && values.agentDevices === null) {
     fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
   }
-  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize, objectives: agentObjectives(values, values.numAgents, fail) };
+  const objectives = agentObjectives(values, values.numAgents, fail);
+  const other = objectives.find((o) => o.lossType !== "comlrl");
+  if (values.tokenAccounting === "comlrl" && other) {
+    fail("tokenAccounting", `"comlrl" reproduces CoMLRL's own objective only: lossType "${other.lossType}" needs tokenAccounting "exact"`);
+  }
+  return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize, objectives };
 }
 
 /**

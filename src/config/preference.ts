@@ -4,8 +4,8 @@
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
-import type { AdvantageMode, ConfigSource, RolloutConfig } from "./magrpo.js";
-import { OBJECTIVE_FIELDS, type ObjectiveConfig } from "./objectives.js";
+import type { AdvantageMode, ConfigSource, RolloutConfig, TokenAccounting } from "./magrpo.js";
+import { agentObjectives, OBJECTIVE_FIELDS, type ObjectiveConfig, type PerAgent } from "./objectives.js";
 
 const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OBJECTIVE_FIELDS;
 
@@ -40,6 +40,8 @@ export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, Traini
 }
 
 export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIterations"> {
+  /** (ours) The RL phase's MAGRPO-family token accounting (MAGRPOConfig.tokenAccounting); "exact" for maac / iac. */
+  readonly tokenAccounting: TokenAccounting;
   /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
   readonly rlAlgorithm: RLAlgorithm;
   /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
@@ -78,6 +80,11 @@ export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIte
   readonly criticType: "v" | "q";
   /** Weight of the value loss (IACConfig.valueLossCoef). */
   readonly valueLossCoef: number;
+  /**
+   * (ours) Updates per rollout in a MAGRPO-family RL phase (TRL's num_iterations, named apart from MARLHFIter's
+   * numIterations rounds); > 1 takes ratios against the rollout's log-probs and needs a clipped lossType.
+   */
+  readonly rlNumIterations: PerAgent<number>;
   /** PPO-style value clipping of shared heads (IACConfig.valueClipRange). */
   readonly valueClipRange: number | null;
   /** Hidden size of separate critics' heads; null: Linear(H, 1). */
@@ -184,8 +191,11 @@ export const MARLHF_FIELDS = {
   criticValueHeadHiddenDim: nullable(int({ min: 1 })),
   valueHeadHiddenDim: nullable(int({ min: 1 })),
   // (ours) The MAGRPO family's objective, read by the RL phase when rlAlgorithm is one of it (docs/objectives.md);
-  // one update per rollout there, since CoMLRL's iterative trainers already name their outer loop numIterations.
+  // its updates per rollout are rlNumIterations, since CoMLRL's iterative trainers name their outer loop numIterations.
   ...OBJECTIVE_FIELDS_BUT_ITERATIONS,
+  rlNumIterations: OBJECTIVE_FIELDS.numIterations,
+  // (ours) The MAGRPO family's token accounting in the RL phase (docs/magrpo.md).
+  tokenAccounting: oneOf(["exact", "comlrl"], { default: "exact" }),
 };
 
 /**
@@ -219,14 +229,27 @@ export function rewardModelDeviceGivenIn(input: unknown): boolean {
 /** The rules that tie MARLHF's fields together (MARLHFIter's too); `given`: whether rewardModelDevice was set. */
 export function resolveMarlhf<V extends ValuesOf<typeof MARLHF_FIELDS>>(
   values: V,
-  fail: (field: "numGenerations" | "advantageMode" | "agentDevices" | "preferencePairsPerSample", reason: string) => never,
+  fail: (field: keyof typeof MARLHF_FIELDS & string, reason: string) => never,
   given: boolean,
 ) {
   const algorithm = values.rlAlgorithm;
   if (isMagrpoFamily(algorithm) && values.numGenerations < 2) fail("numGenerations", `must be ≥ 2 for rlAlgorithm "${algorithm}" (the group baseline)`);
+  // The RL phase's objective is checked here, so that its errors name MARLHF's fields before any model loads.
+  if (isMagrpoFamily(algorithm)) {
+    // A centralized RL phase trains one actor for every role.
+    const actors = values.collaborationMode === "centralized" ? 1 : values.numAgents;
+    agentObjectives({ ...values, numIterations: values.rlNumIterations }, actors, (field, reason) => fail(field === "numIterations" ? "rlNumIterations" : field, reason));
+  } else {
+    const onlyDefault = <T>(value: PerAgent<T>, byDefault: T) => (Array.isArray(value) ? value : [value]).every((v) => v === byDefault);
+    if (!onlyDefault(values.lossType, "comlrl")) fail("lossType", `applies to a MAGRPO-family RL phase; rlAlgorithm "${algorithm}" trains with its own actor-critic loss`);
+    if (!onlyDefault(values.rlNumIterations, 1)) fail("rlNumIterations", `applies to a MAGRPO-family RL phase; rlAlgorithm "${algorithm}" takes one update per rollout`);
+  }
   const expected = MAGRPO_FAMILY_MODES[algorithm];
   if (expected !== undefined && values.advantageMode !== null && values.advantageMode !== expected) {
     fail("advantageMode", `must be "${expected}" for rlAlgorithm "${algorithm}" (or left unset)`);
+  }
+  if (values.tokenAccounting === "comlrl" && !isMagrpoFamily(algorithm)) {
+    fail("tokenAccounting", `"comlrl" is the MAGRPO family's accounting: rlAlgorithm "${algorithm}" needs "exact"`);
   }
   const resolved = { ...resolveMadpo({ ...values, advantageMode: values.advantageMode ?? expected ?? "mean" }, fail), rlAlgorithm: algorithm };
   return Object.defineProperty(resolved, REWARD_DEVICE_GIVEN, { value: given, enumerable: false });

@@ -4,7 +4,7 @@
 // (so replicas stay bit-identical); decisions that depend on local data (when to update, how many minibatches) are
 // taken on the ranks' maximum; and each rank's own state (sampling streams, shuffle RNG, counters) travels to rank
 // 0's checkpoint, so that a resume with the same world size continues exactly.
-import { CausalLM } from "../models/causal-lm.js";
+import { CausalLM, DROPOUT_STREAM, dropoutSeed } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
 import { ValueHead } from "../models/value-head.js";
 import type { NativeModel, NativeValueHead } from "../native/binding.js";
@@ -12,6 +12,9 @@ import type { Component, ComponentRegistry } from "../trainers/lifecycle/compone
 import type { TrainingStage } from "../trainers/lifecycle/stage-host.js";
 import { DistributedContext } from "./context.js";
 import { readDistributedEnvironment } from "./environment.js";
+
+/** Where a rank's state keeps component `name`'s dropout stream, beside its sampling stream under `name`. */
+const dropoutStreamKey = (name: string) => `${name}#dropout`;
 
 /** What differs between the ranks of one run and so is checkpointed per rank. */
 export interface RankState {
@@ -21,7 +24,7 @@ export interface RankState {
   envStep: number;
   /** The rank's optimizer-step counter. */
   update: number;
-  /** Default sampling stream of each generating component, base64. */
+  /** Default sampling stream of each generating component, base64 (and its dropout stream, under name#dropout). */
   generators: Record<string, string>;
 }
 
@@ -71,7 +74,11 @@ export class Replicas {
     const modules = this.modules();
     if (modules.length > 0) await this.context.broadcastParameters(modules);
     if (!this.joined && !this.streamsRestored && this.context.rank > 0) {
-      this.generators().forEach(({ model }, i) => model.setSeed(this.seed + RANK_SEED_STRIDE * this.context.rank + i));
+      this.generators().forEach(({ model }, i) => {
+        const seed = this.seed + RANK_SEED_STRIDE * this.context.rank + i;
+        model.setSeed(seed);
+        model.setSeed(dropoutSeed(seed), DROPOUT_STREAM);
+      });
     }
     for (const c of this.components.all) this.synchronizeOptimizer(c);
     this.joined = true;
@@ -146,7 +153,10 @@ export class Replicas {
   }
 
   localState(random: number, progress: { envStep: number; update: number }): RankState {
-    const generators = Object.fromEntries(this.generators().map(({ name, model }) => [name, Buffer.from(model.generatorState()).toString("base64")]));
+    const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+    const generators = Object.fromEntries(
+      this.generators().flatMap(({ name, model }) => [[name, base64(model.generatorState())], [dropoutStreamKey(name), base64(model.generatorState(DROPOUT_STREAM))]]),
+    );
     return { random, envStep: progress.envStep, update: progress.update, generators };
   }
 
@@ -163,9 +173,11 @@ export class Replicas {
     const mine = saved.ranks?.[this.context.rank];
     if (!mine) return null;
     for (const { name, model } of this.generators()) {
-      const state = mine.generators[name];
-      if (state === undefined) throw new ReplicaError(`the checkpoint has no sampling stream of ${name} for rank ${this.context.rank}`);
-      model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")));
+      for (const [key, stream] of [[name, undefined], [dropoutStreamKey(name), DROPOUT_STREAM]] as const) {
+        const state = mine.generators[key];
+        if (state === undefined) throw new ReplicaError(`the checkpoint has no ${stream ?? "sampling"} stream of ${name} for rank ${this.context.rank}`);
+        model.setGeneratorState(new Uint8Array(Buffer.from(state, "base64")), stream);
+      }
     }
     progress.envStep = mine.envStep;
     progress.update = mine.update;

@@ -235,6 +235,12 @@ function hfJson(value: Record<string, unknown>): string {
 // generation_config.json fields that change what transformers' generate() samples but our sampler does not apply,
 // with transformers' defaults (which change nothing). top_k and repetition_penalty are applied; CoMLRL's trainers pass
 // do_sample, temperature, top_p and max_new_tokens themselves.
+/** The stream training-mode dropout draws its masks from (train()); every model has it, and checkpoints keep its state. */
+export const DROPOUT_STREAM = "dropout";
+/** The dropout seed trainers give a model whose sampling seed is `seed`: apart from it, so that masks and samples
+ * draw unrelated numbers. */
+export const dropoutSeed = (seed: number): number => seed + 2_000_003;
+
 const UNAPPLIED_SAMPLING_DEFAULTS: Record<string, unknown> = {
   min_p: null,
   typical_p: 1,
@@ -464,6 +470,22 @@ export class CausalLM {
   setGradientCheckpointing(enabled: boolean): this {
     this.native.setGradientCheckpointing(enabled);
     return this;
+  }
+
+  /**
+   * Training mode, as torch's module.train(): the config's dropout (attention_dropout, GPT-2's attn_pdrop /
+   * resid_pdrop / embd_pdrop, Phi-3's resid_pdrop) acts in the forwards of the gradient-computing losses, its masks
+   * drawn from the "dropout" stream (seeded and restored like any stream). Generation and scoring never drop.
+   * A loaded or created model starts in evaluation mode, as from_pretrained leaves one; returns this.
+   */
+  train(enabled = true): this {
+    this.native.setTraining(enabled);
+    return this;
+  }
+
+  /** Evaluation mode (no dropout anywhere), as torch's module.eval(); returns this. */
+  eval(): this {
+    return this.train(false);
   }
 
   /** Clears the parameters' accumulated gradients. */

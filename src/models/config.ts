@@ -103,6 +103,17 @@ export interface DecoderConfig {
   lmRouterAuxCoef: number;
   /** The router loss coefficient of the policy losses (0 unless LoadOptions.routerAuxLossCoef). */
   policyRouterAuxCoef: number;
+  /**
+   * Dropout rates, acting only while the model is in training mode (CausalLM.train()) and only in forwards that
+   * record gradients, where transformers places them: on the attention probabilities (attention_dropout, GPT-2's
+   * attn_pdrop), on each attention and MLP output before it joins the residual stream (GPT-2's and Phi-3's
+   * resid_pdrop), on the embeddings (GPT-2's embd_pdrop).
+   */
+  attentionDropout: number;
+  /** See attentionDropout. */
+  residualDropout: number;
+  /** See attentionDropout. */
+  embeddingDropout: number;
 }
 
 type Moe = Pick<DecoderConfig, "numExperts" | "numExpertsPerTok" | "moeIntermediateSize" | "normTopkProb" | "mixtralNames" | "layerSparse">;
@@ -442,10 +453,12 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     if (typeof value !== "boolean") return fail(named(field), `must be true or false, got ${JSON.stringify(value)}`);
     return value;
   };
-  // Dropout only acts in training mode, which our trainers run deterministically: a non-zero rate would be ignored.
-  for (const field of ["attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop"]) {
-    if (raw[field] !== undefined && raw[field] !== 0) fail(field, `${JSON.stringify(raw[field])} is not supported (dropout must be 0)`);
-  }
+  // A dropout rate of the file's (0: none); torch's nn.Dropout refuses a rate outside [0, 1], and 1 drops everything.
+  const dropoutRate = (field: string): number => {
+    const value = raw[field] ?? 0;
+    if (typeof value !== "number" || !(value >= 0 && value < 1)) return fail(field, `must be a number in [0, 1), got ${JSON.stringify(value)}`);
+    return value;
+  };
   if (raw.pretraining_tp !== undefined && raw.pretraining_tp !== 1) fail("pretraining_tp", `${JSON.stringify(raw.pretraining_tp)} is not supported (only 1)`);
   if (raw.use_bidirectional_attention === true) fail("use_bidirectional_attention", "true is not supported (causal attention only)");
   if (raw.router_jitter_noise !== undefined && raw.router_jitter_noise !== 0) {
@@ -537,6 +550,13 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     lmRouterAuxCoef = coef as number;
   }
 
+  // transformers 5's Phi-3 reads resid_pdrop but not embd_pdrop (its model applies no embedding dropout), so that
+  // field is validated and otherwise left unused, as there.
+  const attentionDropout = dropoutRate(gpt2 ? "attn_pdrop" : "attention_dropout");
+  const residualDropout = gpt2 || type === "phi3" ? dropoutRate("resid_pdrop") : 0;
+  if (type === "phi3") dropoutRate("embd_pdrop");
+  const embeddingDropout = gpt2 ? dropoutRate("embd_pdrop") : 0;
+
   const eosTokenIds = tokenIds(raw.eos_token_id);
   const pad = raw.pad_token_id;
   const bos = raw.bos_token_id;
@@ -575,6 +595,9 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     ...moe,
     lmRouterAuxCoef,
     policyRouterAuxCoef: 0,
+    attentionDropout,
+    residualDropout,
+    embeddingDropout,
     maxPositionEmbeddings,
     bosTokenId: Number.isInteger(bos) ? (bos as number) : null,
     eosTokenIds,
@@ -643,11 +666,13 @@ export function decoderConfigOf(config: ModelConfig): DecoderConfig {
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
     positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
     numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse, lmRouterAuxCoef, policyRouterAuxCoef,
+    attentionDropout, residualDropout, embeddingDropout,
   } = config;
   return {
     vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
     oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
     positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
     numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse, lmRouterAuxCoef, policyRouterAuxCoef,
+    attentionDropout, residualDropout, embeddingDropout,
   };
 }

@@ -247,6 +247,8 @@ export interface NativeModelInfo {
   };
   /** Whether layer activations are recomputed in the backward to save memory. */
   gradientCheckpointing: boolean;
+  /** Training mode: the config's dropout acts in the forwards of the losses (setTraining). */
+  training: boolean;
   /** Whether the model is frozen: no gradients are kept for it. */
   frozen: boolean;
 }
@@ -289,6 +291,8 @@ export interface NativeModel {
   clone(options?: { device?: string; dtype?: string; seed?: number }): Promise<NativeModel>;
   freeze(): void;
   setGradientCheckpointing(enabled: boolean): void;
+  /** Training mode on or off; dropout draws from the "dropout" stream. */
+  setTraining(enabled: boolean): void;
   /** Seeds a sampling stream (default "default"), creating it if new. */
   setSeed(seed: number, stream?: string): void;
   /** A stream never seeded is an error naming it. */

@@ -3,18 +3,17 @@
 // root and /dev are read-only, the only writable places are size-capped tmpfs (/tmp, the working dir, and /dev/shm), no
 // user namespace can be made inside, where the machine allows it the whole run sits in a memory cgroup of its own
 // (cgroup.ts), capabilities are dropped, and the process runs as "nobody" when we are root
-// (so the process limit holds: the kernel does not apply RLIMIT_NPROC to root). Inside, the grader (grader.ts) applies
+// (so the process limit holds: the kernel does not apply RLIMIT_NPROC to root). Inside, the grader (python/grader.py) applies
 // CPU, memory, process, file-size and open-file limits to itself and everything it starts, and runs the code in a
-// process of its own (candidate.ts) that sees only argument values and sends back return values, so the verdicts are
+// process of its own (python/candidate.py) that sees only argument values and sends back return values, so the verdicts are
 // out of the code's reach. A wall clock kills the whole process group, and with it the sandbox's pid namespace. One
 // sandbox per completion runs all of its tests; a shared limit bounds how many run at once.
 import { spawn } from "node:child_process";
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { Readable } from "node:stream";
-import { CANDIDATE_SOURCE } from "./candidate.js";
 import { cgroupSupport, RunCgroup } from "./cgroup.js";
-import { GRADER_SOURCE } from "./grader.js";
+import { pythonProgram } from "./programs.js";
 import { limiter } from "../util/limiter.js";
 
 /** "bwrap": contained (the default); "none": runs the code directly on this machine, limits only, no isolation. */
@@ -214,7 +213,7 @@ function bwrapArgs(python: string, readOnlyPaths: string[], limits: SandboxLimit
 }
 
 /** -I: no user site-packages, no PYTHON* variables, no cwd on sys.path. */
-const pythonArgs = () => ["-I", "-c", GRADER_SOURCE];
+const pythonArgs = () => ["-I", "-c", pythonProgram("grader")];
 
 /** Moves itself into the cgroup named by $0, then runs the rest of its arguments. */
 const ENTER_CGROUP = 'echo 0 > "$0" && exec "$@"';
@@ -390,7 +389,7 @@ interface GraderRequest {
   limits: SandboxLimits;
 }
 
-/** The grader's request, on its stdin (see grader.ts). */
+/** The grader's request, on its stdin (see python/grader.py). */
 function graderInput(r: GraderRequest): string {
   return JSON.stringify({
     code: r.code,
@@ -400,7 +399,7 @@ function graderInput(r: GraderRequest): string {
     testTimeout: r.testTimeoutMs / 1000,
     maxTimeouts: r.maxTimeouts,
     limits: rlimits(r.limits),
-    candidate: CANDIDATE_SOURCE,
+    candidate: pythonProgram("candidate"),
   });
 }
 

@@ -3,7 +3,7 @@
 //   L1  +0.4 aux defined with a return; +0.6 main defined with a return (missing main: stop)
 //   L2  +0.5 the combined code (prompt imports + aux + main) parses (else stop)
 //   L3  +passed/total over the problem's asserts, run in the sandbox (10 s each, after 3 timeouts the rest are skipped)
-//       and judged by its grader, out of the code's reach (see sandbox/grader.ts);
+//       and judged by its grader, out of the code's reach (see sandbox/python/grader.py);
 //       when a test passed and aux exists: +0.5 if main calls aux, and then +1.0 if main is not a thin wrapper
 //       around aux and −0.5 if main calls aux as a bare statement, ignoring its result
 // Static checks follow the upstream text-level rules; syntax, loading and tests run in one sandboxed Python process

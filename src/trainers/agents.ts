@@ -1,7 +1,7 @@
 // Agents: each is a causal LM with its tokenizer, optimizer and optional frozen reference, resolved from hub ids,
 // local directories or loaded model objects by the rules of COMLRL-SPEC §5.1–§5.2. The same CausalLM object given
 // twice is shared (one set of weights), but every agent keeps its own optimizer state.
-import { CausalLM, type Dtype, type ModelSource } from "../models/causal-lm.js";
+import { CausalLM, DROPOUT_STREAM, dropoutSeed, type Dtype, type ModelSource } from "../models/causal-lm.js";
 import { Optimizer, type AdamWOptions } from "../models/optimizer.js";
 import { ValueHead } from "../models/value-head.js";
 import { resolveModelSource } from "../models/hub.js";
@@ -222,7 +222,10 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
   let references: (CausalLM | null)[] = models.map(() => null);
   let heads: (ValueHead | null)[] = [];
   try {
-    models.forEach((m, i) => m.setSeed(options.seed + i));
+    models.forEach((m, i) => {
+      m.setSeed(options.seed + i);
+      m.setSeed(dropoutSeed(options.seed + i), DROPOUT_STREAM);
+    });
     if (options.referenceDevices) {
       const devices = options.referenceDevices;
       references = await allOrFree(

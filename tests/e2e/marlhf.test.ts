@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
-import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import { readJsonlMetrics, type JsonlRecord } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { Optimizer } from "../../src/models/optimizer.js";
@@ -156,6 +156,26 @@ describe("MARLHF", () => {
     await trainer.saveModel(path.join(trainer.outputDir, "saved"));
     expect(existsSync(path.join(trainer.outputDir, "saved", "reward_model", "value_head.pt"))).toBe(true);
     await trainer.close();
+  }, 120_000);
+
+  it("a MAGRPO RL phase takes its agents' objective and rlNumIterations updates per rollout, ratios against the rollout's log-probs", async () => {
+    const rlUpdates = async (rlNumIterations: number) => {
+      const trainer = await MARLHFTrainer.create(options({ config: { lossType: "dapo", epsilonHigh: 0.28, rlNumIterations, evalInterval: 0 } }));
+      await trainer.train();
+      await trainer.close();
+      return readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
+    };
+    const steps = (records: JsonlRecord[]) => records.filter((r) => typeof r["agent_0/loss"] === "number").length;
+    const once = await rlUpdates(1);
+    const twice = await rlUpdates(2);
+    expect(steps(once)).toBeGreaterThan(0);
+    expect(steps(twice)).toBe(2 * steps(once));
+    // The first pass scores with the sampler's parameters; the second, after a step, sees the policy moved.
+    const mismatch = twice.map((r) => r["agent_0/mismatch/mean_abs_logp_diff"]).filter((v): v is number => typeof v === "number");
+    expect(mismatch.length).toBe(steps(once));
+    for (const m of mismatch) expect(m).toBeLessThanOrEqual(1e-5);
+    expect(Math.max(...twice.map((r) => r["agent_0/drift/max_abs_logp_diff"]).filter((v): v is number => typeof v === "number"))).toBeGreaterThan(1e-6);
+    expect(once.some((r) => typeof r["agent_0/drift/max_abs_logp_diff"] === "number")).toBe(false);
   }, 120_000);
 
   // MARLHF learning on the demo's own task and base model (recipe: src/demo/preference.ts). Measured (2 cores,

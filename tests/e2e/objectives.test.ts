@@ -1,28 +1,32 @@
 // The clipped-ratio objectives in MAGRPO on tiny models made here (docs/objectives.md): every loss type trains (finite
 // losses, parameters move, its metrics logged), sampler and trainer agree on the same tokens, the options act (KL in
 // the loss, entropy, scaling, groupings, truncation mask, zero-variance filter), bad combinations fail by name, and
-// DAPO learns the cooperative task.
+// the shared reward of the demo rises under DAPO, GSPO and CISPO.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readJsonlMetrics, type JsonlRecord } from "../../src/logging/jsonl.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
+import { createDemoBaseModel, demoTrainerOptions } from "../../src/demo/recipes.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
-import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_CEILING } from "../../src/tasks/cover-vowels.js";
+import { SOLO_CEILING } from "../../src/tasks/cover-vowels.js";
+import { MARLOOTrainer } from "../../src/trainers/reinforce/baselines.js";
+import { CentralizedMAGRPOTrainer } from "../../src/trainers/reinforce/centralized.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-objectives-"));
 const base = path.join(scratch, "base");
-// The model tests/e2e/magrpo.test.ts learns the cooperative task with under CoMLRL's loss.
+// The demo's base model (the one tests/e2e/magrpo.test.ts learns the cooperative task with under CoMLRL's loss).
 const vowelsBase = path.join(scratch, "vowels");
 let tokenizer: ComlrlTokenizer;
+let vowelsTokenizer: ComlrlTokenizer;
 
 beforeAll(async () => {
   tokenizer = await createTinyModel(base, { seed: 11, hiddenSize: 32, numLayers: 1 });
-  await createTinyModel(vowelsBase, { seed: 7, hiddenSize: 64, numLayers: 2 });
+  vowelsTokenizer = await createDemoBaseModel(vowelsBase, 7);
 });
 
 const lengthReward: RewardFunction = (completions) => completions[0].map((a, j) => Math.min(a.length, completions[1][j].length) / 10 + (a.charCodeAt(0) % 3));
@@ -46,7 +50,7 @@ async function run(config: Record<string, unknown>, overrides: Partial<MAGRPOTra
   const after = trainer.agents.map((a) => Array.from(a.model.native.getParameter("model.layers.0.mlp.up_proj.weight")));
   await trainer.close();
   const updates = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
-  return { updates, moved: before.map((w, i) => w.some((x, j) => x !== after[i][j])) };
+  return { updates, moved: before.map((w, i) => w.some((x, j) => x !== after[i][j])), steps: trainer.agents.map((a) => a.updates) };
 }
 
 const values = (records: JsonlRecord[], key: string) => records.map((r) => r[key]).filter((v): v is number => typeof v === "number");
@@ -89,17 +93,51 @@ describe("clipped-ratio objectives in MAGRPO", () => {
     expect(values(updates, "agent_1/objective/policy_loss")).toEqual([]); // CoMLRL's loss has no clip metrics
   }, 120_000);
 
-  it("the zero-variance filter skips groups whose returns do not vary: no scoring, no update, the fraction logged", async () => {
+  it("the zero-variance filter skips groups whose returns do not vary: no scoring, no optimizer step, the fraction logged", async () => {
     const constant: RewardFunction = (completions) => completions[0].map(() => 1);
-    const { updates, moved } = await run({ lossType: "dapo", zeroVarianceFilter: 0, weightDecay: 0 }, { rewardFunc: constant });
+    const { updates, moved, steps } = await run({ lossType: "dapo", zeroVarianceFilter: 0 }, { rewardFunc: constant });
+    // Not a zero-gradient step either: AdamW's weight decay would move the weights.
+    expect(steps).toEqual([0, 0]);
     expect(moved).toEqual([false, false]);
+    expect(values(updates, "agent_0/loss")).toEqual([]);
     expect(values(updates, "agent_0/objective/zero_variance_filtered").every((f) => f === 1)).toBe(true);
     expect(values(updates, "agent_0/objective/zero_variance_filtered").length).toBeGreaterThan(0);
+    // The same run without the filter steps.
+    expect((await run({ lossType: "dapo" }, { rewardFunc: constant })).steps).toEqual([1, 1]);
+  }, 120_000);
+
+  it("the zero-variance filter on a mixed update: half the groups skipped, half the steps taken, 0.5 logged", async () => {
+    // One prompt's returns never vary; the other's do (the length reward).
+    const mixed: RewardFunction = (completions, context) => (context.item.prompt === "The red fox" ? completions[0].map(() => 1) : lengthReward(completions, context));
+    const config = { lossType: "dapo", rolloutBufferSize: 2, trainBatchSize: 1 };
+    const filtered = await run({ ...config, zeroVarianceFilter: 0 }, { rewardFunc: mixed });
+    expect(values(filtered.updates, "agent_0/objective/zero_variance_filtered")).toEqual([0.5]);
+    expect(values(filtered.updates, "agent_1/objective/zero_variance_filtered")).toEqual([0.5]);
+    expect(filtered.steps).toEqual([1, 1]);
+    expect((await run(config, { rewardFunc: mixed })).steps).toEqual([2, 2]);
   }, 120_000);
 
   it("masking truncated completions: when every completion hits maxNewTokens nothing is trained", async () => {
     const { moved } = await run({ lossType: "grpo", maskTruncatedCompletions: true, maxNewTokens: 1, weightDecay: 0 }, { rewardFunc: lengthReward });
     expect(moved).toEqual([false, false]);
+  }, 120_000);
+
+  it("the rest of the family takes an objective: centralized MAGRPO (dapo, 2 iterations) and MARLOO (cispo)", async () => {
+    // The roles' parts of a joint completion may be empty.
+    const roleLengths: RewardFunction = (completions) => completions[0].map((a, j) => (a.length - completions[1][j].length) / 10);
+    const central = await CentralizedMAGRPOTrainer.create({ ...options({ numAgents: 2, lossType: "dapo", epsilonHigh: 0.28, numIterations: 2, maxNewTokens: 8 }, { rewardFunc: roleLengths }), agents: undefined, agentModel: base });
+    await central.train();
+    await central.close();
+    const centralUpdates = readJsonlMetrics(path.join(central.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
+    expect(values(centralUpdates, "agent_0/objective/clip_ratio/high_mean").length).toBeGreaterThan(0);
+    for (const m of values(centralUpdates, "agent_0/mismatch/mean_abs_logp_diff")) expect(m).toBeLessThanOrEqual(1e-5);
+    expect(values(centralUpdates, "agent_0/drift/mean_abs_logp_diff").length).toBeGreaterThan(0);
+    const marloo = await MARLOOTrainer.create(options({ lossType: "cispo", epsilonHigh: 5, numIterations: 2 }));
+    await marloo.train();
+    await marloo.close();
+    const marlooUpdates = readJsonlMetrics(path.join(marloo.outputDir, "metrics.jsonl")).filter((r) => r.kind === "update");
+    expect(values(marlooUpdates, "agent_1/objective/clip_ratio/high_mean").length).toBeGreaterThan(0);
+    expect(marloo.agents.map((a) => a.updates)).toEqual([2, 2]);
   }, 120_000);
 
   it("refuses an objective on a path without the rollout's log-probs", async () => {
@@ -127,29 +165,33 @@ describe("sampler/trainer agreement", () => {
   });
 });
 
-describe("DAPO learns the cooperative task", () => {
-  it("the shared reward rises past what one writer can earn alone", async () => {
-    const trainer = await MAGRPOTrainer.create({
-      ...options({}),
-      agents: [vowelsBase, vowelsBase],
-      rewardFunc: coverVowelsRewardFunc,
-      formatters: coverVowelsFormatters((m) => tokenizer.applyChatTemplate(m, { addGenerationPrompt: true })),
-      trainDataset: coverVowelsDataset(16),
-      config: {
-        numTurns: 1, numTrainEpochs: 30, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 2e-3, rolloutBufferSize: 2, trainBatchSize: 2,
-        loggingSteps: 1, evalInterval: 0, seed: 7, lossType: "dapo", epsilonHigh: 0.28, numIterations: 2,
-      },
-    });
+// The demo's recipe (src/demo/recipes.ts: its base model, task and sampling) under each objective as the objectives
+// study trains it (scripts/study/objectives.ts, docs/objectives-study.md), for a few epochs.
+describe("the shared reward rises under the clipped objectives", () => {
+  const learns = async (config: Record<string, unknown>, epochs: number) => {
+    const recipe = demoTrainerOptions(vowelsBase, vowelsTokenizer, { outputDir: path.join(scratch, `learn-${Math.random().toString(36).slice(2)}`), epochs, seed: 1, quiet: true });
+    const trainer = await MAGRPOTrainer.create({ ...recipe, sampleLogInterval: 0, config: { ...recipe.config, ...config } });
     await trainer.train();
     await trainer.close();
     const rewards = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"))
       .filter((r) => r.kind === "train" && typeof r["turn_1/reward_mean"] === "number")
       .map((r) => r["turn_1/reward_mean"] as number);
+    // Two epochs of 16 items, one update per item: the first two epochs against the last two.
+    const window = 32;
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const first = mean(rewards.slice(0, 20));
-    const last = mean(rewards.slice(-20));
-    console.log(`cover-the-vowels with dapo: reward ${first.toFixed(2)} -> ${last.toFixed(2)} over ${rewards.length} logs`);
-    expect(last).toBeGreaterThan(first + 0.25);
-    expect(last).toBeGreaterThan(SOLO_CEILING);
-  }, 600_000);
+    return { first: mean(rewards.slice(0, window)), last: mean(rewards.slice(-window)) };
+  };
+
+  for (const [name, config, epochs] of [
+    ["dapo", { lossType: "dapo", scaleRewards: "group", epsilonHigh: 0.28, zeroVarianceFilter: 0, numIterations: 2 }, 10],
+    ["gspo (sequence ratios)", { lossType: "grpo", importanceSamplingLevel: "sequence", scaleRewards: "group", epsilon: 3e-4, epsilonHigh: 4e-4, numIterations: 2 }, 12],
+    ["cispo", { lossType: "cispo", scaleRewards: "group", epsilonHigh: 5, numIterations: 2 }, 10],
+  ] as const) {
+    it(`${name}: the demo's reward rises past what one writer can earn alone`, async () => {
+      const { first, last } = await learns(config, epochs);
+      console.log(`cover-the-vowels with ${name}: reward ${first.toFixed(3)} -> ${last.toFixed(3)} over ${epochs} epochs`);
+      expect(last).toBeGreaterThan(first + 0.25);
+      expect(last).toBeGreaterThan(SOLO_CEILING);
+    }, 120_000);
+  }
 });

@@ -5,8 +5,8 @@
 // Token accounting differs by design and the replay states it exactly: CoMLRL's MAGRPO feeds prompt + row[:-1] of the
 // EOS-padded generate() row and scores every position — it drops each completion's last token and scores the trailing
 // pads; ours scores a completion's own tokens up to its EOS. Handing our trainer the tokens CoMLRL scores
-// (`scoredCompletions`) reproduces its numbers, so the difference is exactly those tokens. Centralized MAGRPO scores up
-// to and including the first EOS in both.
+// (`scoredCompletions`) reproduces its numbers, so the difference is exactly those tokens; tokenAccounting "comlrl"
+// makes those rows from our own completions. Centralized MAGRPO scores up to and including the first EOS in both.
 //
 // One more difference shows only when the pad token is an input, as CoMLRL's scored pads are: transformers builds
 // Qwen2's embedding as nn.Embedding(..., padding_idx=pad_token_id), so the pad row of the (tied) embedding gets no
@@ -52,9 +52,39 @@ describe("CoMLRL 1.4.3 parity: MAGRPO family", () => {
     });
   }
 
+  const natural = (row: number[]) => (row.includes(golden.eos) ? row.slice(0, row.indexOf(golden.eos) + 1) : row);
+
+  // The four advantage modes on rows with a dropped last token and scored pads, and rows that all end with EOS (the
+  // longest ones' EOS dropped).
+  const accountingCases: Array<[string, any, number[][][], string]> = [
+    ...Object.entries<any>(golden.magrpo).map(([name, ref]): [string, any, number[][][], string] => [name, ref, golden.rows, `magrpo_${name}`]),
+    ["eos_ended", golden.magrpo_token_accounting.eos_ended, golden.magrpo_token_accounting.eos_ended.rows, "magrpo_eos_ended"],
+  ];
+  for (const [name, ref, rows, tensors] of accountingCases) {
+    it(`${name}: tokenAccounting "comlrl" on our own completions gives CoMLRL's loss and parameters`, async () => {
+      const trainer = await MAGRPOTrainer.create({
+        agents: [COMLRL_MODEL], numAgents: 1, rewardFunc: reward, trainDataset: [item], quiet: true,
+        outputDir: scratch(),
+        config: {
+          numTurns: 1, numGenerations: 3, rolloutBufferSize: 2, advantageMode: ref.config.advantageMode,
+          advantageNormalization: ref.config.advantageNormalization, tokenAccounting: "comlrl",
+        },
+      });
+      try {
+        const [result] = await trainer.update(samples(rows.map((node) => node.map(natural))));
+        expectClose(result.loss, ref.loss, LOSS_RTOL, "loss");
+        const model = trainer.agents[0].model.native;
+        const hidden = model.getParameter("model.norm.weight").length;
+        const padRow = (p: string, i: number) => p === "model.embed_tokens.weight" && Math.floor(i / hidden) === golden.eos;
+        expect(maxParamDiff((p) => model.getParameter(p), `${tensors}.after`, padRow).diff).toBeLessThanOrEqual(PARAM_ATOL);
+      } finally {
+        await trainer.close();
+      }
+    });
+  }
+
   it("the difference from our accounting is exactly the dropped last token and the scored pads", async () => {
     const ref = golden.magrpo.mean_unnormalized;
-    const natural = (row: number[]) => (row.includes(golden.eos) ? row.slice(0, row.indexOf(golden.eos) + 1) : row);
     const trainer = await MAGRPOTrainer.create({
       agents: [COMLRL_MODEL], numAgents: 1, rewardFunc: reward, trainDataset: [item], quiet: true,
       outputDir: scratch(),

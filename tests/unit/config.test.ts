@@ -8,6 +8,7 @@ import {
   mareinforceConfig,
   maremaxConfig,
   marlooConfig,
+  marlhfConfig,
   type MAGRPOConfig,
 } from "../../src/config/index.js";
 import { buildConfig, int } from "../../src/config/fields.js";
@@ -74,6 +75,7 @@ describe("MAGRPOConfig defaults", () => {
       zeroVarianceFilter: null,
       advantageGrouping: "joint",
       objectives: magrpoConfig().objectives,
+      tokenAccounting: "exact",
     };
     expect(magrpoConfig()).toEqual(expected);
     expect(magrpoConfig({})).toEqual(expected);
@@ -217,6 +219,19 @@ describe("MAGRPOConfig enums", () => {
     expect(() => magrpoConfig({ advantageMode: "median" as never })).toThrow("MAGRPOConfig.advantageMode must be one of");
     expect(magrpoConfig({ dtype: "bf16" as never }).dtype).toBe("bfloat16");
     expect(() => magrpoConfig({ dtype: "float16" as never })).toThrow('MAGRPOConfig.dtype must be one of "float32", "bfloat16"');
+  });
+
+  it("tokenAccounting is exact or comlrl, comlrl only with CoMLRL's objective and the MAGRPO family", () => {
+    expect(magrpoConfig({ tokenAccounting: "comlrl" }).tokenAccounting).toBe("comlrl");
+    expect(magrpoConfig({ token_accounting: "comlrl" } as never).tokenAccounting).toBe("comlrl");
+    expect(() => magrpoConfig({ tokenAccounting: "trl" as never })).toThrow('MAGRPOConfig.tokenAccounting must be one of "exact", "comlrl", got "trl"');
+    const objective = configError(() => magrpoConfig({ tokenAccounting: "comlrl", lossType: "dapo" }));
+    expect(objective.field).toBe("tokenAccounting");
+    expect(objective.message).toContain('lossType "dapo" needs tokenAccounting "exact"');
+    expect(marlhfConfig({ tokenAccounting: "comlrl" }).tokenAccounting).toBe("comlrl");
+    const backEnd = configError(() => marlhfConfig({ tokenAccounting: "comlrl", rlAlgorithm: "iac" }));
+    expect(backEnd.field).toBe("tokenAccounting");
+    expect(backEnd.message).toContain('rlAlgorithm "iac" needs "exact"');
   });
 
   it("device specs are validated at config time", () => {

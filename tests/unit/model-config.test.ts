@@ -86,7 +86,18 @@ describe("transformers 5 layout", () => {
     delete bare.n_embd;
     expect(() => parseModelConfig(bare)).toThrow(/n_embd is missing/);
     expect(() => parseModelConfig({ ...raw, rope_theta: 1e4 })).toThrow(/rope_theta is not supported for model_type "gpt2"/);
-    expect(() => parseModelConfig({ ...raw, attn_pdrop: 0.1 })).toThrow(/attn_pdrop 0.1 is not supported/);
+    // The Hub's GPT-2 files ship dropouts of 0.1: read as the rates training mode applies.
+    expect(decoder({ ...raw, attn_pdrop: 0.1, resid_pdrop: 0.2, embd_pdrop: 0.3 })).toMatchObject({ attentionDropout: 0.1, residualDropout: 0.2, embeddingDropout: 0.3 });
+    expect(decoder(raw)).toMatchObject({ attentionDropout: 0, residualDropout: 0, embeddingDropout: 0 });
+    expect(() => parseModelConfig({ ...raw, attn_pdrop: 1 })).toThrow(/attn_pdrop must be a number in \[0, 1\), got 1/);
+    expect(() => parseModelConfig({ ...raw, resid_pdrop: "0.1" })).toThrow(/resid_pdrop must be a number in \[0, 1\), got "0.1"/);
+    expect(() => parseModelConfig({ ...raw, embd_pdrop: -0.1 })).toThrow(/embd_pdrop must be a number in \[0, 1\)/);
+  });
+
+  it("dropout rates where transformers applies them: attention_dropout (rotary families), Phi-3's resid_pdrop; Phi-3's embd_pdrop unused, as in transformers 5", () => {
+    expect(decoder({ ...read("llama3"), attention_dropout: 0.1 })).toMatchObject({ attentionDropout: 0.1, residualDropout: 0, embeddingDropout: 0 });
+    expect(decoder({ ...read("phi3"), attention_dropout: 0.1, resid_pdrop: 0.2, embd_pdrop: 0.3 })).toMatchObject({ attentionDropout: 0.1, residualDropout: 0.2, embeddingDropout: 0 });
+    expect(() => decoder({ ...read("phi3"), embd_pdrop: 1.5 })).toThrow(/embd_pdrop must be a number in \[0, 1\)/);
   });
 
   it("output_router_logits: router_aux_loss_coef (transformers' default 0.001) on the causal-LM loss only; false: none", () => {
@@ -133,7 +144,7 @@ describe("refused by name", () => {
     ["a layer kind we do not run", (r) => (r.layer_types = ["chunked_attention", "full_attention"]), /layer_types holds "chunked_attention"/],
     ["layer_types of the wrong length", (r) => (r.layer_types = ["full_attention"]), /layer_types must list one kind per layer/],
     ["a dtype we do not load", (r) => (r.dtype = "float64"), /dtype "float64" is not supported/],
-    ["dropout", (r) => (r.attention_dropout = 0.1), /attention_dropout 0.1 is not supported/],
+    ["a dropout rate outside [0, 1)", (r) => (r.attention_dropout = 1), /attention_dropout must be a number in \[0, 1\), got 1/],
     ["an activation", (r) => (r.hidden_act = "relu"), /hidden_act "relu" is not supported/],
   ];
   for (const [what, change, message] of cases) {
@@ -168,6 +179,7 @@ const DORMANT: Record<string, string> = {
   "gpt2.summary_use_proj": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
   "gpt2.summary_proj_to_labels": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
   "gpt2.summary_first_dropout": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
+  "phi3.embd_pdrop": "transformers 5's Phi-3 applies no embedding dropout",
 };
 
 function mutations(value: unknown): unknown[] {

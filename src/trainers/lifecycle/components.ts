@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../../models/config.js";
-import type { CausalLM } from "../../models/causal-lm.js";
+import { DROPOUT_STREAM, type CausalLM } from "../../models/causal-lm.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import type { ValueHead } from "../../models/value-head.js";
 import { writeFileChecked } from "../../util/atomic.js";
@@ -222,6 +222,8 @@ export class ComponentRegistry {
 }
 
 const GENERATOR_FILE = "generator.bin";
+/** The dropout stream's state (same device type as generator.bin's), so a resumed update drops what it would have. */
+const DROPOUT_GENERATOR_FILE = "generator-dropout.bin";
 /** The device type ("cpu", "cuda") whose generator wrote generator.bin: a CPU generator's state (~5 KB of Mersenne
  * twister) and a CUDA one's (seed and offset) are different things, and neither can continue the other's stream. */
 const GENERATOR_DEVICE_FILE = "generator.json";
@@ -251,24 +253,35 @@ function checkGeneratorDevice(dir: string, model: CausalLM): void {
 }
 
 /**
- * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the default sampling stream's
- * state (other streams, e.g. evaluation's, are re-seeded when used and need no saving).
+ * A causal LM as a component module: Hugging Face layout with its tokenizer, plus the states of the default
+ * sampling stream and of the dropout stream (other streams, e.g. evaluation's, are re-seeded when used and need no
+ * saving).
  */
 export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | null): ComponentModule {
+  // Dropout rates are described beside the architecture and only when one is set: a model without dropout never
+  // draws from its dropout stream, so its description and its checkpoint (which may then lack that stream's file)
+  // are those of a model that has no such stream.
+  const { attentionDropout, residualDropout, embeddingDropout, ...architecture } = decoderConfigOf(model.config);
+  const dropout = { attentionDropout, residualDropout, embeddingDropout };
+  const drops = Object.values(dropout).some((rate) => rate > 0);
   return {
     key: model,
-    describe: () => ({ architecture: { ...decoderConfigOf(model.config) }, ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
+    describe: () => ({ architecture, ...(drops ? { dropout } : {}), ...(tokenizer ? { vocabSize: tokenizer.vocabSize } : {}) }),
     saveState: async (dir) => {
       await model.save(dir, { tokenizer: tokenizer ?? undefined });
       await writeFileChecked(path.join(dir, GENERATOR_FILE), model.generatorState());
+      await writeFileChecked(path.join(dir, DROPOUT_GENERATOR_FILE), model.generatorState(DROPOUT_STREAM));
       await writeFileChecked(path.join(dir, GENERATOR_DEVICE_FILE), `${JSON.stringify({ device: deviceType(model.info().device) })}\n`);
     },
     loadState: async (dir) => {
       checkGeneratorDevice(dir, model);
       await model.loadWeights(dir);
-      const generator = path.join(dir, GENERATOR_FILE);
-      if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
-      model.setGeneratorState(new Uint8Array(readFileSync(generator)));
+      for (const [file, stream] of [[GENERATOR_FILE, undefined], [DROPOUT_GENERATOR_FILE, DROPOUT_STREAM]] as const) {
+        const generator = path.join(dir, file);
+        if (!existsSync(generator) && stream === DROPOUT_STREAM && !drops) continue;
+        if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
+        model.setGeneratorState(new Uint8Array(readFileSync(generator)), stream);
+      }
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
     dispose: () => model.dispose(),

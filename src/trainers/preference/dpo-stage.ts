@@ -37,7 +37,10 @@ export class DpoTraining {
     private readonly preferences: PreferencePairs,
     /** Whether there is held-out data to evaluate on. */
     private readonly hasEvalData: boolean,
-  ) {}
+  ) {
+    // CoMLRL's MADPO (and its iterative form) trains its agents in train mode: their dropout acts in the DPO backward.
+    for (const agent of agents) agent.model.train();
+  }
 
   /** numTrainEpochs over the pairs; evaluation counted in DPO steps, before step s when s % evalInterval is 0. */
   stage(): TrainingStage {

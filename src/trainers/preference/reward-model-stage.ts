@@ -54,6 +54,8 @@ export class RewardModelTraining {
     const c = this.config;
     const { source, device } = this.source;
     const rm = await JointRewardModel.load(source, { device, dtype: c.dtype, seed: c.seed, maxLength: c.rewardMaxLength, freezeBackbone: c.rewardFreezeBackbone });
+    // CoMLRL trains its reward model in train mode; its later scoring computes no gradients, so no dropout acts there.
+    rm.model.train();
     const optimizer = new Optimizer(c.rewardFreezeBackbone ? rm.head : [{ module: rm.model }, { module: rm.head }], adamW(c, c.rewardLearningRate));
     this.current = { model: rm, optimizer };
     await place({ name: "reward_model", module: causalLMModule(rm.model, rm.tokenizer), optimizer, ownsModule: true, exportDir: "reward_model" });

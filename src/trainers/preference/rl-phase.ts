@@ -134,6 +134,6 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     registerCritics(setUp.registry, learner.critics, () => "critic", () => "critic");
     return learner;
   }
-  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n, numIterations: 1 }));
+  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n, numIterations: c.rlNumIterations }));
   return new MAGRPOLearner(magrpo, actors.agents, options, environment, host);
 }

@@ -2,9 +2,10 @@
 // the shared lifecycle around MAGRPOLearner, which MARLHF's RL phase also runs in its own host. The rollout plumbing
 // (buffers, drains, minibatch planning, per-turn metrics, evaluation) is RolloutLearner's; this file holds MAGRPO's
 // rollout settings, its advantages and its update rule.
-import { magrpoConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
+import { magrpoConfig, type CentralizedMAGRPOConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
 import { comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
 import { advantages, shapeReturns } from "../../rollout/advantages.js";
+import { comlrlScoredCompletions } from "../../rollout/token-accounting.js";
 import { sampleRows, type RolloutEnvironment, type RolloutSettings, type rolloutItem } from "../../rollout/tree.js";
 import type { NodeSample } from "../../rollout/types.js";
 import { defaultOutputDir, setUpActors } from "../actors.js";
@@ -102,6 +103,8 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
   constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, host: StageHost) {
     super(config, agents, options, environment, host);
     this.objectiveSteps = new ObjectiveSteps(config, agents, options.scoring ?? "batched");
+    // CoMLRL's MAGRPO trains its agents in train mode: their dropout acts in the policy-gradient forwards.
+    for (const agent of agents) agent.model.train();
   }
 
   protected get rolloutSettings(): RolloutSettings {
@@ -142,11 +145,14 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
 
   /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize (numIterations passes of them). */
   protected minibatchesOf(group: NodeSample[]): NodeSample[][] {
-    return this.objectiveSteps.passes(group, RolloutLearner.chunks(this.host.random.shuffle(group), this.config.trainBatchSize));
+    const trained = this.objectiveSteps.trained(group);
+    return this.objectiveSteps.passes(trained, RolloutLearner.chunks(this.host.random.shuffle(trained), this.config.trainBatchSize));
   }
 
   override async update(samples: NodeSample[]): Promise<UpdateRecord[]> {
-    this.objectiveSteps.prepare(samples);
+    for (const [agent, fraction] of this.objectiveSteps.prepare(samples)) {
+      this.host.logger?.log("update", { [`agent_${agent}/objective/zero_variance_filtered`]: fraction }, this.progress.envStep);
+    }
     return super.update(samples);
   }
 
@@ -163,7 +169,7 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
           objective = result.objective;
           return result.loss;
         }
-      : () => this.backward(agent, this.policyRows(minibatch));
+      : () => this.backward(agent, this.policyRows(minibatch, agent));
     await step({
       component: `agent_${agent.index}`,
       optimizer: agent.optimizer,
@@ -180,14 +186,21 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
     }
   }
 
-  /** Each completion's weight −A_k / (K · |mb|), A from the (KL-shaped) returns by the advantage mode. */
-  protected policyRows(minibatch: NodeSample[]): PolicyRows {
+  /**
+   * Each completion's weight −A_k / (K · |mb|), A from the (KL-shaped) returns by the advantage mode; with
+   * tokenAccounting "comlrl" each completion is the row CoMLRL scores (a row left empty scores nothing there either).
+   * Centralized MAGRPO there scores every joint token up to EOS, as "exact" does.
+   */
+  protected policyRows(minibatch: NodeSample[], agent: Agent): PolicyRows {
     const c = this.config;
+    const comlrlRows = c.tokenAccounting === "comlrl" && (c as Partial<CentralizedMAGRPOConfig>).collaborationMode !== "centralized";
     const rows: PolicyRows = { prompts: [], completions: [], weights: [] };
     for (const sample of minibatch) {
       const shaped = c.referenceKlEnabled ? shapeReturns(sample.returns, sample.referenceKl, c.referenceKlCoef) : sample.returns;
       const a = advantages(shaped, c.advantageMode, c.advantageNormalization);
-      sample.completionIds.forEach((ids, k) => {
+      const completions = comlrlRows ? comlrlScoredCompletions(sample.completionIds, agent.tokenizer.padTokenId) : sample.completionIds;
+      completions.forEach((ids, k) => {
+        if (ids.length === 0) return;
         rows.prompts.push(sample.promptIds);
         rows.completions.push(ids);
         rows.weights.push(a[k] / (sample.completionIds.length * minibatch.length));

@@ -234,7 +234,6 @@ function isComlrlPath(objective: AgentObjective): boolean {
  */
 export class ObjectiveSteps {
   private advantages = new Map<NodeSample, readonly number[]>();
-  private filteredFraction = new Map<number, number>();
 
   constructor(
     private readonly config: ObjectiveStepsConfig,
@@ -260,29 +259,39 @@ export class ObjectiveSteps {
     return iterations === 1 ? minibatches : Array.from({ length: iterations }, () => minibatches).flat();
   }
 
-  /** The advantages of every handled agent's samples of this update. */
-  prepare(samples: readonly NodeSample[]): void {
+  /**
+   * The samples of a turn that train: those the zero-variance filter kept. Filtered ones leave the minibatches
+   * before they are planned, so a turn whose groups are all filtered takes no optimizer step at all.
+   */
+  trained(group: NodeSample[]): NodeSample[] {
+    if (group.length === 0 || this.config.objectives[group[0].agent].zeroVarianceFilter === null) return group;
+    return group.filter((s) => this.advantages.has(s));
+  }
+
+  /**
+   * The advantages of every handled agent's samples of this update; returns, per agent with a zero-variance filter,
+   * the fraction of its groups the filter skipped.
+   */
+  prepare(samples: readonly NodeSample[]): Map<number, number> {
     this.advantages.clear();
-    this.filteredFraction.clear();
+    const filteredFraction = new Map<number, number>();
     this.config.objectives.forEach((objective, agent) => {
       if (isComlrlPath(objective)) return;
       const mine = samples.filter((s) => s.agent === agent);
       const update = updateAdvantages(mine, objective, this.config);
       for (const [sample, a] of update.of) this.advantages.set(sample, a);
-      if (objective.zeroVarianceFilter !== null) this.filteredFraction.set(agent, update.groups > 0 ? update.filtered / update.groups : 0);
+      if (objective.zeroVarianceFilter !== null && update.groups > 0) filteredFraction.set(agent, update.filtered / update.groups);
     });
+    return filteredFraction;
   }
 
   /** One minibatch's gradient under the agent's objective; the caller steps the optimizer. */
   async backward(agent: Agent, minibatch: readonly NodeSample[]): Promise<{ loss: number; objective: Record<string, number> }> {
     const objective = this.config.objectives[agent.index];
-    const metrics: Record<string, number> = {};
-    const filtered = this.filteredFraction.get(agent.index);
-    if (filtered !== undefined) metrics["objective/zero_variance_filtered"] = filtered;
-    if (objective.lossType === "comlrl") return { loss: await this.comlrlBackward(agent, minibatch, objective), objective: metrics };
+    if (objective.lossType === "comlrl") return { loss: await this.comlrlBackward(agent, minibatch, objective), objective: {} };
     const beta = this.config.referenceKlEnabled && objective.klIn === "loss" ? this.config.referenceKlCoef : 0;
     const result = await objectiveBackward(agent, minibatch, this.advantages, { objective, maxNewTokens: this.config.maxNewTokens, beta });
-    return { loss: result?.loss ?? 0, objective: { ...metrics, ...result?.metrics } };
+    return { loss: result?.loss ?? 0, objective: result?.metrics ?? {} };
   }
 
   /** CoMLRL's loss (1/|mb|) Σ (1/K) Σ_k −A_k · log π over the kept samples, with this objective's advantages. */

@@ -1,7 +1,8 @@
-// Python shared by the grader and the code's process: a timer that interrupts what runs under it (SIGALRM raises
-// TestTimeout, a BaseException, so only code that catches everything can swallow it; the wall clock ends that), and
-// the error description both report.
-export const TIMER_SOURCE = String.raw`
+# Shared by grader.py and candidate.py (programs.ts puts it ahead of each): a timer that interrupts what runs under it
+# (SIGALRM raises TestTimeout, a BaseException, so only code that catches everything can swallow it; the wall clock
+# ends that), and the error description both report.
+import signal
+
 class TestTimeout(BaseException):
     pass
 
@@ -19,4 +20,3 @@ def timed(seconds, run):
 
 def describe(error):
     return {"errorType": type(error).__name__, "message": str(error)[:500]}
-`;

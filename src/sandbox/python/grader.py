@@ -1,17 +1,15 @@
-// The trusted side of a sandboxed run, and the sandbox's first process: it applies the resource limits (inherited by
-// everything it starts), makes itself undumpable (so the code's process, the same user, can neither trace it nor read
-// its memory or descriptors through /proc), checks the code's syntax, splits each test, starts the code's own process
-// (candidate.ts) and judges what comes back. A test `assert <expr>` is split when every call of the entry point in it
-// is evaluated unconditionally and takes arguments that hold no such call: the arguments are evaluated here and sent
-// as plain values, the code's process sends the return values back as plain values, and the rest of the expression
-// runs here, on genuine builtins and modules. Any other test runs in the code's process as before and is reported as
-// in-process (its verdict could be forged). The grader reports one JSON line per event on fd 3, flushed as it goes.
-// The request comes on stdin: {"code", "tests", "entryPoint" (or null), "testSetup", "testTimeout" (s), "maxTimeouts",
-// "limits", "candidate" (the code's program)}.
-import { CODEC_SOURCE } from "./codec.js";
-import { TIMER_SOURCE } from "./timer.js";
-
-export const GRADER_SOURCE = String.raw`
+# The trusted side of a sandboxed run, and the sandbox's first process: it applies the resource limits (inherited by
+# everything it starts), makes itself undumpable (so the code's process, the same user, can neither trace it nor read
+# its memory or descriptors through /proc), checks the code's syntax, splits each test, starts the code's own process
+# (candidate.py) and judges what comes back. A test `assert <expr>` is split when every call of the entry point in it
+# is evaluated unconditionally and takes arguments that hold no such call: the arguments are evaluated here and sent
+# as plain values, the code's process sends the return values back as plain values, and the rest of the expression
+# runs here, on genuine builtins and modules. Any other test runs in the code's process as before and is reported as
+# in-process (its verdict could be forged). The grader reports one JSON line per event on fd 3, flushed as it goes.
+# The request comes on stdin: {"code", "tests", "entryPoint" (or null), "testSetup", "testTimeout" (s), "maxTimeouts",
+# "limits", "candidate" (the code's program)}.
+# programs.ts runs this after codec.py (encode, decode, load_plain_json) and timer.py (timed, TestTimeout, describe),
+# as one program.
 import ast, builtins, ctypes, json, math, os, resource, signal, subprocess, sys
 
 request = json.loads(sys.stdin.read())
@@ -25,11 +23,9 @@ if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
 report = os.fdopen(3, "w", buffering=1)
 def emit(**event):
     report.write(json.dumps(event) + "\n")
-${CODEC_SOURCE}
+
 # The largest result line read from the code's process: 4 MiB of plain values, with room for the framing.
 LINE_LIMIT = (1 << 22) + 4096
-
-${TIMER_SOURCE}
 
 code = request["code"]
 try:
@@ -237,4 +233,3 @@ if status < 0 and (len(decided) < len(tests) or loaded is None):
         signal.signal(-status, signal.SIG_DFL)
     os.kill(os.getpid(), -status)
 sys.exit(status if status > 0 and len(decided) < len(tests) else 0)
-`;

@@ -1,26 +1,21 @@
-// The program that runs the model's code, started by the grader (grader.ts) inside the sandbox. It holds no reporting
-// channel, no expected values and nothing of the grader: its request (on stdin) is the code, and per test either the
-// entry point's argument lists (plain values) or, for a test the grader could not split, the test's source. It
-// writes one JSON line per event on the descriptor named by its first argument: the load's outcome, then per test the
-// encoded return values (the grader judges them), or the test's own outcome for an in-process test, or the error,
-// timeout or skip. Whatever it writes there is data the grader checks, never a verdict it takes on trust.
-// The request: {"code", "entryPoint", "tests": [{"calls": [[args, kwargs], ...]} | {"source"}], "testTimeout" (s), "maxTimeouts"}.
-import { CODEC_SOURCE } from "./codec.js";
-import { TIMER_SOURCE } from "./timer.js";
-
-export const CANDIDATE_SOURCE = String.raw`
+# The program that runs the model's code, started by the grader (grader.py) inside the sandbox. It holds no reporting
+# channel, no expected values and nothing of the grader: its request (on stdin) is the code, and per test either the
+# entry point's argument lists (plain values) or, for a test the grader could not split, the test's source. It
+# writes one JSON line per event on the descriptor named by its first argument: the load's outcome, then per test the
+# encoded return values (the grader judges them), or the test's own outcome for an in-process test, or the error,
+# timeout or skip. Whatever it writes there is data the grader checks, never a verdict it takes on trust.
+# The request: {"code", "entryPoint", "tests": [{"calls": [[args, kwargs], ...]} | {"source"}], "testTimeout" (s), "maxTimeouts"}.
+# programs.ts runs this after codec.py (encode, decode) and timer.py (timed, TestTimeout, describe), as one program.
 import builtins, json, math, os, signal, sys
 
 channel = os.fdopen(int(sys.argv[1]), "w", buffering=1)
 request = json.loads(sys.stdin.read())
-${CODEC_SOURCE}
+
 # A result line larger than this is refused here; the grader refuses it too, whatever this process claims.
 RESULT_LIMIT = 1 << 22
 
 def send(**event):
     channel.write(json.dumps(event) + "\n")
-
-${TIMER_SOURCE}
 
 namespace = {"__name__": "solution", "__builtins__": builtins, "math": math}
 try:
@@ -62,4 +57,3 @@ for index, test in enumerate(request["tests"]):
         send(kind="test", index=index, status="timeout", errorType="Timeout", message="test execution timed out")
     except BaseException as error:
         send(kind="test", index=index, status="fail", **describe(error))
-`;

@@ -1,8 +1,10 @@
-// Plain Python values as JSON, the only thing that crosses between the grader and the code's process: None, bool,
-// int, str and list are JSON's own; float (as float.hex, so exact, nan and -0.0 included), complex, bytes, tuple,
-// dict, set and frozenset are one-key tagged objects. encode takes only the exact builtin types (a subclass could
-// carry its own __eq__); decode builds only them and refuses anything else, floats outside their tag included.
-export const CODEC_SOURCE = String.raw`
+# Plain Python values as JSON, the only thing that crosses between the grader and the code's process: None, bool,
+# int, str and list are JSON's own; float (as float.hex, so exact, nan and -0.0 included), complex, bytes, tuple,
+# dict, set and frozenset are one-key tagged objects. encode takes only the exact builtin types (a subclass could
+# carry its own __eq__); decode builds only them and refuses anything else, floats outside their tag included.
+# Shared by grader.py and candidate.py: programs.ts puts it ahead of each.
+import json
+
 MAX_DEPTH = 100
 
 class NotPlain(TypeError):
@@ -66,4 +68,3 @@ def reject_json_float(text):
 
 def load_plain_json(line):
     return json.loads(line, parse_float=reject_json_float, parse_constant=reject_json_float)
-`;

@@ -1,0 +1,138 @@
+"""The learning-parity page's table and curves from docs/data/learning-parity.json (compare_learning.py writes it).
+
+    python3 scripts/reference/learning_report.py [--data docs/data/learning-parity.json]
+
+Writes docs/learning-parity.svg (one panel per trainer: each side's mean reward per epoch over its seeds, with a band
+of ± one standard error) and rewrites the table between `<!-- learning-table -->` and `<!-- /learning-table -->` in
+docs/learning-parity.md: per trainer and side the end reward (the mean of the last 3 epochs, one value per seed) as
+mean ± standard error, and CoMLRL's end minus ours in units of the difference's standard error
+(√(se_comlrl² + se_ours²); seeds are independent draws on each side, not pairs). Standard library only.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TRAINERS = ["magrpo", "iac", "maac", "madpo", "marlhf"]
+NAMES = {"magrpo": "MAGRPO", "iac": "IAC", "maac": "MAAC", "madpo": "MADPO", "marlhf": "MARLHF"}
+END_EPOCHS = 3
+# (side, accounting) → label and colour
+SERIES = [
+    (("comlrl", "comlrl-1.4.3"), "CoMLRL 1.4.3", "#d62728"),
+    (("ours", "exact"), "ours", "#1f77b4"),
+    (("ours", "comlrl"), 'ours, tokenAccounting "comlrl"', "#2ca02c"),
+]
+
+
+def mean_se(values):
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else float("nan")
+    return mean, sd / math.sqrt(n)
+
+
+def groups(data):
+    """(trainer, side, accounting) → the runs' curves, for the one epoch count of the file."""
+    out = {}
+    for run in data["runs"]:
+        out.setdefault((run["trainer"], run["side"], run["accounting"]), []).append(run["curve"])
+    return out
+
+
+def table(data):
+    by = groups(data)
+    lines = ["| trainer | side | seeds | end reward (epochs 13–15), mean ± s.e. | CoMLRL − this side | in s.e. of the difference |",
+             "|---|---|---:|---:|---:|---:|"]
+    for trainer in TRAINERS:
+        comlrl = by.get((trainer, "comlrl", "comlrl-1.4.3"))
+        if not comlrl:
+            continue
+        ends = {key: [sum(c[-END_EPOCHS:]) / END_EPOCHS for c in curves] for key, curves in by.items() if key[0] == trainer}
+        c_mean, c_se = mean_se(ends[(trainer, "comlrl", "comlrl-1.4.3")])
+        for (side, accounting), label, _ in SERIES:
+            values = ends.get((trainer, side, accounting))
+            if not values:
+                continue
+            m, se = mean_se(values)
+            if side == "comlrl":
+                lines.append(f"| {NAMES[trainer]} | {label} | {len(values)} | {m:.3f} ± {se:.3f} | | |")
+            else:
+                diff, diff_se = c_mean - m, math.sqrt(c_se ** 2 + se ** 2)
+                lines.append(f"| {NAMES[trainer]} | {label} | {len(values)} | {m:.3f} ± {se:.3f} | {diff:+.3f} ± {diff_se:.3f} | {diff / diff_se:+.1f} |")
+    shifts = []
+    for trainer in TRAINERS:
+        exact, comlrl = (by.get((trainer, "ours", a)) for a in ("exact", "comlrl"))
+        if exact and comlrl:
+            (m1, se1), (m2, se2) = (mean_se([sum(c[-END_EPOCHS:]) / END_EPOCHS for c in curves]) for curves in (exact, comlrl))
+            diff, diff_se = m2 - m1, math.sqrt(se1 ** 2 + se2 ** 2)
+            shifts.append(f"- {NAMES[trainer]}: ours with tokenAccounting \"comlrl\" minus ours exact, {diff:+.3f} ± {diff_se:.3f} ({diff / diff_se:+.1f} s.e.)")
+    return "\n".join(lines + ([""] + shifts if shifts else []))
+
+
+def svg(data):
+    by = groups(data)
+    trainers = [t for t in TRAINERS if (t, "comlrl", "comlrl-1.4.3") in by]
+    epochs = max(len(r["curve"]) for r in data["runs"])
+    cols, panel_w, panel_h, top, left = 3, 300, 220, 56, 46
+    rows = math.ceil(len(trainers) / cols)
+    width, height = cols * panel_w + 20, top + rows * panel_h + 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">Mean task reward per epoch on the demo, ± 1 s.e. over seeds</text>']
+    for i, ((side, accounting), label, colour) in enumerate(SERIES):
+        x = 20 + i * 240
+        out.append(f'<line x1="{x}" y1="38" x2="{x + 18}" y2="38" stroke="{colour}" stroke-width="2"/><text x="{x + 24}" y="42">{label}</text>')
+    for p, trainer in enumerate(trainers):
+        ox, oy = 10 + (p % cols) * panel_w + left, top + (p // cols) * panel_h
+        w, h = panel_w - left - 14, panel_h - 46
+        sx = lambda e: ox + (e - 1) / max(epochs - 1, 1) * w  # noqa: E731
+        sy = lambda r: oy + 18 + (1 - r) * h  # noqa: E731
+        seeds = len(by[(trainer, "comlrl", "comlrl-1.4.3")])
+        out.append(f'<text x="{ox + w / 2}" y="{oy + 10}" text-anchor="middle" font-weight="bold">{NAMES[trainer]} ({seeds} seeds a side)</text>')
+        for r in (0, 0.25, 0.5, 0.75, 1.0):
+            out.append(f'<line x1="{ox}" y1="{sy(r):.1f}" x2="{ox + w}" y2="{sy(r):.1f}" stroke="#e5e5e5"/>'
+                       f'<text x="{ox - 4}" y="{sy(r) + 4:.1f}" text-anchor="end">{r:.2f}</text>')
+        for e in range(1, epochs + 1, 2):
+            out.append(f'<text x="{sx(e):.1f}" y="{oy + h + 32}" text-anchor="middle">{e}</text>')
+        out.append(f'<text x="{ox + w / 2}" y="{oy + h + 44}" text-anchor="middle">epoch</text>')
+        for (side, accounting), label, colour in SERIES:
+            curves = by.get((trainer, side, accounting))
+            if not curves:
+                continue
+            stats = [mean_se([c[e] for c in curves]) for e in range(epochs)]
+            upper = [f"{sx(e + 1):.1f},{sy(m + se):.1f}" for e, (m, se) in enumerate(stats)]
+            lower = [f"{sx(e + 1):.1f},{sy(m - se):.1f}" for e, (m, se) in reversed(list(enumerate(stats)))]
+            out.append(f'<polygon points="{" ".join(upper + lower)}" fill="{colour}" fill-opacity="0.15" stroke="none"/>')
+            line = " ".join(f"{sx(e + 1):.1f},{sy(m):.1f}" for e, (m, _) in enumerate(stats))
+            out.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=os.path.join(ROOT, "docs", "data", "learning-parity.json"))
+    parser.add_argument("--page", default=os.path.join(ROOT, "docs", "learning-parity.md"))
+    parser.add_argument("--svg", default=os.path.join(ROOT, "docs", "learning-parity.svg"))
+    options = parser.parse_args()
+    with open(options.data) as f:
+        data = json.load(f)
+    with open(options.svg, "w") as f:
+        f.write(svg(data))
+    text = table(data)
+    if os.path.exists(options.page):
+        with open(options.page) as f:
+            page = f.read()
+        block = re.compile(r"(<!-- learning-table -->\n).*?(<!-- /learning-table -->)", re.S)
+        if not block.search(page):
+            raise SystemExit(f"{options.page}: no <!-- learning-table --> … <!-- /learning-table --> block")
+        with open(options.page, "w") as f:
+            f.write(block.sub(lambda m: m.group(1) + text + "\n" + m.group(2), page))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
