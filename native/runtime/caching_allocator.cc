@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
@@ -73,6 +74,7 @@ class CachingCpuAllocator final : public c10::Allocator {
         free_.erase(fit);
         return data;
       }
+      EvictFor(size);
     }
     void* data;
     try {
@@ -101,6 +103,20 @@ class CachingCpuAllocator final : public c10::Allocator {
       }
     }
     c10::free_cpu(data);
+  }
+
+  // A miss gives back cached blocks, the largest first, of at least the size it is about to take from the system:
+  // then the live bytes plus the cached ones never exceed the most bytes that were ever live at once, and the cache
+  // costs no peak memory. Blocks freed by a step are still reused by the next step of the same shapes. Holds mutex_.
+  void EvictFor(size_t size) {
+    size_t evicted = 0;
+    while (evicted < size && !free_.empty()) {
+      const auto largest = std::prev(free_.end());
+      evicted += largest->first;
+      cached_ -= largest->first;
+      c10::free_cpu(largest->second);
+      free_.erase(largest);
+    }
   }
 
   void ReleaseCache() {

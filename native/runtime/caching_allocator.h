@@ -9,8 +9,10 @@ namespace comlrl {
 // Why: glibc hands large blocks back to the kernel when they are freed (everything over 32 MiB always), so every
 // training step faulted its activations, logits and gradients in again, page by page, zeroed: ~200,000 page faults
 // and ~15% of a 21M model's step. Freed blocks are kept, by size, up to a limit (a quarter of physical memory, or
-// COMLRL_CPU_CACHE_MB); a request takes the smallest cached block that fits with at most 25% to spare. When
-// allocation fails, the cache is released and the allocation retried. COMLRL_CPU_CACHE_MB=0 turns it off.
+// COMLRL_CPU_CACHE_MB); a request takes the smallest cached block that fits with at most 25% to spare. A request
+// no cached block fits first gives back cached blocks of at least its size, so that cached and live blocks together
+// never exceed the most the live ones ever took at once. When allocation fails, the cache is released and the
+// allocation retried. COMLRL_CPU_CACHE_MB=0 turns it off.
 void InstallCachingCpuAllocator();
 
 // Bytes held in freed blocks awaiting reuse, and the limit (0 when the cache is off).

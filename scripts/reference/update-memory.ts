@@ -1,8 +1,10 @@
-// Peak memory of MAGRPO updates at Qwen's vocabulary (151,936) with few layers, the LM head scored whole against
-// in blocks of rows (docs/memory.md). Each run is its own process (a process's peak cannot be reset); runs alternate
-// between the two heads. Writes the runs and their medians as JSON.
+// Peak memory of MAGRPO updates at Qwen's vocabulary (151,936) with few layers (docs/memory.md): the LM head scored
+// whole against in blocks of rows, the CPU caching allocator at its default limit against off, and this checkout
+// against another (`--before DIR`: a checkout of an earlier commit, its addon the same). Each run is its own process
+// (a process's peak cannot be reset); runs alternate over the variants. Writes the runs and their medians as JSON.
 //
-//   npx tsx scripts/reference/update-memory.ts --layers 2,4 --pairs 2 --out docs/data/scoring-memory.json
+//   npx tsx scripts/reference/update-memory.ts --layers 2,4 --pairs 2 --heads whole,blocked --caches default,0 \
+//     --before /tmp/comlrl-before --out docs/data/update-memory.json
 //
 // The model is random (Qwen2 layout, hidden 896, MLP 4864, 14 / 2 heads, tied embeddings: Qwen2.5-0.5B's shape but
 // for its depth) with the demo's tokenizer, its vocabulary padded with "<id>" tokens up to the model's, so that a
@@ -30,6 +32,10 @@ const { values } = parseArgs({
     layers: { type: "string", default: "2,4" },
     pairs: { type: "string", default: "2" },
     out: { type: "string" },
+    heads: { type: "string", default: "whole,blocked" },
+    // COMLRL_CPU_CACHE_MB per variant: "default" leaves it unset (a quarter of physical memory).
+    caches: { type: "string", default: "default" },
+    before: { type: "string" },
     models: { type: "string", default: path.join("bench", "results", "update-memory-models") },
     // The child's options: one run.
     child: { type: "boolean", default: false },
@@ -97,30 +103,58 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+interface Variant {
+  name: string;
+  head: string;
+  cache: string;
+  /** The checkout whose scripts/reference/update-memory.ts runs the child. */
+  tree: string;
+}
+
+function variants(): Variant[] {
+  const trees = [["after", path.resolve(import.meta.dirname, "..", "..")], ...(values.before ? [["before", path.resolve(values.before)]] : [])];
+  return trees.flatMap(([code, tree]) =>
+    values.heads!.split(",").flatMap((head) =>
+      values.caches!.split(",").map((cache) => ({ name: `${values.before ? `${code} ` : ""}${head}, cache ${cache}`, head, cache, tree })),
+    ),
+  );
+}
+
+type Run = Record<string, unknown> & { variant: string; peakRssMiB: number; phasePeakRssMiB: Record<string, number>; seconds: number };
+
+function runChild(variant: Variant, dir: string): Run {
+  const env = { ...process.env };
+  if (variant.cache === "default") delete env.COMLRL_CPU_CACHE_MB;
+  else env.COMLRL_CPU_CACHE_MB = variant.cache;
+  const script = path.join(variant.tree, "scripts", "reference", "update-memory.ts");
+  const done = spawnSync(process.execPath, ["--import", "tsx", script, "--child", "--model", dir, "--head", variant.head], { encoding: "utf8", env, cwd: variant.tree });
+  if (done.status !== 0) throw new Error(`${variant.name} run failed:\n${done.stderr.slice(-4000)}`);
+  return { ...JSON.parse(done.stdout.trim().split("\n").at(-1)!), variant: variant.name };
+}
+
 async function drive(): Promise<void> {
   const layers = values.layers!.split(",").map(Number);
   const pairs = Number(values.pairs);
+  const all = variants();
   const rows = [];
   for (const depth of layers) {
     const dir = path.resolve(values.models!, `qwen-vocab-${depth}-layers`);
     await makeModel(dir, depth);
-    const runs: Array<Record<string, unknown> & { head: string; peakRssMiB: number; phasePeakRssMiB: Record<string, number>; seconds: number }> = [];
+    const runs: Run[] = [];
     for (let pair = 0; pair < pairs; pair++) {
-      for (const head of pair % 2 === 0 ? ["whole", "blocked"] : ["blocked", "whole"]) {
+      for (const variant of pair % 2 === 0 ? all : [...all].reverse()) {
         const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).map(Number);
-        const done = spawnSync(process.execPath, ["--import", "tsx", import.meta.filename, "--child", "--model", dir, "--head", head], { encoding: "utf8", env: process.env });
-        if (done.status !== 0) throw new Error(`${head} run (${depth} layers) failed:\n${done.stderr.slice(-4000)}`);
-        const run = JSON.parse(done.stdout.trim().split("\n").at(-1)!);
-        runs.push({ ...run, layers: depth, loadavg: load });
-        console.log(`  ${depth} layers ${head.padEnd(7)} peak RSS ${(run.peakRssMiB / 1024).toFixed(2)} GiB  backward ${(run.phasePeakRssMiB.backward / 1024).toFixed(2)} GiB  ${run.seconds.toFixed(1)} s  load ${load.join(" ")}`);
+        const run = { ...runChild(variant, dir), layers: depth, loadavg: load };
+        runs.push(run);
+        console.log(`  ${depth} layers ${variant.name.padEnd(28)} peak RSS ${(run.peakRssMiB / 1024).toFixed(2)} GiB  backward ${(run.phasePeakRssMiB.backward / 1024).toFixed(2)} GiB  ${run.seconds.toFixed(1)} s  load ${load.join(" ")}`);
       }
     }
-    const of = (head: string) => {
-      const mine = runs.filter((r) => r.head === head);
+    const of = (variant: string) => {
+      const mine = runs.filter((r) => r.variant === variant);
       const phases = Object.keys(mine[0].phasePeakRssMiB);
       return { peakRssMiB: median(mine.map((r) => r.peakRssMiB)), seconds: median(mine.map((r) => r.seconds)), phasePeakRssMiB: Object.fromEntries(phases.map((p) => [p, median(mine.map((r) => r.phasePeakRssMiB[p]))])) };
     };
-    rows.push({ layers: depth, whole: of("whole"), blocked: of("blocked"), runs });
+    rows.push({ layers: depth, medians: Object.fromEntries(all.map((v) => [v.name, of(v.name)])), runs });
   }
   const cpu = readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/)?.[1] ?? os.arch();
   const result = {
@@ -129,14 +163,14 @@ async function drive(): Promise<void> {
     cpu: `${cpu}, ${os.cpus().length} cores`,
     threads: runtimeInfo().numThreads,
     torch: runtimeInfo().torchVersion,
-    command: `npx tsx scripts/reference/update-memory.ts --layers ${values.layers} --pairs ${values.pairs}`,
+    command: `npx tsx scripts/reference/update-memory.ts ${process.argv.slice(2).join(" ")}`,
     shape: { vocab: VOCAB, hidden: 896, intermediate: 4864, heads: "14 / 2", tiedEmbeddings: true },
     task: { agents: 2, items: 1, numGenerations: GENERATIONS, maxNewTokens: NEW_TOKENS, rolloutBufferSize: GENERATIONS, trainBatchSize: GENERATIONS },
     rows,
   };
   if (values.out) writeFileSync(values.out, JSON.stringify(result, null, 1) + "\n");
   for (const row of rows) {
-    console.log(`${row.layers} layers: peak RSS whole ${(row.whole.peakRssMiB / 1024).toFixed(2)} GiB, blocked ${(row.blocked.peakRssMiB / 1024).toFixed(2)} GiB`);
+    for (const [name, m] of Object.entries(row.medians)) console.log(`${row.layers} layers, ${name}: peak RSS ${(m.peakRssMiB / 1024).toFixed(2)} GiB, ${m.seconds.toFixed(1)} s`);
   }
 }
 

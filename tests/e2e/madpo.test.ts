@@ -85,11 +85,14 @@ describe("MADPO", () => {
       await agent.model.policyGradientBackward([prompt], [ids], [-1]);
       return gradients(trainer, 0).map((g) => Float32Array.from(g));
     };
-    const expected = gradients(trainer, 0).map((g) => new Float32Array(g.length));
+    // An update drops its gradients once applied: agents in turn never hold theirs at once.
+    expect(gradients(trainer, 0).every((g) => g.length === 0) && gradients(trainer, 1).every((g) => g.length === 0)).toBe(true);
+    let expected: Float32Array[] = [];
     for (let p = 0; p < batch.length; p++) {
       const c = (-beta * (1 / (1 + Math.exp(beta * joint[p])))) / batch.length;
       const gw = await gradOfLogp(batch[p].promptIds[0], batch[p].winnerIds[0]);
       const gl = await gradOfLogp(batch[p].promptIds[0], batch[p].loserIds[0]);
+      if (p === 0) expected = gw.map((g) => new Float32Array(g.length));
       expected.forEach((e, t) => e.forEach((_, j) => (e[j] += c * (gw[t][j] - gl[t][j]))));
     }
     const sigma = (d: number) => (beta * (1 / (1 + Math.exp(beta * d)))) / batch.length;

@@ -158,6 +158,26 @@ describe("runtime", () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ cpuCacheBytes: 0, cpuCacheLimitBytes: 0 });
   });
 
+  it("a request no cached block fits first gives back cached blocks of at least its size", () => {
+    // A fresh process: a 1024² product leaves its 4 MiB blocks cached; each 9 MiB block of a 1536² product misses and
+    // gives back cached blocks first, so that the 4 MiB ones are gone and the cache holds the 9 MiB blocks only.
+    const script = `import("${path.join(packageRoot, "src", "native", "loader.ts")}").then(async ({ addon }) => {
+      const cached = () => addon().runtimeInfo().cpuCacheBytes;
+      const product = (n) => { const m = new Float32Array(n * n).fill(0.5); return addon().matmulAsync(m, [n, n], m, [n, n], 2); };
+      await product(1024);
+      const small = cached();
+      await product(1536);
+      console.log(JSON.stringify({ small, large: cached() }));
+    })`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "-e", script], { encoding: "utf8" });
+    expect(run.stderr).toBe("");
+    const { small, large } = JSON.parse(run.stdout) as { small: number; large: number };
+    const block = 1536 * 1536 * 4;
+    expect(small).toBeGreaterThanOrEqual(1024 * 1024 * 4);
+    expect(large).toBeGreaterThanOrEqual(block);
+    expect(large % block).toBe(0);
+  });
+
   it("gives blocks above 256 MiB back to the system when they are freed", async () => {
     const before = runtimeInfo().cpuCacheBytes;
     // Two 300 MiB tensors (the copy's source and target), both freed when the measurement ends.

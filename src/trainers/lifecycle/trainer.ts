@@ -180,6 +180,9 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       await optimizer.step({ samples: 0, loss: 0 });
       update = { component: request.component, loss, gradNorm: Number.NaN, learningRate: optimizer.learningRates()[0], samples: 0 };
     }
+    // Dropped as soon as they are applied, so that agents updating in turn never hold their gradients at once (one
+    // agent's gradients are as large as its weights).
+    await request.zeroGrad();
     record(update);
     return update;
   }
