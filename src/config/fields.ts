@@ -197,6 +197,22 @@ export function buildConfig<S extends FieldSpecs, R = ValuesOf<S>>(
   return Object.freeze(result) as Readonly<R>;
 }
 
+/** A CoMLRL field that comlrl does not take: the value that means what comlrl always does, and why no other can be taken. */
+export interface UnsupportedField {
+  /** CoMLRL's default, which is what comlrl does without the field; a config file that sets this value loads (the field is reported as having no effect). */
+  readonly comlrlDefault: unknown;
+  /** Why the field is not supported; reads after "is not supported: ". */
+  readonly reason: string;
+}
+
+/** CoMLRL fields that no comlrl config has, by camelCase name: a key naming one is refused with its reason, not as an unknown field. */
+export const UNSUPPORTED_FIELDS: Readonly<Record<string, UnsupportedField>> = {
+  evalBatchSize: {
+    comlrlDefault: 1,
+    reason: "evaluation runs its items one at a time, as CoMLRL 1.4.3 does with its default of 1; remove the field",
+  },
+};
+
 /** Maps each field the user set to the key they spelled it with, rejecting unknown keys and doubled spellings. */
 function readKeys(
   specs: FieldSpecs,
@@ -213,6 +229,11 @@ function readKeys(
     if (raw === undefined) continue;
     const field = Object.hasOwn(specs, key) ? key : bySnake.get(key);
     if (field === undefined) {
+      const unsupported = unsupportedField(key);
+      if (unsupported !== undefined) {
+        const spelled = unsupported === key ? key : `${unsupported} (${key})`;
+        throw new ConfigError(`${prefix}${configName}.${spelled} is not supported: ${UNSUPPORTED_FIELDS[unsupported]!.reason}`, unsupported);
+      }
       unknown.push(key);
       continue;
     }
@@ -230,6 +251,11 @@ function readKeys(
     throw new ConfigError(`${prefix}${configName} has no field ${described.join(", ")}`, unknown[0]);
   }
   return spelledAs;
+}
+
+/** The camelCase name of the unsupported CoMLRL field a key spells (either way), if it spells one. */
+export function unsupportedField(key: string): string | undefined {
+  return Object.keys(UNSUPPORTED_FIELDS).find((field) => key === field || key === camelToSnake(field));
 }
 
 /** The known field nearest to a mistyped key, in the key's own spelling style; undefined when nothing is close. */

@@ -12,7 +12,7 @@
 import path from "node:path";
 import type { WandbConfig } from "../logging/wandb.js";
 import { loadConfigFile } from "./file.js";
-import { bool, buildConfig, ConfigError, field, float, int, nullable, oneOf, reject, text, type FieldSpec } from "./fields.js";
+import { bool, buildConfig, ConfigError, field, float, int, nullable, oneOf, reject, text, UNSUPPORTED_FIELDS, unsupportedField, type FieldSpec } from "./fields.js";
 
 /** The trainers a config file can name, by section. */
 export const TRAINER_SECTIONS = ["magrpo", "mareinforce", "maremax", "marloo", "centralized_magrpo", "iac", "maac", "madpo", "marlhf", "madpo_iter", "marlhf_iter"] as const;
@@ -208,15 +208,15 @@ function setFields(raw: Record<string, unknown> | null, keys: readonly string[],
 }
 
 /** The one trainer section of a file, and the trainer it selects. */
-function trainerSection(top: Record<string, unknown>, source: string): { trainer: TrainerSection; body: Record<string, unknown> } {
+function trainerSection(top: Record<string, unknown>, source: string): { trainer: TrainerSection; section: TrainerSection; body: Record<string, unknown> } {
   const present = TRAINER_SECTIONS.filter((name) => top[snakeToCamel(name)] !== null && top[snakeToCamel(name)] !== undefined);
   if (present.length === 0) throw new ConfigError(`${source} has no trainer section; add one of ${TRAINER_SECTIONS.join(", ")}`);
   if (present.length > 1) throw new ConfigError(`${source} has several trainer sections (${present.join(", ")}); a config file trains with one`);
   const name = present[0] as TrainerSection;
   const body = { ...(top[snakeToCamel(name)] as Record<string, unknown>) };
   const mode = body.collaboration_mode ?? body.collaborationMode;
-  if (name === "magrpo" && typeof mode === "string" && mode.trim().toLowerCase() === "centralized") return { trainer: "centralized_magrpo", body };
-  return { trainer: name, body };
+  if (name === "magrpo" && typeof mode === "string" && mode.trim().toLowerCase() === "centralized") return { trainer: "centralized_magrpo", section: name, body };
+  return { trainer: name, section: name, body };
 }
 
 /** Options of loadTrainConfig and trainConfigFromObject. */
@@ -245,7 +245,14 @@ export function trainConfigFromObject(raw: Record<string, unknown>, source: stri
     throw new ConfigError(`${source}: no model; set ${modelName}.name (a hub id or a local model directory) or list agents`, "name");
   }
 
-  const { trainer, body } = trainerSection(top, source);
+  const { trainer, section: trainerSectionName, body } = trainerSection(top, source);
+  // CoMLRL's configs write its unsupported fields at their defaults, which is what comlrl does: those load and are
+  // reported as having no effect; any other value reaches the trainer's config, which refuses it with the reason.
+  const unsupportedAtDefault = Object.keys(body).filter((key) => {
+    const unsupported = unsupportedField(key);
+    return unsupported !== undefined && body[key] === UNSUPPORTED_FIELDS[unsupported]!.comlrlDefault;
+  });
+  for (const key of unsupportedAtDefault) delete body[key];
   for (const critic of ["criticModel", "critics"] as const) {
     if (top[critic] !== null && top[critic] !== undefined && !CRITIC_SECTIONS.includes(trainer)) {
       throw new ConfigError(`${source}: ${critic === "criticModel" ? "critic_model" : "critics"} is for actor-critic trainers (${CRITIC_SECTIONS.join(", ")}); ${trainer} has no critic (set it to null)`, critic);
@@ -318,6 +325,7 @@ export function trainConfigFromObject(raw: Record<string, unknown>, source: stri
       ...setFields(modelRaw, ["type", "max_length", "special_tokens", "tokenizer_kwargs", "model_kwargs"], modelName),
       ...setFields(top.criticModel as Record<string, unknown> | null, ["type", "temperature", "top_p", "top_k", "torch_dtype", "max_length", "special_tokens", "tokenizer_kwargs", "model_kwargs"], "critic_model"),
       ...setFields(top.external as Record<string, unknown> | null, ["original_prompt", "previous_response", "sandbox_slice"], "external"),
+      ...unsupportedAtDefault.map((key) => `${trainerSectionName}.${key}`),
     ],
   });
 }

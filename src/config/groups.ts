@@ -59,14 +59,11 @@ export interface EvalConfig {
   readonly evalInterval: number;
   /** Evaluation items per evaluation (from the eval dataset, else the train dataset). */
   readonly evalNumSamples: number;
-  /** Validated only: evaluation runs its items one at a time, as CoMLRL does. */
-  readonly evalBatchSize: number;
 }
 
 export const EVAL_FIELDS = {
   evalInterval: int({ default: 16, min: 0 }),
   evalNumSamples: int({ default: 4, min: 0 }),
-  evalBatchSize: int({ default: 1, min: 1 }),
 };
 
 /** The reference-KL penalty against frozen copies of the agents. */

@@ -654,20 +654,14 @@ export function buildConfigJson(
   return config;
 }
 
-/** Just the fields the native decoder reads. */
+/** Just the fields the native decoder reads: the config less the ids and metadata ModelConfig adds. */
 export function decoderConfigOf(config: ModelConfig): DecoderConfig {
   const {
-    vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
-    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
-    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
-    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse, lmRouterAuxCoef, policyRouterAuxCoef,
-    attentionDropout, residualDropout, embeddingDropout,
+    modelType: _modelType, maxPositionEmbeddings: _maxPositionEmbeddings, bosTokenId: _bosTokenId, eosTokenIds: _eosTokenIds,
+    padTokenId: _padTokenId, dtype: _dtype, attnImplementation: _attnImplementation, raw: _raw, ...decoder
   } = config;
-  return {
-    vocabSize, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps, tieWordEmbeddings, qkvBias,
-    oBias, mlpBias, qkNorm, norm, normPlacement, activation, fusedProjections, gatedMlp, gpt2Layout, learnedPositions, positionLimit,
-    positionLimitReason, embedScale, attentionScale, attnSoftcap, finalSoftcap, attention, ropeInvFreq, ropeAttentionScaling, layerRope, layerWindow,
-    numExperts, numExpertsPerTok, moeIntermediateSize, normTopkProb, mixtralNames, layerSparse, lmRouterAuxCoef, policyRouterAuxCoef,
-    attentionDropout, residualDropout, embeddingDropout,
-  };
+  // Fails to compile when ModelConfig gains a field not left out above, which would otherwise reach the decoder.
+  const nothingElse: Record<Exclude<keyof typeof decoder, keyof DecoderConfig>, never> = {};
+  void nothingElse;
+  return decoder;
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { centralizedMagrpoConfig, ConfigError, loadConfigFile, magrpoConfig, parseConfigText } from "../../src/config/index.js";
+import { centralizedMagrpoConfig, ConfigError, iacConfig, loadConfigFile, magrpoConfig, parseConfigText } from "../../src/config/index.js";
 import { loadTrainConfig, trainConfigFromObject } from "../../src/config/file-sections.js";
 
 let scratch: string;
@@ -196,7 +196,9 @@ wandb:
     });
     expect(config.rewardProcessor).toEqual({ scaleFactor: 1, shift: 0 });
     expect(config.wandb).toMatchObject({ project: "comlrl", entity: "OpenMLRL", name: "magrpo_tldr", tags: ["magrpo", "tldr", "multi-agent"] });
-    expect(config.ignored).toEqual(["agent_model.type"]);
+    // eval_batch_size: 1 is CoMLRL's default and what comlrl does (one item at a time): it loads and is reported.
+    expect(config.ignored).toEqual(["agent_model.type", "magrpo.eval_batch_size"]);
+    expect(config.trainerConfig).not.toHaveProperty("eval_batch_size");
     // The model section's sampling settings apply, as LLM_Collab's scripts apply them; the section's own fields stay.
     const magrpo = magrpoConfig(config.trainerConfig, { source: file });
     expect(magrpo).toMatchObject({ temperature: 0.7, topP: 0.9, topK: null, numTurns: 1, numTrainEpochs: 2, agentLearningRate: 5e-6, agentDevices: ["cuda:0"] });
@@ -214,6 +216,26 @@ wandb:
     expect(config.trainerConfig).toEqual({ temperature: 1.0, seed: 42, dtype: "bfloat16" });
     expect(config.output.checkpointDir).toBeNull();
     expect(config.output.baseDir).toBe(path.join("runs", "mareinforce-my-task"));
+  });
+
+  it("an unsupported CoMLRL field at any value but its default is refused with the file, the field and the reason", () => {
+    const raw = (evalBatchSize: unknown) => ({ model: { name: "m" }, dataset: { type: "tldr" }, iac: { eval_batch_size: evalBatchSize } });
+    const config = trainConfigFromObject(raw(4), "cfg.yaml");
+    expect(config.ignored).toEqual([]);
+    const error = (() => {
+      try {
+        iacConfig(config.trainerConfig, { source: "cfg.yaml" });
+      } catch (caught) {
+        return caught as ConfigError;
+      }
+      throw new Error("an eval_batch_size of 4 was accepted");
+    })();
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.field).toBe("evalBatchSize");
+    expect(error.message).toBe(
+      "cfg.yaml: IACConfig.evalBatchSize (eval_batch_size) is not supported: evaluation runs its items one at a time, as CoMLRL 1.4.3 does with its default of 1; remove the field",
+    );
+    expect(trainConfigFromObject(raw(1), "cfg.yaml").ignored).toEqual(["iac.eval_batch_size"]);
   });
 
   it("a magrpo section with collaboration_mode: centralized selects centralized MAGRPO", () => {

@@ -45,7 +45,6 @@ describe("MAGRPOConfig defaults", () => {
       externalPromptPassthrough: false,
       evalInterval: 16,
       evalNumSamples: 4,
-      evalBatchSize: 1,
       rolloutBufferSize: 2,
       trainBatchSize: 2,
       advantageNormalization: true,
@@ -110,7 +109,6 @@ describe("MAGRPOConfig bounds", () => {
     ["numTurns", [0, -1], 1, "must be ≥ 1"],
     ["evalInterval", [-1], 0, "must be ≥ 0"],
     ["evalNumSamples", [-1], 0, "must be ≥ 0"],
-    ["evalBatchSize", [0, -1], 1, "must be ≥ 1"],
     ["rolloutBufferSize", [0, -1], 1, "must be ≥ 1"],
     ["trainBatchSize", [0, -1], 1, "must be ≥ 1"],
     ["referenceKlCoef", [-1, -0.01], 0, "must be ≥ 0"],
@@ -301,6 +299,15 @@ describe("keys", () => {
       const error = configError(() => magrpoConfig({ [key]: 1 } as never));
       expect(error.message).toBe(`MAGRPOConfig has no field "${key}" (did you mean "${guess}"?)`);
       expect(error.field).toBe(key);
+    }
+  });
+
+  it("refuses a CoMLRL field comlrl does not take with the reason, in either spelling and at any value", () => {
+    for (const [key, value] of [["evalBatchSize", 1], ["eval_batch_size", 8]] as const) {
+      const error = configError(() => magrpoConfig({ [key]: value } as never));
+      const spelled = key === "evalBatchSize" ? "evalBatchSize" : "evalBatchSize (eval_batch_size)";
+      expect(error.message).toBe(`MAGRPOConfig.${spelled} is not supported: evaluation runs its items one at a time, as CoMLRL 1.4.3 does with its default of 1; remove the field`);
+      expect(error.field).toBe("evalBatchSize");
     }
   });
 
