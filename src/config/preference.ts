@@ -207,7 +207,7 @@ const REWARD_DEVICE_GIVEN = Symbol("rewardModelDeviceGiven");
 
 /** Whether config.rewardModelDevice was given explicitly (see REWARD_DEVICE_GIVEN). */
 export function rewardModelDeviceGiven(config: Pick<MARLHFConfig, "rewardModelDevice">): boolean {
-  return (config as unknown as Record<symbol, boolean>)[REWARD_DEVICE_GIVEN] ?? true;
+  return (Reflect.get(config, REWARD_DEVICE_GIVEN) as boolean | undefined) ?? true;
 }
 
 /** MARLHF (spec §2.5): MADPO's pair collection, a joint Bradley–Terry reward model, then RL against its scores. */

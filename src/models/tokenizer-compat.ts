@@ -13,6 +13,7 @@ interface DecoderStep {
   config: JsonObject;
   decode_chain(tokens: string[]): string[];
 }
+// The package exports these decoder classes without typings for them.
 const { ByteFallbackDecoder, MetaspaceDecoder, SequenceDecoder } = hf as unknown as {
   ByteFallbackDecoder: new (config: JsonObject) => DecoderStep;
   MetaspaceDecoder: new (config: JsonObject) => DecoderStep & { replacement: string };
@@ -67,6 +68,7 @@ class RustByteFallbackDecoder extends ByteFallbackDecoder {
 
 /** `decoder` with its Metaspace and ByteFallback steps (at any depth of Sequences) replaced by the Rust-exact ones. */
 function withRustSteps(decoder: Decoder): Decoder {
+  // The Rust-exact steps are decoders by shape (decode_chain, config), not subclasses of the package's Decoder.
   if (decoder instanceof MetaspaceDecoder) return new RustMetaspaceDecoder(decoder.config) as unknown as Decoder;
   if (decoder instanceof ByteFallbackDecoder) return new RustByteFallbackDecoder(decoder.config) as unknown as Decoder;
   if (decoder instanceof SequenceDecoder) decoder.decoders = decoder.decoders.map(withRustSteps);

@@ -135,7 +135,8 @@ interface PendingNode {
 export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnvironment, settings: RolloutSettings, firstEnvStep: number): Promise<Rollout> {
   const numAgents = env.policies.length;
   const k = settings.numGenerations;
-  let root: RolloutNode | null = null;
+  // Set by the first level's attach; a property, as the compiler does not follow a local assigned inside a closure.
+  const made: { root?: RolloutNode } = {};
   const rootPrompts = env.formatters.map((f, agent) => formatPrompt(f, item, agent));
   let level: PendingNode[] = [
     {
@@ -144,7 +145,7 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
       historyPrompts: rootPrompts,
       promptHistory: Array.from({ length: numAgents }, () => []),
       responseHistory: Array.from({ length: numAgents }, () => []),
-      attach: (node) => (root = node),
+      attach: (node) => (made.root = node),
     },
   ];
 
@@ -228,7 +229,8 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
     level = next;
   }
 
-  const tree = root as unknown as RolloutNode;
+  const tree = made.root;
+  if (!tree) throw new Error("rollout: the first turn made no root node");
   const lastEnvStep = numberEnvSteps(tree, firstEnvStep);
   computeReturns(tree);
   return { root: tree, envSteps: lastEnvStep - firstEnvStep, samples: collectSamples(tree, numAgents) };
