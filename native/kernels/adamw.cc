@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <type_traits>
@@ -35,39 +36,50 @@ bool HoldsLowPrecisionParameters(const torch::optim::AdamW& adamw) {
   return false;
 }
 
-void StepWithFloat32Moments(torch::optim::AdamW& adamw) {
+namespace {
+
+// AdamW::step()'s arithmetic for one parameter with its tensor ops; with float32_moments its moments (created, or
+// widened from a file saved without them) and update are float32 and a low-precision parameter is rounded once, after
+// its update (a float32 parameter is updated in place either way, exactly as AdamW::step() updates it).
+void StepWithTensorOps(torch::optim::AdamW& adamw, const torch::optim::AdamWOptions& options, const torch::Tensor& parameter,
+                       bool float32_moments) {
   torch::NoGradGuard no_grad;
   auto& states = adamw.state();
+  const auto moment_options = float32_moments ? parameter.options().dtype(torch::kFloat32) : parameter.options();
+  auto key = StateKey(states, parameter);
+  auto found = states.find(key);
+  if (found == states.end()) {
+    auto created = std::make_unique<torch::optim::AdamWParamState>();
+    created->step(0);
+    created->exp_avg(torch::zeros_like(parameter, moment_options, torch::MemoryFormat::Preserve));
+    created->exp_avg_sq(torch::zeros_like(parameter, moment_options, torch::MemoryFormat::Preserve));
+    found = states.emplace(std::move(key), std::move(created)).first;
+  }
+  auto& state = static_cast<torch::optim::AdamWParamState&>(*found->second);
+  if (float32_moments) {
+    if (state.exp_avg().scalar_type() != torch::kFloat32) state.exp_avg(state.exp_avg().to(torch::kFloat32));
+    if (state.exp_avg_sq().scalar_type() != torch::kFloat32) state.exp_avg_sq(state.exp_avg_sq().to(torch::kFloat32));
+  }
+  torch::Tensor value = float32_moments ? parameter.to(torch::kFloat32) : parameter;
+  const torch::Tensor grad = float32_moments ? parameter.grad().to(torch::kFloat32) : parameter.grad();
+  if (options.weight_decay() != 0) value.mul_(1 - options.lr() * options.weight_decay());
+  state.step(state.step() + 1);
+  const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
+  const double bias_correction1 = 1 - std::pow(beta1, state.step()), bias_correction2 = 1 - std::pow(beta2, state.step());
+  state.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+  state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+  const torch::Tensor denom = (state.exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
+  value.addcdiv_(state.exp_avg(), denom, -options.lr() / bias_correction1);
+  if (!value.is_same(parameter)) parameter.copy_(value);
+}
+
+}  // namespace
+
+void StepWithFloat32Moments(torch::optim::AdamW& adamw) {
   for (const auto& group : adamw.param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (const auto& parameter : group.params()) {
-      if (!parameter.grad().defined()) continue;
-      auto key = StateKey(states, parameter);
-      auto found = states.find(key);
-      if (found == states.end()) {
-        auto created = std::make_unique<torch::optim::AdamWParamState>();
-        created->step(0);
-        created->exp_avg(torch::zeros_like(parameter, parameter.options().dtype(torch::kFloat32), torch::MemoryFormat::Preserve));
-        created->exp_avg_sq(torch::zeros_like(parameter, parameter.options().dtype(torch::kFloat32), torch::MemoryFormat::Preserve));
-        found = states.emplace(std::move(key), std::move(created)).first;
-      }
-      auto& state = static_cast<torch::optim::AdamWParamState&>(*found->second);
-      // Moments saved without the option (or loaded from such a file) continue in float32.
-      if (state.exp_avg().scalar_type() != torch::kFloat32) state.exp_avg(state.exp_avg().to(torch::kFloat32));
-      if (state.exp_avg_sq().scalar_type() != torch::kFloat32) state.exp_avg_sq(state.exp_avg_sq().to(torch::kFloat32));
-      // AdamW::step()'s arithmetic on a float32 copy of the parameter (the parameter itself when float32), rounded
-      // back to its dtype once.
-      torch::Tensor value = parameter.to(torch::kFloat32);
-      const torch::Tensor grad = parameter.grad().to(torch::kFloat32);
-      if (options.weight_decay() != 0) value.mul_(1 - options.lr() * options.weight_decay());
-      state.step(state.step() + 1);
-      const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
-      const double bias_correction1 = 1 - std::pow(beta1, state.step()), bias_correction2 = 1 - std::pow(beta2, state.step());
-      state.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
-      state.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-      const torch::Tensor denom = (state.exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
-      value.addcdiv_(state.exp_avg(), denom, -options.lr() / bias_correction1);
-      if (!value.is_same(parameter)) parameter.copy_(value);
+      if (parameter.grad().defined()) StepWithTensorOps(adamw, options, parameter, true);
     }
   }
 }
@@ -201,26 +213,33 @@ struct Entry {
   AdamWParamState* state;
 };
 
+// The entry of a parameter with a gradient, or none when it is not for the fused loops.
+std::optional<Entry> FusedEntry(AdamW& adamw, const AdamWOptions& options, const torch::Tensor& parameter) {
+  const torch::Tensor& grad = parameter.grad();
+  if (options.amsgrad() || !DenseCpuFp32(parameter) || !DenseCpuFp32(grad) || grad.sizes() != parameter.sizes()) return std::nullopt;
+  auto& states = adamw.state();
+  AdamWParamState* state = nullptr;
+  const auto found = states.find(StateKey(states, parameter));
+  if (found != states.end()) {
+    state = static_cast<AdamWParamState*>(found->second.get());
+    for (const auto& moment : {state->exp_avg(), state->exp_avg_sq()}) {
+      if (!DenseCpuFp32(moment) || moment.sizes() != parameter.sizes()) return std::nullopt;
+    }
+  }
+  return Entry{&parameter, &options, state};
+}
+
 // The step's parameters, or none when one of them is not for the fused loops.
 std::optional<std::vector<Entry>> FusedEntries(AdamW& adamw) {
   if (!CpuHasAvx2Fma()) return std::nullopt;
-  auto& states = adamw.state();
   std::vector<Entry> entries;
   for (const auto& group : adamw.param_groups()) {
     const auto& options = static_cast<const AdamWOptions&>(group.options());
     for (const auto& parameter : group.params()) {
-      const torch::Tensor& grad = parameter.grad();
-      if (!grad.defined()) continue;
-      if (options.amsgrad() || !DenseCpuFp32(parameter) || !DenseCpuFp32(grad) || grad.sizes() != parameter.sizes()) return std::nullopt;
-      AdamWParamState* state = nullptr;
-      const auto found = states.find(StateKey(states, parameter));
-      if (found != states.end()) {
-        state = static_cast<AdamWParamState*>(found->second.get());
-        for (const auto& moment : {state->exp_avg(), state->exp_avg_sq()}) {
-          if (!DenseCpuFp32(moment) || moment.sizes() != parameter.sizes()) return std::nullopt;
-        }
-      }
-      entries.push_back({&parameter, &options, state});
+      if (!parameter.grad().defined()) continue;
+      auto entry = FusedEntry(adamw, options, parameter);
+      if (!entry) return std::nullopt;
+      entries.push_back(*entry);
     }
   }
   return entries;
@@ -256,6 +275,25 @@ UpdateScalars ScalarsOf(const AdamWOptions& options, int64_t step) {
                        static_cast<float>(-(options.lr() / bias_correction1))};
 }
 
+// clip_grad_norm_'s norm of one gradient: its 2-norm in fp32.
+float GradientNorm(const Entry& entry) { return static_cast<float>(std::sqrt(SumOfSquares(entry.parameter->grad()))); }
+
+void UpdateEntry(AdamW& adamw, const Entry& entry) {
+  const torch::Tensor& parameter = *entry.parameter;
+  AdamWParamState& state = entry.state ? *entry.state : StateOf(adamw, parameter);
+  state.step(state.step() + 1);
+  const UpdateScalars scalars = ScalarsOf(*entry.options, state.step());
+  const float* grad = parameter.grad().data_ptr<float>();
+  float *param = parameter.data_ptr<float>(), *exp_avg = state.exp_avg().data_ptr<float>(), *exp_avg_sq = state.exp_avg_sq().data_ptr<float>();
+  at::parallel_for(0, parameter.numel(), kMinElementsPerThread, [&](int64_t first, int64_t last) {
+    UpdateRange(scalars, grad, param, exp_avg, exp_avg_sq, first, last);
+  });
+  // As the in-place ops would: autograd refuses a backward through a graph that saved the old values.
+  for (const torch::Tensor& t : {std::cref(parameter), std::cref(state.exp_avg()), std::cref(state.exp_avg_sq())}) {
+    t.unsafeGetTensorImpl()->bump_version();
+  }
+}
+
 }  // namespace
 
 std::optional<double> FusedAdamWStep(AdamW& adamw, double max_norm) {
@@ -265,7 +303,7 @@ std::optional<double> FusedAdamWStep(AdamW& adamw, double max_norm) {
   // clip_grad_norm_: each gradient's norm in fp32, the total the fp32 norm of those.
   double squares = 0;
   for (const Entry& entry : *entries) {
-    const double norm = static_cast<float>(std::sqrt(SumOfSquares(entry.parameter->grad())));
+    const double norm = GradientNorm(entry);
     squares += norm * norm;
   }
   const float total = static_cast<float>(std::sqrt(squares));
@@ -283,28 +321,61 @@ std::optional<double> FusedAdamWStep(AdamW& adamw, double max_norm) {
       }
     }
   }
-  for (Entry& entry : *entries) {
-    const torch::Tensor& parameter = *entry.parameter;
-    AdamWParamState& state = entry.state ? *entry.state : StateOf(adamw, parameter);
-    state.step(state.step() + 1);
-    const UpdateScalars scalars = ScalarsOf(*entry.options, state.step());
-    const float* grad = parameter.grad().data_ptr<float>();
-    float *param = parameter.data_ptr<float>(), *exp_avg = state.exp_avg().data_ptr<float>(), *exp_avg_sq = state.exp_avg_sq().data_ptr<float>();
-    at::parallel_for(0, parameter.numel(), kMinElementsPerThread, [&](int64_t first, int64_t last) {
-      UpdateRange(scalars, grad, param, exp_avg, exp_avg_sq, first, last);
-    });
-    // As the in-place ops would: autograd refuses a backward through a graph that saved the old values.
-    for (const torch::Tensor& t : {std::cref(parameter), std::cref(state.exp_avg()), std::cref(state.exp_avg_sq())}) {
-      t.unsafeGetTensorImpl()->bump_version();
-    }
-  }
+  for (const Entry& entry : *entries) UpdateEntry(adamw, entry);
   return total;
 }
+
+namespace {
+
+std::optional<float> FusedStepParameter(AdamW& adamw, const AdamWOptions& options, const torch::Tensor& parameter) {
+  if (!CpuHasAvx2Fma()) return std::nullopt;
+  const auto entry = FusedEntry(adamw, options, parameter);
+  if (!entry) return std::nullopt;
+  const float norm = GradientNorm(*entry);
+  UpdateEntry(adamw, *entry);
+  return norm;
+}
+
+}  // namespace
 
 #else
 
 std::optional<double> FusedAdamWStep(torch::optim::AdamW&, double) { return std::nullopt; }
 
+namespace {
+
+std::optional<float> FusedStepParameter(torch::optim::AdamW&, const torch::optim::AdamWOptions&, const torch::Tensor&) { return std::nullopt; }
+
+}  // namespace
+
 #endif
+
+ParameterStep StepParameter(torch::optim::AdamW& adamw, const torch::optim::AdamWOptions& options, const torch::Tensor& parameter,
+                            bool float32_moments) {
+  const bool widened = float32_moments && parameter.scalar_type() != torch::kFloat32;
+  if (!widened) {
+    if (const auto norm = FusedStepParameter(adamw, options, parameter)) return {torch::tensor(*norm), true};
+  }
+  torch::NoGradGuard no_grad;
+  ParameterStep step{parameter.grad().norm(2).to(torch::kFloat32), false};
+  StepWithTensorOps(adamw, options, parameter, widened);
+  return step;
+}
+
+double TotalNorm(const std::vector<ParameterStep>& steps) {
+  if (steps.empty()) return 0.0;
+  const bool fused = std::all_of(steps.begin(), steps.end(), [](const ParameterStep& step) { return step.fused; });
+  if (!fused) {
+    std::vector<torch::Tensor> norms;
+    for (const ParameterStep& step : steps) norms.push_back(step.norm);
+    return torch::stack(norms).norm(2).item<double>();
+  }
+  double squares = 0;
+  for (const ParameterStep& step : steps) {
+    const double norm = step.norm.item<float>();
+    squares += norm * norm;
+  }
+  return static_cast<float>(std::sqrt(squares));
+}
 
 }  // namespace comlrl

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <optional>
+#include <vector>
 
 namespace comlrl {
 
@@ -32,5 +33,23 @@ bool HoldsLowPrecisionParameters(const torch::optim::AdamW& adamw);
 // and small updates round away. libtorch's own step cannot take it: its in-place CPU kernels refuse float32
 // operands on a bf16 parameter. Clipping is the caller's, before.
 void StepWithFloat32Moments(torch::optim::AdamW& adamw);
+
+// One parameter's part of a step: its gradient's 2-norm (a 0-dim fp32 tensor on its device) and whether the fused
+// loops took it.
+struct ParameterStep {
+  torch::Tensor norm;
+  bool fused;
+};
+
+// AdamW::step() for one parameter with a gradient, no clipping: the fused loops where FusedAdamWStep would take it,
+// else libtorch's tensor ops (float32 moments for a bf16 or fp16 parameter when float32_moments, as
+// StepWithFloat32Moments). The same update as the whole-optimizer step gives that parameter, so a step may be taken a
+// parameter at a time as gradients complete (NativeOptimizer's step in backward).
+ParameterStep StepParameter(torch::optim::AdamW& adamw, const torch::optim::AdamWOptions& options, const torch::Tensor& parameter,
+                            bool float32_moments);
+
+// The total norm of a step's parameters, given in group order, as that step would have reported it: FusedAdamWStep's
+// total when the fused loops took every one, else clip_grad_norm_'s (the fp32 2-norm of the stacked norms); 0 for none.
+double TotalNorm(const std::vector<ParameterStep>& steps);
 
 }  // namespace comlrl

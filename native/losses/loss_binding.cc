@@ -95,9 +95,11 @@ void SetRouterAux(Napi::Object& out, double aux) {
   if (!std::isnan(aux)) out.Set("routerAuxLoss", aux);
 }
 
+// Every loss's backward. A non-finite loss has none: no step is taken on it (StageHost.checkLoss drops it), and a step
+// taken in backward (NativeOptimizer.stepInBackward) would have applied its gradient before anyone saw the loss.
 void Backward(const torch::Tensor& loss, double scale) {
   if (!loss.requires_grad()) throw ArgumentError("nothing to train: the model and the head are both frozen");
-  (loss * scale).backward();
+  if (std::isfinite(loss.item<double>())) (loss * scale).backward();
 }
 
 // score(model, { ...batch, entropy?, tokenLogprobs? }) -> Promise<{ sum, mean, entropy?, tokenLogprobs? }>
@@ -157,7 +159,7 @@ Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
       const LossWithRouterAux total = WithRouterAux(PolicyGradientLoss(scores, advantages, 1.0), router);
       const torch::Tensor loss = total.loss * scale;
       const double aux = total.aux;
-      loss.backward();
+      Backward(loss, 1.0);
       scores.sums = scores.sums.detach();
       const double loss_value = loss.item<double>();
       return [scores, loss_value, aux](Napi::Env env) -> Napi::Value {
@@ -310,7 +312,7 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
       torch::AutoGradMode grad_mode(backward);
       RouterAuxRecording router(*model->module, model->module->config().lm_router_aux_coef);
       const LossWithRouterAux total = WithRouterAux(CausalLMLoss(*model->module, ids.to(model->device), mask.to(model->device)), router);
-      if (backward) total.loss.backward();
+      if (backward) Backward(total.loss, 1.0);
       const double value = total.loss.item<double>(), aux = total.aux;
       return [value, aux](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);

@@ -1,5 +1,10 @@
 #include "adamw_binding.h"
 
+#include <torch/csrc/autograd/function_hook.h>
+
+#include <mutex>
+#include <unordered_map>
+
 #include "../bridge/bridge.h"
 #include "../heads/head_binding.h"
 #include "../io/file_writer.h"
@@ -101,6 +106,46 @@ double ClipGradients(torch::optim::AdamW& adamw, double max_norm) {
   return norm;
 }
 
+// Calls a function after a gradient accumulator has accumulated a backward's gradient into its parameter's .grad: a
+// leaf's accumulator runs once per backward, with the sum of every use's gradient, after every node that used the
+// parameter has run.
+class AfterAccumulation : public torch::autograd::FunctionPostHook {
+ public:
+  explicit AfterAccumulation(std::function<void()> call) : call_(std::move(call)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) override {
+    call_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> call_;
+};
+
+// The optimizer whose step in backward is armed on each module. One at a time: two optimizers sharing a module
+// (agents sharing a model) would otherwise both step its parameters in each other's backward.
+std::mutex armed_mutex;
+std::unordered_map<const ModuleState*, const void*> armed_by;
+
+void ArmModules(const std::vector<std::shared_ptr<ModuleState>>& modules, const void* optimizer) {
+  std::lock_guard<std::mutex> lock(armed_mutex);
+  for (const auto& module : modules) {
+    const auto found = armed_by.find(module.get());
+    if (found != armed_by.end() && found->second != optimizer) {
+      throw ArgumentError("stepInBackward: a module of this optimizer has another optimizer's step in backward armed on it; "
+                          "optimizers sharing a module step in backward one at a time");
+    }
+  }
+  for (const auto& module : modules) armed_by[module.get()] = optimizer;
+}
+
+void DisarmModules(const std::vector<std::shared_ptr<ModuleState>>& modules, const void* optimizer) {
+  std::lock_guard<std::mutex> lock(armed_mutex);
+  for (const auto& module : modules) {
+    const auto found = armed_by.find(module.get());
+    if (found != armed_by.end() && found->second == optimizer) armed_by.erase(found);
+  }
+}
+
 // ClipGradients and AdamW::step(): the path for what the fused loops do not take.
 double LibtorchStep(torch::optim::AdamW& adamw, double max_norm) {
   const double norm = ClipGradients(adamw, max_norm);
@@ -114,6 +159,7 @@ void NativeOptimizer::Init(Napi::Env env, Napi::Object exports) {
   Napi::Function cls = DefineClass(env, "NativeOptimizer",
                                    {
                                        InstanceMethod("step", &NativeOptimizer::Step),
+                                       InstanceMethod("stepInBackward", &NativeOptimizer::StepInBackward),
                                        InstanceMethod("setLearningRate", &NativeOptimizer::SetLearningRate),
                                        InstanceMethod("learningRates", &NativeOptimizer::LearningRates),
                                        InstanceMethod("save", &NativeOptimizer::Save),
@@ -157,7 +203,8 @@ NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectW
     }
 
     const bool fp32_moments = BoolFieldOr(options, "fp32Moments", false);
-    auto state = std::make_shared<State>(State{{}, nullptr, torch::Device(torch::kCPU), fp32_moments});
+    auto state = std::make_shared<State>();
+    state->fp32_moments = fp32_moments;
     std::vector<torch::optim::OptimizerParamGroup> groups;
     for (size_t g = 0; g < specs.size(); ++g) {
       const bool single = specs.size() == 1 && !info[0].IsArray();
@@ -190,6 +237,20 @@ NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectW
   });
 }
 
+NativeOptimizer::State::~State() { DisarmModules(modules, this); }
+
+void NativeOptimizer::State::StepInBackward(size_t group, size_t index, size_t position) {
+  if (!in_backward.armed) return;
+  const auto& parameter_group = adamw->param_groups()[group];
+  const torch::Tensor& parameter = parameter_group.params()[index];
+  if (!parameter.grad().defined()) return;
+  TORCH_CHECK(!in_backward.taken[position].norm.defined(), "stepInBackward: parameter ", index, " of group ", group,
+              " received a second gradient in one step; a step taken in backward needs the whole loss in one backward");
+  in_backward.taken[position] =
+      StepParameter(*adamw, static_cast<const torch::optim::AdamWOptions&>(parameter_group.options()), parameter, fp32_moments);
+  parameter.mutable_grad() = torch::Tensor();
+}
+
 std::vector<ModuleState*> NativeOptimizer::State::LockOrder() const {
   std::vector<ModuleState*> out;
   for (const auto& module : modules) out.push_back(module.get());
@@ -213,10 +274,16 @@ Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
     Napi::Object options = info.Length() > 0 && info[0].IsObject() ? info[0].As<Napi::Object>() : Napi::Object::New(info.Env());
     const double max_norm = NumberFieldOr(options, "maxGradNorm", 0.0);
     const bool libtorch = BoolFieldOr(options, "libtorch", false);
+    if (state->in_backward.armed && (max_norm > 0 || libtorch)) {
+      throw ArgumentError(std::string(max_norm > 0 ? "maxGradNorm" : "libtorch") +
+                          " cannot apply to a step begun in backward (stepInBackward(true)): its parameters are already stepped");
+    }
     return RunAsync(info.Env(), state->Lane(), [state, max_norm, libtorch]() -> Resolver {
       ModuleLocks locks(state->LockOrder());
       double norm;
-      if (state->fp32_moments && HoldsLowPrecisionParameters(*state->adamw)) {
+      if (state->in_backward.armed) {
+        norm = FinishStepInBackward(*state);
+      } else if (state->fp32_moments && HoldsLowPrecisionParameters(*state->adamw)) {
         norm = ClipGradients(*state->adamw, max_norm);
         StepWithFloat32Moments(*state->adamw);
       } else {
@@ -229,6 +296,68 @@ Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
         out.Set("gradNorm", norm);
         return out;
       };
+    });
+  });
+}
+
+// What step() does after a backward that stepped in it: steps the parameters whose gradients no accumulator saw (a
+// head's weight written into .grad outside autograd) and totals every parameter's norm in group order.
+double NativeOptimizer::FinishStepInBackward(State& state) {
+  auto& steps = state.in_backward;
+  steps.armed = false;
+  DisarmModules(state.modules, &state);
+  std::vector<ParameterStep> taken;
+  size_t position = 0;
+  for (const auto& group : state.adamw->param_groups()) {
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    for (const auto& parameter : group.params()) {
+      ParameterStep& step = steps.taken[position++];
+      if (!step.norm.defined() && parameter.grad().defined()) step = StepParameter(*state.adamw, options, parameter, state.fp32_moments);
+      if (step.norm.defined()) taken.push_back(step);
+    }
+  }
+  steps.taken.clear();
+  return TotalNorm(taken);
+}
+
+// stepInBackward(on) -> Promise<void>: on arms the next step to be taken during the backward that follows, each
+// parameter as soon as autograd has accumulated its gradient (whose tensor is then dropped), and step() finishes it;
+// off disarms without stepping (a backward that failed). The update is the one step() would take after the backward,
+// parameter for parameter, with no clipping and one backward per step: the caller arms only such steps (a second
+// gradient for a stepped parameter is an error). A parameter of a frozen module joins at step() if it gets a gradient.
+Napi::Value NativeOptimizer::StepInBackward(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    if (info.Length() < 1 || !info[0].IsBoolean()) throw ArgumentError("stepInBackward(on): on must be a boolean");
+    const bool on = info[0].As<Napi::Boolean>().Value();
+    return RunAsync(info.Env(), state->Lane(), [state, on]() -> Resolver {
+      ModuleLocks locks(state->LockOrder());
+      auto& steps = state->in_backward;
+      const auto& groups = state->adamw->param_groups();
+      size_t count = 0;
+      for (const auto& group : groups) count += group.params().size();
+      if (on && steps.accumulators.empty()) {
+        const std::weak_ptr<State> weak = state;
+        size_t position = 0;
+        for (size_t g = 0; g < groups.size(); ++g) {
+          for (size_t i = 0; i < groups[g].params().size(); ++i, ++position) {
+            auto accumulator = torch::autograd::impl::grad_accumulator(groups[g].params()[i]);
+            if (!accumulator) continue;  // frozen since the optimizer was made
+            accumulator->add_post_hook(std::make_unique<AfterAccumulation>([weak, g, i, position]() {
+              if (auto live = weak.lock()) live->StepInBackward(g, i, position);
+            }));
+            steps.accumulators.push_back(std::move(accumulator));
+          }
+        }
+      }
+      if (on) {
+        ArmModules(state->modules, state.get());
+      } else {
+        DisarmModules(state->modules, state.get());
+      }
+      steps.armed = on;
+      steps.taken.assign(on ? count : 0, ParameterStep{});
+      return nullptr;
     });
   });
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../bridge/module_state.h"
+#include "../kernels/adamw.h"
 
 namespace comlrl {
 
@@ -22,17 +23,33 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
   explicit NativeOptimizer(const Napi::CallbackInfo& info);
 
  private:
+  // The step taken in backward (stepInBackward): while armed, each parameter is stepped as soon as autograd has
+  // accumulated its gradient, and its gradient dropped, so that a model's gradients never all live at once.
+  struct BackwardSteps {
+    bool armed = false;
+    // Each parameter's part of the step, in group order; undefined norms where no step was taken yet.
+    std::vector<ParameterStep> taken;
+    // The parameters' gradient accumulators, held so that every graph accumulates through the nodes the hooks are on
+    // (autograd itself keeps only a weak reference); released with the optimizer, they die with their hooks.
+    std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+  };
   struct State {
     std::vector<std::shared_ptr<ModuleState>> modules;  // one per group, in group order
     std::unique_ptr<torch::optim::AdamW> adamw;
-    torch::Device device;
-    bool fp32_moments;  // float32 moments for bf16 parameters (options.fp32Moments); off: moments in the parameter's dtype
+    torch::Device device{torch::kCPU};
+    bool fp32_moments = false;  // float32 moments for bf16 parameters (options.fp32Moments); off: in the parameter's dtype
+    BackwardSteps in_backward;
+    ~State();
+    // Steps one parameter (by group and index) inside a backward and drops its gradient; nothing unless armed.
+    void StepInBackward(size_t group, size_t index, size_t position);
     std::vector<ModuleState*> LockOrder() const;
     // Its steps run where its first module's calls do, so they queue behind that module's backward.
     const std::string& Lane() const { return modules.front()->lane; }
   };
   std::shared_ptr<State> Live() const;
+  static double FinishStepInBackward(State& state);
   Napi::Value Step(const Napi::CallbackInfo& info);
+  Napi::Value StepInBackward(const Napi::CallbackInfo& info);
   Napi::Value SetLearningRate(const Napi::CallbackInfo& info);
   Napi::Value LearningRates(const Napi::CallbackInfo& info);
   Napi::Value Save(const Napi::CallbackInfo& info);

@@ -47,6 +47,13 @@ export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig
   readonly tokenAccounting: TokenAccounting;
   /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
   readonly objectives: readonly AgentObjective[];
+  /**
+   * (ours) Take each agent's AdamW step inside its backward, each parameter as soon as its gradient is complete, so
+   * that an agent's gradients never all exist at once (docs/memory.md). The same update, bit for bit; it applies where
+   * a step is one backward with nothing between it and the step: maxGradNorm null, one process (no data parallelism)
+   * and batched scoring. Elsewhere the step follows the backward.
+   */
+  readonly stepInBackward: boolean;
 }
 
 /** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
@@ -96,6 +103,7 @@ export const MAGRPO_FIELDS = {
   advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
   ...OBJECTIVE_FIELDS,
   tokenAccounting: oneOf(["exact", "comlrl"], { default: "exact" }),
+  stepInBackward: bool({ default: true }),
 } satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */

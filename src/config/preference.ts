@@ -42,6 +42,8 @@ export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, Traini
 export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIterations"> {
   /** (ours) The RL phase's MAGRPO-family token accounting (MAGRPOConfig.tokenAccounting); "exact" for maac / iac. */
   readonly tokenAccounting: TokenAccounting;
+  /** (ours) The RL phase's MAGRPO-family step inside the backward (MAGRPOConfig.stepInBackward); no effect for maac / iac. */
+  readonly stepInBackward: boolean;
   /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
   readonly rlAlgorithm: RLAlgorithm;
   /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
@@ -196,6 +198,7 @@ export const MARLHF_FIELDS = {
   rlNumIterations: OBJECTIVE_FIELDS.numIterations,
   // (ours) The MAGRPO family's token accounting in the RL phase (docs/magrpo.md).
   tokenAccounting: oneOf(["exact", "comlrl"], { default: "exact" }),
+  stepInBackward: bool({ default: true }),
 };
 
 /**

@@ -70,6 +70,24 @@ export class Optimizer {
     return { ...(await this.native.step({ maxGradNorm: options.maxGradNorm })), ...reduced };
   }
 
+  /**
+   * Arms the next step() to be taken during the backward that follows: each parameter is stepped as soon as autograd
+   * has completed its gradient, whose tensor is then dropped, so that the modules' gradients never all exist at once;
+   * step() then steps what remains (a head written outside autograd) and reports the whole step's gradient norm. The
+   * same update as step() after that backward, for steps with no clipping, no gradient synchronisation and the whole
+   * loss in one backward (a second gradient for a stepped parameter is an error). A non-finite loss has no backward,
+   * so a step it would have spoiled is never begun.
+   */
+  async armStepInBackward(): Promise<void> {
+    if (this.gradientSync) throw new Error("armStepInBackward: this optimizer synchronises gradients across ranks before its step, which a step in backward cannot wait for");
+    await this.native.stepInBackward(true);
+  }
+
+  /** Disarms a step armed by armStepInBackward() without taking it (the backward failed). */
+  async disarmStepInBackward(): Promise<void> {
+    await this.native.stepInBackward(false);
+  }
+
   /** Sets one group's learning rate, or every group's when group is omitted. */
   setLearningRate(lr: number, group?: number): void {
     this.native.setLearningRate(lr, group);

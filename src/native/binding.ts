@@ -344,6 +344,11 @@ export interface NativeOptimizer {
    * step (the tests compare the two; they agree to float rounding).
    */
   step(options?: { maxGradNorm?: number; libtorch?: boolean }): Promise<{ gradNorm: number }>;
+  /**
+   * true arms the next step to be taken inside the following backward, each parameter as its gradient is
+   * accumulated (its gradient then dropped), step() finishing it; false disarms without stepping.
+   */
+  stepInBackward(on: boolean): Promise<void>;
   /** Every group when group is omitted. */
   setLearningRate(lr: number, group?: number): void;
   learningRates(): number[];

@@ -104,6 +104,23 @@ describe("MAGRPO end to end", () => {
     await trainer.close();
   });
 
+  it("steps each agent inside its backward (stepInBackward, the default) with the update of a step after it, bit for bit", async () => {
+    const run = async (stepInBackward: boolean) => {
+      const trainer = await MAGRPOTrainer.create(options({ config: { numTurns: 1, numTrainEpochs: 2, numGenerations: 2, maxNewTokens: 4, evalInterval: 0, agentLearningRate: 1e-3, loggingSteps: 1, stepInBackward } }));
+      await trainer.train();
+      const weights = trainer.agents.map(({ model }) => model.native.parameterNames().map(({ name }) => model.native.getParameter(name)));
+      const gradients = trainer.agents.map(({ model }) => model.native.parameterNames().filter(({ name }) => model.native.getGradient(name) !== null));
+      await trainer.close();
+      const norms = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).flatMap((r) => [r["agent_0/grad_norm"], r["agent_1/grad_norm"]].filter((n) => n !== undefined));
+      return { weights, gradients, norms };
+    };
+    const within = await run(true);
+    const after = await run(false);
+    expect(within.norms.length).toBe(2 * 2);
+    expect(within.norms.every((n) => typeof n === "number" && n > 0)).toBe(true);
+    expect(within).toEqual(after);
+  });
+
   it("reference KL: frozen distinct references, KL metrics logged", async () => {
     const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true, referenceKlCoef: 0.5, loggingSteps: 1 } as never }));
     expect(trainer.agents[0].reference).not.toBeNull();

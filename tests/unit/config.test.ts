@@ -75,6 +75,7 @@ describe("MAGRPOConfig defaults", () => {
       advantageGrouping: "joint",
       objectives: magrpoConfig().objectives,
       tokenAccounting: "exact",
+      stepInBackward: true,
     };
     expect(magrpoConfig()).toEqual(expected);
     expect(magrpoConfig({})).toEqual(expected);

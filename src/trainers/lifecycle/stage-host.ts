@@ -88,6 +88,11 @@ export interface StepRequest {
   batch: string;
   /** Clips the gradients' total norm to this before stepping; null: no clipping. */
   maxGradNorm: number | null;
+  /**
+   * The backward is one native backward of the whole loss, so the step may be taken inside it (Optimizer
+   * armStepInBackward); taken there when maxGradNorm is null and the optimizer synchronises no gradients.
+   */
+  stepInBackward?: boolean;
 }
 
 /** Takes one optimizer step (see StageHost.step). */

@@ -169,7 +169,17 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     const { optimizer } = request;
     await request.zeroGrad();
     const known = request.loss;
-    const returned = known === undefined || Number.isFinite(known) ? await this.timings.measure("backward", () => request.backward()) : undefined;
+    const inBackward = request.stepInBackward === true && request.maxGradNorm === null && optimizer.gradientSync === null;
+    let returned: number | void = undefined;
+    if (known === undefined || Number.isFinite(known)) {
+      if (inBackward) await optimizer.armStepInBackward();
+      try {
+        returned = await this.timings.measure("backward", () => request.backward());
+      } catch (error) {
+        if (inBackward) await optimizer.disarmStepInBackward();
+        throw error;
+      }
+    }
     const loss = known ?? (returned as number);
     let update: UpdateRecord;
     if (this.host.checkLoss(loss, request.subject, request.batch)) {

@@ -176,6 +176,8 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
       subject: `agent ${agent.index}`,
       batch: `a minibatch of ${minibatch.length}`,
       maxGradNorm: this.config.maxGradNorm,
+      // Agents sharing a model step it one after the other, each after its own backward.
+      stepInBackward: this.config.stepInBackward && this.options.scoring !== "perCompletion" && !this.agents.some((other) => other !== agent && other.model === agent.model),
     });
     agent.updates++;
     if (objective && Object.keys(objective).length > 0) {

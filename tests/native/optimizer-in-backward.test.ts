@@ -1,0 +1,98 @@
+// A step taken in backward (NativeOptimizer.stepInBackward): each parameter stepped as autograd completes its gradient
+// and the gradient dropped there. Against twins that step after the backward: the same parameters and reported norm
+// bit for bit, over steps, tied and untied heads, the LM head whole and in blocks (a blocked head writes its weight's
+// gradient outside autograd, which step() then takes), with a value head in a second group; and the guards: a second
+// backward, clipping, a non-finite loss, disarming.
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { CausalLM } from "../../src/models/causal-lm.js";
+import type { NativeOptimizer, NativeValueHead } from "../../src/native/binding.js";
+import { addon } from "../../src/native/loader.js";
+import { setLogitsBlockRows } from "../../src/runtime.js";
+import { batchOf, tinyLM } from "./tiny-lm.js";
+
+const disposables: Array<{ dispose(): void }> = [];
+afterAll(() => disposables.forEach((d) => d.dispose()));
+afterEach(() => setLogitsBlockRows(0));
+
+const prompts = [[1, 2, 3], [4, 5]];
+const completions = [[6, 7], [8, 9, 10]];
+const valueBatch = { ...batchOf(prompts, completions), readout: "q" as const, targets: Float32Array.from([0.5, -1]) };
+
+interface Twin {
+  model: CausalLM;
+  critic: NativeValueHead;
+  optimizer: NativeOptimizer;
+}
+
+/** A model and a value head under one optimizer of two groups with their own lr and weight decay. */
+function twin(seed: number, tied: boolean): Twin {
+  const model = tinyLM(seed, { tieWordEmbeddings: tied });
+  const critic = new (addon().NativeValueHead)({ hiddenSize: 16, hiddenDim: 8, dtype: "float32", device: "cpu", seed });
+  const optimizer = new (addon().NativeOptimizer)([{ module: model.native, weightDecay: 0.1 }, { module: critic, lr: 3e-2, weightDecay: 0 }], { lr: 1e-2 });
+  disposables.push(model, critic, optimizer);
+  return { model, critic, optimizer };
+}
+
+const parameters = (t: Twin) => [
+  ...t.model.native.parameterNames().map(({ name }) => t.model.native.getParameter(name)),
+  ...t.critic.parameterNames().map(({ name }) => t.critic.getParameter(name)),
+];
+const gradientNames = (t: Twin) => t.model.native.parameterNames().flatMap(({ name }) => (t.model.native.getGradient(name) ? [name] : []));
+
+/** One step's gradients: a policy gradient through the model alone, or a value loss through both groups. */
+async function backward(t: Twin, headless: boolean, advantages = [1, -0.5]): Promise<void> {
+  await t.model.zeroGrad();
+  await t.critic.zeroGrad();
+  if (headless) await t.model.policyGradientBackward(prompts, completions, advantages);
+  else await addon().valueLossBackward(t.model.native, t.critic, valueBatch);
+}
+
+describe("a step taken in backward", () => {
+  it("is the step after the backward, bit for bit, and leaves no gradient behind but a blocked head's", async () => {
+    for (const tied of [false, true]) {
+      for (const blockRows of [0, 2]) {
+        setLogitsBlockRows(blockRows);
+        const after = twin(21, tied);
+        const within = twin(21, tied);
+        for (let step = 0; step < 4; step++) {
+          const headless = step % 2 === 0;
+          await backward(after, headless);
+          const expected = await after.optimizer.step();
+          await within.optimizer.stepInBackward(true);
+          await backward(within, headless);
+          // A blocked, untied head's weight has its gradient written outside autograd (no accumulator sees it): it
+          // waits for step(). Every other gradient was applied and dropped inside the backward.
+          const waiting = headless && blockRows > 0 && !tied ? ["lm_head.weight"] : [];
+          expect(gradientNames(within), `tied ${tied}, blocks ${blockRows}, step ${step}`).toEqual(waiting);
+          const taken = await within.optimizer.step();
+          expect(taken.gradNorm, `tied ${tied}, blocks ${blockRows}, step ${step}`).toBe(expected.gradNorm);
+          expect(parameters(within), `tied ${tied}, blocks ${blockRows}, step ${step}`).toEqual(parameters(after));
+        }
+      }
+    }
+  });
+
+  it("refuses a second gradient for a stepped parameter, clipping, and a libtorch step; off disarms", async () => {
+    const t = twin(22, true);
+    await t.optimizer.stepInBackward(true);
+    await backward(t, true);
+    await expect(t.model.policyGradientBackward(prompts, completions, [1, -0.5])).rejects.toThrow(/received a second gradient in one step/);
+    expect(() => t.optimizer.step({ maxGradNorm: 1 })).toThrow(/maxGradNorm cannot apply to a step begun in backward/);
+    expect(() => t.optimizer.step({ libtorch: true })).toThrow(/libtorch cannot apply to a step begun in backward/);
+    await t.optimizer.stepInBackward(false);
+    // Disarmed: the next backward leaves its gradients for an ordinary step.
+    await backward(t, true);
+    expect(gradientNames(t).length).toBeGreaterThan(0);
+    await expect(t.optimizer.step({ maxGradNorm: 1 })).resolves.toBeDefined();
+  });
+
+  it("never begins on a non-finite loss: no backward runs, no parameter moves", async () => {
+    const t = twin(23, false);
+    const before = parameters(t);
+    await t.optimizer.stepInBackward(true);
+    await backward(t, true, [Number.NaN, 1]);
+    expect(gradientNames(t)).toEqual([]);
+    expect((await t.optimizer.step()).gradNorm).toBe(0);
+    expect(parameters(t)).toEqual(before);
+  });
+});
