@@ -45,3 +45,11 @@ export function setLogitsBlockRows(rows: number): void {
   if (!Number.isInteger(rows) || rows < 0) throw new RangeError(`setLogitsBlockRows: rows must be 0 (automatic) or a positive integer, got ${rows}`);
   addon().setLogitsBlockRows(rows);
 }
+
+/**
+ * Gives the memory of freed CPU tensors back to the system: the addon's cache of freed blocks and malloc's free pages.
+ * Trainer.close() calls it, so that the next trainer in the process starts without the closed one's blocks.
+ */
+export function releaseFreedCpuMemory(): void {
+  addon().releaseFreedCpuMemory();
+}

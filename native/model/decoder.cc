@@ -128,6 +128,33 @@ torch::Tensor Project(const torch::Tensor& x, const torch::Tensor& weight, const
   return torch::nn::functional::linear(x, weight, bias);
 }
 
+// The token embedding's lookup, whose backward adds its rows into the table's gradient in place when one is already
+// there (a tied table's, which the blocked LM head writes first: head_logprobs.cc), rather than handing autograd a
+// second dense [vocab × hidden] gradient to add to it (0.54 GiB at Qwen's vocabulary). The rows are summed per token
+// id as embedding's own backward sums them, then added once each, so .grad holds the same bits; autograd's gradient
+// accumulator then runs with no gradient of its own, as it does for a leaf, and its hooks see the complete .grad.
+struct EmbeddingIntoGrad : public torch::autograd::Function<EmbeddingIntoGrad> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor weight, torch::Tensor ids) {
+    ctx->save_for_backward({weight, ids});
+    return torch::embedding(weight, ids);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& weight = saved[0];
+    const torch::Tensor ids = saved[1].reshape({-1});
+    const torch::Tensor grad = grads[0].reshape({ids.size(0), weight.size(1)});
+    torch::Tensor& weight_grad = weight.mutable_grad();
+    if (!weight_grad.defined() || weight_grad.scalar_type() != grad.scalar_type() || !weight_grad.is_contiguous()) {
+      return {torch::embedding_backward(grads[0], saved[1], weight.size(0), -1, false, false), torch::Tensor()};
+    }
+    torch::NoGradGuard no_grad;
+    const auto [tokens, row_of_id] = at::_unique(ids, /*sorted=*/true, /*return_inverse=*/true);
+    weight_grad.index_add_(0, tokens, at::embedding_dense_backward(grad, row_of_id, tokens.size(0), -1, false));
+    return {torch::Tensor(), torch::Tensor()};
+  }
+};
+
 torch::Tensor RotateHalf(const torch::Tensor& x) {
   const int64_t half = x.size(-1) / 2;
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
@@ -503,7 +530,7 @@ torch::Tensor CausalLMImpl::forward(const ForwardInputs& inputs, KVCache* cache,
   const int64_t keys = inputs.attention_mask.size(1);
   const int64_t past = cache ? cache->length : 0;
   TORCH_CHECK(keys == past + queries, "attention mask covers ", keys, " positions, expected ", past + queries);
-  torch::Tensor h = model->embed_tokens(inputs.input_ids);
+  torch::Tensor h = EmbeddingIntoGrad::apply(model->embed_tokens->weight, inputs.input_ids);
   // Gemma rounds √hidden to the activation dtype before scaling.
   if (config_.embed_scale) h = h * torch::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)), h.options());
   TORCH_CHECK(inputs.max_position >= 0, "forward: the largest position id was not given");

@@ -4,6 +4,9 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/version.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <cstdlib>
 #include <iterator>
@@ -51,6 +54,16 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   size_t limit() const { return limit_; }
+
+  void ReleaseCache() {
+    std::multimap<size_t, void*> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks.swap(free_);
+      cached_ = 0;
+    }
+    for (const auto& block : blocks) c10::free_cpu(block.second);
+  }
 
  private:
   static CachingCpuAllocator& Self();
@@ -119,16 +132,6 @@ class CachingCpuAllocator final : public c10::Allocator {
     }
   }
 
-  void ReleaseCache() {
-    std::multimap<size_t, void*> blocks;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      blocks.swap(free_);
-      cached_ = 0;
-    }
-    for (const auto& block : blocks) c10::free_cpu(block.second);
-  }
-
   const size_t limit_;
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> free_;          // cached blocks by size
@@ -149,6 +152,13 @@ void InstallCachingCpuAllocator() {
   // Lives as long as the process: tensors allocated here may be freed during static destruction.
   installed = new CachingCpuAllocator(limit);
   c10::SetCPUAllocator(installed, /*priority=*/1);
+}
+
+void ReleaseFreedCpuMemory() {
+  if (installed) installed->ReleaseCache();
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 size_t CpuCacheBytes() { return installed ? installed->cached() : 0; }

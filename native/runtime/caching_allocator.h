@@ -15,6 +15,11 @@ namespace comlrl {
 // allocation retried. COMLRL_CPU_CACHE_MB=0 turns it off.
 void InstallCachingCpuAllocator();
 
+// Gives the memory of freed tensors back to the system: the cache's blocks, and (glibc) the free pages of malloc's
+// heaps, which keep what smaller tensors freed. For when large modules have just been freed (a trainer closed): the
+// next trainer's blocks come in fresh, instead of beside gigabytes of another run's blocks its sizes may not fit.
+void ReleaseFreedCpuMemory();
+
 // Bytes held in freed blocks awaiting reuse, and the limit (0 when the cache is off).
 size_t CpuCacheBytes();
 size_t CpuCacheLimitBytes();

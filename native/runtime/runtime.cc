@@ -231,6 +231,14 @@ Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
   });
 }
 
+// releaseFreedCpuMemory(): see ReleaseFreedCpuMemory.
+Napi::Value ReleaseFreedCpuMemoryBinding(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    ReleaseFreedCpuMemory();
+    return info.Env().Undefined();
+  });
+}
+
 Napi::Value SetNumThreadsBinding(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     if (info.Length() < 1 || !info[0].IsNumber()) throw ArgumentError("setNumThreads(n): n must be a positive integer");
@@ -370,6 +378,7 @@ void InitRuntime(Napi::Env env, Napi::Object exports) {
                       {"measureCopy", MeasureCopy},
                       {"memoryWindow", MemoryWindow},
                       {"setLogitsBlockRows", SetLogitsBlockRowsBinding},
+                      {"releaseFreedCpuMemory", ReleaseFreedCpuMemoryBinding},
                   });
 }
 

@@ -96,6 +96,12 @@ export interface RuntimeConfig {
   readonly adamBetas: readonly [number, number];
   /** (ours) AdamW's ε; PyTorch's default. */
   readonly adamEps: number;
+  /**
+   * (ours; TRL's gradient_checkpointing) The agents' models keep only each decoder layer's input for the backward and
+   * recompute the layer there: an update's activations shrink to one layer's, for about one more forward of compute.
+   * The same gradients (dropout masks are replayed).
+   */
+  readonly gradientCheckpointing: boolean;
 }
 
 const betas = field<readonly [number, number]>((raw) => {
@@ -110,6 +116,7 @@ export const RUNTIME_FIELDS = {
   weightDecay: float({ default: 0.01, min: 0 }),
   adamBetas: betas,
   adamEps: float({ default: 1e-8, above: 0 }),
+  gradientCheckpointing: bool({ default: false }),
 };
 
 /** How long and how fast a trainer trains its agents, how often it logs, and for how many roles. */

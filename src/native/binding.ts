@@ -126,6 +126,8 @@ export interface NativeAddon extends NativeLosses, NativeReadouts {
   memoryWindow(): MemoryWindow;
   /** Rows per block of the LM head when scoring tokens (0: as many as keep a block's logits near 64 MiB). */
   setLogitsBlockRows(rows: number): void;
+  /** Gives freed tensors' memory back to the system: the CPU cache's blocks and malloc's free pages. */
+  releaseFreedCpuMemory(): void;
   /**
    * Runs a CPU module's calls, and those of optimizers whose first module it is, on agent lane `lane` ("cpu#lane",
    * one intra-op thread) beside the other lanes; null returns them to the device's lane.

@@ -67,6 +67,7 @@ export async function setUpActors(
     referencesAsCopies: extra.referencesAsCopies,
     valueHeads: extra.valueHeads,
   });
+  if (config.gradientCheckpointing) for (const agent of agents) agent.model.setGradientCheckpointing(true);
   // Agents whose updates take turns would overlap only their sampling, and lose the second intra-op thread in every
   // update (README, Performance: "CPU agent lanes").
   const lanes = extra.updatesInTurn ? 1 : cpuLanesFor(config.parallelTraining, [...placement.agentDevices, ...(config.referenceKlEnabled ? placement.referenceDevices : [])], sources);

@@ -96,3 +96,24 @@ describe("a step taken in backward", () => {
     expect(parameters(t)).toEqual(before);
   });
 });
+
+describe("the token embedding's gradient", () => {
+  // With a gradient already in .grad the lookup's backward adds its rows there in place (summed per token id first)
+  // instead of building a dense table-sized gradient for autograd to add: the same bits as that addition. Repeated
+  // ids in both batches take the per-id sums.
+  it("adds into an existing .grad exactly as autograd's accumulation of the dense gradient does", async () => {
+    const model = tinyLM(24);
+    disposables.push(model);
+    const table = "model.embed_tokens.weight";
+    const first = { prompts: [[1, 1, 2], [3, 1]], completions: [[1, 4], [5, 5, 1]], advantages: [0.7, -1.3] };
+    const second = { prompts: [[2, 2, 6], [1, 3]], completions: [[6, 1], [2, 2, 2]], advantages: [-0.4, 0.9] };
+    const gradientOf = async (...batches: Array<typeof first>) => {
+      await model.zeroGrad();
+      for (const b of batches) await model.policyGradientBackward(b.prompts, b.completions, b.advantages);
+      return Float32Array.from(model.native.getGradient(table)!);
+    };
+    const alone = [await gradientOf(first), await gradientOf(second)];
+    const accumulated = await gradientOf(first, second);
+    expect(Array.from(accumulated)).toEqual(Array.from(alone[0], (g, i) => Math.fround(g + alone[1][i])));
+  });
+});

@@ -58,6 +58,7 @@ describe("MAGRPOConfig defaults", () => {
       weightDecay: 0.01,
       adamBetas: [0.9, 0.999],
       adamEps: 1e-8,
+      gradientCheckpointing: false,
       // (ours) the objective fields (tests/unit/config-objectives.test.ts): CoMLRL's loss for every agent.
       lossType: "comlrl",
       importanceSamplingLevel: "token",

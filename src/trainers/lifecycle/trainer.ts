@@ -18,7 +18,7 @@ import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry } from "./components.js";
 import { StageTimings } from "./timings.js";
 import { StageMemory } from "./memory.js";
-import { memoryWindow } from "../../runtime.js";
+import { memoryWindow, releaseFreedCpuMemory } from "../../runtime.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
 import { lockRunDirectories } from "../../util/run-lock.js";
@@ -497,11 +497,15 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     await this.replicas?.context.barrier();
   }
 
-  /** Closes the logs and frees what the trainer created (models passed in by the caller stay usable). */
+  /**
+   * Closes the logs and frees what the trainer created (models passed in by the caller stay usable), giving the freed
+   * memory back to the system.
+   */
   async close(): Promise<void> {
     await this.logger?.close();
     this.logger = null;
     this.components.dispose();
+    releaseFreedCpuMemory();
   }
 
   /** `await using trainer = …` closes it when the scope ends, even on a throw. */
