@@ -201,6 +201,23 @@ describe("reward head", () => {
     }
   });
 
+  it("scores rows that begin alike (each shared beginning run once) as it scores each row alone", async () => {
+    const head = newHead(null, 9);
+    const alike = [[3, 4, 5, 6, 7], [3, 4, 5, 9], [3, 4, 12], [20, 21, 22], [20, 21, 23, 24], [30, 31]];
+    const length = Math.max(...alike.map((row) => row.length));
+    const ids = new Int32Array(alike.length * length);
+    const attentionMask = new Int32Array(alike.length * length);
+    alike.forEach((row, r) => {
+      ids.set(row, r * length);
+      attentionMask.fill(1, r * length, r * length + row.length);
+    });
+    const together = await addon().rewardScores(model.native, head, { ids, batch: alike.length, length, attentionMask });
+    for (let r = 0; r < alike.length; r++) {
+      const alone = await addon().rewardScores(model.native, head, { ids: Int32Array.from(alike[r]), batch: 1, length: alike[r].length });
+      expect(Math.abs(alone[0] - together[r]), `row ${r}`).toBeLessThan(1e-5);
+    }
+  });
+
   it("Bradley–Terry loss and its weight gradient by hand", async () => {
     const head = newHead(null, 7);
     const chosen = [0, 2];
