@@ -419,6 +419,26 @@ export class CausalLM {
   }
 
   /**
+   * score()'s sums from a forward with gradients whose graph is kept for one policyGradientBackward (the gradient
+   * policyGradientBackward(prompts, completions, advantages, scale) would accumulate), for a loss whose advantages
+   * need other models' scores first: one forward gives both. The graph holds the forward's activations until then.
+   */
+  async scoreForBackward(prompts: TokenRows, completions: TokenRows): Promise<Pick<Scores, "sum" | "mean"> & {
+    /** Accumulates the policy-gradient loss's gradient from the kept forward and frees it; a second call throws. */
+    policyGradientBackward(advantages: ArrayLike<number>, scale?: number): Promise<{
+      /** The loss whose gradient was accumulated. */
+      loss: number;
+    } & RouterAuxLoss>;
+  }> {
+    const { sum, mean, graph } = await addon().scoreForBackward(this.native, completionBatch(prompts, completions));
+    return {
+      sum,
+      mean,
+      policyGradientBackward: async (advantages, scale = 1) => addon().heldPolicyGradientBackward(this.native, graph, { advantages: Float32Array.from(advantages), scale }),
+    };
+  }
+
+  /**
    * Accumulates ∇ of scale · (a clipped-ratio objective over the completion tokens + router aux loss), from one
    * scoring forward (native/losses/objective.h: GRPO's, DAPO's, Dr. GRPO's … losses); the token log-probs it returns
    * are this model's, before the update. The clipped-ratio objectives' own path (trainers/reinforce/objectives.ts).

@@ -10,6 +10,7 @@ import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { addon } from "../../src/native/loader.js";
 import { maxAbsDiff } from "../support/safetensors.js";
+import { batchOf, tinyLM } from "./tiny-lm.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-model-"));
 const dir = path.join(scratch, "tiny");
@@ -129,6 +130,28 @@ describe("policy-gradient backward", () => {
     await model.policyGradientBackward([prompt, prompt], [completion, completion], [-0.5, 2], 0.5);
     const combined = grad(model, probe);
     expect(maxAbsDiff(combined, Array.from(unit, (g) => g * 0.75))).toBeLessThan(1e-6);
+    await model.zeroGrad();
+  });
+
+  it("a scoring pass kept for its backward gives score()'s sums and policyGradientBackward's gradient, once", async () => {
+    const probe = "model.layers.1.mlp.down_proj.weight";
+    const prompts = [prompt, prompt, prompt.slice(1)];
+    const completions = [completion, completion.slice(2), completion.slice(1)];
+    const advantages = [0.5, -1, 2];
+    await model.zeroGrad();
+    await model.policyGradientBackward(prompts, completions, advantages, 0.5);
+    const twoPasses = Float32Array.from(grad(model, probe));
+    await model.zeroGrad();
+    const held = await model.scoreForBackward(prompts, completions);
+    // score() runs the inference kernels, which agree with the autograd path to rounding.
+    expect(maxAbsDiff(held.sum, (await model.score(prompts, completions)).sum)).toBeLessThan(1e-5);
+    await held.policyGradientBackward(advantages, 0.5);
+    expect(maxAbsDiff(grad(model, probe), twoPasses)).toBeLessThan(1e-6);
+    await expect(held.policyGradientBackward(advantages)).rejects.toThrow(/used by a backward already/);
+    const { graph } = await addon().scoreForBackward(model.native, batchOf(prompts, completions));
+    const other = tinyLM(3);
+    expect(() => addon().heldPolicyGradientBackward(other.native, graph, { advantages: Float32Array.from(advantages) })).toThrow(/scored by another model/);
+    other.dispose();
     await model.zeroGrad();
   });
 

@@ -31,17 +31,43 @@ function rows(agent: number, batch: readonly PreferencePair[]) {
   return { prompts: [...prompts, ...prompts], completions: [...batch.map((p) => p.winnerIds[agent]), ...batch.map((p) => p.loserIds[agent])] };
 }
 
-/** Δ_i per pair for every agent, from one scoring pass per agent (no gradients). */
-export async function agentDeltas(agents: readonly Agent[], batch: readonly PreferencePair[], concurrent: boolean): Promise<number[][]> {
-  return forEachAgent(agents.length, concurrent, async (i) => {
+/** Per pair, Δ = log π(winner) − log π(loser) from the sums of rows(): winners first, then losers. */
+function deltasOf(sums: Float32Array, pairs: number): number[] {
+  return Array.from({ length: pairs }, (_, p) => sums[p] - sums[pairs + p]);
+}
+
+/** rows()' policy-gradient weights: each pair's winner weight on its winner, its negative on its loser. */
+function rowWeights(winnerWeights: readonly number[]): number[] {
+  return [...winnerWeights, ...winnerWeights.map((w) => -w)];
+}
+
+/** One agent's scoring of a pair batch: its Δ_i per pair, and the backward of its loss once the winner weights are known. */
+export interface AgentScoring {
+  deltas: number[];
+  backward(winnerWeights: readonly number[]): Promise<void>;
+}
+
+/**
+ * Every agent's Δ_i per pair, from one scoring pass per agent whose graph is kept for the agent's backward, which
+ * then runs no forward of its own. Every agent's graph is held until its backward: agents in turn hold all of theirs
+ * at once, as agents updating at the same time do anyway. The scoring runs the autograd path in either case, so that
+ * agents on lanes and agents in turn compute the same Δ to the bit.
+ */
+export async function scoreAgents(agents: readonly Agent[], batch: readonly PreferencePair[], concurrent: boolean): Promise<AgentScoring[]> {
+  return forEachAgent(agents.length, concurrent, async (i): Promise<AgentScoring> => {
     const { prompts, completions } = rows(i, batch);
-    const { sum } = await agents[i].model.score(prompts, completions);
-    return batch.map((_, p) => sum[p] - sum[batch.length + p]);
+    const held = await agents[i].model.scoreForBackward(prompts, completions);
+    return {
+      deltas: deltasOf(held.sum, batch.length),
+      backward: async (winnerWeights) => {
+        await held.policyGradientBackward(rowWeights(winnerWeights));
+      },
+    };
   });
 }
 
 /** Accumulates agent's gradient of mean_p −log σ(β Δ_p) (its own Δ with gradient) in one batched backward. */
 export async function dpoBackward(agent: Agent, batch: readonly PreferencePair[], winnerWeights: readonly number[]): Promise<void> {
   const { prompts, completions } = rows(agent.index, batch);
-  await agent.model.policyGradientBackward(prompts, completions, [...winnerWeights, ...winnerWeights.map((w) => -w)]);
+  await agent.model.policyGradientBackward(prompts, completions, rowWeights(winnerWeights));
 }
