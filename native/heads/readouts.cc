@@ -88,7 +88,7 @@ std::vector<std::vector<int64_t>> RealTokens(const torch::Tensor& ids, const tor
 struct PrefixPlan {
   CompletionBatch batch;
   std::vector<int64_t> group_of_row;
-  std::vector<const std::vector<int64_t>*> prefixes;
+  std::vector<size_t> first_row_of_group;  // whose prompt is the group's prefix
   int64_t cost = 0;  // padded tokens fed: groups × the longest prefix + rows × the longest rest
 };
 
@@ -121,7 +121,7 @@ std::optional<PrefixPlan> PlanPrefixes(const std::vector<std::vector<int64_t>>& 
   }
   PrefixPlan plan;
   plan.group_of_row = group_of_row;
-  plan.prefixes.assign(group_prefix.size(), nullptr);
+  plan.first_row_of_group.assign(group_prefix.size(), rows);
   size_t widest_prefix = 0, widest_rest = 0;
   for (size_t row = 0; row < rows; ++row) {
     const size_t prefix = group_prefix[static_cast<size_t>(group_of_row[row])];
@@ -132,8 +132,8 @@ std::optional<PrefixPlan> PlanPrefixes(const std::vector<std::vector<int64_t>>& 
     widest_rest = std::max(widest_rest, tokens[row].size() - prefix);
   }
   for (size_t row = 0; row < rows; ++row) {
-    auto& prefix = plan.prefixes[static_cast<size_t>(group_of_row[row])];
-    if (!prefix) prefix = &plan.batch.prompts[row];
+    size_t& first = plan.first_row_of_group[static_cast<size_t>(group_of_row[row])];
+    first = std::min(first, row);
   }
   plan.cost = static_cast<int64_t>(group_prefix.size() * widest_prefix + rows * widest_rest);
   return plan;
@@ -165,7 +165,9 @@ std::optional<PrefixPlan> CheapestPrefixPlan(const std::vector<std::vector<int64
 
 // The hidden state at each row's last token, each group's prefix run once.
 torch::Tensor LastHiddenSharingPrefixes(CausalLMImpl& model, const PrefixPlan& plan) {
-  const SharedPromptForward forward = ForwardSharedPrompts(model, plan.batch, plan.group_of_row, plan.prefixes, /*feed_last=*/true);
+  std::vector<const std::vector<int64_t>*> prefixes;
+  for (size_t row : plan.first_row_of_group) prefixes.push_back(&plan.batch.prompts[row]);
+  const SharedPromptForward forward = ForwardSharedPrompts(model, plan.batch, plan.group_of_row, prefixes, /*feed_last=*/true);
   std::vector<int64_t> rows, cols;
   for (size_t r = 0; r < plan.batch.completions.size(); ++r) {
     rows.push_back(static_cast<int64_t>(r));
