@@ -26,12 +26,20 @@ struct HeldScores {
 
 using HeldHandle = std::shared_ptr<HeldScores>;
 
+// Marks the externals that hold a HeldHandle: any other external (another addon's, another binding's) read as one
+// would be undefined behaviour, so a backward checks the mark before it reads the handle.
+constexpr napi_type_tag kHeldHandleTag = {0x6c0f3a8e2d5b4c71, 0x9e2a7d14b8c3f605};
+
 Napi::Value HandleOf(Napi::Env env, HeldHandle held) {
-  return Napi::External<HeldHandle>::New(env, new HeldHandle(std::move(held)), [](Napi::Env, HeldHandle* handle) { delete handle; });
+  auto handle = Napi::External<HeldHandle>::New(env, new HeldHandle(std::move(held)), [](Napi::Env, HeldHandle* owned) { delete owned; });
+  handle.TypeTag(&kHeldHandleTag);
+  return handle;
 }
 
 HeldHandle HeldOf(const Napi::Value& value, const ModelState& model) {
-  if (!value.IsExternal()) throw ArgumentError("graph must be what scoreForBackward returned");
+  if (!value.IsExternal() || !value.As<Napi::External<HeldHandle>>().CheckTypeTag(&kHeldHandleTag)) {
+    throw ArgumentError("graph must be what scoreForBackward returned");
+  }
   HeldHandle held = *value.As<Napi::External<HeldHandle>>().Data();
   if (held->model != &model) throw ArgumentError("graph was scored by another model");
   if (held->used) throw ArgumentError("graph was used by a backward already");

@@ -8,6 +8,7 @@ import { CausalLM } from "../../src/models/causal-lm.js";
 import { buildConfigJson } from "../../src/models/config.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import type { HeldGraph } from "../../src/native/binding.js";
 import { addon } from "../../src/native/loader.js";
 import { maxAbsDiff } from "../support/safetensors.js";
 import { batchOf, tinyLM } from "./tiny-lm.js";
@@ -153,6 +154,14 @@ describe("policy-gradient backward", () => {
     expect(() => addon().heldPolicyGradientBackward(other.native, graph, { advantages: Float32Array.from(advantages) })).toThrow(/scored by another model/);
     other.dispose();
     await model.zeroGrad();
+  });
+
+  it("a backward refuses as its graph anything scoreForBackward did not return", () => {
+    for (const wrong of [{}, model.native, 7]) {
+      expect(() => addon().heldPolicyGradientBackward(model.native, wrong as unknown as HeldGraph, { advantages: Float32Array.from([1]) })).toThrow(
+        /graph must be what scoreForBackward returned/,
+      );
+    }
   });
 
   it("zeroGrad waits on the model's lane, not on the JS thread: issued during a backward, it returns at once and drops the backward's gradients", async () => {
