@@ -47,13 +47,29 @@ HeldHandle HeldOf(const Napi::Value& value, const ModelState& model) {
   return held;
 }
 
+// A generator's state, read and restored under its lock.
+torch::Tensor GeneratorState(at::Generator& generator) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void RestoreGenerator(at::Generator& generator, const torch::Tensor& state) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
 Napi::Value ScoreForBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto model = NativeModel::StateOf(info[0], "model");
     CompletionBatch batch = ReadCompletionBatch(*model->module, ObjectArg(info, 1, "batch"));
-    return RunAsync(info.Env(), model->lane, [model, batch]() -> Resolver {
+    const bool keep = BoolFieldOr(ObjectArg(info, 2, "options"), "keep", true);
+    return RunAsync(info.Env(), model->lane, [model, batch, keep]() -> Resolver {
       ModuleLocks lock({model.get()});
       torch::AutoGradMode grad(true);
+      // Unkept, the graph is replaced by a backward that runs this forward again: the stream is wound back so that
+      // it draws the masks this forward drew, and leaves the stream where a kept graph's backward would.
+      at::Generator& dropout = model->generators.at(ModelState::kDropoutStream);
+      const torch::Tensor dropout_before = keep ? torch::Tensor() : GeneratorState(dropout);
       RouterAuxRecording router(*model->module, model->module->config().policy_router_aux_coef);
       auto held = std::make_shared<HeldScores>();
       held->model = model.get();
@@ -64,11 +80,15 @@ Napi::Value ScoreForBackward(const Napi::CallbackInfo& info) {
       }
       const torch::Tensor sums = held->scores.sums.detach();
       const torch::Tensor means = sums / held->scores.counts.clamp_min(1.0);
+      if (!keep) {
+        held.reset();
+        RestoreGenerator(dropout, dropout_before);
+      }
       return [held, sums, means](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);
         out.Set("sum", ToFloat32Array(env, sums));
         out.Set("mean", ToFloat32Array(env, means));
-        out.Set("graph", HandleOf(env, held));
+        if (held) out.Set("graph", HandleOf(env, held));
         return out;
       };
     });

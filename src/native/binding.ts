@@ -117,8 +117,11 @@ export interface HeldGraph {
 
 /** Scoring with the forward's graph kept for one backward whose row weights are known only after the scores. */
 export interface NativeHeldScores {
-  /** score()'s sums and means from a forward with gradients, its graph kept in `graph`. */
-  scoreForBackward(model: NativeModel, batch: CompletionBatchInput): Promise<{ sum: Float32Array; mean: Float32Array; graph: HeldGraph }>;
+  /**
+   * score()'s sums and means from a forward with gradients, its graph kept in `graph` with keep (the default).
+   * Without keep nothing is held, and policyGradientBackward's own forward of the batch is this one again, to the bit.
+   */
+  scoreForBackward(model: NativeModel, batch: CompletionBatchInput, options: { keep?: boolean }): Promise<{ sum: Float32Array; mean: Float32Array; graph?: HeldGraph }>;
   /** policyGradientBackward's gradient from the kept forward, which it frees: a graph takes one backward. */
   heldPolicyGradientBackward(model: NativeModel, graph: HeldGraph, options: { advantages: Float32Array; scale?: number }): Promise<{ loss: number; routerAuxLoss?: number }>;
 }

@@ -143,16 +143,34 @@ describe("policy-gradient backward", () => {
     await model.policyGradientBackward(prompts, completions, advantages, 0.5);
     const twoPasses = Float32Array.from(grad(model, probe));
     await model.zeroGrad();
-    const held = await model.scoreForBackward(prompts, completions);
+    const held = await model.scoreForBackward(prompts, completions, true);
     // score() runs the inference kernels, which agree with the autograd path to rounding.
     expect(maxAbsDiff(held.sum, (await model.score(prompts, completions)).sum)).toBeLessThan(1e-5);
     await held.policyGradientBackward(advantages, 0.5);
     expect(maxAbsDiff(grad(model, probe), twoPasses)).toBeLessThan(1e-6);
     await expect(held.policyGradientBackward(advantages)).rejects.toThrow(/used by a backward already/);
-    const { graph } = await addon().scoreForBackward(model.native, batchOf(prompts, completions));
+    const graph = (await addon().scoreForBackward(model.native, batchOf(prompts, completions), { keep: true })).graph!;
     const other = tinyLM(3);
     expect(() => addon().heldPolicyGradientBackward(other.native, graph, { advantages: Float32Array.from(advantages) })).toThrow(/scored by another model/);
     other.dispose();
+    await model.zeroGrad();
+  });
+
+  it("a scoring pass not kept holds no graph, and gives the kept pass's sums and gradient to the bit", async () => {
+    const probe = "model.layers.1.mlp.down_proj.weight";
+    const prompts = [prompt, prompt.slice(2)];
+    const completions = [completion, completion.slice(1)];
+    const advantages = [-0.25, 1.5];
+    await model.zeroGrad();
+    const kept = await model.scoreForBackward(prompts, completions, true);
+    await kept.policyGradientBackward(advantages, 0.5);
+    const keptGrad = Float32Array.from(grad(model, probe));
+    await model.zeroGrad();
+    const unkept = await model.scoreForBackward(prompts, completions, false);
+    await unkept.policyGradientBackward(advantages, 0.5);
+    expect(Array.from(unkept.sum)).toEqual(Array.from(kept.sum));
+    expect(Array.from(grad(model, probe))).toEqual(Array.from(keptGrad));
+    expect((await addon().scoreForBackward(model.native, batchOf(prompts, completions), { keep: false })).graph).toBeUndefined();
     await model.zeroGrad();
   });
 

@@ -48,19 +48,20 @@ export interface AgentScoring {
 }
 
 /**
- * Every agent's Δ_i per pair, from one scoring pass per agent whose graph is kept for the agent's backward, which
- * then runs no forward of its own. Every agent's graph is held until its backward: agents in turn hold all of theirs
- * at once, as agents updating at the same time do anyway. The scoring runs the autograd path in either case, so that
- * agents on lanes and agents in turn compute the same Δ to the bit.
+ * Every agent's Δ_i per pair, from one scoring pass per agent. Agents updating at the same time hold every agent's
+ * activations at once anyway, so each keeps its scoring graph for its backward, which then runs no forward of its
+ * own. Agents in turn would hold all of them only for that: each frees its graph once scored, and its backward runs
+ * the forward again, so that one agent's activations live at a time. The scoring runs the autograd path in either
+ * case, so that agents on lanes and agents in turn compute the same Δ and gradients to the bit.
  */
 export async function scoreAgents(agents: readonly Agent[], batch: readonly PreferencePair[], concurrent: boolean): Promise<AgentScoring[]> {
   return forEachAgent(agents.length, concurrent, async (i): Promise<AgentScoring> => {
     const { prompts, completions } = rows(i, batch);
-    const held = await agents[i].model.scoreForBackward(prompts, completions);
+    const scored = await agents[i].model.scoreForBackward(prompts, completions, concurrent);
     return {
-      deltas: deltasOf(held.sum, batch.length),
+      deltas: deltasOf(scored.sum, batch.length),
       backward: async (winnerWeights) => {
-        await held.policyGradientBackward(rowWeights(winnerWeights));
+        await scored.policyGradientBackward(rowWeights(winnerWeights));
       },
     };
   });
