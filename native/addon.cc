@@ -5,6 +5,7 @@
 #include "dist/process_group.h"
 #include "heads/head_binding.h"
 #include "heads/readout_binding.h"
+#include "losses/held_score_binding.h"
 #include "losses/loss_binding.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
@@ -25,6 +26,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::NativeValueHead::Init(env, exports);
   comlrl::InitReadouts(env, exports);
   comlrl::InitLosses(env, exports);
+  comlrl::InitHeldScores(env, exports);
   comlrl::NativeOptimizer::Init(env, exports);
   comlrl::NativeProcessGroup::Init(env, exports);
   return exports;

@@ -32,18 +32,42 @@ torch::Tensor PredictingHidden(const CompletionBatch& batch, const SequenceForwa
   return forward.hidden.index({Int64Tensor(select_rows, {total}, device), Int64Tensor(select_cols, {total}, device)});
 }
 
-// The same hidden states when rows share prompts (the K samples of a node): each distinct prompt is run once, its
-// keys/values are shared by the rows that continue it, and gradients from every row flow back into it. Prompts are
-// left-padded, so that each row's prompt ⧺ completion is contiguous in the cache: a sliding window counts cache
-// columns, and pads between a short prompt and its completion would shift its reach. While router
-// logits are recorded, the completions' last tokens are fed too and a prompt's tokens weigh once per row that
-// continues it: the router loss of the rows' prompt ⧺ completion, as one padded forward of them gives it.
+// The predicting hidden states when rows share prompts (the K samples of a node), from ForwardSharedPrompts. While
+// router logits are recorded, the completions' last tokens are fed too, as one padded forward of the rows feeds them.
 torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const CompletionBatch& batch, const std::vector<int64_t>& group_of_row,
                                             const std::vector<const std::vector<int64_t>*>& prompts, const torch::Device& device) {
   const int64_t rows = static_cast<int64_t>(batch.prompts.size());
   const int64_t groups = static_cast<int64_t>(prompts.size());
+  const SharedPromptForward forward = ForwardSharedPrompts(model, batch, group_of_row, prompts, model.router_records() != nullptr);
+  // Sources of the predicting hidden states: [prompt_last (groups rows), completion hidden (rows × fed_width)].
+  torch::Tensor sources = forward.prompt_last;
+  int64_t fed_width = 0;
+  if (forward.completion_hidden.defined()) {
+    fed_width = forward.completion_hidden.size(1);
+    sources = torch::cat({forward.prompt_last, forward.completion_hidden.reshape({rows * fed_width, -1})}, 0);
+  }
+  std::vector<int64_t> source_index;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < static_cast<int64_t>(batch.completions[r].size()); ++j) {
+      source_index.push_back(j == 0 ? group_of_row[r] : groups + r * fed_width + (j - 1));
+    }
+  }
+  return sources.index_select(0, Int64Tensor(source_index, {static_cast<int64_t>(source_index.size())}, device));
+}
+
+}  // namespace
+
+// Prompts are left-padded, so that each row's prompt ⧺ completion is contiguous in the cache: a sliding window counts
+// cache columns, and pads between a short prompt and its completion would shift its reach. While router logits are
+// recorded, a prompt's tokens weigh once per row that continues it: the router loss of the rows' prompt ⧺ completion,
+// as one padded forward of them gives it.
+SharedPromptForward ForwardSharedPrompts(CausalLMImpl& model, const CompletionBatch& batch, const std::vector<int64_t>& group_of_row,
+                                         const std::vector<const std::vector<int64_t>*>& prompts, bool feed_last) {
+  const torch::Device device = model.model->embed_tokens->weight.device();
+  const int64_t rows = static_cast<int64_t>(batch.prompts.size());
+  const int64_t groups = static_cast<int64_t>(prompts.size());
   std::vector<RouterRecord>* router = model.router_records();
-  const int64_t unfed = router ? 0 : 1;  // completion tokens left unfed: the last one predicts nothing
+  const int64_t unfed = feed_last ? 0 : 1;
   int64_t prompt_width = 0, fed_width = 0;
   for (const auto* prompt : prompts) prompt_width = std::max<int64_t>(prompt_width, static_cast<int64_t>(prompt->size()));
   for (const auto& completion : batch.completions) fed_width = std::max<int64_t>(fed_width, static_cast<int64_t>(completion.size()) - unfed);
@@ -66,41 +90,28 @@ torch::Tensor PredictingHiddenSharedPrompts(CausalLMImpl& model, const Completio
     for (int64_t g : group_of_row) rows_of_group[g] += 1;
     router->back().weight = (router->back().weight.view({groups, prompt_width}) * torch::tensor(rows_of_group).to(device).unsqueeze(1)).reshape({-1});
   }
-  // Hidden state at each prompt's last token (the last column): it predicts the first completion token.
-  const torch::Tensor prompt_last = prompt_hidden.select(1, prompt_width - 1);
-
-  // Sources of the predicting hidden states: [prompt_last (groups rows), completion hidden (rows × fed_width)].
-  std::vector<int64_t> source_index;
-  torch::Tensor sources = prompt_last;
-  if (fed_width > 0) {
-    std::vector<int64_t> ids(rows * fed_width, 0), positions(rows * fed_width, 0);
-    std::vector<uint8_t> mask(rows * (prompt_width + fed_width), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t g = group_of_row[r];
-      const auto& completion = batch.completions[r];
-      std::copy_n(prompt_mask.begin() + g * prompt_width, prompt_width, mask.begin() + r * (prompt_width + fed_width));
-      for (int64_t j = 0; j + unfed < static_cast<int64_t>(completion.size()); ++j) {
-        ids[r * fed_width + j] = completion[j];
-        mask[r * (prompt_width + fed_width) + prompt_width + j] = 1;
-      }
-      for (int64_t j = 0; j < fed_width; ++j) positions[r * fed_width + j] = static_cast<int64_t>(prompts[g]->size()) + j;
-    }
-    cache.SelectRows(Int64Tensor(group_of_row, {rows}, device));
-    const torch::Tensor completion_hidden = model.forward(
-        {Int64Tensor(ids, {rows, fed_width}, device), Int64Tensor(positions, {rows, fed_width}, device),
-         BoolTensor(mask, {rows, prompt_width + fed_width}, device), prompt_width + fed_width - 1},
-        &cache);
-    sources = torch::cat({prompt_last, completion_hidden.reshape({rows * fed_width, -1})}, 0);
-  }
+  SharedPromptForward out;
+  out.prompt_last = prompt_hidden.select(1, prompt_width - 1);
+  if (fed_width == 0) return out;
+  std::vector<int64_t> ids(rows * fed_width, 0), positions(rows * fed_width, 0);
+  std::vector<uint8_t> mask(rows * (prompt_width + fed_width), 0);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < static_cast<int64_t>(batch.completions[r].size()); ++j) {
-      source_index.push_back(j == 0 ? group_of_row[r] : groups + r * fed_width + (j - 1));
+    const int64_t g = group_of_row[r];
+    const auto& completion = batch.completions[r];
+    std::copy_n(prompt_mask.begin() + g * prompt_width, prompt_width, mask.begin() + r * (prompt_width + fed_width));
+    for (int64_t j = 0; j + unfed < static_cast<int64_t>(completion.size()); ++j) {
+      ids[r * fed_width + j] = completion[j];
+      mask[r * (prompt_width + fed_width) + prompt_width + j] = 1;
     }
+    for (int64_t j = 0; j < fed_width; ++j) positions[r * fed_width + j] = static_cast<int64_t>(prompts[g]->size()) + j;
   }
-  return sources.index_select(0, Int64Tensor(source_index, {static_cast<int64_t>(source_index.size())}, device));
+  cache.SelectRows(Int64Tensor(group_of_row, {rows}, device));
+  out.completion_hidden = model.forward(
+      {Int64Tensor(ids, {rows, fed_width}, device), Int64Tensor(positions, {rows, fed_width}, device),
+       BoolTensor(mask, {rows, prompt_width + fed_width}, device), prompt_width + fed_width - 1},
+      &cache);
+  return out;
 }
-
-}  // namespace
 
 SequenceForward ForwardSequences(CausalLMImpl& model, const CompletionBatch& batch, bool with_last_token) {
   const torch::Device device = model.model->embed_tokens->weight.device();

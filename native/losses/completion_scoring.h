@@ -41,6 +41,17 @@ SequenceForward ForwardSequences(CausalLMImpl& model, const CompletionBatch& bat
 // The scores ScoreCompletions gives, read from a forward that fed at least prompt ⧺ completion[:-1].
 CompletionScores ScoreFromForward(CausalLMImpl& model, const CompletionBatch& batch, const SequenceForward& forward, bool with_entropy);
 
+// One forward of rows that share prompts: each distinct prompt (prompts[g], the prompt of the rows whose
+// group_of_row is g) is run once, and its keys/values are shared by the rows that continue it with their
+// completions; gradients from every row flow back into it. feed_last feeds whole completions (a readout at the last
+// token needs it); without, completion[:-1], all that scoring needs.
+struct SharedPromptForward {
+  torch::Tensor prompt_last;        // [groups, hidden]: each prompt's last hidden state
+  torch::Tensor completion_hidden;  // [rows, fed width, hidden], completions right-padded; undefined when none is fed
+};
+SharedPromptForward ForwardSharedPrompts(CausalLMImpl& model, const CompletionBatch& batch, const std::vector<int64_t>& group_of_row,
+                                         const std::vector<const std::vector<int64_t>*>& prompts, bool feed_last);
+
 // The k3 estimate of KL(policy ‖ reference) per row, summed over completion tokens: d = lp_ref − lp_pol,
 // k3 = exp(d) − d − 1 (COMLRL-SPEC §3.6).
 torch::Tensor KlK3(const CompletionScores& policy, const CompletionScores& reference);

@@ -419,6 +419,31 @@ export class CausalLM {
   }
 
   /**
+   * score()'s sums from a forward with gradients, and the gradient policyGradientBackward(prompts, completions,
+   * advantages, scale) would accumulate from that forward, for a loss whose advantages need other models' scores
+   * first. keepGraph holds the forward's activations until the backward, which then runs no forward of its own;
+   * without, they are freed at once and the backward runs the same forward again (the same bits, dropout masks
+   * included), trading a second forward for the memory.
+   */
+  async scoreForBackward(prompts: TokenRows, completions: TokenRows, keepGraph: boolean): Promise<Pick<Scores, "sum" | "mean"> & {
+    /** Accumulates the policy-gradient loss's gradient; with a kept graph it frees it, and a second call throws. */
+    policyGradientBackward(advantages: ArrayLike<number>, scale?: number): Promise<{
+      /** The loss whose gradient was accumulated. */
+      loss: number;
+    } & RouterAuxLoss>;
+  }> {
+    const { sum, mean, graph } = await addon().scoreForBackward(this.native, completionBatch(prompts, completions), { keep: keepGraph });
+    return {
+      sum,
+      mean,
+      policyGradientBackward: async (advantages, scale = 1) =>
+        graph === undefined
+          ? this.policyGradientBackward(prompts, completions, advantages, scale)
+          : addon().heldPolicyGradientBackward(this.native, graph, { advantages: Float32Array.from(advantages), scale }),
+    };
+  }
+
+  /**
    * Accumulates ∇ of scale · (a clipped-ratio objective over the completion tokens + router aux loss), from one
    * scoring forward (native/losses/objective.h: GRPO's, DAPO's, Dr. GRPO's … losses); the token log-probs it returns
    * are this model's, before the update. The clipped-ratio objectives' own path (trainers/reinforce/objectives.ts).

@@ -110,6 +110,22 @@ export interface NativeLosses {
   ): Promise<{ loss: number; scores: Float32Array }>;
 }
 
+/** A scoring forward's graph, kept for one backward (native/losses/held_score_binding.h); opaque to JS. */
+export interface HeldGraph {
+  readonly heldGraph: unique symbol;
+}
+
+/** Scoring with the forward's graph kept for one backward whose row weights are known only after the scores. */
+export interface NativeHeldScores {
+  /**
+   * score()'s sums and means from a forward with gradients, its graph kept in `graph` with keep (the default).
+   * Without keep nothing is held, and policyGradientBackward's own forward of the batch is this one again, to the bit.
+   */
+  scoreForBackward(model: NativeModel, batch: CompletionBatchInput, options: { keep?: boolean }): Promise<{ sum: Float32Array; mean: Float32Array; graph?: HeldGraph }>;
+  /** policyGradientBackward's gradient from the kept forward, which it frees: a graph takes one backward. */
+  heldPolicyGradientBackward(model: NativeModel, graph: HeldGraph, options: { advantages: Float32Array; scale?: number }): Promise<{ loss: number; routerAuxLoss?: number }>;
+}
+
 /** What a head reads off its model, without gradients (native/heads/readout_binding.h). */
 export interface NativeReadouts {
   /** [rows] for "v" / "q", [Σ (prompt + completion) lengths] for "positions". */
@@ -118,7 +134,7 @@ export interface NativeReadouts {
   rewardScores(model: NativeModel, head: NativeValueHead, batch: TokenBatchInput): Promise<Float32Array>;
 }
 
-export interface NativeAddon extends NativeLosses, NativeReadouts {
+export interface NativeAddon extends NativeLosses, NativeHeldScores, NativeReadouts {
   runtimeInfo(): RuntimeInfo;
   numerics(): NumericsInfo;
   setNumThreads(n: number): void;

@@ -186,4 +186,22 @@ describe("dropout", () => {
     a.forEach((g, i) => g.forEach((x, j) => expect(b[i][j]).toBeCloseTo(x, 5)));
     expect(Buffer.from(checkpointed.generatorState("dropout"))).toEqual(Buffer.from(plain.generatorState("dropout")));
   });
+
+  it("a scoring pass for a backward drops; not kept, its backward's own forward draws its masks again: the kept pass's sums, gradients and stream", async () => {
+    const run = async (keepGraph: boolean) => {
+      const model = keep(gpt2({ attn_pdrop: 0.2, resid_pdrop: 0.2, embd_pdrop: 0.2 }).train());
+      model.setSeed(6, "dropout");
+      let sum: string[] = [];
+      const grads = await gradients(model, async () => {
+        const scored = await model.scoreForBackward(prompts, completions, keepGraph);
+        sum = bits([scored.sum]);
+        await scored.policyGradientBackward([1, -0.5]);
+      });
+      return { sum, grads: bits(grads), stream: Buffer.from(model.generatorState("dropout")), scored: bits([(await model.score(prompts, completions)).sum]) };
+    };
+    const kept = await run(true);
+    const unkept = await run(false);
+    expect(kept.sum).not.toEqual(kept.scored);
+    expect(unkept).toEqual(kept);
+  });
 });

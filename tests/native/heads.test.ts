@@ -201,6 +201,50 @@ describe("reward head", () => {
     }
   });
 
+  it("scores rows that begin alike (each shared beginning run once) as it scores each row alone", async () => {
+    const head = newHead(null, 9);
+    const alike = [[3, 4, 5, 6, 7], [3, 4, 5, 9], [3, 4, 12], [20, 21, 22], [20, 21, 23, 24], [30, 31]];
+    const length = Math.max(...alike.map((row) => row.length));
+    const ids = new Int32Array(alike.length * length);
+    const attentionMask = new Int32Array(alike.length * length);
+    alike.forEach((row, r) => {
+      ids.set(row, r * length);
+      attentionMask.fill(1, r * length, r * length + row.length);
+    });
+    const together = await addon().rewardScores(model.native, head, { ids, batch: alike.length, length, attentionMask });
+    for (let r = 0; r < alike.length; r++) {
+      const alone = await addon().rewardScores(model.native, head, { ids: Int32Array.from(alike[r]), batch: 1, length: alike[r].length });
+      expect(Math.abs(alone[0] - together[r]), `row ${r}`).toBeLessThan(1e-5);
+    }
+  });
+
+  it("a pair that begins alike backpropagates into the backbone as pairs that share nothing do", async () => {
+    const head = newHead(null, 10);
+    const [a, b, c] = [[3, 4, 5, 6, 7], [3, 4, 5, 9], [20, 21, 22]];
+    const probe = "model.layers.0.self_attn.q_proj.weight";
+    // The gradient and the σ(−m) factor of −log σ(s_w − s_l) for one pair; [a, b] share their first three tokens.
+    const pair = async (winner: number[], loser: number[]) => {
+      const length = Math.max(winner.length, loser.length);
+      const ids = new Int32Array(2 * length);
+      const attentionMask = new Int32Array(2 * length);
+      [winner, loser].forEach((row, r) => {
+        ids.set(row, r * length);
+        attentionMask.fill(1, r * length, r * length + row.length);
+      });
+      await model.zeroGrad();
+      const out = await addon().bradleyTerryBackward(model.native, head, { ids, batch: 2, length, attentionMask, chosen: Int32Array.from([0]), rejected: Int32Array.from([1]) });
+      return { gradient: Float32Array.from(model.native.getGradient(probe)!), factor: -1 / (1 + Math.exp(out.scores[0] - out.scores[1])) };
+    };
+    const ab = await pair(a, b);
+    const ac = await pair(a, c);
+    const bc = await pair(b, c);
+    // ∇s_a − ∇s_b from the pairs against c, which share no beginning with either.
+    const expected = ac.gradient.map((g, i) => ab.factor * (g / ac.factor - bc.gradient[i] / bc.factor));
+    expect(Math.max(...Array.from(expected, Math.abs))).toBeGreaterThan(1e-3);
+    close(ab.gradient, expected, 1e-5);
+    await model.zeroGrad();
+  });
+
   it("Bradley–Terry loss and its weight gradient by hand", async () => {
     const head = newHead(null, 7);
     const chosen = [0, 2];

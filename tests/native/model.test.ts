@@ -8,8 +8,10 @@ import { CausalLM } from "../../src/models/causal-lm.js";
 import { buildConfigJson } from "../../src/models/config.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import type { HeldGraph } from "../../src/native/binding.js";
 import { addon } from "../../src/native/loader.js";
 import { maxAbsDiff } from "../support/safetensors.js";
+import { batchOf, tinyLM } from "./tiny-lm.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-model-"));
 const dir = path.join(scratch, "tiny");
@@ -130,6 +132,54 @@ describe("policy-gradient backward", () => {
     const combined = grad(model, probe);
     expect(maxAbsDiff(combined, Array.from(unit, (g) => g * 0.75))).toBeLessThan(1e-6);
     await model.zeroGrad();
+  });
+
+  it("a scoring pass kept for its backward gives score()'s sums and policyGradientBackward's gradient, once", async () => {
+    const probe = "model.layers.1.mlp.down_proj.weight";
+    const prompts = [prompt, prompt, prompt.slice(1)];
+    const completions = [completion, completion.slice(2), completion.slice(1)];
+    const advantages = [0.5, -1, 2];
+    await model.zeroGrad();
+    await model.policyGradientBackward(prompts, completions, advantages, 0.5);
+    const twoPasses = Float32Array.from(grad(model, probe));
+    await model.zeroGrad();
+    const held = await model.scoreForBackward(prompts, completions, true);
+    // score() runs the inference kernels, which agree with the autograd path to rounding.
+    expect(maxAbsDiff(held.sum, (await model.score(prompts, completions)).sum)).toBeLessThan(1e-5);
+    await held.policyGradientBackward(advantages, 0.5);
+    expect(maxAbsDiff(grad(model, probe), twoPasses)).toBeLessThan(1e-6);
+    await expect(held.policyGradientBackward(advantages)).rejects.toThrow(/used by a backward already/);
+    const graph = (await addon().scoreForBackward(model.native, batchOf(prompts, completions), { keep: true })).graph!;
+    const other = tinyLM(3);
+    expect(() => addon().heldPolicyGradientBackward(other.native, graph, { advantages: Float32Array.from(advantages) })).toThrow(/scored by another model/);
+    other.dispose();
+    await model.zeroGrad();
+  });
+
+  it("a scoring pass not kept holds no graph, and gives the kept pass's sums and gradient to the bit", async () => {
+    const probe = "model.layers.1.mlp.down_proj.weight";
+    const prompts = [prompt, prompt.slice(2)];
+    const completions = [completion, completion.slice(1)];
+    const advantages = [-0.25, 1.5];
+    await model.zeroGrad();
+    const kept = await model.scoreForBackward(prompts, completions, true);
+    await kept.policyGradientBackward(advantages, 0.5);
+    const keptGrad = Float32Array.from(grad(model, probe));
+    await model.zeroGrad();
+    const unkept = await model.scoreForBackward(prompts, completions, false);
+    await unkept.policyGradientBackward(advantages, 0.5);
+    expect(Array.from(unkept.sum)).toEqual(Array.from(kept.sum));
+    expect(Array.from(grad(model, probe))).toEqual(Array.from(keptGrad));
+    expect((await addon().scoreForBackward(model.native, batchOf(prompts, completions), { keep: false })).graph).toBeUndefined();
+    await model.zeroGrad();
+  });
+
+  it("a backward refuses as its graph anything scoreForBackward did not return", () => {
+    for (const wrong of [{}, model.native, 7]) {
+      expect(() => addon().heldPolicyGradientBackward(model.native, wrong as unknown as HeldGraph, { advantages: Float32Array.from([1]) })).toThrow(
+        /graph must be what scoreForBackward returned/,
+      );
+    }
   });
 
   it("zeroGrad waits on the model's lane, not on the JS thread: issued during a backward, it returns at once and drops the backward's gradients", async () => {

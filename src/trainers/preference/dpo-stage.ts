@@ -4,7 +4,7 @@
 import type { PreferenceBaseConfig } from "./base-config.js";
 import type { Agent } from "../agents.js";
 import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
-import { agentDeltas, dpoBackward, dpoObjective } from "./dpo.js";
+import { dpoObjective, scoreAgents } from "./dpo.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
 import { meanOrZero } from "../../util/mean.js";
 
@@ -68,12 +68,14 @@ export class DpoTraining {
 
   /**
    * One DPO step on a batch of pairs: every agent's Δ_i from one scoring pass, then each agent's backward and AdamW
-   * step on the joint loss (all Δ are taken before any agent steps, as in the spec's sequential update).
+   * step on the joint loss (all Δ are taken before any agent steps, as in the spec's sequential update; scoreAgents
+   * says when the backward reuses the scoring pass).
    */
   async update(batch: PreferencePair[]): Promise<DPOStepMetrics> {
     const c = this.config;
     const concurrent = this.concurrent;
-    const deltas = await this.host.timings.time("update", () => agentDeltas(this.agents, batch, concurrent));
+    const scored = await this.host.timings.time("update", () => scoreAgents(this.agents, batch, concurrent));
+    const deltas = scored.map((s) => s.deltas);
     const joint = batch.map((_, p) => deltas.reduce((sum, d) => sum + d[p], 0));
     const { loss, winnerWeights } = dpoObjective(joint, c.dpoBeta);
     const steps = await this.host.stepAgents(this.agents.length, concurrent, async (i, step) => {
@@ -82,7 +84,7 @@ export class DpoTraining {
         ...agent.policyStep(),
         samples: batch.length,
         loss,
-        backward: () => dpoBackward(agent, batch, winnerWeights),
+        backward: () => scored[i].backward(winnerWeights),
         subject: `agent ${agent.index} (DPO)`,
         batch: `a batch of ${batch.length} pairs`,
         maxGradNorm: c.maxGradNorm,

@@ -31,17 +31,44 @@ function rows(agent: number, batch: readonly PreferencePair[]) {
   return { prompts: [...prompts, ...prompts], completions: [...batch.map((p) => p.winnerIds[agent]), ...batch.map((p) => p.loserIds[agent])] };
 }
 
-/** Δ_i per pair for every agent, from one scoring pass per agent (no gradients). */
-export async function agentDeltas(agents: readonly Agent[], batch: readonly PreferencePair[], concurrent: boolean): Promise<number[][]> {
-  return forEachAgent(agents.length, concurrent, async (i) => {
+/** Per pair, Δ = log π(winner) − log π(loser) from the sums of rows(): winners first, then losers. */
+function deltasOf(sums: Float32Array, pairs: number): number[] {
+  return Array.from({ length: pairs }, (_, p) => sums[p] - sums[pairs + p]);
+}
+
+/** rows()' policy-gradient weights: each pair's winner weight on its winner, its negative on its loser. */
+function rowWeights(winnerWeights: readonly number[]): number[] {
+  return [...winnerWeights, ...winnerWeights.map((w) => -w)];
+}
+
+/** One agent's scoring of a pair batch: its Δ_i per pair, and the backward of its loss once the winner weights are known. */
+export interface AgentScoring {
+  deltas: number[];
+  backward(winnerWeights: readonly number[]): Promise<void>;
+}
+
+/**
+ * Every agent's Δ_i per pair, from one scoring pass per agent. Agents updating at the same time hold every agent's
+ * activations at once anyway, so each keeps its scoring graph for its backward, which then runs no forward of its
+ * own. Agents in turn would hold all of them only for that: each frees its graph once scored, and its backward runs
+ * the forward again, so that one agent's activations live at a time. The scoring runs the autograd path in either
+ * case, so that agents on lanes and agents in turn compute the same Δ and gradients to the bit.
+ */
+export async function scoreAgents(agents: readonly Agent[], batch: readonly PreferencePair[], concurrent: boolean): Promise<AgentScoring[]> {
+  return forEachAgent(agents.length, concurrent, async (i): Promise<AgentScoring> => {
     const { prompts, completions } = rows(i, batch);
-    const { sum } = await agents[i].model.score(prompts, completions);
-    return batch.map((_, p) => sum[p] - sum[batch.length + p]);
+    const scored = await agents[i].model.scoreForBackward(prompts, completions, concurrent);
+    return {
+      deltas: deltasOf(scored.sum, batch.length),
+      backward: async (winnerWeights) => {
+        await scored.policyGradientBackward(rowWeights(winnerWeights));
+      },
+    };
   });
 }
 
 /** Accumulates agent's gradient of mean_p −log σ(β Δ_p) (its own Δ with gradient) in one batched backward. */
 export async function dpoBackward(agent: Agent, batch: readonly PreferencePair[], winnerWeights: readonly number[]): Promise<void> {
   const { prompts, completions } = rows(agent.index, batch);
-  await agent.model.policyGradientBackward(prompts, completions, [...winnerWeights, ...winnerWeights.map((w) => -w)]);
+  await agent.model.policyGradientBackward(prompts, completions, rowWeights(winnerWeights));
 }
