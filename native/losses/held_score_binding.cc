@@ -111,8 +111,9 @@ Napi::Value HeldPolicyGradientBackward(const Napi::CallbackInfo& info) {
       torch::Tensor loss = PolicyGradientLoss(scores, advantages, 1.0);
       if (router_aux.defined()) loss = loss + held->router_coef * router_aux;
       loss = loss * scale;
-      loss.backward();
       const double loss_value = loss.item<double>();
+      // As every loss binding's backward (loss_binding.cc Backward): none for a non-finite loss.
+      if (std::isfinite(loss_value)) loss.backward();
       const double aux = router_aux.defined() ? router_aux.item<double>() : std::nan("");
       return [loss_value, aux](Napi::Env env) -> Napi::Value {
         Napi::Object out = Napi::Object::New(env);

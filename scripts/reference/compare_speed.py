@@ -10,7 +10,7 @@ size": the largest process of it, the warm-up epoch included).
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
     /tmp/ref/bin/python scripts/reference/compare_speed.py [--trainers magrpo,iac,maac,madpo,marlhf]
-        [--sizes demo,0.5b-short,0.5b] [--pairs 3] [--threads 2] [--items 16]
+        [--sizes demo,0.5b-short,0.5b,0.5b-lean] [--pairs 3] [--threads 2] [--items 16]
 
 The driver runs our side with `npx tsx scripts/reference/compare-speed-ours.ts` (COMLRL_ADDON is passed through).
 """
@@ -61,6 +61,12 @@ SIZES = {
     "demo": {"items": 16, "pairs": 3, "overrides": {}, "by_trainer": {}},
     "0.5b-short": {"items": 4, "pairs": 1, "overrides": {"maxNewTokens": 8}, **QWEN_05B_PLAN},
     "0.5b": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64}, **QWEN_05B_PLAN},
+    # "0.5b" with our memory-lean settings (docs/memory.md): the agents' updates in turn (one CPU lane), so that one
+    # agent's backward is alive at a time, and glibc's mmap threshold fixed at 1 MiB, so that freed blocks go back to
+    # the system. CoMLRL's side runs as at "0.5b".
+    "0.5b-lean": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64},
+                  "ours_env": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"},
+                  **QWEN_05B_PLAN},
 }
 
 TOPICS = ["a song", "a game", "a code", "a chant", "a puzzle", "a signal", "a rhyme", "a pattern"]
@@ -314,7 +320,7 @@ def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, 
     common = ["--trainer", trainer, "--model", dirs["model"], "--items", str(items), "--reward", reward_name]
     if side == "ours":
         command = OURS + ["run", *common, "--critic", dirs["critic"], "--overrides", json.dumps(overrides)]
-        run_env = dict(env, COMLRL_NUM_THREADS=str(threads))
+        run_env = dict(env, COMLRL_NUM_THREADS=str(threads), **SIZES[size].get("ours_env", {}))
     else:
         spec = dict(trainer=trainer, items=items, threads=threads, ours=ours_config, reward=reward_name, **dirs)
         command = [sys.executable, __file__, "--comlrl-run", json.dumps(spec)]

@@ -49,8 +49,8 @@ if (scenario === "update") {
     // The real forward (and backward) runs; only what the loss is computed from, or the loss itself, is NaN, once.
     if (trained instanceof MADPOTrainer) {
       const model = trained.agents[0].model;
-      const score = model.score.bind(model);
-      model.score = async (...scored) => {
+      const score = model.scoreForBackward.bind(model);
+      model.scoreForBackward = async (...scored) => {
         const out = await score(...scored);
         // Stage 1 is DPO's (stage 0 collects the pairs).
         return trained.progress.stage === 1 && nonFinite++ === 0 ? { ...out, sum: out.sum.map(() => Number.NaN) } : out;

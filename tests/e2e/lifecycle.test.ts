@@ -157,10 +157,11 @@ describe("ownership", () => {
 
 describe("non-finite losses", () => {
   it("a minibatch whose loss is non-finite is skipped: its gradient never reaches the weights, and the run says so", async () => {
-    // The real backward runs (a gradient accumulates); only the loss it reports is NaN.
+    // The real backward is asked for with NaN weights: its loss is NaN, so it runs no backward (a step taken in
+    // backward, the default, would otherwise have applied the gradient before the loss was seen).
     const backward = CausalLM.prototype.policyGradientBackward;
-    vi.spyOn(CausalLM.prototype, "policyGradientBackward").mockImplementation(async function (this: CausalLM, ...args) {
-      return { ...(await backward.apply(this, args)), loss: NaN };
+    vi.spyOn(CausalLM.prototype, "policyGradientBackward").mockImplementation(async function (this: CausalLM, prompts, completions, weights, scale) {
+      return backward.call(this, prompts, completions, Array.from(weights, () => NaN), scale);
     });
     const messages: string[] = [];
     vi.spyOn(console, "error").mockImplementation((message) => void messages.push(String(message)));
