@@ -331,6 +331,38 @@ await check(`LM head in blocks of rows on ${device} vs whole (policy-gradient gr
   return { ok: error < FP32_TOLERANCE, detail: `worst relative error ${error.toExponential(2)} (tolerance ${FP32_TOLERANCE})`, error };
 });
 
+// A step taken inside the backward against the step after it, on twins, LM head whole and in blocks: on CUDA the
+// gradient accumulators' hooks that step each parameter run on autograd's device thread, on the stream it set.
+// Parameters and norm alike to the bit; no gradient left after the backward but a blocked untied head's.
+await check(`step in backward on ${device} vs the step after it (AdamW on twins, head whole and blocked)`, async () => {
+  const found = [];
+  let ok = true;
+  for (const rows of [0, 2]) {
+    setLogitsBlockRows(rows);
+    const twins = [await CausalLM.load(modelDir, { device }), await CausalLM.load(modelDir, { device })];
+    const [after, within] = twins.map((lm) => new Optimizer(lm, { lr: 1e-3 }));
+    let worst = 0;
+    let left = 0;
+    let normsAlike = true;
+    for (let step = 0; step < 3; step++) {
+      await twins[0].zeroGrad();
+      await LOSSES.policyGradient(twins[0]);
+      const expected = await after.step();
+      await twins[1].zeroGrad();
+      await within.armStepInBackward();
+      await LOSSES.policyGradient(twins[1]);
+      left = Math.max(left, twins[1].native.parameterNames().filter(({ name }) => twins[1].native.getGradient(name) !== null).length);
+      normsAlike &&= (await within.step()).gradNorm === expected.gradNorm;
+      for (const { name } of twins[0].native.parameterNames()) worst = Math.max(worst, maxAbsDiff(twins[1].native.getParameter(name), twins[0].native.getParameter(name)));
+    }
+    [after, within, ...twins].forEach((o) => o.dispose());
+    ok &&= worst === 0 && normsAlike && left <= 1;
+    found.push(`${rows ? "blocked" : "whole"} head: largest parameter difference ${worst}, norms alike ${normsAlike}, gradients left ${left}`);
+  }
+  setLogitsBlockRows(0);
+  return { ok, detail: found.join("; ") };
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Ragged batches: prompts of different lengths (left-padded generation, right-padded scoring) and shared prompts
 // (one prefill for K samples), on the device against the CPU.
