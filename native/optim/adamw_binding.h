@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../bridge/module_state.h"
@@ -23,6 +24,8 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
   explicit NativeOptimizer(const Napi::CallbackInfo& info);
 
  private:
+  // What grad_accumulator() returns: a shared_ptr in libtorch 1.13, an intrusive_ptr in recent 2.x.
+  using AccumulatorRef = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
   // The step taken in backward (stepInBackward): while armed, each parameter is stepped as soon as autograd has
   // accumulated its gradient, and its gradient dropped, so that a model's gradients never all live at once.
   struct BackwardSteps {
@@ -31,7 +34,7 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
     std::vector<ParameterStep> taken;
     // The parameters' gradient accumulators, held so that every graph accumulates through the nodes the hooks are on
     // (autograd itself keeps only a weak reference); released with the optimizer, they die with their hooks.
-    std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+    std::vector<AccumulatorRef> accumulators;
   };
   struct State {
     std::vector<std::shared_ptr<ModuleState>> modules;  // one per group, in group order
