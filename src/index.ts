@@ -58,7 +58,7 @@ export { mergeWandbResume, type WandbConfig, type WandbResume, type WandbRunIden
 export { writeLineChartSvg, type LineChartOptions, type LineSeries, type ReferenceLine } from "./logging/svg-plot.js";
 export type { ProgressFields } from "./logging/progress.js";
 
-export { loadDataset, datasetSplits, parseSplit, sliceRange, findSplitFiles, SplitError, DataFilesError, DataFileError, type LoadDatasetOptions, type SplitSlice, type SplitFiles } from "./data/index.js";
+export { loadDataset, streamDataset, datasetSplits, parseSplit, sliceRange, findSplitFiles, SplitError, DataFilesError, DataFileError, type LoadDatasetOptions, type SplitSlice, type SplitFiles } from "./data/index.js";
 export { loadTrainConfig, trainConfigFromObject, type TrainFileConfig, type TrainConfigOptions } from "./config/file-sections.js";
 
 export { getTask, listTasks, registerTask, type TaskDefinition, type DatasetOptions, type ChatTemplate } from "./tasks/registry.js";

@@ -5,7 +5,7 @@ import path from "node:path";
 import { resolveDatasetFiles } from "../models/hub.js";
 import type { Item } from "../rollout/types.js";
 import { DataFilesError, DATA_EXTENSIONS, findSplitFiles, type SplitFiles } from "./data-files.js";
-import { openDataFile, type DataFile } from "./readers.js";
+import { gatherRows, openDataFile, type DataFile } from "./readers.js";
 import { boundedFromStart, parseSplit, sliceRange, SplitError, type SplitSlice } from "./split.js";
 
 /** Which part of a dataset loadDataset reads. */
@@ -59,44 +59,42 @@ async function openSource(idOrDir: string, options: LoadDatasetOptions): Promise
   };
 }
 
-/** The rows one slice selects from one split, reading (and fetching) only the files its range touches. */
-async function readSlice(source: OpenedSource, slice: SplitSlice): Promise<Item[]> {
+/** The rows one slice selects from one split, in batches, reading (and fetching) only the files its range touches. */
+async function* sliceBatches(source: OpenedSource, slice: SplitSlice): AsyncGenerator<Item[]> {
   const files = source.splits.get(slice.split)!;
-  // "train[:1000]" needs no total size: files are read in order until the end is reached, later shards untouched.
-  if (boundedFromStart(slice)) {
+  // "train" and "train[:1000]" need no total size: files are read in order until the end is reached, later shards
+  // untouched, and no file is read twice to count its rows first.
+  const whole = slice.from === undefined && slice.to === undefined;
+  if (whole || boundedFromStart(slice)) {
     const start = slice.from ?? 0;
-    const end = slice.to!;
-    const rows: Item[] = [];
+    const end = slice.to ?? Infinity;
     let offset = 0;
     for (const name of files) {
       if (offset >= end) break;
       const file = await source.file(name);
+      if (whole) {
+        yield* file.batches(0, Infinity);
+        continue;
+      }
       const count = await file.numRows();
-      if (offset + count > start) rows.push(...(await file.rows(Math.max(0, start - offset), Math.min(count, end - offset))));
+      if (offset + count > start) yield* file.batches(Math.max(0, start - offset), Math.min(count, end - offset));
       offset += count;
     }
-    return rows;
+    return;
   }
   const readers = await Promise.all(files.map((name) => source.file(name)));
   const counts = await Promise.all(readers.map((r) => r.numRows()));
   const { start, end } = sliceRange(slice, counts.reduce((a, b) => a + b, 0));
-  const rows: Item[] = [];
   let offset = 0;
   for (const [i, reader] of readers.entries()) {
     const count = counts[i]!;
-    if (offset < end && offset + count > start) rows.push(...(await reader.rows(Math.max(0, start - offset), Math.min(count, end - offset))));
+    if (offset < end && offset + count > start) yield* reader.batches(Math.max(0, start - offset), Math.min(count, end - offset));
     offset += count;
   }
-  return rows;
 }
 
-/**
- * The rows of a dataset split as plain objects. `idOrDir` is a hub dataset id ("org/name"; cached in the HF cache,
- * honouring HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE like models), a local directory laid out like a dataset repo,
- * or one .parquet/.jsonl/.json file (its only split is "train"). Split files are found as `datasets` finds them
- * (README.md configs, data/{split}-NNNNN-of-NNNNN.*, split names in directory and file names).
- */
-export async function loadDataset(idOrDir: string, options: LoadDatasetOptions = {}): Promise<Item[]> {
+/** Opens the source and checks that every split the spec names is there. */
+async function openSplits(idOrDir: string, options: LoadDatasetOptions): Promise<{ source: OpenedSource; slices: SplitSlice[] }> {
   const spec = options.split ?? "train";
   const slices = parseSplit(spec);
   const source = await openSource(idOrDir, options);
@@ -109,9 +107,26 @@ export async function loadDataset(idOrDir: string, options: LoadDatasetOptions =
       );
     }
   }
-  const rows: Item[] = [];
-  for (const slice of slices) rows.push(...(await readSlice(source, slice)));
-  return rows;
+  return { source, slices };
+}
+
+/**
+ * The rows of a dataset split, as loadDataset reads them, a batch at a time: for a split larger than memory allows.
+ * Nothing is read before the first batch is asked for, and only as far as the batches taken.
+ */
+export async function* streamDataset(idOrDir: string, options: LoadDatasetOptions = {}): AsyncGenerator<Item[]> {
+  const { source, slices } = await openSplits(idOrDir, options);
+  for (const slice of slices) yield* sliceBatches(source, slice);
+}
+
+/**
+ * The rows of a dataset split as plain objects. `idOrDir` is a hub dataset id ("org/name"; cached in the HF cache,
+ * honouring HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE like models), a local directory laid out like a dataset repo,
+ * or one .parquet/.jsonl/.json file (its only split is "train"). Split files are found as `datasets` finds them
+ * (README.md configs, data/{split}-NNNNN-of-NNNNN.*, split names in directory and file names).
+ */
+export async function loadDataset(idOrDir: string, options: LoadDatasetOptions = {}): Promise<Item[]> {
+  return gatherRows(streamDataset(idOrDir, options));
 }
 
 /** The split names a dataset source has, with their files (as loadDataset would read them). */

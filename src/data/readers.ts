@@ -1,7 +1,11 @@
 // Row readers for the data file formats datasets are published in: Parquet (hyparquet, bounded by parquet.ts;
 // snappy-compressed or plain, as pyarrow and the hub's converter write them), JSON Lines, and JSON holding an array
-// of rows. Rows come out as plain objects; 64-bit integers become numbers when they are exactly representable.
-import { readFile } from "node:fs/promises";
+// of rows. Rows come out as plain objects, in batches, so that a file of any row count can be read without holding
+// it whole: Parquet a few row groups at a time, JSON Lines line by line. 64-bit integers become numbers when they are
+// exactly representable.
+import { createReadStream } from "node:fs";
+import { open, readFile } from "node:fs/promises";
+import { createInterface } from "node:readline";
 import type { FileMetaData } from "hyparquet";
 import type { Item } from "../rollout/types.js";
 import { readParquetMetadata, readParquetRows } from "./parquet.js";
@@ -16,8 +20,20 @@ export class DataFileError extends Error {
 export interface DataFile {
   readonly path: string;
   numRows(): Promise<number>;
+  /** Rows [start, end) as plain objects, in order, a batch of at most about BATCH_ROWS at a time; end may be Infinity. */
+  batches(start: number, end: number): AsyncGenerator<Item[]>;
   /** Rows [start, end) as plain objects. */
   rows(start: number, end: number): Promise<Item[]>;
+}
+
+/** Rows per batch: large enough that per-batch costs vanish, small enough that a batch of long rows stays small. */
+export const BATCH_ROWS = 8192;
+
+/** Every row of the batches, gathered without spreading (a spread of more than ~120k rows overflows the stack). */
+export async function gatherRows(batches: AsyncIterable<Item[]>): Promise<Item[]> {
+  const rows: Item[] = [];
+  for await (const batch of batches) for (const row of batch) rows.push(row);
+  return rows;
 }
 
 /** A reader for `path` chosen by its extension; `label` names it in errors (e.g. "data/train.parquet of acme/x"). */
@@ -60,73 +76,155 @@ class ParquetFile implements DataFile {
     return Number((await this.open()).num_rows);
   }
 
-  async rows(start: number, end: number): Promise<Item[]> {
-    if (end <= start) return [];
+  /** Whole row groups at a time, as many as make up BATCH_ROWS rows (one group when it alone is larger). */
+  async *batches(start: number, end: number): AsyncGenerator<Item[]> {
     const metadata = await this.open();
-    let rows: Record<string, unknown>[];
-    try {
-      rows = await readParquetRows(this.path, metadata, start, end);
-    } catch (error) {
-      throw new DataFileError(`${this.label}: cannot read rows ${start}–${end}: ${(error as Error).message}`);
+    end = Math.min(end, Number(metadata.num_rows));
+    let first = 0;
+    let batchStart = start;
+    for (const group of metadata.row_groups) {
+      first += Number(group.num_rows);
+      if (first <= batchStart) continue;
+      const batchEnd = Math.min(first, end);
+      if (batchEnd - batchStart < BATCH_ROWS && batchEnd < end) continue;
+      let rows: Record<string, unknown>[];
+      try {
+        rows = await readParquetRows(this.path, metadata, batchStart, batchEnd);
+      } catch (error) {
+        throw new DataFileError(`${this.label}: cannot read rows ${batchStart}–${batchEnd}: ${(error as Error).message}`);
+      }
+      yield rows.map((row) => plain(row) as Item);
+      batchStart = batchEnd;
+      if (batchStart >= end) return;
     }
-    return rows.map((row) => plain(row) as Item);
+  }
+
+  rows(start: number, end: number): Promise<Item[]> {
+    return gatherRows(this.batches(start, end));
   }
 }
 
+/** A parsed row that is an object of fields, or an error naming the file and where the row is. */
+function checkRow(row: unknown, where: string): Item {
+  if (typeof row !== "object" || row === null || Array.isArray(row)) {
+    throw new DataFileError(`${where} is not an object of fields, got ${JSON.stringify(row)?.slice(0, 80)}`);
+  }
+  return row as Item;
+}
+
+/**
+ * JSON Lines (also what most .json dataset files are: one object per non-blank line), read line by line; or, for a
+ * .json file whose text starts with "[", one JSON array of rows, parsed whole (a file too large for one string is
+ * refused with the advice to write it as JSON Lines).
+ */
 class JsonFile implements DataFile {
-  private parsed: Promise<Item[]> | null = null;
+  private isArray: Promise<boolean> | null = null;
+  private array: Promise<Item[]> | null = null;
+  private counted: Promise<number> | null = null;
 
   constructor(
     readonly path: string,
     private readonly label: string,
   ) {}
 
-  private all(): Promise<Item[]> {
-    this.parsed ??= (async () => {
+  private fail(error: unknown): never {
+    if (error instanceof DataFileError) throw error;
+    throw new DataFileError(`cannot read ${this.label}: ${(error as Error).message}`);
+  }
+
+  /** Whether the file is one JSON array: a .json file whose first non-blank character (after a BOM) is "[". */
+  private arrayFile(): Promise<boolean> {
+    this.isArray ??= (async () => {
+      if (!this.path.endsWith(".json")) return false;
+      const handle = await open(this.path, "r").catch((error: unknown) => this.fail(error));
+      try {
+        const head = Buffer.alloc(4096);
+        const { bytesRead } = await handle.read(head, 0, head.length, 0);
+        return /^\uFEFF?\s*\[/.test(head.subarray(0, bytesRead).toString("utf8"));
+      } finally {
+        await handle.close();
+      }
+    })();
+    return this.isArray;
+  }
+
+  private arrayRows(): Promise<Item[]> {
+    this.array ??= (async () => {
       let text: string;
       try {
         text = (await readFile(this.path, "utf8")).replace(/^\uFEFF/, "");
       } catch (error) {
-        throw new DataFileError(`cannot read ${this.label}: ${(error as Error).message}`);
+        const tooLong = (error as NodeJS.ErrnoException).code === "ERR_STRING_TOO_LONG";
+        throw new DataFileError(`cannot read ${this.label}: ${(error as Error).message}${tooLong ? "; write a file this large as JSON Lines (one row per line), which is read line by line" : ""}`);
       }
-      const rows = this.path.endsWith(".json") && /^\s*\[/.test(text) ? this.array(text) : this.lines(text);
-      rows.forEach((row, i) => {
-        if (typeof row !== "object" || row === null || Array.isArray(row)) {
-          throw new DataFileError(`${this.label}: row ${i} is not an object of fields, got ${JSON.stringify(row)?.slice(0, 80)}`);
-        }
-      });
-      return rows as Item[];
+      let rows: unknown;
+      try {
+        rows = JSON.parse(text);
+      } catch (error) {
+        throw new DataFileError(`${this.label} is not valid JSON: ${(error as Error).message}`);
+      }
+      return (rows as unknown[]).map((row, i) => checkRow(row, `${this.label}: row ${i}`));
     })();
-    return this.parsed;
+    return this.array;
   }
 
-  private array(text: string): unknown[] {
+  /** The non-blank lines, with their line numbers, as they are read. */
+  private async *lines(): AsyncGenerator<[string, number]> {
+    const stream = createReadStream(this.path, { encoding: "utf8" });
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    let number = 0;
     try {
-      return JSON.parse(text) as unknown[];
+      for await (const line of lines) {
+        number++;
+        const text = number === 1 ? line.replace(/^\uFEFF/, "") : line;
+        if (text.trim() !== "") yield [text, number];
+      }
     } catch (error) {
-      throw new DataFileError(`${this.label} is not valid JSON: ${(error as Error).message}`);
+      this.fail(error);
+    } finally {
+      lines.close();
+      stream.destroy();
     }
   }
 
-  /** JSON Lines (also what most .json dataset files are): one object per non-blank line. */
-  private lines(text: string): unknown[] {
-    const rows: unknown[] = [];
-    text.split("\n").forEach((line, i) => {
-      if (line.trim() === "") return;
-      try {
-        rows.push(JSON.parse(line));
-      } catch (error) {
-        throw new DataFileError(`${this.label}:${i + 1}: not a JSON object per line: ${(error as Error).message}`);
-      }
-    });
-    return rows;
-  }
-
   async numRows(): Promise<number> {
-    return (await this.all()).length;
+    if (await this.arrayFile()) return (await this.arrayRows()).length;
+    this.counted ??= (async () => {
+      let count = 0;
+      const lines = this.lines();
+      while (!(await lines.next()).done) count++;
+      return count;
+    })();
+    return this.counted;
   }
 
-  async rows(start: number, end: number): Promise<Item[]> {
-    return (await this.all()).slice(start, end);
+  async *batches(start: number, end: number): AsyncGenerator<Item[]> {
+    if (await this.arrayFile()) {
+      const rows = await this.arrayRows();
+      for (let at = start; at < Math.min(end, rows.length); at += BATCH_ROWS) yield rows.slice(at, Math.min(at + BATCH_ROWS, end));
+      return;
+    }
+    let index = 0;
+    let batch: Item[] = [];
+    for await (const [line, number] of this.lines()) {
+      if (index >= end) break;
+      if (index++ < start) continue;
+      let row: unknown;
+      try {
+        row = JSON.parse(line);
+      } catch (error) {
+        throw new DataFileError(`${this.label}:${number}: not a JSON object per line: ${(error as Error).message}`);
+      }
+      batch.push(checkRow(row, `${this.label}:${number}: row ${index - 1}`));
+      if (batch.length === BATCH_ROWS) {
+        yield batch;
+        batch = [];
+      }
+    }
+    if (batch.length > 0) yield batch;
+  }
+
+  rows(start: number, end: number): Promise<Item[]> {
+    return gatherRows(this.batches(start, end));
   }
 }
