@@ -1,6 +1,9 @@
 // `comlrl launch`: starts the ranks of a data-parallel job on this node with the torchrun environment (RANK,
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), splits the cores among them, forwards
-// SIGINT/SIGTERM, warns when the ranks outnumber the cores, and stops every rank when one fails, so that a dead rank never leaves the others waiting.
+// SIGINT/SIGTERM, warns when the ranks outnumber the cores, and stops every rank when one fails, so that a dead rank
+// never leaves the others waiting. Only ranks that were started (have a pid) are ever signalled: a ChildProcess whose
+// spawn failed (EAGAIN under a pids limit, EMFILE) still has a handle with pid 0 until its error is reported, and
+// signalling it would signal pid 0, the launcher's own process group: the calling script and its other jobs.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -21,6 +24,8 @@ export interface LaunchOptions {
 
 /** How long a rank asked to stop may take before it is killed. */
 const GRACE_MS = 5000;
+/** The most ranks per core a node may run: each rank holds its own models; past this, a job only thrashes. */
+export const MAX_RANKS_PER_CORE = 8;
 
 export function parseMaster(master: string): { addr: string; port: number } {
   const match = /^(.+):(\d+)$/.exec(master);
@@ -29,7 +34,9 @@ export function parseMaster(master: string): { addr: string; port: number } {
   return { addr: match[1].replace(/^\[(.*)\]$/, "$1"), port };
 }
 
-export function checkLaunchOptions(options: LaunchOptions): void {
+export function checkLaunchOptions(options: LaunchOptions, cores = availableParallelism()): void {
+  const most = MAX_RANKS_PER_CORE * cores;
+  if (options.nproc > most) throw new UsageError(`--nproc must be at most ${most} (${MAX_RANKS_PER_CORE} ranks per core on this node's ${cores} cores), got ${options.nproc}`);
   if (options.nodeRank >= options.nnodes) throw new UsageError(`--node-rank must be below --nnodes (${options.nnodes}), got ${options.nodeRank}`);
   if (options.nnodes > 1 && options.master === null) throw new UsageError("--master ADDR:PORT is required with --nnodes > 1 (rank 0's node and a free port)");
   if (options.master !== null) parseMaster(options.master);
@@ -69,9 +76,10 @@ export async function runLaunch(options: LaunchOptions): Promise<number> {
   let status: number | null = null;
   let killTimer: NodeJS.Timeout | null = null;
 
+  const running = (child: ChildProcess) => child.pid !== undefined && child.exitCode === null && child.signalCode === null;
   const stopAll = (signal: NodeJS.Signals) => {
-    for (const child of ranks) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    killTimer ??= setTimeout(() => ranks.forEach((child) => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL")), GRACE_MS);
+    for (const child of ranks) if (running(child)) child.kill(signal);
+    killTimer ??= setTimeout(() => ranks.forEach((child) => running(child) && child.kill("SIGKILL")), GRACE_MS);
   };
   const forward = (signal: NodeJS.Signals) => () => {
     status ??= 128 + (signal === "SIGINT" ? 2 : 15);
@@ -82,7 +90,8 @@ export async function runLaunch(options: LaunchOptions): Promise<number> {
   process.on("SIGINT", onInt);
   process.on("SIGTERM", onTerm);
 
-  const exits = Array.from({ length: options.nproc }, (_, localRank) => {
+  const exits: Array<Promise<void>> = [];
+  for (let localRank = 0; localRank < options.nproc; localRank++) {
     const rank = options.nodeRank * options.nproc + localRank;
     const child = spawn(process.execPath, args, {
       stdio: "inherit",
@@ -99,23 +108,27 @@ export async function runLaunch(options: LaunchOptions): Promise<number> {
       },
     });
     ranks.push(child);
-    return new Promise<void>((resolve) => {
-      child.on("error", (error) => {
-        console.error(`comlrl launch: rank ${rank} could not start: ${error.message}`);
-        status ??= 1;
-        stopAll("SIGTERM");
-        resolve();
-      });
-      child.on("exit", (code, signal) => {
-        if (code !== 0 && status === null) {
-          status = code ?? 1;
-          console.error(`comlrl launch: rank ${rank} ${signal ? `was killed by ${signal}` : `exited with status ${code}`}; stopping the other ranks`);
+    exits.push(
+      new Promise<void>((resolve) => {
+        child.on("error", (error) => {
+          console.error(`comlrl launch: rank ${rank} could not start: ${error.message}; stopping the other ranks`);
+          status ??= 1;
           stopAll("SIGTERM");
-        }
-        resolve();
-      });
-    });
-  });
+          resolve();
+        });
+        child.on("exit", (code, signal) => {
+          if (code !== 0 && status === null) {
+            status = code ?? 1;
+            console.error(`comlrl launch: rank ${rank} ${signal ? `was killed by ${signal}` : `exited with status ${code}`}; stopping the other ranks`);
+            stopAll("SIGTERM");
+          }
+          resolve();
+        });
+      }),
+    );
+    // The job cannot run without this rank, and the next spawn would fail as this one did.
+    if (child.pid === undefined) break;
+  }
   try {
     await Promise.all(exits);
   } finally {

@@ -84,7 +84,7 @@ const launch: Command = {
   usage: `usage: comlrl launch --nproc N [--nnodes M --node-rank R --master ADDR:PORT] SCRIPT|train [ARGS...]
   run SCRIPT (.ts through tsx, .js with node) or comlrl train as N data-parallel ranks on this node, with the
   torchrun environment (the trainer's parallelTraining must be "ddp")
-  --nproc N          ranks on this node, N ≥ 1; the cores are split among them (COMLRL_NUM_THREADS overrides)
+  --nproc N          ranks on this node, 1 ≤ N ≤ 8 per core; the cores are split among them (COMLRL_NUM_THREADS overrides)
   --nnodes M         nodes in the job, M ≥ 1 (default 1)
   --node-rank R      this node's index, 0 ≤ R < M (default 0; rank = R·N + local rank)
   --master ADDR:PORT rank 0's rendezvous (required with M > 1; default 127.0.0.1 and a free port)
