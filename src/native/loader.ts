@@ -7,6 +7,7 @@ import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NativeAddon } from "./binding.js";
+import { numThreadsFromEnvironment } from "../dist/local-ranks.js";
 
 export const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -78,11 +79,12 @@ export function loadAddonFrom(root: string): { addon: NativeAddon; file: string 
 
 let loaded: { addon: NativeAddon; file: string } | null = null;
 
-/** The native addon, loaded once per process. Intra-op threads start at the machine's core count. */
+/** The native addon, loaded once per process. Intra-op threads start at COMLRL_NUM_THREADS, else the machine's core count. */
 export function addon(): NativeAddon {
   if (loaded) return loaded.addon;
+  const threads = numThreadsFromEnvironment(availableParallelism());
   loaded = loadAddonFrom(packageRoot);
-  loaded.addon.setNumThreads(Number(process.env.COMLRL_NUM_THREADS ?? availableParallelism()));
+  loaded.addon.setNumThreads(threads);
   return loaded.addon;
 }
 
