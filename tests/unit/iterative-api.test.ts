@@ -172,10 +172,10 @@ describe("api comparator", () => {
     expect(seen.at(-1)!.body).toEqual({ model: "gpt", input: "q", max_output_tokens: 7 });
   });
 
-  it("errors: 402 insufficient balance, other statuses and non-JSON name the URL and status, a missing key variable", async () => {
-    await expect((await sampler("/broke")).sample(0, "q", 1, {})).rejects.toThrow(/\/broke: HTTP 402, insufficient balance/);
-    await expect((await sampler("/missing")).sample(0, "q", 1, {})).rejects.toThrow(new RegExp(`${root}/missing: HTTP 404`));
-    await expect((await sampler("/html")).sample(0, "q", 1, {})).rejects.toThrow(/\/html: HTTP 200 answered non-JSON/);
+  it("errors: 402 insufficient balance, other statuses and non-JSON name the URL (its path masked) and status, a missing key variable", async () => {
+    await expect((await sampler("/broke")).sample(0, "q", 1, {})).rejects.toThrow(/\/\*\*\*: HTTP 402, insufficient balance/);
+    await expect((await sampler("/missing")).sample(0, "q", 1, {})).rejects.toThrow(`${root}/***: HTTP 404`);
+    await expect((await sampler("/html")).sample(0, "q", 1, {})).rejects.toThrow(/\/\*\*\*: HTTP 200 answered non-JSON/);
     await expect((await sampler("/generic", { comparatorApiKeyEnv: "ABSENT" })).sample(0, "q", 1, {})).rejects.toThrow(/ABSENT is not set/);
   });
 
@@ -224,7 +224,7 @@ describe("api comparator", () => {
     }
     expect(notes.length).toBeGreaterThan(0);
     for (const note of notes) expect(note).not.toContain(KEY);
-    await expect((await sampler(`/missing?key=${KEY}`)).sample(0, "q", 1, {})).rejects.toThrow(/\/missing\?key=\*\*\*: HTTP 404/);
+    await expect((await sampler(`/missing?key=${KEY}`)).sample(0, "q", 1, {})).rejects.toThrow(/\/\*\*\*\?key=\*\*\*: HTTP 404/);
   });
 
   it("Retry-After is waited for; one beyond comparatorApiTimeout is an error at once", async () => {

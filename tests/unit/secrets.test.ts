@@ -1,5 +1,6 @@
-// What counts as a secret in a config, and how it is masked: key fields and key headers at any depth, URLs' user
-// info and query values; tokenizer settings that merely end in "token", numbers and ids are left alone.
+// What counts as a secret in a config, and how it is masked: key fields at any depth, every header and extra-body
+// value but a few known public ones, URLs' user info, path segments, query values and fragments; tokenizer settings
+// that merely end in "token", numbers and ids are left alone.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
@@ -8,7 +9,7 @@ import { redactSecrets, redactUrl, secretValues } from "../../src/config/secrets
 import { apiComparator } from "../../src/trainers/preference/iterative/api-comparator.js";
 
 describe("redactSecrets", () => {
-  it("masks key fields, key headers and api_key-like names at any depth; keeps everything else", () => {
+  it("masks key fields and api_key-like names at any depth, every header and extra-body value but public ones; keeps everything else", () => {
     const config = {
       comparatorApiKey: "sk-1",
       comparatorApiKeyEnv: "MY_KEY",
@@ -21,20 +22,22 @@ describe("redactSecrets", () => {
       lastToken: 5,
       comparatorApiModel: "gpt",
     };
-    // Only the secrets change; the key's variable name, header name, model, token kinds and numbers stay.
+    // Only the secrets change; the key's variable name, header name, model, token kinds and other numbers stay.
     expect(redactSecrets(config)).toEqual({
       ...config,
       comparatorApiKey: "***",
-      comparatorApiHeaders: { Authorization: "***", "x-api-key": "***", "x-team-token": "***", "x-team": "blue" },
+      // A number under a secret name is masked too: a numeric key is a key.
+      lastToken: "***",
+      comparatorApiHeaders: { Authorization: "***", "x-api-key": "***", "x-team-token": "***", "x-team": "***" },
       comparatorApiExtraBody: { api_key: "***", nested: [{ client_secret: "***" }], seed: 3 },
       comparatorApiUrl: "https://***@api.example/v1?key=***&v=***",
     });
     expect(config.comparatorApiKey).toBe("sk-1");
   });
 
-  it("redactUrl keeps scheme, host and path", () => {
+  it("redactUrl keeps scheme, host and the path's API words", () => {
     expect(redactUrl("http://127.0.0.1:8080/v1/complete")).toBe("http://127.0.0.1:8080/v1/complete");
-    expect(redactUrl("http://h/p?token=abc#frag")).toBe("http://h/p?token=***#frag");
+    expect(redactUrl("http://h/p?token=abc#frag")).toBe("http://h/***?token=***#***");
   });
 });
 
@@ -60,8 +63,8 @@ describe("secrets by value", () => {
   it("masks Ocp-Apim-Subscription-Key, X-Auth-Key, X-Access-Key, an extra-body key and a key in the URL path", () => {
     expect(redactSecrets(config)).toEqual({
       comparatorApiKey: "***",
-      comparatorApiHeaders: { "Ocp-Apim-Subscription-Key": "***", "X-Auth-Key": "***", "X-Access-Key": "***", "x-team": "blue" },
-      comparatorApiExtraBody: { key: "***", monkey: "business", seed: 3 },
+      comparatorApiHeaders: { "Ocp-Apim-Subscription-Key": "***", "X-Auth-Key": "***", "X-Access-Key": "***", "x-team": "***" },
+      comparatorApiExtraBody: { key: "***", monkey: "***", seed: 3 },
       comparatorApiUrl: "https://api.example/v1/***/complete",
       comparatorApiKeyHeader: "Ocp-Apim-Subscription-Key",
       note: "the key *** and *** in free text",
@@ -78,14 +81,14 @@ describe("secrets by value", () => {
     expect(redactSecrets(state)).toEqual({ config: { comparatorApiKey: "***", comparatorApiHeaders: { "X-Auth-Key": "***" } }, callbacks: { log: { dir: "abc-runs", last: "***" } } });
   });
 
-  it("masks URL path segments that are keys by their form or by the segment before them", () => {
-    expect(redactUrl("https://h/v1/key/abc123/complete")).toBe("https://h/v1/key/***/complete");
+  it("masks every URL path segment but API words and versions, whatever its form", () => {
+    expect(redactUrl("https://h/v1/key/abc123/complete")).toBe("https://h/v1/***/***/complete");
     expect(redactUrl("https://h/v1/sk-proj-abcdefgh1234/chat")).toBe("https://h/v1/***/chat");
-    expect(redactUrl("https://api.telegram.org/bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage")).toBe("https://api.telegram.org/***/sendMessage");
-    expect(redactUrl("https://h/hooks/0123456789abcdef0123456789abcdef")).toBe("https://h/hooks/***");
-    // Model names and versions stay.
-    expect(redactUrl("https://h/v1/models/claude-3-5-sonnet-20241022/messages")).toBe("https://h/v1/models/claude-3-5-sonnet-20241022/messages");
-    expect(secretValues({ comparatorApiUrl: "https://h/v1/key/abc123/x?api_key=q&v=2" })).toEqual(["abc123", "q"]);
+    expect(redactUrl("https://api.telegram.org/bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage")).toBe("https://api.telegram.org/***/***");
+    expect(redactUrl("https://h/tenant/hunter2/v1beta/models/gemini:generateContent")).toBe("https://h/***/***/v1beta/models/***");
+    expect(redactUrl("https://h/api/v2/chat/completions")).toBe("https://h/api/v2/chat/completions");
+    // Values of one or two characters are masked where they are, not wherever else they appear.
+    expect(secretValues({ comparatorApiUrl: "https://h/v1/key/abc123/x?api_key=q&v=2#frag" })).toEqual(["abc123", "frag", "key"]);
   });
 
   it("config errors that echo a value mask its secrets", () => {

@@ -2,12 +2,12 @@
 // generic (our own JSON contract, completions read from a dotted response field with fallbacks), openai (chat
 // completions, n candidates per request up to comparatorApiMaxNPerRequest; 1 for DeepSeek), anthropic (messages, one
 // request per candidate, x-api-key and anthropic-version headers) and openai_responses (one request per candidate).
-// HTTP 402 is "insufficient balance"; other HTTP errors, non-JSON and empty answers are errors naming the URL (its
-// query values and user info masked) and status. Failed requests (network, timeout, 429, 5xx) are retried with
+// HTTP 402 is "insufficient balance"; other HTTP errors, non-JSON and empty answers are errors naming the URL
+// (redacted: config/secrets.ts) and status. Failed requests (network, timeout, 429, 5xx) are retried with
 // exponential backoff, or after the server's Retry-After; at most comparatorApiConcurrency requests are in flight.
 // Redirects are followed only within the URL's origin, and answers are size-capped. The answers are text: the trained agents tokenize them.
 import type { IterativeFields } from "../../../config/index.js";
-import { redactUrl, scrubSecrets, secretValues } from "../../../config/secrets.js";
+import { redactUrl, redactUrlsIn, scrubSecrets, secretValues } from "../../../config/secrets.js";
 import type { Item } from "../../../rollout/types.js";
 import type { AgentSampler, ComparatorSource } from "./comparators.js";
 import { limiter } from "../../../util/limiter.js";
@@ -72,10 +72,11 @@ export function apiComparator(c: ApiComparatorConfig, note: (message: string) =>
     return h;
   };
 
-  // What a message may show of the request: the URL without user info or query values, and no key or secret header
-  // value anywhere (servers echo keys back in their error bodies).
+  // What a message may show of the request: the URL redacted (redactUrl), no key, header value or extra-body value
+  // anywhere (servers echo keys back in their error bodies), and no URL redacted less (fetch quotes a redirect's
+  // URL, user info included, when it refuses one).
   const shown = redactUrl(url);
-  const scrub = (text: string): string => scrubSecrets(text, secretValues(c, [c.comparatorApiKeyEnv !== null ? env[c.comparatorApiKeyEnv] : null]));
+  const scrub = (text: string): string => scrubSecrets(redactUrlsIn(text), secretValues(c, [c.comparatorApiKeyEnv !== null ? env[c.comparatorApiKeyEnv] : null]));
   const error = (what: string) => new ComparatorApiError(scrub(`comparator API ${shown}: ${what}`));
 
   /**
