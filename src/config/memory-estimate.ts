@@ -1,14 +1,18 @@
 // What a run will hold in memory, estimated from the models' config.json files and the trainer config before any
 // model is loaded: weights, and for trained models their gradients and AdamW's two moments; a frozen reference copy
-// when the KL term is on; and the largest activations of a rollout (the KV cache of numGenerations completions of
-// maxNewTokens, and their float32 logits over the vocabulary). Every term is a lower bound (prompts, hidden
-// activations and the allocator's slack come on top), so a run refused here could not have fit; one let through may
-// still not. The run is refused, naming the fields and numbers, when a device's share is over its memory: the
-// machine's RAM for "cpu". CUDA devices are not checked here (runtimeInfo reports no per-GPU capacity yet).
-// LifecycleOptions.memoryLimitBytes replaces the machine's figure (Infinity: no check) for users who know better.
+// when the KL term is on; and the larger of a rollout's two phases, per row (numGenerations rows of the longest
+// prompt seen plus maxNewTokens): generation (the KV cache of every row's prompt and completion, and the float32
+// logits of the completions) and the update (each layer's input kept for the backward, and the completions' float32
+// logits). On top comes what the process holds already (Node.js, libtorch, the datasets). Every term is a lower bound
+// (the attention and MLP activations and the allocator's slack come on top), so a run refused here could not have
+// fit; one let through may still not. The run is refused, naming the fields and numbers, when a device's share is
+// over its memory: for "cpu", the machine's RAM or the container's cgroup limit, whichever is smaller. CUDA devices
+// are not checked here (runtimeInfo reports no per-GPU capacity yet). LifecycleOptions.memoryLimitBytes replaces
+// that figure (Infinity: no check) for users who know better.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { freemem, totalmem } from "node:os";
 import path from "node:path";
+import { cgroupMemoryLimit } from "../util/cgroup-memory.js";
 import { ConfigError } from "./fields.js";
 
 export class MemoryEstimateError extends ConfigError {
@@ -91,6 +95,10 @@ export interface MemoryPlan {
   parameterBytes: number;
   numGenerations: number;
   maxNewTokens: number;
+  /** Tokens of the longest prompt seen (0 when none could be read). */
+  promptTokens: number;
+  /** Bytes the process holds before any model loads. */
+  processBytes: number;
 }
 
 const GB = 1e9;
@@ -125,32 +133,47 @@ export function estimateMemory(plan: MemoryPlan): Map<string, DeviceShare> {
     );
     share.total += weights;
     if (trained) {
-      const cache = plan.numGenerations * plan.maxNewTokens * shape.numLayers * 2 * shape.numKvHeads * shape.headDim * plan.parameterBytes;
-      const logits = plan.numGenerations * plan.maxNewTokens * shape.vocabSize * 4;
+      const { numGenerations, maxNewTokens, promptTokens } = plan;
+      const rowTokens = numGenerations * (promptTokens + maxNewTokens);
+      const logits = numGenerations * maxNewTokens * shape.vocabSize * 4;
+      const cache = rowTokens * shape.numLayers * 2 * shape.numKvHeads * shape.headDim * plan.parameterBytes;
+      const layerInputs = rowTokens * shape.numLayers * shape.hiddenSize * plan.parameterBytes;
+      const generation = cache + logits;
+      const update = layerInputs + logits;
+      const rows = `numGenerations ${numGenerations} × (prompt ${promptTokens} + maxNewTokens ${maxNewTokens} tokens)`;
       share.lines.push(
-        `${count} × rollout activations: numGenerations ${plan.numGenerations} × maxNewTokens ${plan.maxNewTokens} × ` +
-          `(KV cache of ${shape.numLayers} layers + float32 logits over ${shape.vocabSize} tokens) = ${gb(count * (cache + logits))}`,
+        generation >= update
+          ? `${count} × rollout generation: ${rows} × KV cache of ${shape.numLayers} layers, + float32 logits over ${shape.vocabSize} tokens = ${gb(count * generation)}`
+          : `${count} × rollout update: ${rows} × ${shape.numLayers} layer inputs of ${shape.hiddenSize}, + float32 logits over ${shape.vocabSize} tokens = ${gb(count * update)}`,
       );
-      share.total += count * (cache + logits);
+      share.total += count * Math.max(generation, update);
     }
     shares.set(device, share);
   }
   return shares;
 }
 
+/** The memory this process may use: the machine's RAM, or its container's cgroup limit when that is smaller. */
+export function availableMemory(cgroupRoot = "/"): { bytes: number; what: string } {
+  const machine = { bytes: totalmem(), what: `this machine's ${gb(totalmem())} of memory (${gb(freemem())} free)` };
+  const cgroup = cgroupMemoryLimit(cgroupRoot);
+  return cgroup !== null && cgroup.bytes < machine.bytes ? { bytes: cgroup.bytes, what: `this container's memory limit of ${gb(cgroup.bytes)} (${cgroup.file})` } : machine;
+}
+
 /**
- * Refuses the plan when a CPU device's share is over `limitBytes` (default: the machine's RAM); CUDA devices are
+ * Refuses the plan when a CPU device's share is over `limitBytes` (default: availableMemory()); CUDA devices are
  * not checked (see above). The error names every term, the limit, and how to override it.
  */
-export function checkMemoryPlan(plan: MemoryPlan, limitBytes?: number): void {
+export function checkMemoryPlan(plan: MemoryPlan, limitBytes?: number, available: () => { bytes: number; what: string } = availableMemory): void {
   if (limitBytes !== undefined && !(limitBytes > 0)) throw new ConfigError(`memoryLimitBytes must be a positive number of bytes (Infinity: no check), got ${limitBytes}`, "memoryLimitBytes");
   for (const [device, share] of estimateMemory(plan)) {
     if (device !== "cpu") continue;
-    const limit = limitBytes ?? totalmem();
-    if (share.total <= limit) continue;
-    const budget = limitBytes === undefined ? `this machine's ${gb(limit)} of memory (${gb(freemem())} free)` : `memoryLimitBytes ${gb(limit)}`;
+    const total = share.total + plan.processBytes;
+    const machine = limitBytes === undefined ? available() : { bytes: limitBytes, what: `memoryLimitBytes ${gb(limitBytes)}` };
+    if (total <= machine.bytes) continue;
+    const lines = [...share.lines, `this process before loading (Node.js, libtorch, the datasets) = ${gb(plan.processBytes)}`];
     throw new MemoryEstimateError(
-      `this run would hold at least ${gb(share.total)} on ${device}, more than ${budget}:\n  ${share.lines.join("\n  ")}\n` +
+      `this run would hold at least ${gb(total)} on ${device}, more than ${machine.what}:\n  ${lines.join("\n  ")}\n` +
         `Use fewer or smaller agents, a smaller numGenerations or maxNewTokens, or bfloat16; if you know better, set the ` +
         `trainer option memoryLimitBytes to the bytes to allow (Infinity skips this check).`,
       "memoryLimitBytes",

@@ -45,7 +45,7 @@ export async function construct<T extends Trainer, A extends LoadedActors>(steps
   checkTask(steps.options, steps.config, steps.algorithm);
   steps.check?.();
   checkEnvironment(steps.options, steps.config);
-  checkRunMemory(steps.options, steps.config);
+  await checkRunMemory(steps.options, steps.config);
   const actors = await steps.load();
   let trainer: T;
   try {

@@ -1,10 +1,13 @@
 // The construction pipeline's memory check: the plan of what a trainer will load (its actors from their sources and
-// placement, reference copies when the KL term is on) estimated by config/memory-estimate.ts before anything loads.
+// placement, reference copies when the KL term is on) estimated by config/memory-estimate.ts before any model loads.
+// A rollout's rows hold their prompt's tokens as well as the completion's: the first items' prompts are tokenized
+// with the agents' tokenizers (small files, loaded again by the trainer) for the longest.
 import { planPlacement, type PlacementConfig } from "../config/devices.js";
 import { checkMemoryPlan, localModelShape, modelShape, type MemoryPlan } from "../config/memory-estimate.js";
 import { CausalLM } from "../models/causal-lm.js";
 import { runtimeInfo } from "../runtime.js";
-import { AgentResolutionError, resolveModelSources, type ModelSource } from "./agents.js";
+import { buildFormatters, formatPrompt } from "../rollout/formatters.js";
+import { AgentResolutionError, resolveModelSources, resolveTokenizers, type ModelSource } from "./agents.js";
 import type { TaskOptions } from "./task-options.js";
 
 interface EstimatedConfig extends Partial<PlacementConfig> {
@@ -20,8 +23,29 @@ function shapeOf(source: ModelSource) {
   return localModelShape(source);
 }
 
+/** Items whose prompts are tokenized for the longest: enough to see a dataset's length, few enough to be instant. */
+const PROMPT_SAMPLE = 16;
+
+/**
+ * Tokens of the longest prompt among the train dataset's first items, per agent's formatter and tokenizer; 0 when
+ * they cannot be made (a tokenizer that does not load, a formatter that throws): the trainer reports those itself.
+ */
+async function longestPrompt(options: TaskOptions<unknown>, sources: ModelSource[]): Promise<number> {
+  try {
+    const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
+    const formatters = buildFormatters(options.formatters, sources.length);
+    let longest = 0;
+    for (const item of options.trainDataset.slice(0, PROMPT_SAMPLE)) {
+      tokenizers.forEach((tokenizer, agent) => (longest = Math.max(longest, tokenizer.encode(formatPrompt(formatters[agent]!, item, agent)).length)));
+    }
+    return longest;
+  } catch {
+    return 0;
+  }
+}
+
 /** Refuses a run whose estimate is over a device's memory (see memory-estimate.ts); options.memoryLimitBytes overrides. */
-export function checkRunMemory(options: TaskOptions<unknown>, config: object): void {
+export async function checkRunMemory(options: TaskOptions<unknown>, config: object): Promise<void> {
   const c = config as EstimatedConfig;
   if (c.numAgents === undefined || c.parallelTraining === undefined) return;
   // One actor writes every role's part in centralized collaboration; numAgents then counts the roles. Sources that
@@ -44,8 +68,10 @@ export function checkRunMemory(options: TaskOptions<unknown>, config: object): v
     models.push({ shape, device: placement.agentDevices[i] ?? placement.agentDevices[0], trained: true, loaded });
     if (c.referenceKlEnabled) models.push({ shape, device: placement.referenceDevices[i] ?? placement.referenceDevices[0], trained: false, loaded: false });
   });
+  if (options.memoryLimitBytes === Infinity) return;
+  const promptTokens = await longestPrompt(options, sources);
   checkMemoryPlan(
-    { models, parameterBytes: c.dtype === "bfloat16" ? 2 : 4, numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0 },
+    { models, parameterBytes: c.dtype === "bfloat16" ? 2 : 4, numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0, promptTokens, processBytes: process.memoryUsage().rss },
     options.memoryLimitBytes,
   );
 }

@@ -40,14 +40,14 @@ describe("memory estimate before loading", () => {
 
   it("64 agents of a 0.36B shape are refused before loading, naming the count, parameters and bytes", async () => {
     const refused = create(Array(64).fill(shape036), { numGenerations: 2, maxNewTokens: 8 });
-    await expect(refused).rejects.toThrow(/^this run would hold at least 369\.0 GB on cpu, more than this machine's/);
+    await expect(refused).rejects.toThrow(/^this run would hold at least 369\.\d GB on cpu, more than this (machine|container)'s/);
     await expect(refused).rejects.toThrow(`64 trained models of 0.360B parameters (${path.join(shape036, "config.json")}: hidden_size 896, num_hidden_layers 15, vocab_size 151936) × 16 bytes (weights, gradients, AdamW's two moments)`);
     await expect(refused).rejects.toMatchObject({ name: "MemoryEstimateError", field: "memoryLimitBytes" });
   });
 
   it("numGenerations 100000 is refused, naming it and maxNewTokens", async () => {
     const refused = create([tiny, tiny], { numGenerations: 100_000, maxNewTokens: 256 });
-    await expect(refused).rejects.toThrow(/numGenerations 100000 × maxNewTokens 256 × \(KV cache of 1 layers \+ float32 logits over \d+ tokens\) = \d+\.\d GB/);
+    await expect(refused).rejects.toThrow(/rollout generation: numGenerations 100000 × \(prompt \d+ \+ maxNewTokens 256 tokens\) × KV cache of 1 layers, \+ float32 logits over \d+ tokens = \d+\.\d GB/);
   });
 
   it("memoryLimitBytes overrides the machine's figure, either way", async () => {
@@ -58,7 +58,7 @@ describe("memory estimate before loading", () => {
   });
 
   it("the estimate of an ordinary tiny run is far below the machine", () => {
-    const shares = estimateMemory({ models: [{ shape: modelShape(QWEN_036, "q")!, device: "cpu", trained: true, loaded: false }], parameterBytes: 4, numGenerations: 4, maxNewTokens: 256 });
+    const shares = estimateMemory({ models: [{ shape: modelShape(QWEN_036, "q")!, device: "cpu", trained: true, loaded: false }], parameterBytes: 4, numGenerations: 4, maxNewTokens: 256, promptTokens: 64, processBytes: 0 });
     const cpu = shares.get("cpu")!;
     expect(cpu.total).toBeGreaterThan(16 * parameterCount(modelShape(QWEN_036, "q")!));
     expect(cpu.total).toBeLessThan(totalmem() * 4);
