@@ -24,7 +24,20 @@ export interface SamplingConfig {
    * (its top_k, else 50). 0 turns top-k filtering off.
    */
   readonly topK: number | null;
+  /**
+   * (ours) Most tokens a prompt may have; null: the tokenizer's model_max_length, as CoMLRL's tokenization truncates.
+   * Never more than the model's max_position_embeddings leave after maxNewTokens.
+   */
+  readonly maxPromptTokens: number | null;
+  /**
+   * (ours) A prompt over its limit: "truncate" keeps the tokenizer's truncation_side (as CoMLRL does), "error" stops
+   * the run naming the item and agent.
+   */
+  readonly promptOverflow: PromptOverflow;
 }
+
+/** What happens to a prompt of more tokens than it may have. */
+export type PromptOverflow = "truncate" | "error";
 
 export const SAMPLING_FIELDS = {
   numGenerations: int({ default: 4, min: 2 }),
@@ -34,6 +47,8 @@ export const SAMPLING_FIELDS = {
   temperature: float({ default: 0.6, above: 0 }),
   topP: float({ default: 0.6, above: 0, max: 1 }),
   topK: nullable(int({ default: 50, min: 0 })),
+  maxPromptTokens: nullable(int({ min: 1 })),
+  promptOverflow: oneOf(["truncate", "error"], { default: "truncate" }),
 };
 
 /** Where a trainer's agents and models go. */

@@ -49,6 +49,7 @@ export {
   type PlacementFields,
   type ReferenceKlConfig,
   type RuntimeConfig,
+  type PromptOverflow,
   type SamplingConfig,
 } from "./groups.js";
 export {

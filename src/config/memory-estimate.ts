@@ -32,6 +32,8 @@ export interface ModelShape {
   numExperts: number;
   moeIntermediateSize: number;
   tied: boolean;
+  /** max_position_embeddings (GPT-2's n_positions), when the config gives it. */
+  maxPositions: number | null;
 }
 
 const CONFIG_BYTES_LIMIT = 16 * 2 ** 20;
@@ -63,6 +65,7 @@ export function modelShape(raw: Record<string, unknown>, source: string): ModelS
     moeIntermediateSize: number(raw, ["moe_intermediate_size"]) ?? intermediateSize,
     // transformers' PretrainedConfig default; counting one matrix where there are two keeps the estimate a lower bound.
     tied: raw.tie_word_embeddings !== false,
+    maxPositions: number(raw, ["max_position_embeddings", "n_positions"]) ?? null,
   };
 }
 

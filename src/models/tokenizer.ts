@@ -207,6 +207,20 @@ export class ComlrlTokenizer {
     return this.tokenizer.model!.vocab.length;
   }
 
+  /**
+   * tokenizer_config.json's model_max_length, the length transformers truncates to; null when it is absent or
+   * transformers' "no limit" (VERY_LARGE_INTEGER, 1e30).
+   */
+  get modelMaxLength(): number | null {
+    const length = this.config.model_max_length;
+    return typeof length === "number" && Number.isSafeInteger(length) && length > 0 ? length : null;
+  }
+
+  /** tokenizer_config.json's truncation_side: which end of a text truncation drops ("right" unless set). */
+  get truncationSide(): "left" | "right" {
+    return this.config.truncation_side === "left" ? "left" : "right";
+  }
+
   /** The special tokens by role (bos, eos, pad, unk) and all of them, as the tokenizer's files name them. */
   get specialTokens(): SpecialTokens {
     const all = new Set<string>();

@@ -4,6 +4,7 @@
 // Nodes are expanded level by level so that all of a level's prompts go to each agent in one generation call; their
 // env steps are numbered depth first afterwards, as CoMLRL's recursive expansion counts them.
 import { formatPrompt } from "./formatters.js";
+import { PromptLengthError } from "./prompt-length.js";
 import { computeAgentRewards, computeRewards } from "./rewards.js";
 import type { ExternalTransition, Formatter, Item, NodeSample, RewardFunction, RewardProcessor, SamplerLogprobs } from "./types.js";
 import { mean } from "../util/mean.js";
@@ -151,7 +152,10 @@ export async function rolloutItem(item: Item, itemIndex: number, env: RolloutEnv
 
   while (level.length > 0) {
     const sampled = await timed(env.timings, "generation", () =>
-      forEachAgent(numAgents, env.concurrent, (agent) => env.policies[agent].sample(level.map((n) => n.prompts[agent]), k)),
+      forEachAgent(numAgents, env.concurrent, (agent) => env.policies[agent].sample(level.map((n) => n.prompts[agent]), k).catch((error: unknown) => {
+        if (error instanceof PromptLengthError) throw new PromptLengthError(`item ${itemIndex}, agent ${agent}, turn ${level[0]!.turn + 1}: ${error.message}`);
+        throw error;
+      })),
     );
     const kls = await timed(env.timings, "referenceKl", () =>
       forEachAgent(numAgents, env.concurrent, async (agent) => {

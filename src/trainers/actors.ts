@@ -47,7 +47,10 @@ export async function setUpActors(
   } = {},
 ): Promise<Actors> {
   const n = config.numAgents;
-  const evalSampling = { maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK, repetitionPenalty: null };
+  const evalSampling = {
+    maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK, repetitionPenalty: null,
+    maxPromptTokens: config.maxPromptTokens, promptOverflow: config.promptOverflow,
+  };
   const sampling = withGenerationKwargs(evalSampling, options.generationKwargs);
   const sources = resolveModelSources(options.agentModel, options.agents, n);
   const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);

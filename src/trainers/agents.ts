@@ -1,6 +1,7 @@
 // Agents: each is a causal LM with its tokenizer, optimizer and optional frozen reference, resolved from hub ids,
 // local directories or loaded model objects by the rules of COMLRL-SPEC §5.1–§5.2. The same CausalLM object given
 // twice is shared (one set of weights), but every agent keeps its own optimizer state.
+import type { PromptOverflow } from "../config/index.js";
 import { CausalLM, type Dtype, type ModelSource } from "../models/causal-lm.js";
 import { Optimizer, type AdamWOptions } from "../models/optimizer.js";
 import { ValueHead } from "../models/value-head.js";
@@ -8,6 +9,7 @@ import { resolveModelSource } from "../models/hub.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
 import { causalLMModule, ComponentRegistry, valueHeadModule } from "./lifecycle/components.js";
+import { boundPrompt, promptTokenLimit } from "../rollout/prompt-length.js";
 
 export type { ModelSource } from "../models/causal-lm.js";
 
@@ -107,6 +109,10 @@ export interface SamplingSettings {
   topK: number | null;
   /** null: the model's generation_config.json decides (else 1, off). */
   repetitionPenalty: number | null;
+  /** Most tokens a prompt may have (null: the tokenizer's model_max_length); see prompt-length.ts. */
+  maxPromptTokens: number | null;
+  /** A prompt over its limit is truncated or refused. */
+  promptOverflow: PromptOverflow;
 }
 
 /** One trained agent: its model, tokenizer, optimizer, sampling settings and (with reference KL) its frozen reference. */
@@ -148,7 +154,8 @@ export class Agent implements RolloutPolicy {
 
   /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
   async sample(prompts: string[], k: number, stream = TRAINING_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
-    const promptIds = prompts.map((p) => this.tokenizer.encode(p));
+    const limit = promptTokenLimit(this.model.config.maxPositionEmbeddings, this.tokenizer, sampling);
+    const promptIds = prompts.map((p) => boundPrompt(this.tokenizer.encode(p), p, limit, sampling.promptOverflow, this.tokenizer.truncationSide));
     const generation = await this.model.generate(promptIds, {
       stream,
       maxNewTokens: sampling.maxNewTokens,

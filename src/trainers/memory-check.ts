@@ -3,10 +3,12 @@
 // A rollout's rows hold their prompt's tokens as well as the completion's: the first items' prompts are tokenized
 // with the agents' tokenizers (small files, loaded again by the trainer) for the longest.
 import { planPlacement, type PlacementConfig } from "../config/devices.js";
-import { checkMemoryPlan, localModelShape, modelShape, type MemoryPlan } from "../config/memory-estimate.js";
+import type { PromptOverflow } from "../config/index.js";
+import { checkMemoryPlan, localModelShape, modelShape, type MemoryPlan, type ModelShape } from "../config/memory-estimate.js";
 import { CausalLM } from "../models/causal-lm.js";
 import { runtimeInfo } from "../runtime.js";
 import { buildFormatters, formatPrompt } from "../rollout/formatters.js";
+import { promptTokenLimit, type PromptBounds } from "../rollout/prompt-length.js";
 import { AgentResolutionError, resolveModelSources, resolveTokenizers, type ModelSource } from "./agents.js";
 import type { TaskOptions } from "./task-options.js";
 
@@ -16,6 +18,8 @@ interface EstimatedConfig extends Partial<PlacementConfig> {
   numGenerations?: number;
   maxNewTokens?: number;
   referenceKlEnabled?: boolean;
+  maxPromptTokens?: number | null;
+  promptOverflow?: PromptOverflow;
 }
 
 function shapeOf(source: ModelSource) {
@@ -27,17 +31,21 @@ function shapeOf(source: ModelSource) {
 const PROMPT_SAMPLE = 16;
 
 /**
- * Tokens of the longest prompt among the train dataset's first items, per agent's formatter and tokenizer; 0 when
- * they cannot be made (a tokenizer that does not load, a formatter that throws): the trainer reports those itself.
+ * Tokens of the longest prompt among the train dataset's first items, per agent's formatter and tokenizer, as the
+ * agents will bound it (prompt-length.ts); 0 when they cannot be made (a tokenizer that does not load, a formatter
+ * that throws): the trainer reports those itself.
  */
-async function longestPrompt(options: TaskOptions<unknown>, sources: ModelSource[]): Promise<number> {
+async function longestPrompt(options: TaskOptions<unknown>, sources: ModelSource[], shapes: Array<ModelShape | null>, bounds: PromptBounds): Promise<number> {
   try {
     const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
     const formatters = buildFormatters(options.formatters, sources.length);
     let longest = 0;
-    for (const item of options.trainDataset.slice(0, PROMPT_SAMPLE)) {
-      tokenizers.forEach((tokenizer, agent) => (longest = Math.max(longest, tokenizer.encode(formatPrompt(formatters[agent]!, item, agent)).length)));
-    }
+    tokenizers.forEach((tokenizer, agent) => {
+      const limit = promptTokenLimit(shapes[agent]?.maxPositions ?? Infinity, tokenizer, bounds).tokens;
+      for (const item of options.trainDataset.slice(0, PROMPT_SAMPLE)) {
+        longest = Math.max(longest, Math.min(limit, tokenizer.encode(formatPrompt(formatters[agent]!, item, agent)).length));
+      }
+    });
     return longest;
   } catch {
     return 0;
@@ -61,15 +69,17 @@ export async function checkRunMemory(options: TaskOptions<unknown>, config: obje
   const info = runtimeInfo();
   const placement = planPlacement(c as PlacementConfig, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, sources.length);
   const models: MemoryPlan["models"] = [];
+  const shapes = sources.map(shapeOf);
   sources.forEach((source, i) => {
-    const shape = shapeOf(source);
+    const shape = shapes[i];
     if (!shape) return;
     const loaded = source instanceof CausalLM;
     models.push({ shape, device: placement.agentDevices[i] ?? placement.agentDevices[0], trained: true, loaded });
     if (c.referenceKlEnabled) models.push({ shape, device: placement.referenceDevices[i] ?? placement.referenceDevices[0], trained: false, loaded: false });
   });
   if (options.memoryLimitBytes === Infinity) return;
-  const promptTokens = await longestPrompt(options, sources);
+  const bounds: PromptBounds = { maxNewTokens: c.maxNewTokens ?? 0, maxPromptTokens: c.maxPromptTokens ?? null, promptOverflow: c.promptOverflow ?? "truncate" };
+  const promptTokens = await longestPrompt(options, sources, shapes, bounds);
   checkMemoryPlan(
     { models, parameterBytes: c.dtype === "bfloat16" ? 2 : 4, numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0, promptTokens, processBytes: process.memoryUsage().rss },
     options.memoryLimitBytes,

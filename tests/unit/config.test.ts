@@ -38,6 +38,8 @@ describe("MAGRPOConfig defaults", () => {
       temperature: 0.6,
       topP: 0.6,
       topK: 50,
+      maxPromptTokens: null,
+      promptOverflow: "truncate",
       numTurns: 2,
       discount: 1.0,
       jointMode: "aligned",
