@@ -48,6 +48,12 @@ export async function writeManifest(dir: string): Promise<Manifest> {
   return manifest;
 }
 
+/** Whether a manifest entry (as read from the file) has its size and checksum. */
+function isEntry(value: unknown): value is Manifest["files"][string] {
+  const entry = value as Partial<Manifest["files"][string]> | null;
+  return typeof entry === "object" && entry !== null && typeof entry.size === "number" && typeof entry.sha256 === "string";
+}
+
 /** Checks every listed file's presence, size and checksum; throws naming the first file at fault. */
 export async function verifyManifest(dir: string): Promise<Manifest> {
   const manifestFile = path.join(dir, MANIFEST);
@@ -58,14 +64,19 @@ export async function verifyManifest(dir: string): Promise<Manifest> {
   } catch (error) {
     throw new CheckpointError(`${manifestFile}: malformed JSON (${(error as Error).message})`);
   }
+  const files: unknown = (manifest as Manifest | null)?.files ?? {};
+  if (typeof manifest !== "object" || manifest === null || typeof files !== "object" || files === null || Array.isArray(files)) {
+    throw new CheckpointError(`${manifestFile}: not a checkpoint manifest (an object whose "files" maps each file to { size, sha256 })`);
+  }
   const root = realpathSync(dir);
   // Resume reads what the components find in the directory, so a file planted beside the listed ones (an extra
   // shard, a state file) would be loaded unvouched for.
-  const listed = new Set(Object.keys(manifest.files ?? {}));
+  const listed = new Set(Object.keys(files));
   for (const file of await listFiles(dir)) {
     if (!listed.has(file)) throw new CheckpointError(`checkpoint ${dir} holds ${file}, which its ${MANIFEST} does not list (added after it was written)`);
   }
-  for (const [file, expected] of Object.entries(manifest.files ?? {})) {
+  for (const [file, expected] of Object.entries(files as Record<string, unknown>)) {
+    if (!isEntry(expected)) throw new CheckpointError(`${manifestFile}: entry ${JSON.stringify(file)} must be { size, sha256 }, got ${JSON.stringify(expected)}`);
     const full = path.join(dir, file);
     // Entries are relative paths inside the checkpoint; one that climbs out, is absolute, or reaches outside
     // through a symlink would have resume read (and vouch for) a file that is not part of it.

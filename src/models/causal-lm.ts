@@ -213,10 +213,18 @@ export function weightFiles(dir: string): string[] {
   const indexFile = path.join(dir, "model.safetensors.index.json");
   if (existsSync(indexFile)) {
     const weightMap = readJson(indexFile).weight_map;
-    if (typeof weightMap !== "object" || weightMap === null) throw new ModelLoadError(`${indexFile}: weight_map is missing`);
-    const shards = [...new Set(Object.values(weightMap as Record<string, string>))].map((file) => path.join(dir, file));
+    if (typeof weightMap !== "object" || weightMap === null || Array.isArray(weightMap)) throw new ModelLoadError(`${indexFile}: weight_map is missing`);
+    const shards = new Set<string>();
+    for (const [tensor, file] of Object.entries(weightMap)) {
+      // A shard is a file of this directory: an index may not reach another model's, or any file on the machine.
+      const shard = typeof file === "string" && file !== "" ? path.resolve(dir, file) : null;
+      if (shard === null || path.relative(path.resolve(dir), shard).split(path.sep)[0] === "..") {
+        throw new ModelLoadError(`${indexFile}: weight_map[${JSON.stringify(tensor)}] must name a shard file inside ${dir}, got ${JSON.stringify(file)}`);
+      }
+      shards.add(shard);
+    }
     for (const shard of shards) if (!existsSync(shard)) throw new ModelLoadError(`${indexFile}: shard ${shard} does not exist`);
-    return shards.map(requireRegularFile);
+    return [...shards].map(requireRegularFile);
   }
   const other = ["pytorch_model.bin", "model.bin"].find((name) => existsSync(path.join(dir, name)));
   throw new ModelLoadError(

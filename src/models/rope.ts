@@ -64,7 +64,11 @@ export function ropeTables(
     for (const key of Object.keys(given)) {
       if (!nestedKinds.includes(key)) fail(`rope_parameters.${key}`, "is not a layer kind (full_attention, sliding_attention)");
     }
-    for (const kind of nestedKinds) dicts.set(kind, given[kind] as Params);
+    for (const kind of nestedKinds) {
+      const dict = given[kind];
+      if (typeof dict !== "object" || dict === null || Array.isArray(dict)) fail(`rope_parameters.${kind}`, `must be an object of rope parameters, got ${JSON.stringify(dict)}`);
+      dicts.set(kind, dict as Params);
+    }
   } else {
     dicts.set("*", given);
     if (raw.rope_local_base_freq !== undefined) dicts.set("sliding_attention", { rope_type: "default", rope_theta: raw.rope_local_base_freq });
