@@ -29,22 +29,23 @@ function fakeRoot(name: string, procSelfCgroup: string, files: Record<string, st
 const QWEN_036 = { hidden_size: 896, num_hidden_layers: 15, intermediate_size: 4864, num_attention_heads: 14, num_key_value_heads: 2, vocab_size: 151936 };
 
 describe("the container's memory limit", () => {
-  it("cgroup v2: the smallest memory.max from the process's cgroup up to the root ('max' is none)", () => {
-    const root = fakeRoot("v2", "0::/user.slice/job/run\n", {
-      "sys/fs/cgroup/user.slice/job/run/memory.max": "max\n",
-      "sys/fs/cgroup/user.slice/job/memory.max": "6442450944\n",
-      "sys/fs/cgroup/user.slice/memory.max": "8589934592\n",
-    });
-    expect(cgroupMemoryLimit(root)).toEqual({ bytes: 6442450944, file: path.join(root, "sys/fs/cgroup/user.slice/job/memory.max") });
-  });
-
-  it("cgroup v1: memory.limit_in_bytes of the memory controller's path; its 'unlimited' value is none", () => {
-    const root = fakeRoot("v1", "5:cpu,cpuacct:/other\n4:memory:/docker/abc\n1:name=systemd:/docker/abc\n", {
-      "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": "4294967296\n",
-      "sys/fs/cgroup/memory/docker/memory.limit_in_bytes": "9223372036854771712\n",
-      "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
-    });
-    expect(cgroupMemoryLimit(root)).toEqual({ bytes: 4294967296, file: path.join(root, "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes") });
+  it("the smallest limit from the process's cgroup up to the root: v2 memory.max ('max' is none), v1 memory.limit_in_bytes (its 'unlimited' is none)", () => {
+    const cases: Array<[string, string, Record<string, string>, number, string]> = [
+      ["v2", "0::/user.slice/job/run\n", {
+        "sys/fs/cgroup/user.slice/job/run/memory.max": "max\n",
+        "sys/fs/cgroup/user.slice/job/memory.max": "6442450944\n",
+        "sys/fs/cgroup/user.slice/memory.max": "8589934592\n",
+      }, 6442450944, "sys/fs/cgroup/user.slice/job/memory.max"],
+      ["v1", "5:cpu,cpuacct:/other\n4:memory:/docker/abc\n1:name=systemd:/docker/abc\n", {
+        "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": "4294967296\n",
+        "sys/fs/cgroup/memory/docker/memory.limit_in_bytes": "9223372036854771712\n",
+        "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
+      }, 4294967296, "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes"],
+    ];
+    for (const [name, procSelfCgroup, files, bytes, file] of cases) {
+      const root = fakeRoot(name, procSelfCgroup, files);
+      expect(cgroupMemoryLimit(root), name).toEqual({ bytes, file: path.join(root, file) });
+    }
   });
 
   it("a container whose own cgroup is mounted as the root; v1 and v2 side by side take the smaller; none at all is null", () => {
