@@ -1,8 +1,8 @@
 // What a run will hold in memory, estimated from the models' config.json files and the trainer config before any
 // model is loaded: weights, and for trained models their gradients and AdamW's two moments; a frozen reference copy
 // when the KL term is on; and the larger of a rollout's two phases, per row (numGenerations rows of the longest
-// prompt seen plus maxNewTokens): generation (the KV cache of every row's prompt and completion, and the float32
-// logits of the completions) and the update (each layer's input kept for the backward, and the completions' float32
+// prompt seen plus maxNewTokens): generation (the KV cache of every row's prompt and completion, one layer of it
+// twice while a step appends to it, and the float32 logits of the completions) and the update (each layer's input kept for the backward, and the completions' float32
 // logits). On top comes what the process holds already (Node.js, libtorch, the datasets). Every term is a lower bound
 // (the attention and MLP activations and the allocator's slack come on top), so a run refused here could not have
 // fit; one let through may still not. The run is refused, naming the fields and numbers, when a device's share is
@@ -139,14 +139,15 @@ export function estimateMemory(plan: MemoryPlan): Map<string, DeviceShare> {
       const { numGenerations, maxNewTokens, promptTokens } = plan;
       const rowTokens = numGenerations * (promptTokens + maxNewTokens);
       const logits = numGenerations * maxNewTokens * shape.vocabSize * 4;
-      const cache = rowTokens * shape.numLayers * 2 * shape.numKvHeads * shape.headDim * plan.parameterBytes;
+      // Each decoding step appends to one layer's cache at a time by copying it: that layer's old and new copies meet.
+      const cache = rowTokens * (shape.numLayers + 1) * 2 * shape.numKvHeads * shape.headDim * plan.parameterBytes;
       const layerInputs = rowTokens * shape.numLayers * shape.hiddenSize * plan.parameterBytes;
       const generation = cache + logits;
       const update = layerInputs + logits;
       const rows = `numGenerations ${numGenerations} × (prompt ${promptTokens} + maxNewTokens ${maxNewTokens} tokens)`;
       share.lines.push(
         generation >= update
-          ? `${count} × rollout generation: ${rows} × KV cache of ${shape.numLayers} layers, + float32 logits over ${shape.vocabSize} tokens = ${gb(count * generation)}`
+          ? `${count} × rollout generation: ${rows} × KV cache of ${shape.numLayers} layers (and one layer's copy while it grows), + float32 logits over ${shape.vocabSize} tokens = ${gb(count * generation)}`
           : `${count} × rollout update: ${rows} × ${shape.numLayers} layer inputs of ${shape.hiddenSize}, + float32 logits over ${shape.vocabSize} tokens = ${gb(count * update)}`,
       );
       share.total += count * Math.max(generation, update);
