@@ -236,7 +236,9 @@ describe("MAGRPOConfig enums", () => {
 
   it("device specs are validated at config time", () => {
     expect(magrpoConfig({ agentDevices: " CUDA:1 " }).agentDevices).toBe("cuda:1");
-    expect(magrpoConfig({ agentDevices: "cuda" }).agentDevices).toBe("cuda:0");
+    // Index-less "cuda" is kept as written: under ddp it is each rank's own GPU (tests/unit/ddp-placement.test.ts).
+    expect(magrpoConfig({ agentDevices: " CUDA" }).agentDevices).toBe("cuda");
+    expect(magrpoConfig({ agentDevices: "Cuda:1" }).agentDevices).toBe("cuda:1");
     expect(() => magrpoConfig({ agentDevices: "gpu0" })).toThrow('MAGRPOConfig.agentDevices must name devices as "cpu", "cuda" or "cuda:N"');
     expect(() => magrpoConfig({ referenceDevices: [] })).toThrow("MAGRPOConfig.referenceDevices must not be an empty list");
     expect(() => magrpoConfig({ agentDevices: ["cpu", "auto"] })).toThrow("MAGRPOConfig.agentDevices must name devices");
