@@ -304,7 +304,7 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto model = NativeModel::StateOf(info[0], "model");
     Napi::Object options = ObjectArg(info, 1, "batch");
-    const auto token_batch = ReadTokenBatch(options);
+    const auto token_batch = ReadCheckedTokenBatch(*model->module, options);
     const torch::Tensor ids = token_batch.first, mask = token_batch.second;
     const bool backward = BoolFieldOr(options, "backward", true);
     return RunAsync(info.Env(), model->lane, [model, ids, mask, backward]() -> Resolver {
