@@ -8,8 +8,10 @@ const info: Command = {
   usage: "usage: comlrl info\n  libtorch, devices, threads and BLAS in use",
   options: {},
   async run() {
-    const { runtimeInfo } = await import("../runtime.js");
-    console.log(JSON.stringify(runtimeInfo(), null, 2));
+    const { numerics, runtimeInfo, tf32Hint } = await import("../runtime.js");
+    const facts = runtimeInfo();
+    const hint = tf32Hint(numerics(), facts.cudaDeviceCount);
+    console.log(JSON.stringify({ ...facts, numerics: numerics(), ...(hint === null ? {} : { tf32Hint: hint }) }, null, 2));
   },
 };
 

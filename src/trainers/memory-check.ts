@@ -1,6 +1,7 @@
 // The construction pipeline's memory check: the plan of what a trainer will load (its actors from their sources and
 // placement, reference copies when the KL term is on) estimated by config/memory-estimate.ts before anything loads.
 import { planPlacement, type PlacementConfig } from "../config/devices.js";
+import type { Precision } from "../config/precision.js";
 import { checkMemoryPlan, localModelShape, modelShape, type MemoryPlan } from "../config/memory-estimate.js";
 import { CausalLM } from "../models/causal-lm.js";
 import { runtimeInfo } from "../runtime.js";
@@ -10,6 +11,7 @@ import type { TaskOptions } from "./task-options.js";
 interface EstimatedConfig extends Partial<PlacementConfig> {
   numAgents?: number;
   dtype?: string;
+  precision?: Precision;
   numGenerations?: number;
   maxNewTokens?: number;
   referenceKlEnabled?: boolean;
@@ -45,7 +47,7 @@ export function checkRunMemory(options: TaskOptions<unknown>, config: object): v
     if (c.referenceKlEnabled) models.push({ shape, device: placement.referenceDevices[i] ?? placement.referenceDevices[0], trained: false, loaded: false });
   });
   checkMemoryPlan(
-    { models, parameterBytes: c.dtype === "bfloat16" ? 2 : 4, numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0 },
+    { models, dtype: c.dtype ?? "float32", precision: c.precision ?? "auto", numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0 },
     options.memoryLimitBytes,
   );
 }
