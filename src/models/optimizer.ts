@@ -70,15 +70,18 @@ export class Optimizer {
   /** How the parameters step: "fp32" when none is bf16, else the asked precision ("auto" resolved by device). */
   readonly precision: ResolvedPrecision;
   private firstStepChecked = false;
+  // The modules' device (one for all: the native optimizer refuses modules on two).
+  private readonly device: string;
 
   /** AdamW with PyTorch's defaults (betas 0.9/0.999, eps 1e-8, weight decay 0.01); frozen parameters are skipped. */
   constructor(groups: Trainable | readonly ParameterGroup[], options: AdamWOptions) {
     const Native = addon().NativeOptimizer;
     this.modules = Array.isArray(groups) ? groups.map((g: ParameterGroup) => nativeOf(g.module)) : [nativeOf(groups as Trainable)];
     const { precision = "auto", ...adamW } = options;
-    const first = this.modules[0]?.info();
-    const bf16 = this.modules.some((module) => module.info().dtype === "bfloat16");
-    this.precision = first ? resolvePrecision(precision, bf16 ? "bfloat16" : first.dtype, first.device) : "fp32";
+    // What is not a module has no info(); the native constructor then refuses it, naming the group.
+    const infos = this.modules.flatMap((module) => (typeof (module as Partial<NativeModel> | undefined)?.info === "function" ? [module.info()] : []));
+    this.device = infos[0]?.device ?? "cpu";
+    this.precision = resolvePrecision(precision, infos.some((info) => info.dtype === "bfloat16") ? "bfloat16" : "float32", this.device);
     const nativeOptions: NativeAdamWOptions = { ...adamW, masterWeights: this.precision === "bf16-mixed" };
     this.native = Array.isArray(groups)
       ? new Native(groups.map((g: ParameterGroup) => ({ module: nativeOf(g.module), lr: g.lr, weightDecay: g.weightDecay })), nativeOptions)
@@ -109,8 +112,7 @@ export class Optimizer {
   private async warnBeforeFirstStep(): Promise<void> {
     if (this.firstStepChecked) return;
     this.firstStepChecked = true;
-    const info = this.modules[0]?.info();
-    if (this.precision === "fp32" && info?.device.startsWith("cuda")) {
+    if (this.precision === "fp32" && this.device.startsWith("cuda")) {
       const hint = tf32Hint(numerics(), 1);
       if (hint !== null) warnOnce("COMLRL_TF32_OFF", hint);
     }

@@ -166,6 +166,7 @@ describe('precision "bf16-mixed"', () => {
     const fp32 = keep(await start.clone({ dtype: "float32" }));
     expect(keep(new Optimizer(fp32, { lr: LR, precision: "bf16-mixed" })).precision).toBe("fp32");
     expect(keep(new Optimizer(fp32, { lr: LR, precision: "pure-bf16" })).precision).toBe("fp32");
+    expect(() => new Optimizer([{ module: {} as never }], { lr: LR })).toThrow("groups[0].module must be a NativeModel or a NativeValueHead");
   });
 
   // In a fresh process: the warning is once per process, and the tests above already met it here.
