@@ -5,7 +5,7 @@ import { describeError, integerOption, parseCommandArgs, splitPassthrough, strin
 
 const info: Command = {
   name: "info",
-  usage: "usage: comlrl info\n  libtorch, devices, threads and BLAS in use",
+  usage: "usage: comlrl info\n  libtorch, devices, threads, BLAS and numerics (TF32, determinism) in use; on a GPU without TF32, what it would buy",
   options: {},
   async run() {
     const { numerics, runtimeInfo, tf32Hint } = await import("../runtime.js");
