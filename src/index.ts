@@ -1,11 +1,11 @@
 // The public API of comlrl.
-export { memoryWindow, numerics, runtimeInfo, setLogitsBlockRows, setNumThreads, type MemoryWindow, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
+export { logitsBlockRows, memoryWindow, numerics, runtimeInfo, setLogitsBlockRows, setNumThreads, type MemoryWindow, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
 export { AddonLoadError } from "./native/loader.js";
 
 export { CausalLM, ModelLoadError, type CloneOptions, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type RouterAuxLoss, type SaveOptions, type ScoreOptions, type Scores, type TokenRows } from "./models/causal-lm.js";
 export { ValueHead, type ValueHeadOptions, type ValueLossOptions } from "./models/value-head.js";
-export { Optimizer, type GradientSync, type ParameterGroup, type StepSamples, type Trainable } from "./models/optimizer.js";
-export type { AdamWOptions, CollectiveTraffic, CudaDeviceMemory, NativeModelInfo, NativeProcessGroup, NativeValueHead, NativeValueHeadInfo, OptimizerGroup, Readout, TokenBatchInput, ValueLossInput } from "./native/binding.js";
+export { Optimizer, type AdamWOptions, type GradientSync, type OptimizerMemory, type ParameterGroup, type StepSamples, type Trainable } from "./models/optimizer.js";
+export type { CollectiveTraffic, CudaDeviceMemory, NativeModelInfo, NativeProcessGroup, NativeValueHead, NativeValueHeadInfo, OptimizerGroup, Readout, TokenBatchInput, ValueLossInput } from "./native/binding.js";
 export { encodeTorchStateDict, decodeTorchStateDict, saveTorchStateDict, loadTorchStateDict, type DeclaredTensor, type StateTensor, type StateDtype } from "./io/torch-pickle.js";
 export { ComlrlTokenizer, type ChatMessage, type EncodedBatch, type SpecialTokens, type TokenizerSources } from "./models/tokenizer.js";
 export { createTinyModel, type TinyModelOptions } from "./models/tiny-model.js";

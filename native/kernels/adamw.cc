@@ -38,11 +38,21 @@ bool HoldsLowPrecisionParameters(const torch::optim::AdamW& adamw) {
 
 namespace {
 
+// The master to step for a low-precision parameter: its float32 copy, taken again when the parameter was written since
+// the last copy back (or never had one).
+torch::Tensor CurrentMaster(MasterWeight& master, const torch::Tensor& parameter) {
+  if (!master.value.defined() || master.version != static_cast<int64_t>(parameter._version())) {
+    master.value = parameter.detach().to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true);
+  }
+  return master.value;
+}
+
 // AdamW::step()'s arithmetic for one parameter with its tensor ops; with float32_moments its moments (created, or
 // widened from a file saved without them) and update are float32 and a low-precision parameter is rounded once, after
-// its update (a float32 parameter is updated in place either way, exactly as AdamW::step() updates it).
+// its update (a float32 parameter is updated in place either way, exactly as AdamW::step() updates it). With a
+// master (float32_moments only) the update accumulates there and the parameter is its rounding.
 void StepWithTensorOps(torch::optim::AdamW& adamw, const torch::optim::AdamWOptions& options, const torch::Tensor& parameter,
-                       bool float32_moments) {
+                       bool float32_moments, MasterWeight* master) {
   torch::NoGradGuard no_grad;
   auto& states = adamw.state();
   const auto moment_options = float32_moments ? parameter.options().dtype(torch::kFloat32) : parameter.options();
@@ -60,7 +70,7 @@ void StepWithTensorOps(torch::optim::AdamW& adamw, const torch::optim::AdamWOpti
     if (state.exp_avg().scalar_type() != torch::kFloat32) state.exp_avg(state.exp_avg().to(torch::kFloat32));
     if (state.exp_avg_sq().scalar_type() != torch::kFloat32) state.exp_avg_sq(state.exp_avg_sq().to(torch::kFloat32));
   }
-  torch::Tensor value = float32_moments ? parameter.to(torch::kFloat32) : parameter;
+  torch::Tensor value = master != nullptr ? CurrentMaster(*master, parameter) : float32_moments ? parameter.to(torch::kFloat32) : parameter;
   const torch::Tensor grad = float32_moments ? parameter.grad().to(torch::kFloat32) : parameter.grad();
   if (options.weight_decay() != 0) value.mul_(1 - options.lr() * options.weight_decay());
   state.step(state.step() + 1);
@@ -71,17 +81,38 @@ void StepWithTensorOps(torch::optim::AdamW& adamw, const torch::optim::AdamWOpti
   const torch::Tensor denom = (state.exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(options.eps());
   value.addcdiv_(state.exp_avg(), denom, -options.lr() / bias_correction1);
   if (!value.is_same(parameter)) parameter.copy_(value);
+  if (master != nullptr) master->version = static_cast<int64_t>(parameter._version());
 }
 
 }  // namespace
 
-void StepWithFloat32Moments(torch::optim::AdamW& adamw) {
+void StepWithFloat32Moments(torch::optim::AdamW& adamw, MasterWeights& masters) {
+  size_t position = 0;
   for (const auto& group : adamw.param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (const auto& parameter : group.params()) {
-      if (parameter.grad().defined()) StepWithTensorOps(adamw, options, parameter, true);
+      MasterWeight* master = masters.empty() || parameter.scalar_type() == torch::kFloat32 ? nullptr : &masters[position];
+      ++position;
+      if (parameter.grad().defined()) StepWithTensorOps(adamw, options, parameter, true, master);
     }
   }
+}
+
+double StalledFraction(const torch::optim::AdamW& adamw) {
+  torch::NoGradGuard no_grad;
+  int64_t stalled = 0, total = 0;
+  for (const auto& group : adamw.param_groups()) {
+    const double lr = static_cast<const torch::optim::AdamWOptions&>(group.options()).lr();
+    for (const auto& parameter : group.params()) {
+      if (parameter.scalar_type() == torch::kFloat32) continue;
+      const torch::Tensor wide = parameter.detach().to(torch::kFloat32);
+      const torch::Tensor up = (wide + lr).to(parameter.scalar_type()).eq(parameter);
+      const torch::Tensor down = (wide - lr).to(parameter.scalar_type()).eq(parameter);
+      stalled += up.logical_and(down).sum().item<int64_t>();
+      total += parameter.numel();
+    }
+  }
+  return total == 0 ? 0.0 : static_cast<double>(stalled) / static_cast<double>(total);
 }
 
 #if COMLRL_AVX2_KERNELS
@@ -351,14 +382,14 @@ std::optional<float> FusedStepParameter(torch::optim::AdamW&, const torch::optim
 #endif
 
 ParameterStep StepParameter(torch::optim::AdamW& adamw, const torch::optim::AdamWOptions& options, const torch::Tensor& parameter,
-                            bool float32_moments) {
+                            bool float32_moments, MasterWeight* master) {
   const bool widened = float32_moments && parameter.scalar_type() != torch::kFloat32;
   if (!widened) {
     if (const auto norm = FusedStepParameter(adamw, options, parameter)) return {torch::tensor(*norm), true};
   }
   torch::NoGradGuard no_grad;
   ParameterStep step{parameter.grad().norm(2).to(torch::kFloat32), false};
-  StepWithTensorOps(adamw, options, parameter, widened);
+  StepWithTensorOps(adamw, options, parameter, widened, widened ? master : nullptr);
   return step;
 }
 

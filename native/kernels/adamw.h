@@ -27,12 +27,32 @@ std::optional<double> FusedAdamWStep(torch::optim::AdamW& adamw, double max_norm
 // Whether a parameter with a gradient is not float32 (bf16 or fp16).
 bool HoldsLowPrecisionParameters(const torch::optim::AdamW& adamw);
 
+// The float32 master copy of a low-precision parameter (mixed precision): AdamW steps it, and the parameter is its
+// rounding. Why: AdamW's update is about lr per step, and at lr 5e-6 that is under half a bf16 ulp of any weight above
+// ~1.3e-3, so a bf16 parameter updated in place never moves; the master accumulates those updates until they show.
+struct MasterWeight {
+  torch::Tensor value;
+  // The parameter's version counter after the last copy back: a different one means something else wrote the
+  // parameter (weights loaded, broadcast across ranks), and the master is taken again from it.
+  int64_t version = -1;
+};
+
+// The masters of an optimizer's parameters in group order (undefined values until a parameter's first step); empty:
+// no master weights.
+using MasterWeights = std::vector<MasterWeight>;
+
 // AdamW::step() with float32 moments for every parameter: the moments (created, or widened from a file saved
 // without them) and the update are float32, and a bf16 parameter is rounded once, after its update. Why: in bf16,
 // exp_avg_sq.mul_(0.999) cannot move a value (0.1% is under half an ulp), so pure-bf16 AdamW's second moment stalls
 // and small updates round away. libtorch's own step cannot take it: its in-place CPU kernels refuse float32
-// operands on a bf16 parameter. Clipping is the caller's, before.
-void StepWithFloat32Moments(torch::optim::AdamW& adamw);
+// operands on a bf16 parameter. With masters (non-empty, one per parameter in group order) a low-precision
+// parameter's update is taken on its float32 master and copied back. Clipping is the caller's, before.
+void StepWithFloat32Moments(torch::optim::AdamW& adamw, MasterWeights& masters);
+
+// The fraction of the low-precision elements of the optimizer's parameters that a step of lr (their group's)
+// cannot move: w ± lr rounds back to w. AdamW's update is about lr, so this is the share of weights pure
+// low-precision AdamW leaves unchanged. 0 when every such parameter is float32.
+double StalledFraction(const torch::optim::AdamW& adamw);
 
 // One parameter's part of a step: its gradient's 2-norm (a 0-dim fp32 tensor on its device) and whether the fused
 // loops took it.
@@ -43,10 +63,10 @@ struct ParameterStep {
 
 // AdamW::step() for one parameter with a gradient, no clipping: the fused loops where FusedAdamWStep would take it,
 // else libtorch's tensor ops (float32 moments for a bf16 or fp16 parameter when float32_moments, as
-// StepWithFloat32Moments). The same update as the whole-optimizer step gives that parameter, so a step may be taken a
+// StepWithFloat32Moments; its update taken on master when given, as there). The same update as the whole-optimizer step gives that parameter, so a step may be taken a
 // parameter at a time as gradients complete (NativeOptimizer's step in backward).
 ParameterStep StepParameter(torch::optim::AdamW& adamw, const torch::optim::AdamWOptions& options, const torch::Tensor& parameter,
-                            bool float32_moments);
+                            bool float32_moments, MasterWeight* master);
 
 // The total norm of a step's parameters, given in group order, as that step would have reported it: FusedAdamWStep's
 // total when the fused loops took every one, else clip_grad_norm_'s (the fp32 2-norm of the stacked norms); 0 for none.

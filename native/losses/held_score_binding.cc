@@ -36,13 +36,20 @@ Napi::Value HandleOf(Napi::Env env, HeldHandle held) {
   return handle;
 }
 
-HeldHandle HeldOf(const Napi::Value& value, const ModelState& model) {
+// The handle a graph value holds, checked to be one and to be this model's.
+HeldHandle HandleIn(const Napi::Value& value, const ModelState& model) {
   if (!value.IsExternal() || !value.As<Napi::External<HeldHandle>>().CheckTypeTag(&kHeldHandleTag)) {
     throw ArgumentError("graph must be what scoreForBackward returned");
   }
   HeldHandle held = *value.As<Napi::External<HeldHandle>>().Data();
   if (held->model != &model) throw ArgumentError("graph was scored by another model");
-  if (held->used) throw ArgumentError("graph was used by a backward already");
+  return held;
+}
+
+// The handle of a graph no backward has used (or release freed), marked used.
+HeldHandle HeldOf(const Napi::Value& value, const ModelState& model) {
+  HeldHandle held = HandleIn(value, model);
+  if (held->used) throw ArgumentError("graph was used by a backward, or released, already");
   held->used = true;
   return held;
 }
@@ -125,10 +132,30 @@ Napi::Value HeldPolicyGradientBackward(const Napi::CallbackInfo& info) {
   });
 }
 
+// releaseHeldScores(model, graph) -> Promise<void>: frees a kept graph whose backward will not run (an update that
+// failed between scoring and backward) now, on the model's lane. Why: the graph holds the whole forward's activations,
+// on a GPU bytes that V8 does not count, so waiting for the garbage collector to drop the handle may hold them for
+// long. Nothing to free once a backward has used the graph.
+Napi::Value ReleaseHeldScores(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto model = NativeModel::StateOf(info[0], "model");
+    HeldHandle held = HandleIn(info[1], *model);
+    held->used = true;
+    return RunAsync(info.Env(), model->lane, [model, held]() -> Resolver {
+      ModuleLocks lock({model.get()});
+      held->scores = CompletionScores{};
+      held->router_aux = torch::Tensor();
+      return nullptr;
+    });
+  });
+}
+
 }  // namespace
 
 void InitHeldScores(Napi::Env env, Napi::Object exports) {
-  ExportFunctions(env, exports, {{"scoreForBackward", ScoreForBackward}, {"heldPolicyGradientBackward", HeldPolicyGradientBackward}});
+  ExportFunctions(env, exports, {{"scoreForBackward", ScoreForBackward},
+                                 {"heldPolicyGradientBackward", HeldPolicyGradientBackward},
+                                 {"releaseHeldScores", ReleaseHeldScores}});
 }
 
 }  // namespace comlrl

@@ -19,12 +19,25 @@ namespace comlrl {
 
 namespace {
 
-Napi::Object ScoresToJs(Napi::Env env, const CompletionScores& scores, bool with_tokens) {
+// A scoring's per-row results (and per-token log-probs when asked) as host tensors. Made in the job, on the model's
+// lane: the means' division and the copies from a GPU then run on the lane's stream, not from the JS thread.
+struct HostScores {
+  torch::Tensor sum, mean, entropy, token_logprobs;
+};
+
+HostScores ScoresOnHost(const CompletionScores& scores, bool with_tokens) {
+  const auto host = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat32); };
+  const torch::Tensor sums = scores.sums.detach();
+  return {host(sums), host(sums / scores.counts.clamp_min(1.0)), scores.entropy.defined() ? host(scores.entropy) : torch::Tensor(),
+          with_tokens ? host(scores.token_logprobs) : torch::Tensor()};
+}
+
+Napi::Object ScoresToJs(Napi::Env env, const HostScores& scores) {
   Napi::Object out = Napi::Object::New(env);
-  out.Set("sum", ToFloat32Array(env, scores.sums));
-  out.Set("mean", ToFloat32Array(env, scores.sums.detach() / scores.counts.clamp_min(1.0)));
+  out.Set("sum", ToFloat32Array(env, scores.sum));
+  out.Set("mean", ToFloat32Array(env, scores.mean));
   if (scores.entropy.defined()) out.Set("entropy", ToFloat32Array(env, scores.entropy));
-  if (with_tokens) out.Set("tokenLogprobs", ToFloat32Array(env, scores.token_logprobs));
+  if (scores.token_logprobs.defined()) out.Set("tokenLogprobs", ToFloat32Array(env, scores.token_logprobs));
   return out;
 }
 
@@ -113,8 +126,8 @@ Napi::Value Score(const Napi::CallbackInfo& info) {
     return RunAsync(info.Env(), model->lane, [model, batch, with_entropy, with_tokens]() -> Resolver {
       ModuleLocks lock({model.get()});
       torch::NoGradGuard no_grad;
-      CompletionScores scores = ScoreCompletions(*model->module, batch, with_entropy);
-      return [scores, with_tokens](Napi::Env env) -> Napi::Value { return ScoresToJs(env, scores, with_tokens); };
+      const HostScores scores = ScoresOnHost(ScoreCompletions(*model->module, batch, with_entropy), with_tokens);
+      return [scores](Napi::Env env) -> Napi::Value { return ScoresToJs(env, scores); };
     });
   });
 }
@@ -160,10 +173,10 @@ Napi::Value PolicyGradientBackward(const Napi::CallbackInfo& info) {
       const torch::Tensor loss = total.loss * scale;
       const double aux = total.aux;
       Backward(loss, 1.0);
-      scores.sums = scores.sums.detach();
+      const HostScores host = ScoresOnHost(scores, false);
       const double loss_value = loss.item<double>();
-      return [scores, loss_value, aux](Napi::Env env) -> Napi::Value {
-        Napi::Object out = ScoresToJs(env, scores, false);
+      return [host, loss_value, aux](Napi::Env env) -> Napi::Value {
+        Napi::Object out = ScoresToJs(env, host);
         out.Set("loss", loss_value);
         SetRouterAux(out, aux);
         return out;
@@ -284,11 +297,10 @@ Napi::Value ObjectiveBackward(const Napi::CallbackInfo& info) {
       const torch::Tensor loss = total.loss * scale;
       const double aux = total.aux;
       Backward(loss, 1.0);
-      scores.sums = scores.sums.detach();
-      scores.token_logprobs = scores.token_logprobs.detach();
+      const HostScores host = ScoresOnHost(scores, true);
       const double loss_value = loss.item<double>();
-      return [scores, result, loss_value, aux](Napi::Env env) -> Napi::Value {
-        Napi::Object out = ScoresToJs(env, scores, true);
+      return [host, result, loss_value, aux](Napi::Env env) -> Napi::Value {
+        Napi::Object out = ScoresToJs(env, host);
         out.Set("loss", loss_value);
         SetObjectiveMetrics(out, result);
         SetRouterAux(out, aux);
@@ -304,7 +316,7 @@ Napi::Value CausalLMLossBackward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto model = NativeModel::StateOf(info[0], "model");
     Napi::Object options = ObjectArg(info, 1, "batch");
-    const auto token_batch = ReadTokenBatch(options);
+    const auto token_batch = ReadCheckedTokenBatch(*model->module, options);
     const torch::Tensor ids = token_batch.first, mask = token_batch.second;
     const bool backward = BoolFieldOr(options, "backward", true);
     return RunAsync(info.Env(), model->lane, [model, ids, mask, backward]() -> Resolver {
@@ -366,11 +378,11 @@ Napi::Value ActorCriticBackward(const Napi::CallbackInfo& info) {
       const torch::Tensor& loss = total.loss;
       const double aux = total.aux;
       Backward(loss, call.scale);
-      scores.sums = scores.sums.detach();
+      const HostScores host = ScoresOnHost(scores, false);
       const double policy_value = policy_loss.item<double>(), value_value = value_loss.item<double>(), loss_value = loss.item<double>();
-      const torch::Tensor detached = values.detach();
+      const torch::Tensor detached = values.detach().to(torch::kCPU, torch::kFloat32);
       return [=](Napi::Env env) -> Napi::Value {
-        Napi::Object out = ScoresToJs(env, scores, false);
+        Napi::Object out = ScoresToJs(env, host);
         out.Set("policyLoss", policy_value);
         out.Set("valueLoss", value_value);
         out.Set("loss", loss_value);

@@ -40,6 +40,8 @@ void CheckVocab(const std::vector<std::vector<int64_t>>& rows, int64_t vocab_siz
   }
 }
 
+namespace {
+
 std::pair<torch::Tensor, torch::Tensor> ReadTokenBatch(const Napi::Object& options) {
   const int64_t batch = static_cast<int64_t>(NumberField(options, "batch"));
   const int64_t length = static_cast<int64_t>(NumberField(options, "length"));
@@ -53,6 +55,8 @@ std::pair<torch::Tensor, torch::Tensor> ReadTokenBatch(const Napi::Object& optio
   }
   return {ids.to(torch::kInt64).view({batch, length}), mask};
 }
+
+}  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> ReadCheckedTokenBatch(const CausalLMImpl& model, const Napi::Object& options) {
   auto token_batch = ReadTokenBatch(options);

@@ -19,10 +19,8 @@ std::vector<std::vector<int64_t>> RaggedRows(const Napi::Object& options, const 
 // Every id of rows inside the model's vocabulary; `what` names the field in the error.
 void CheckVocab(const std::vector<std::vector<int64_t>>& rows, int64_t vocab_size, const char* what);
 
-// { ids, batch, length, attentionMask? }: int64 ids [batch, length] and a bool mask (all true when absent).
-std::pair<torch::Tensor, torch::Tensor> ReadTokenBatch(const Napi::Object& options);
-
-// A token batch whose every id is inside the model's vocabulary.
+// { ids, batch, length, attentionMask? }: int64 ids [batch, length] and a bool mask (all true when absent), every id
+// inside the model's vocabulary.
 std::pair<torch::Tensor, torch::Tensor> ReadCheckedTokenBatch(const CausalLMImpl& model, const Napi::Object& options);
 
 // { prompts, promptLengths, completions, completionLengths } with every id inside the model's vocabulary.

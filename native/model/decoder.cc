@@ -305,6 +305,8 @@ bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& devic
   return kernel == AttentionKernel::kSdpa || (kernel == AttentionKernel::kAuto && device.is_cuda());
 }
 
+bool DecodesGrouped(int64_t queries, int64_t group) { return queries == 1 && group > 1; }
+
 AttentionKernels AttentionKernelsFor(const DecoderConfig& config, const torch::TensorOptions& options) {
   if (!UsesSdpa(config.attention, config.attn_softcap, options.device())) return {"eager", "eager", "eager"};
   // Shapes of this config at a modest length; libtorch chooses from shapes, dtype and device, not values.
@@ -313,8 +315,11 @@ AttentionKernels AttentionKernelsFor(const DecoderConfig& config, const torch::T
   const torch::Tensor q = heads(config.num_heads, kLength), k = heads(config.num_kv_heads, kLength), v = heads(config.num_kv_heads, kLength);
   const auto mask_options = options.dtype(torch::kBool);
   const double scale = config.attention_scale;
+  const std::string decode = DecodesGrouped(1, config.num_heads / config.num_kv_heads)
+                                 ? "grouped"
+                                 : SdpaKernel(heads(config.num_heads, 1), k, v, torch::ones({1, 1, 1, kLength}, mask_options), scale);
   return {SdpaKernel(q, k, v, torch::Tensor(), scale), SdpaKernel(q, k, v, torch::ones({1, 1, kLength, kLength}, mask_options), scale),
-          SdpaKernel(heads(config.num_heads, 1), k, v, torch::ones({1, 1, 1, kLength}, mask_options), scale)};
+          decode};
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -359,7 +364,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   // A windowed cache returns only the most recent keys: the mask's last `keys` columns.
   const torch::Tensor key_mask = keys < mask.size(-1) ? mask.narrow(-1, mask.size(-1) - keys, keys) : mask;
   torch::Tensor grouped_q = q.reshape({batch, num_kv_heads_, group * queries, head_dim_});
-  if (UsesSdpa(kernel_, softcap_, q.device())) {
+  if (UsesSdpa(kernel_, softcap_, q.device()) && !DecodesGrouped(queries, group)) {
     out = Sdpa(q, k, v, key_mask.view({key_mask.size(0), 1, queries, keys}), scale_, dropout, active_dropout);
   } else if (dropout == 0 && FusedAttentionApplies(grouped_q, k, v, softcap_)) {
     out = FusedAttention(grouped_q, k, v, key_mask, group, scale_);
@@ -425,7 +430,7 @@ torch::Tensor SparseMoeImpl::forward(const torch::Tensor& x, torch::Tensor* rout
     const torch::Tensor tokens = token_of_pair.narrow(0, start[e], hits);
     const torch::Tensor weight = weight_of_pair.narrow(0, start[e], hits).unsqueeze(-1);
     const torch::Tensor y = experts->ptr<MLPImpl>(e)->forward(flat.index_select(0, tokens)) * weight;
-    out = out.index_add(0, tokens, y);
+    out.index_add_(0, tokens, y);
   }
   return out.view(x.sizes());
 }

@@ -155,7 +155,15 @@ TORCH_MODULE(Dense);
 // libtorch 2.5 or later (grouped-query heads without copying keys/values), and no soft-capping (it has none).
 bool UsesSdpa(AttentionKernel kernel, double softcap, const torch::Device& device);
 
-// The attention kernel each kind of forward runs for this config on a device in a dtype: "eager" (ours), or the
+// Whether a forward of this many queries per row, with this many query heads per key/value head, attends through the
+// grouped matmuls (query heads stacked on their key/value head) even where SDPA is used: a decode step of a
+// grouped-query model. Why: SDPA on CUDA takes no grouped heads with a mask, and a decode step always has one (the
+// cache), so K and V of the whole cache would be expanded to the query heads per layer per token (~25 GB per token at
+// 7B, batch 32, 1k context); one query per head is two small matmuls over K and V read once.
+bool DecodesGrouped(int64_t queries, int64_t group);
+
+// The attention kernel each kind of forward runs for this config on a device in a dtype: "eager" (ours), "grouped"
+// (decode of a grouped-query model, see DecodesGrouped), or the
 // kernel libtorch's SDPA picks ("flash_attention", "efficient_attention", "cudnn_attention", "math"). training:
 // right-padded rows without a cache (training and scoring forwards) on layers without a window; masked: a prefill of
 // left-padded prompts, shared-prompt scoring, or a windowed layer; decode: one query against cached keys.

@@ -6,13 +6,21 @@
 
 #include "../kernels/token_logprobs.h"
 
+#if COMLRL_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+
 namespace comlrl {
 
 namespace {
 
 std::atomic<int64_t> block_rows_setting{0};
 
-constexpr int64_t kBlockLogitBytes = int64_t{64} << 20;
+constexpr int64_t kMinBlockLogitBytes = int64_t{64} << 20;
+constexpr int64_t kMaxBlockLogitBytes = int64_t{2} << 30;
 
 // One block as the unblocked path computes it: the head's logits in float32, the targets' log-probs and, when asked,
 // −Σ p log p (with its graph only when entropy_grad).
@@ -126,10 +134,36 @@ struct BlockedHeadLogProbs : public torch::autograd::Function<BlockedHeadLogProb
 
 }  // namespace
 
-int64_t LogitsBlockRows(int64_t vocab) {
+int64_t LogitsBlockBytes(const torch::Device& device, int64_t free_bytes) {
+  if (!device.is_cuda()) return kMinBlockLogitBytes;
+  return std::clamp<int64_t>(free_bytes / 16, kMinBlockLogitBytes, kMaxBlockLogitBytes);
+}
+
+int64_t DeviceFreeBytes(const torch::Device& device) {
+  if (!device.is_cuda()) return 0;
+#if COMLRL_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(device);
+  size_t free = 0, total = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  int64_t cached = 0;
+#if TORCH_VERSION_MAJOR >= 2
+  auto* allocator = c10::cuda::CUDACachingAllocator::get();
+  if (allocator != nullptr && allocator->initialized()) {
+    const auto stats = allocator->getDeviceStats(device.index());
+    constexpr size_t kAggregate = 0;  // StatType::AGGREGATE
+    cached = stats.reserved_bytes[kAggregate].current - stats.allocated_bytes[kAggregate].current;
+  }
+#endif
+  return static_cast<int64_t>(free) + cached;
+#else
+  TORCH_CHECK(false, "DeviceFreeBytes: ", device.str(), " needs the CUDA variant of the addon");
+#endif
+}
+
+int64_t LogitsBlockRows(int64_t vocab, const torch::Device& device, int64_t free_bytes) {
   const int64_t setting = block_rows_setting.load();
   if (setting > 0) return setting;
-  return std::max<int64_t>(1, kBlockLogitBytes / (static_cast<int64_t>(sizeof(float)) * std::max<int64_t>(vocab, 1)));
+  return std::max<int64_t>(1, LogitsBlockBytes(device, free_bytes) / (static_cast<int64_t>(sizeof(float)) * std::max<int64_t>(vocab, 1)));
 }
 
 void SetLogitsBlockRows(int64_t rows) {
@@ -142,7 +176,7 @@ HeadLogProbs TokenLogProbsThroughHead(CausalLMImpl& model, const torch::Tensor& 
   TORCH_CHECK(hidden.dim() == 2 && targets.dim() == 1 && hidden.size(0) == targets.size(0), "TokenLogProbsThroughHead: hidden ",
               hidden.sizes(), " do not match targets ", targets.sizes());
   const int64_t rows = hidden.size(0);
-  const int64_t block_rows = LogitsBlockRows(model.config().vocab_size);
+  const int64_t block_rows = LogitsBlockRows(model.config().vocab_size, hidden.device(), DeviceFreeBytes(hidden.device()));
   if (rows <= block_rows) return ScoreBlock(model, hidden, targets, with_entropy, entropy_grad);
   if (!torch::GradMode::is_enabled()) return ScoreBlocksWithoutGraph(model, hidden, targets, with_entropy, block_rows);
   // Gradients reach the head's weight through the hidden states' graph only: without one, the head is scored whole.

@@ -21,8 +21,21 @@ struct HeadLogProbs {
 HeadLogProbs TokenLogProbsThroughHead(CausalLMImpl& model, const torch::Tensor& hidden, const torch::Tensor& targets, bool with_entropy,
                                       bool entropy_grad);
 
-// Rows per block: the setting when one is made, else as many as keep a block's float32 logits near 64 MiB.
-int64_t LogitsBlockRows(int64_t vocab);
+// Bytes of float32 logits one block holds on a device with free_bytes of its memory free. A CPU: 64 MiB, whatever is
+// free (a block's passes then stay near the caches, and the head's re-reads cost little beside the matmuls). A GPU: a
+// sixteenth of the free memory (a block's backward holds the logits, their gradient and the softmax's temporaries,
+// about four blocks' worth), between 64 MiB and 2 GiB. Why: every block re-reads the whole head in the forward, the
+// recompute and the hidden states' gradient, and re-writes the head's weight gradient; 64 MiB blocks are ~110 rows at
+// Qwen's 151,936 vocabulary, which makes a GPU's scoring backward bound by those re-reads (~75 blocks at 8k tokens),
+// where 2 GiB (~3.5k rows) leaves the matmuls ~20x the traffic's time.
+int64_t LogitsBlockBytes(const torch::Device& device, int64_t free_bytes);
+
+// Memory free on a device for a block: for CUDA, what the driver reports free plus what the caching allocator holds
+// unused; 0 for a CPU (whose blocks do not depend on it).
+int64_t DeviceFreeBytes(const torch::Device& device);
+
+// Rows per block: the setting when one is made, else as many as keep a block's float32 logits at LogitsBlockBytes.
+int64_t LogitsBlockRows(int64_t vocab, const torch::Device& device, int64_t free_bytes);
 // 0: the automatic size; n > 0: blocks of n rows (tests compare block sizes).
 void SetLogitsBlockRows(int64_t rows);
 

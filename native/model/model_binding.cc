@@ -144,12 +144,18 @@ Napi::Value NativeModel::Forward(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
     Napi::Object options = ObjectArg(info, 0, "options");
-    const auto token_batch = ReadTokenBatch(options);
+    // Ids and positions are checked on the host: out of range on a GPU they are a device-side assert, after which every
+    // CUDA call of the process fails.
+    const auto token_batch = ReadCheckedTokenBatch(*state->module, options);
     const torch::Tensor ids = token_batch.first, mask = token_batch.second;
     const int64_t batch = ids.size(0), length = ids.size(1);
-    torch::Tensor positions = options.Has("positionIds") && !options.Get("positionIds").IsUndefined()
-                                  ? Int32ArrayToTensor(options.Get("positionIds"), "positionIds").view({batch, length}).to(torch::kInt64)
-                                  : torch::arange(length, torch::kInt64).expand({batch, length});
+    torch::Tensor positions = torch::arange(length, torch::kInt64).expand({batch, length});
+    if (options.Has("positionIds") && !options.Get("positionIds").IsUndefined()) {
+      positions = Int32ArrayToTensor(options.Get("positionIds"), "positionIds");
+      if (positions.numel() != batch * length) throw ArgumentError("positionIds must hold batch × length = " + std::to_string(batch * length) + " positions");
+      positions = positions.view({batch, length}).to(torch::kInt64);
+      if (positions.numel() > 0 && positions.min().item<int64_t>() < 0) throw ArgumentError("positionIds holds a negative position");
+    }
     const int64_t max_position = positions.max().item<int64_t>();  // a host tensor: no device read
     const bool want_logits = BoolFieldOr(options, "logits", true);
     const bool want_hidden = BoolFieldOr(options, "hiddenStates", false);

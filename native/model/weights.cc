@@ -28,15 +28,17 @@ constexpr int64_t kSliceBytes = int64_t{16} << 20;
 // Copies tensor `name` from the file's mapping into the parameter (converting its dtype) a slice at a time, with no
 // host copy of the whole tensor; each slice's mapped pages are released once copied. To a GPU each slice goes
 // through a page-locked buffer: a copy from the mapping itself would be staged by the driver through pageable memory.
+// The buffer has the parameter's dtype, so the conversion (bf16 files into fp32 models) happens in filling it: a
+// copy to the device that also converts would go through a fresh pageable tensor instead.
 void CopyFromMapping(const SafetensorsFile& file, const std::string& name, const torch::Tensor& parameter) {
   const TensorEntry& entry = file.entries().at(name);
   const torch::Tensor source = file.view(name).reshape({-1});
   const torch::Tensor target = parameter.view({-1});
   const int64_t count = source.numel(), element_bytes = source.element_size();
-  const int64_t per_slice = std::max<int64_t>(1, kSliceBytes / element_bytes);
+  const int64_t per_slice = std::max<int64_t>(1, kSliceBytes / std::max<int64_t>(element_bytes, parameter.element_size()));
   torch::Tensor staging;
   if (!parameter.device().is_cpu() && count > 0) {
-    staging = torch::empty({std::min(per_slice, count)}, torch::TensorOptions().dtype(source.scalar_type()).pinned_memory(true));
+    staging = torch::empty({std::min(per_slice, count)}, torch::TensorOptions().dtype(parameter.scalar_type()).pinned_memory(true));
   }
   for (int64_t start = 0; start < count; start += per_slice) {
     const int64_t n = std::min(per_slice, count - start);

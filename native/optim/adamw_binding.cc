@@ -20,6 +20,8 @@ namespace {
 // at the next step.
 constexpr const char* kGroupCountKey = "comlrl_group_count";
 constexpr const char* kGroupShapesKey = "comlrl_group_shapes_";
+// Each master weight under its parameter's position in group order.
+constexpr const char* kMasterKey = "comlrl_master_";
 
 std::shared_ptr<ModuleState> TrainableModule(const Napi::Value& value, const std::string& what) {
   if (NativeValueHead::Is(value)) return NativeValueHead::StateOf(value, what.c_str());
@@ -166,6 +168,8 @@ void NativeOptimizer::Init(Napi::Env env, Napi::Object exports) {
                                        InstanceMethod("load", &NativeOptimizer::Load),
                                        InstanceMethod("reset", &NativeOptimizer::Reset),
                                        InstanceMethod("momentDtypes", &NativeOptimizer::MomentDtypes),
+                                       InstanceMethod("memory", &NativeOptimizer::Memory),
+                                       InstanceMethod("stalledFraction", &NativeOptimizer::StalledFraction),
                                        InstanceMethod("dispose", &NativeOptimizer::Dispose),
                                    });
   exports.Set("NativeOptimizer", cls);
@@ -202,9 +206,9 @@ NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectW
       specs.emplace_back(info.Length() > 0 ? info[0] : info.Env().Undefined(), Napi::Object::New(info.Env()));
     }
 
-    const bool fp32_moments = BoolFieldOr(options, "fp32Moments", false);
+    const bool master_weights = BoolFieldOr(options, "masterWeights", false);
     auto state = std::make_shared<State>();
-    state->fp32_moments = fp32_moments;
+    state->fp32_moments = master_weights || BoolFieldOr(options, "fp32Moments", false);
     std::vector<torch::optim::OptimizerParamGroup> groups;
     for (size_t g = 0; g < specs.size(); ++g) {
       const bool single = specs.size() == 1 && !info[0].IsArray();
@@ -232,6 +236,11 @@ NativeOptimizer::NativeOptimizer(const Napi::CallbackInfo& info) : Napi::ObjectW
       state->modules.push_back(std::move(module));
     }
     state->adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
+    if (master_weights) {
+      size_t count = 0;
+      for (const auto& group : state->adamw->param_groups()) count += group.params().size();
+      state->masters.resize(count);
+    }
     state_ = std::move(state);
     return info.Env().Undefined();
   });
@@ -246,9 +255,14 @@ void NativeOptimizer::State::StepInBackward(size_t group, size_t index, size_t p
   if (!parameter.grad().defined()) return;
   TORCH_CHECK(!in_backward.taken[position].norm.defined(), "stepInBackward: parameter ", index, " of group ", group,
               " received a second gradient in one step; a step taken in backward needs the whole loss in one backward");
-  in_backward.taken[position] =
-      StepParameter(*adamw, static_cast<const torch::optim::AdamWOptions&>(parameter_group.options()), parameter, fp32_moments);
+  in_backward.taken[position] = StepParameter(*adamw, static_cast<const torch::optim::AdamWOptions&>(parameter_group.options()), parameter,
+                                              fp32_moments, MasterAt(position, parameter));
   parameter.mutable_grad() = torch::Tensor();
+}
+
+MasterWeight* NativeOptimizer::State::MasterAt(size_t position, const torch::Tensor& parameter) {
+  if (masters.empty() || parameter.scalar_type() == torch::kFloat32) return nullptr;
+  return &masters[position];
 }
 
 std::vector<ModuleState*> NativeOptimizer::State::LockOrder() const {
@@ -285,7 +299,7 @@ Napi::Value NativeOptimizer::Step(const Napi::CallbackInfo& info) {
         norm = FinishStepInBackward(*state);
       } else if (state->fp32_moments && HoldsLowPrecisionParameters(*state->adamw)) {
         norm = ClipGradients(*state->adamw, max_norm);
-        StepWithFloat32Moments(*state->adamw);
+        StepWithFloat32Moments(*state->adamw, state->masters);
       } else {
         std::optional<double> fused;
         if (!libtorch) fused = FusedAdamWStep(*state->adamw, max_norm);
@@ -312,7 +326,9 @@ double NativeOptimizer::FinishStepInBackward(State& state) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (const auto& parameter : group.params()) {
       ParameterStep& step = steps.taken[position++];
-      if (!step.norm.defined() && parameter.grad().defined()) step = StepParameter(*state.adamw, options, parameter, state.fp32_moments);
+      if (!step.norm.defined() && parameter.grad().defined()) {
+        step = StepParameter(*state.adamw, options, parameter, state.fp32_moments, state.MasterAt(position - 1, parameter));
+      }
       if (step.norm.defined()) taken.push_back(step);
     }
   }
@@ -400,8 +416,54 @@ Napi::Value NativeOptimizer::LearningRates(const Napi::CallbackInfo& info) {
   });
 }
 
-// save(path) / load(path): the optimizer state (moments, step counts) in libtorch's archive format, with the
-// parameter-group record that load checks.
+// The master weights still current (their parameter unwritten since the last step), each under its position. One that
+// is not would be taken again from its parameter at the next step, so the file leaves it out and a load does the same.
+void NativeOptimizer::WriteMasters(torch::serialize::OutputArchive& archive, State& state) {
+  size_t position = 0;
+  for (const auto& group : state.adamw->param_groups()) {
+    for (const auto& parameter : group.params()) {
+      const MasterWeight* master = state.MasterAt(position, parameter);
+      if (master != nullptr && master->value.defined() && master->version == static_cast<int64_t>(parameter._version())) {
+        archive.write(kMasterKey + std::to_string(position), master->value);
+      }
+      ++position;
+    }
+  }
+}
+
+// A file's master weights, each checked against its parameter: its shape, and that it rounds to the parameter's
+// current value (a file saved beside other weights than the model holds would otherwise step from the file's).
+// Refused when this optimizer keeps none (its moments would be the file's float32 ones on bf16 parameters).
+MasterWeights NativeOptimizer::ReadMasters(torch::serialize::InputArchive& archive, const State& state) {
+  MasterWeights read(state.masters.size());
+  size_t position = 0;
+  for (const auto& group : state.adamw->param_groups()) {
+    for (const auto& parameter : group.params()) {
+      torch::Tensor value;
+      const std::string key = kMasterKey + std::to_string(position);
+      if (archive.try_read(key, value)) {
+        if (state.masters.empty()) {
+          throw ArgumentError("holds float32 master weights (saved with precision \"bf16-mixed\"); this optimizer keeps none");
+        }
+        const std::string where = "master weight " + std::to_string(position);
+        if (value.sizes() != parameter.sizes() || value.scalar_type() != torch::kFloat32) {
+          throw ArgumentError(where + " is " + DtypeName(value.scalar_type()) + " " + ShapeText(value.sizes()) + ", its parameter " +
+                              ShapeText(parameter.sizes()));
+        }
+        value = value.to(parameter.device());
+        if (!torch::equal(value.to(parameter.scalar_type()), parameter.detach())) {
+          throw ArgumentError(where + " does not round to its parameter: load the model weights saved with this optimizer state first");
+        }
+        read[position] = MasterWeight{value, static_cast<int64_t>(parameter._version())};
+      }
+      ++position;
+    }
+  }
+  return read;
+}
+
+// save(path) / load(path): the optimizer state (moments, step counts, master weights) in libtorch's archive format,
+// with the parameter-group record that load checks.
 Napi::Value NativeOptimizer::Save(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     auto state = Live();
@@ -414,6 +476,7 @@ Napi::Value NativeOptimizer::Save(const Napi::CallbackInfo& info) {
         const auto& groups = state->adamw->param_groups();
         archive.write(kGroupCountKey, torch::tensor(static_cast<int64_t>(groups.size())));
         for (size_t g = 0; g < groups.size(); ++g) archive.write(kGroupShapesKey + std::to_string(g), ShapesRecord(groups[g].params()));
+        WriteMasters(archive, *state);
       }
       // torch's zip writer must never see a failing sink (it would throw again from its destructor and abort the
       // process): the writer records the failure and Finish() raises it.
@@ -435,7 +498,9 @@ Napi::Value NativeOptimizer::Load(const Napi::CallbackInfo& info) {
         archive.load_from(path, state->device);
         ModuleLocks locks(state->LockOrder());
         CheckGroupsMatch(archive, *state->adamw);
+        MasterWeights masters = ReadMasters(archive, *state);
         state->adamw->load(archive);
+        state->masters = std::move(masters);
       } catch (const std::exception& error) {
         throw ArgumentError(path + ": " + ShortMessage(error));
       }
@@ -452,6 +517,7 @@ Napi::Value NativeOptimizer::Reset(const Napi::CallbackInfo& info) {
     return RunAsync(info.Env(), state->Lane(), [state]() -> Resolver {
       ModuleLocks locks(state->LockOrder());
       state->adamw->state().clear();
+      for (auto& master : state->masters) master = MasterWeight{};
       return nullptr;
     });
   });
@@ -471,6 +537,49 @@ Napi::Value NativeOptimizer::MomentDtypes(const Napi::CallbackInfo& info) {
     Napi::Array out = Napi::Array::New(info.Env(), names.size());
     for (size_t i = 0; i < names.size(); ++i) out.Set(static_cast<uint32_t>(i), names[i]);
     return out;
+  });
+}
+
+// memory() -> the bytes the trained parameters and their optimizer state hold: parameters (element count), weights,
+// masters and moments as held now, and gradients as one whole backward's would take (each in its parameter's
+// dtype; a step in backward never holds them all).
+Napi::Value NativeOptimizer::Memory(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    ModuleLocks locks(state->LockOrder());
+    double parameters = 0, weights = 0, masters = 0, moments = 0;
+    for (const auto& group : state->adamw->param_groups()) {
+      for (const auto& parameter : group.params()) {
+        parameters += static_cast<double>(parameter.numel());
+        weights += static_cast<double>(parameter.nbytes());
+      }
+    }
+    for (const auto& master : state->masters) {
+      if (master.value.defined()) masters += static_cast<double>(master.value.nbytes());
+    }
+    for (const auto& [key, param_state] : state->adamw->state()) {
+      const auto& held = static_cast<const torch::optim::AdamWParamState&>(*param_state);
+      moments += static_cast<double>(held.exp_avg().nbytes() + held.exp_avg_sq().nbytes());
+    }
+    Napi::Object out = Napi::Object::New(info.Env());
+    out.Set("parameters", parameters);
+    out.Set("weightBytes", weights);
+    out.Set("masterBytes", masters);
+    out.Set("momentBytes", moments);
+    out.Set("gradientBytes", weights);
+    return out;
+  });
+}
+
+// stalledFraction() -> Promise<number>: StalledFraction over every trained parameter at its group's learning rate.
+Napi::Value NativeOptimizer::StalledFraction(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    auto state = Live();
+    return RunAsync(info.Env(), state->Lane(), [state]() -> Resolver {
+      ModuleLocks locks(state->LockOrder());
+      const double fraction = comlrl::StalledFraction(*state->adamw);
+      return [fraction](Napi::Env env) -> Napi::Value { return Napi::Number::New(env, fraction); };
+    });
   });
 }
 

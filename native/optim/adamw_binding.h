@@ -19,7 +19,8 @@ namespace comlrl {
 class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
  public:
   static void Init(Napi::Env env, Napi::Object exports);
-  // new NativeOptimizer([{ module, lr?, weightDecay? }, ...], { lr, betas?: [b1, b2], eps?, weightDecay?, fp32Moments? })
+  // new NativeOptimizer([{ module, lr?, weightDecay? }, ...], { lr, betas?: [b1, b2], eps?, weightDecay?, fp32Moments?,
+  // masterWeights? })
   // new NativeOptimizer(module, { ... }): one group
   explicit NativeOptimizer(const Napi::CallbackInfo& info);
 
@@ -41,16 +42,24 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
     std::unique_ptr<torch::optim::AdamW> adamw;
     torch::Device device{torch::kCPU};
     bool fp32_moments = false;  // float32 moments for bf16 parameters (options.fp32Moments); off: in the parameter's dtype
+    // float32 master weights for bf16 parameters (options.masterWeights, which implies fp32_moments): one per
+    // parameter in group order; empty without them.
+    MasterWeights masters;
     BackwardSteps in_backward;
     ~State();
     // Steps one parameter (by group and index) inside a backward and drops its gradient; nothing unless armed.
     void StepInBackward(size_t group, size_t index, size_t position);
     std::vector<ModuleState*> LockOrder() const;
+    // The master of the parameter at a position in group order, or null where it has none (no master weights, or a
+    // float32 parameter).
+    MasterWeight* MasterAt(size_t position, const torch::Tensor& parameter);
     // Its steps run where its first module's calls do, so they queue behind that module's backward.
     const std::string& Lane() const { return modules.front()->lane; }
   };
   std::shared_ptr<State> Live() const;
   static double FinishStepInBackward(State& state);
+  static void WriteMasters(torch::serialize::OutputArchive& archive, State& state);
+  static MasterWeights ReadMasters(torch::serialize::InputArchive& archive, const State& state);
   Napi::Value Step(const Napi::CallbackInfo& info);
   Napi::Value StepInBackward(const Napi::CallbackInfo& info);
   Napi::Value SetLearningRate(const Napi::CallbackInfo& info);
@@ -59,6 +68,8 @@ class NativeOptimizer : public Napi::ObjectWrap<NativeOptimizer> {
   Napi::Value Load(const Napi::CallbackInfo& info);
   Napi::Value Reset(const Napi::CallbackInfo& info);
   Napi::Value MomentDtypes(const Napi::CallbackInfo& info);
+  Napi::Value Memory(const Napi::CallbackInfo& info);
+  Napi::Value StalledFraction(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   std::shared_ptr<State> state_;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -209,6 +210,28 @@ Napi::Value SetLogitsBlockRowsBinding(const Napi::CallbackInfo& info) {
   });
 }
 
+// logitsBlockRows(vocab, device, freeBytes?): the rows per LM-head block a scoring call on that device makes, with
+// freeBytes free on it (default: what it has free now).
+Napi::Value LogitsBlockRowsBinding(const Napi::CallbackInfo& info) {
+  return Guard(info, [&]() -> Napi::Value {
+    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString()) {
+      throw ArgumentError("logitsBlockRows(vocab, device, freeBytes?): vocab must be a number and device a string");
+    }
+    // Any device by name, present or not: the sizes a GPU would get are asked of CPU-only machines too.
+    const std::string name = info[1].As<Napi::String>().Utf8Value();
+    std::optional<torch::Device> parsed;
+    try {
+      parsed.emplace(name);
+    } catch (const c10::Error&) {
+      throw ArgumentError("logitsBlockRows: device \"" + name + "\" is not a device (\"cpu\", \"cuda:N\")");
+    }
+    const torch::Device device = *parsed;
+    const int64_t vocab = info[0].As<Napi::Number>().Int64Value();
+    const int64_t free = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().Int64Value() : DeviceFreeBytes(device);
+    return Napi::Number::New(info.Env(), static_cast<double>(LogitsBlockRows(vocab, device, free)));
+  });
+}
+
 Napi::Value RuntimeInfo(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Env env = info.Env();
@@ -378,6 +401,7 @@ void InitRuntime(Napi::Env env, Napi::Object exports) {
                       {"measureCopy", MeasureCopy},
                       {"memoryWindow", MemoryWindow},
                       {"setLogitsBlockRows", SetLogitsBlockRowsBinding},
+                      {"logitsBlockRows", LogitsBlockRowsBinding},
                       {"releaseFreedCpuMemory", ReleaseFreedCpuMemoryBinding},
                   });
 }

@@ -5,11 +5,13 @@ import { describeError, integerOption, parseCommandArgs, splitPassthrough, strin
 
 const info: Command = {
   name: "info",
-  usage: "usage: comlrl info\n  libtorch, devices, threads and BLAS in use",
+  usage: "usage: comlrl info\n  libtorch, devices, threads, BLAS and numerics (TF32, determinism) in use; on a GPU without TF32, what it would buy",
   options: {},
   async run() {
-    const { runtimeInfo } = await import("../runtime.js");
-    console.log(JSON.stringify(runtimeInfo(), null, 2));
+    const { numerics, runtimeInfo, tf32Hint } = await import("../runtime.js");
+    const facts = runtimeInfo();
+    const hint = tf32Hint(numerics(), facts.cudaDeviceCount);
+    console.log(JSON.stringify({ ...facts, numerics: numerics(), ...(hint === null ? {} : { tf32Hint: hint }) }, null, 2));
   },
 };
 

@@ -42,10 +42,14 @@ function availableDevice(raw: string, kind: string, facts: CudaFacts): string {
   return device;
 }
 
-/** The config field for a device spec: null (the default) means auto; lists are copied and frozen. */
+/**
+ * The config field for a device spec: null (the default) means auto; lists are copied and frozen. Devices are spelt
+ * canonically except an index-less "cuda", kept as written: under ddp it means each rank's own GPU (planPlacement),
+ * elsewhere cuda:0.
+ */
 export function deviceSpec(): FieldSpec<DeviceSpec | null> {
   const valid = (raw: unknown): string =>
-    (typeof raw === "string" ? deviceName(raw) : undefined) ?? reject(`must name devices as "cpu", "cuda" or "cuda:N"`);
+    (typeof raw === "string" ? (isIndexlessCuda(raw) ? "cuda" : deviceName(raw)) : undefined) ?? reject(`must name devices as "cpu", "cuda" or "cuda:N"`);
   return field<DeviceSpec | null>((raw) => {
     if (raw === null) return null;
     if (typeof raw === "string") return raw.trim().toLowerCase() === "auto" ? "auto" : valid(raw);
@@ -53,6 +57,10 @@ export function deviceSpec(): FieldSpec<DeviceSpec | null> {
     if (raw.length === 0) reject("must not be an empty list");
     return Object.freeze(raw.map(valid));
   }, null, '"cpu" | "cuda" | "cuda:N" | "auto" | list of devices | null');
+}
+
+function isIndexlessCuda(raw: string): boolean {
+  return raw.trim().toLowerCase() === "cuda";
 }
 
 function isAuto(spec: DeviceSpec | null | undefined): spec is "auto" | null | undefined {
@@ -124,22 +132,44 @@ export function rankDevice(localRank: number, facts: CudaFacts): string {
 }
 
 /**
+ * A device spec as one data-parallel rank reads it: an index-less "cuda" is the rank's own GPU (rankDevice), as a
+ * config written for one GPU means on each rank. An explicit cuda:N other than the rank's own GPU is refused where the
+ * rank has a GPU of its own: every rank would share cuda:N (and out of memory, or reduce over Gloo, see
+ * DistributedContext). Auto is left to the caller.
+ */
+function specForRank(spec: DeviceSpec | null, kind: string, localRank: number, facts: CudaFacts): DeviceSpec | null {
+  if (isAuto(spec)) return spec;
+  const own = rankDevice(localRank, facts);
+  const read = (entry: string): string => {
+    if (isIndexlessCuda(entry)) return facts.cudaAvailable ? own : entry;
+    const device = deviceName(entry);
+    if (device !== undefined && device !== own && device.startsWith("cuda:") && localRank < facts.deviceCount) {
+      throw new ConfigError(
+        `${kind} asks for ${device} under parallelTraining "ddp", which puts every rank on it (rank ${localRank}'s own GPU is ${own}); use "cuda" or "auto" for each rank's own GPU`,
+        kind,
+      );
+    }
+    return entry;
+  };
+  return typeof spec === "string" ? read(spec) : spec.map(read);
+}
+
+/**
  * Where a MAGRPO-family trainer puts its models. "none": every actor on one device, the first of agentDevices.
- * "mp": one device per actor from agentDevices. "ddp": as "none" on each rank, auto meaning the rank's own GPU
- * (rankDevice of localRank). References default to their actors' devices; an explicit referenceDevices is honoured
- * in every mode (a second GPU can hold the frozen copies even when actors share one). numAgents is the trainer's
- * agent count, which wins over the config's (spec §1.2).
+ * "mp": one device per actor from agentDevices. "ddp": as "none" on each rank, auto and an index-less "cuda" meaning
+ * the rank's own GPU (rankDevice of localRank; see specForRank). References default to their actors' devices; an
+ * explicit referenceDevices is honoured in every mode (a second GPU can hold the frozen copies even when actors share
+ * one). numAgents is the trainer's agent count, which wins over the config's (spec §1.2).
  */
 export function planPlacement(config: PlacementConfig, facts: CudaFacts, numAgents = config.numAgents, localRank = 0): Placement {
   const actors = config.collaborationMode === "centralized" ? 1 : numAgents;
-  const single = (): string =>
-    config.parallelTraining === "ddp" && isAuto(config.agentDevices)
-      ? rankDevice(localRank, facts)
-      : resolveSingleDevice([config.agentDevices], facts, "agentDevices");
-  const agentDevices =
-    config.parallelTraining === "mp" ? resolveDevices(config.agentDevices, actors, "agentDevices", facts) : Array<string>(actors).fill(single());
-  const referenceDevices =
-    config.referenceDevices === null ? [...agentDevices] : resolveDevices(config.referenceDevices, actors, "referenceDevices", facts);
+  const ddp = config.parallelTraining === "ddp";
+  const forRank = (spec: DeviceSpec | null, kind: string) => (ddp ? specForRank(spec, kind, localRank, facts) : spec);
+  const agentSpec = forRank(config.agentDevices, "agentDevices");
+  const single = (): string => (ddp && isAuto(agentSpec) ? rankDevice(localRank, facts) : resolveSingleDevice([agentSpec], facts, "agentDevices"));
+  const agentDevices = config.parallelTraining === "mp" ? resolveDevices(agentSpec, actors, "agentDevices", facts) : Array<string>(actors).fill(single());
+  const referenceSpec = forRank(config.referenceDevices, "referenceDevices");
+  const referenceDevices = referenceSpec === null ? [...agentDevices] : resolveDevices(referenceSpec, actors, "referenceDevices", facts);
   const concurrent = config.parallelTraining === "mp" && actors > 1 && new Set(agentDevices).size > 1;
   return { agentDevices, referenceDevices, concurrent };
 }

@@ -3,6 +3,7 @@
 // MAGRPO's own fields (advantages, buffers, the rollout tree) stay in magrpo.ts.
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, field, float, int, nullable, oneOf, reject } from "./fields.js";
+import { PRECISIONS, type Precision } from "./precision.js";
 
 /** How agents are placed: "none" (one device, in turn), "mp" (one device per agent, concurrently), "ddp" (data parallel across processes). */
 export type ParallelTraining = "none" | "mp" | "ddp";
@@ -103,6 +104,13 @@ export interface RuntimeConfig {
   readonly seed: number;
   /** (ours) Parameter dtype of the trained models. */
   readonly dtype: DType;
+  /**
+   * (ours) How each optimizer steps bf16 parameters, decided per agent (and critic, reward model) from its model's
+   * dtype and device: "bf16-mixed" keeps float32 master weights and moments, "pure-bf16" steps the bf16 weights in
+   * place as CoMLRL does (at small learning rates most weights then never move), "auto" is bf16-mixed for a bf16 model
+   * on a GPU and pure-bf16 on a CPU. float32 models step in float32 whatever is set (src/config/precision.ts).
+   */
+  readonly precision: Precision;
   /** (ours) Global gradient-norm clip per optimizer step; null clips nothing, as CoMLRL. */
   readonly maxGradNorm: number | null;
   /** (ours) AdamW's decoupled weight decay; PyTorch's default, which CoMLRL's optimizers inherit. */
@@ -127,6 +135,7 @@ const betas = field<readonly [number, number]>((raw) => {
 export const RUNTIME_FIELDS = {
   seed: int({ default: 0, min: 0 }),
   dtype: oneOf(["float32", "bfloat16"], { default: "float32", aliases: { fp32: "float32", bf16: "bfloat16" } }),
+  precision: oneOf(PRECISIONS, { default: "auto" }),
   maxGradNorm: nullable(float({ above: 0 })),
   weightDecay: float({ default: 0.01, min: 0 }),
   adamBetas: betas,

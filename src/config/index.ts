@@ -11,6 +11,7 @@ export {
   type Placement,
   type PlacementConfig,
 } from "./devices.js";
+export { resolvePrecision, trainingBytes, type Precision, type ResolvedPrecision, type TrainingBytes } from "./precision.js";
 export {
   centralizedMagrpoConfig,
   magrpoConfig,

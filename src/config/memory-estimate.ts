@@ -14,6 +14,7 @@ import { freemem, totalmem } from "node:os";
 import path from "node:path";
 import { cgroupMemoryLimit } from "../util/cgroup-memory.js";
 import { ConfigError } from "./fields.js";
+import { resolvePrecision, trainingBytes, type Precision } from "./precision.js";
 
 export class MemoryEstimateError extends ConfigError {
   override name = "MemoryEstimateError";
@@ -94,8 +95,10 @@ export function localModelShape(dir: string): ModelShape | null {
 export interface MemoryPlan {
   /** Each model the run loads, with its device, whether it is trained (gradients, AdamW) and whether it samples. */
   models: Array<{ shape: ModelShape; device: string; trained: boolean; loaded: boolean }>;
-  /** Bytes per parameter of the models ("float32": 4, "bfloat16": 2). */
-  parameterBytes: number;
+  /** The models' dtype. */
+  dtype: string;
+  /** How trained bf16 models step: bf16-mixed adds a float32 master and float32 moments (see precision.ts). */
+  precision: Precision;
   numGenerations: number;
   maxNewTokens: number;
   /** Tokens of the longest prompt seen (0 when none could be read). */
@@ -125,14 +128,17 @@ export function estimateMemory(plan: MemoryPlan): Map<string, DeviceShare> {
   for (const { device, shape, trained, loaded, count } of groups.values()) {
     const share = shares.get(device) ?? { total: 0, lines: [] };
     const parameters = parameterCount(shape);
-    // Weights (unless already loaded), then gradients and AdamW's exp_avg and exp_avg_sq for a trained model.
-    const copies = (loaded ? 0 : 1) + (trained ? 3 : 0);
-    const weights = count * parameters * plan.parameterBytes * copies;
+    const precision = resolvePrecision(plan.precision, plan.dtype, device);
+    const bytes = trainingBytes(precision);
+    // Weights (unless already loaded), then gradients, AdamW's exp_avg and exp_avg_sq, and any master for a trained model.
+    const perParameter = (loaded ? 0 : bytes.weight) + (trained ? bytes.gradient + bytes.moments + bytes.master : 0);
+    const weights = count * parameters * perParameter;
     const role = trained ? "trained" : "frozen";
+    const held = [loaded ? null : "weights", trained ? "gradients, AdamW's two moments" : null, trained && bytes.master > 0 ? `${precision}'s float32 master weights` : null];
     share.lines.push(
       `${count} ${role} model${count > 1 ? "s" : ""} of ${(parameters / 1e9).toFixed(3)}B parameters (${shape.source}: hidden_size ${shape.hiddenSize}, ` +
-        `num_hidden_layers ${shape.numLayers}, vocab_size ${shape.vocabSize}) × ${copies * plan.parameterBytes} bytes ` +
-        `(${[loaded ? null : "weights", trained ? "gradients, AdamW's two moments" : null].filter(Boolean).join(", ")}) = ${gb(weights)}`,
+        `num_hidden_layers ${shape.numLayers}, vocab_size ${shape.vocabSize}) × ${perParameter} bytes ` +
+        `(${held.filter(Boolean).join(", ")}) = ${gb(weights)}`,
     );
     share.total += weights;
     if (trained) {
@@ -140,8 +146,8 @@ export function estimateMemory(plan: MemoryPlan): Map<string, DeviceShare> {
       const rowTokens = numGenerations * (promptTokens + maxNewTokens);
       const logits = numGenerations * maxNewTokens * shape.vocabSize * 4;
       // Each decoding step appends to one layer's cache at a time by copying it: that layer's old and new copies meet.
-      const cache = rowTokens * (shape.numLayers + 1) * 2 * shape.numKvHeads * shape.headDim * plan.parameterBytes;
-      const layerInputs = rowTokens * shape.numLayers * shape.hiddenSize * plan.parameterBytes;
+      const cache = rowTokens * (shape.numLayers + 1) * 2 * shape.numKvHeads * shape.headDim * bytes.weight;
+      const layerInputs = rowTokens * shape.numLayers * shape.hiddenSize * bytes.weight;
       const generation = cache + logits;
       const update = layerInputs + logits;
       const rows = `numGenerations ${numGenerations} × (prompt ${promptTokens} + maxNewTokens ${maxNewTokens} tokens)`;

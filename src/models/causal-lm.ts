@@ -439,6 +439,11 @@ export class CausalLM {
       /** The loss whose gradient was accumulated. */
       loss: number;
     } & RouterAuxLoss>;
+    /**
+     * Frees a kept graph now when its backward will not run (an update that failed first): its activations are device
+     * memory the garbage collector does not see. Nothing to do after the backward, or without a kept graph.
+     */
+    release(): Promise<void>;
   }> {
     const { sum, mean, graph } = await addon().scoreForBackward(this.native, completionBatch(prompts, completions), { keep: keepGraph });
     return {
@@ -448,6 +453,9 @@ export class CausalLM {
         graph === undefined
           ? this.policyGradientBackward(prompts, completions, advantages, scale)
           : addon().heldPolicyGradientBackward(this.native, graph, { advantages: Float32Array.from(advantages), scale }),
+      release: async () => {
+        if (graph !== undefined) await addon().releaseHeldScores(this.native, graph);
+      },
     };
   }
 

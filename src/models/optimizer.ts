@@ -1,9 +1,29 @@
 // Optimizer: AdamW over parameter groups — a model, a value head, or both with their own learning rates — owning its
 // native optimizer. The whole state (moments, step counts) saves to and loads from one file.
-import type { AdamWOptions, NativeModel, NativeOptimizer, NativeValueHead } from "../native/binding.js";
+import { resolvePrecision, type Precision, type ResolvedPrecision } from "../config/precision.js";
+import type { AdamWOptions as NativeAdamWOptions, NativeModel, NativeOptimizer, NativeValueHead, OptimizerMemory } from "../native/binding.js";
 import { addon } from "../native/loader.js";
+import { numerics, tf32Hint } from "../runtime.js";
 
-export type { AdamWOptions };
+export type { OptimizerMemory };
+
+/** AdamW's hyperparameters (unset ones take PyTorch's defaults) and how bf16 parameters are stepped. */
+export interface AdamWOptions extends Omit<NativeAdamWOptions, "masterWeights"> {
+  /**
+   * How bf16 parameters are stepped (src/config/precision.ts): "bf16-mixed" (float32 master weights and moments),
+   * "pure-bf16" (in place, as CoMLRL) or "auto" (the default: bf16-mixed on a GPU, pure-bf16 on a CPU).
+   */
+  precision?: Precision;
+}
+
+// One warning of each kind per process: every agent of a run would repeat it.
+const warned = new Set<string>();
+
+function warnOnce(code: string, message: string): void {
+  if (warned.has(code)) return;
+  warned.add(code);
+  process.emitWarning(message, { code });
+}
 
 /** Anything that holds a native module: a CausalLM, a ValueHead, or the native objects themselves. */
 export type Trainable =
@@ -47,14 +67,64 @@ export class Optimizer {
   readonly modules: Array<NativeModel | NativeValueHead>;
   /** Runs before every step; data-parallel training sets it to reduce gradients across ranks (null: none). */
   gradientSync: GradientSync | null = null;
+  /** How the parameters step: "fp32" when none is bf16, else the asked precision ("auto" resolved by device). */
+  readonly precision: ResolvedPrecision;
+  private firstStepChecked = false;
+  // The modules' device (one for all: the native optimizer refuses modules on two).
+  private readonly device: string;
 
   /** AdamW with PyTorch's defaults (betas 0.9/0.999, eps 1e-8, weight decay 0.01); frozen parameters are skipped. */
   constructor(groups: Trainable | readonly ParameterGroup[], options: AdamWOptions) {
     const Native = addon().NativeOptimizer;
     this.modules = Array.isArray(groups) ? groups.map((g: ParameterGroup) => nativeOf(g.module)) : [nativeOf(groups as Trainable)];
+    const { precision = "auto", ...adamW } = options;
+    // What is not a module has no info(); the native constructor then refuses it, naming the group.
+    const infos = this.modules.flatMap((module) => (typeof (module as Partial<NativeModel> | undefined)?.info === "function" ? [module.info()] : []));
+    this.device = infos[0]?.device ?? "cpu";
+    this.precision = resolvePrecision(precision, infos.some((info) => info.dtype === "bfloat16") ? "bfloat16" : "float32", this.device);
+    const nativeOptions: NativeAdamWOptions = { ...adamW, masterWeights: this.precision === "bf16-mixed" };
     this.native = Array.isArray(groups)
-      ? new Native(groups.map((g: ParameterGroup) => ({ module: nativeOf(g.module), lr: g.lr, weightDecay: g.weightDecay })), options)
-      : new Native(nativeOf(groups as Trainable), options);
+      ? new Native(groups.map((g: ParameterGroup) => ({ module: nativeOf(g.module), lr: g.lr, weightDecay: g.weightDecay })), nativeOptions)
+      : new Native(nativeOf(groups as Trainable), nativeOptions);
+  }
+
+  /**
+   * Bytes the trained parameters and their optimizer state hold, in total and per parameter: bf16-mixed holds 2 (bf16
+   * weight) + 4 (float32 master) + 8 (float32 moments) once stepped, plus a 2-byte gradient during a backward.
+   */
+  memory(): OptimizerMemory & {
+    /** Bytes per parameter of weight, master and moments (without the gradient). */
+    bytesPerParameter: number;
+    /** Bytes per parameter of a whole backward's gradient. */
+    gradientBytesPerParameter: number;
+  } {
+    const held = this.native.memory();
+    const per = (bytes: number) => (held.parameters === 0 ? 0 : bytes / held.parameters);
+    return { ...held, bytesPerParameter: per(held.weightBytes + held.masterBytes + held.momentBytes), gradientBytesPerParameter: per(held.gradientBytes) };
+  }
+
+  /**
+   * Before the first step, warns once per process about what the precision leaves: under pure-bf16, when a step of
+   * the learning rate is under half a bf16 ulp for over half of the weights (CoMLRL's behaviour with bf16 models;
+   * "bf16-mixed" keeps float32 master weights that accumulate those updates); under float32 on a GPU without TF32,
+   * what TF32 would buy (tf32Hint).
+   */
+  private async warnBeforeFirstStep(): Promise<void> {
+    if (this.firstStepChecked) return;
+    this.firstStepChecked = true;
+    if (this.precision === "fp32" && this.device.startsWith("cuda")) {
+      const hint = tf32Hint(numerics(), 1);
+      if (hint !== null) warnOnce("COMLRL_TF32_OFF", hint);
+    }
+    if (this.precision !== "pure-bf16" || warned.has("COMLRL_PURE_BF16_STALL")) return;
+    const fraction = await this.native.stalledFraction();
+    if (fraction <= 0.5) return;
+    warnOnce(
+      "COMLRL_PURE_BF16_STALL",
+      `precision "pure-bf16": a step of the learning rate (${this.learningRates().join(", ")}) is under half a bf16 ulp for ` +
+        `${(100 * fraction).toFixed(1)}% of the weights, so AdamW's updates round away and those weights never move (as in CoMLRL ` +
+        `with a bf16 model); precision "bf16-mixed" keeps float32 master weights that accumulate them`,
+    );
   }
 
   /**
@@ -65,6 +135,7 @@ export class Optimizer {
     /** Total gradient norm over every group, before clipping. */
     gradNorm: number;
   } & StepSamples> {
+    await this.warnBeforeFirstStep();
     const local: StepSamples = { samples: options.samples ?? 1, ...(options.loss === undefined ? {} : { loss: options.loss }) };
     const reduced = this.gradientSync ? await this.gradientSync(this.modules, local) : local;
     return { ...(await this.native.step({ maxGradNorm: options.maxGradNorm })), ...reduced };
@@ -80,6 +151,7 @@ export class Optimizer {
    */
   async armStepInBackward(): Promise<void> {
     if (this.gradientSync) throw new Error("armStepInBackward: this optimizer synchronises gradients across ranks before its step, which a step in backward cannot wait for");
+    await this.warnBeforeFirstStep();
     await this.native.stepInBackward(true);
   }
 
@@ -98,12 +170,15 @@ export class Optimizer {
     return this.native.learningRates();
   }
 
-  /** Writes the whole state (moments, step counts, learning rates) to one file. */
+  /** Writes the whole state (moments, step counts, learning rates, bf16-mixed's master weights) to one file. */
   async save(file: string): Promise<void> {
     return this.native.save(file);
   }
 
-  /** Refuses, naming the file, a state saved for other groups or parameter shapes. */
+  /**
+   * Refuses, naming the file, a state saved for other groups or parameter shapes, master weights for an optimizer
+   * without them, or master weights that do not round to the model's current weights (load the model's first).
+   */
   async load(file: string): Promise<void> {
     return this.native.load(file);
   }

@@ -124,6 +124,8 @@ export interface NativeHeldScores {
   scoreForBackward(model: NativeModel, batch: CompletionBatchInput, options: { keep?: boolean }): Promise<{ sum: Float32Array; mean: Float32Array; graph?: HeldGraph }>;
   /** policyGradientBackward's gradient from the kept forward, which it frees: a graph takes one backward. */
   heldPolicyGradientBackward(model: NativeModel, graph: HeldGraph, options: { advantages: Float32Array; scale?: number }): Promise<{ loss: number; routerAuxLoss?: number }>;
+  /** Frees a kept graph whose backward will not run; a graph a backward used has nothing left to free. */
+  releaseHeldScores(model: NativeModel, graph: HeldGraph): Promise<void>;
 }
 
 /** What a head reads off its model, without gradients (native/heads/readout_binding.h). */
@@ -142,6 +144,8 @@ export interface NativeAddon extends NativeLosses, NativeHeldScores, NativeReado
   memoryWindow(): MemoryWindow;
   /** Rows per block of the LM head when scoring tokens (0: as many as keep a block's logits near 64 MiB). */
   setLogitsBlockRows(rows: number): void;
+  /** Rows per LM-head block a scoring call on device makes with freeBytes free there (default: its free memory now). */
+  logitsBlockRows(vocab: number, device: string, freeBytes?: number): number;
   /** Gives freed tensors' memory back to the system: the CPU cache's blocks and malloc's free pages. */
   releaseFreedCpuMemory(): void;
   /**
@@ -343,6 +347,26 @@ export interface AdamWOptions {
    * moment cannot decay by 0.1% a step and small updates round away.
    */
   fp32Moments?: boolean;
+  /**
+   * Keep a float32 master copy of every bf16 parameter (with float32 moments): AdamW steps the master and the
+   * parameter becomes its rounding, so updates under half a bf16 ulp accumulate instead of rounding away. The masters
+   * save and load with the optimizer's state.
+   */
+  masterWeights?: boolean;
+}
+
+/** What an optimizer's parameters and state hold, in bytes (NativeOptimizer.memory). */
+export interface OptimizerMemory {
+  /** Trained parameters (elements). */
+  parameters: number;
+  /** The parameters' weights. */
+  weightBytes: number;
+  /** float32 master weights held now (bf16-mixed). */
+  masterBytes: number;
+  /** AdamW's moments held now (created at a parameter's first step). */
+  momentBytes: number;
+  /** What one backward's gradients take, each in its parameter's dtype (a step in backward never holds them all). */
+  gradientBytes: number;
 }
 
 /** A parameter group: a model or a head (frozen parameters skipped), with its own lr / weight decay if given. */
@@ -377,6 +401,10 @@ export interface NativeOptimizer {
   reset(): Promise<void>;
   /** The dtype of each moment held (exp_avg and exp_avg_sq of every parameter with state; order unspecified). */
   momentDtypes(): string[];
+  /** The bytes the trained parameters and their optimizer state hold. */
+  memory(): OptimizerMemory;
+  /** The share of bf16 weights a step of their group's learning rate cannot move (w ± lr rounds back to w). */
+  stalledFraction(): Promise<number>;
   dispose(): void;
 }
 

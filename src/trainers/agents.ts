@@ -211,7 +211,7 @@ export interface BuildAgentsOptions {
 }
 
 /** Awaits every promise; if any rejects, frees what the others produced and rethrows the first failure. */
-async function allOrFree<T>(promises: Promise<T>[], free: (value: T, index: number) => void): Promise<T[]> {
+export async function allOrFree<T>(promises: Promise<T>[], free: (value: T, index: number) => void): Promise<T[]> {
   const settled = await Promise.allSettled(promises);
   const failure = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (!failure) return settled.map((s) => (s as PromiseFulfilledResult<T>).value);

@@ -5,6 +5,7 @@
 import { planPlacement, type PlacementConfig } from "../config/devices.js";
 import type { PromptOverflow } from "../config/index.js";
 import { checkMemoryPlan, localModelShape, modelShape, type MemoryPlan, type ModelShape } from "../config/memory-estimate.js";
+import type { Precision } from "../config/precision.js";
 import { CausalLM } from "../models/causal-lm.js";
 import { runtimeInfo } from "../runtime.js";
 import { buildFormatters, formatPrompt } from "../rollout/formatters.js";
@@ -15,6 +16,7 @@ import type { TaskOptions } from "./task-options.js";
 interface EstimatedConfig extends Partial<PlacementConfig> {
   numAgents?: number;
   dtype?: string;
+  precision?: Precision;
   numGenerations?: number;
   maxNewTokens?: number;
   referenceKlEnabled?: boolean;
@@ -81,7 +83,7 @@ export async function checkRunMemory(options: TaskOptions<unknown>, config: obje
   const bounds: PromptBounds = { maxNewTokens: c.maxNewTokens ?? 0, maxPromptTokens: c.maxPromptTokens ?? null, promptOverflow: c.promptOverflow ?? "truncate" };
   const promptTokens = await longestPrompt(options, sources, shapes, bounds);
   checkMemoryPlan(
-    { models, parameterBytes: c.dtype === "bfloat16" ? 2 : 4, numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0, promptTokens, processBytes: process.memoryUsage().rss },
+    { models, dtype: c.dtype ?? "float32", precision: c.precision ?? "auto", numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0, promptTokens, processBytes: process.memoryUsage().rss },
     options.memoryLimitBytes,
   );
 }

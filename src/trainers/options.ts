@@ -1,6 +1,7 @@
 // Trainer options are checked like config fields: a mistyped key (`formatter:` for `formatters:`) is an error naming
 // the nearest valid one, never silently ignored, and enum-like options must hold one of their values.
 import { closestField } from "../config/fields.js";
+import type { Precision } from "../config/precision.js";
 import type { AdamWOptions } from "../models/optimizer.js";
 
 /** An unknown or invalid trainer option; the message names it and the nearest valid one. */
@@ -28,7 +29,13 @@ export function checkOneOf(value: unknown, allowed: readonly string[], name: str
   }
 }
 
-/** AdamW at learning rate `lr` with the config's betas, epsilon and weight decay (every optimizer a trainer makes). */
-export function adamW(config: { readonly adamBetas: readonly [number, number]; readonly adamEps: number; readonly weightDecay: number }, lr: number): AdamWOptions {
-  return { lr, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay };
+/**
+ * AdamW at learning rate `lr` with the config's betas, epsilon, weight decay and precision (every optimizer a trainer
+ * makes; each resolves "auto" from its own model's dtype and device, so agents on a GPU and on a CPU may differ).
+ */
+export function adamW(
+  config: { readonly adamBetas: readonly [number, number]; readonly adamEps: number; readonly weightDecay: number; readonly precision: Precision },
+  lr: number,
+): AdamWOptions {
+  return { lr, betas: [config.adamBetas[0], config.adamBetas[1]], eps: config.adamEps, weightDecay: config.weightDecay, precision: config.precision };
 }

@@ -122,6 +122,30 @@ describe("MAGRPO end to end", () => {
     expect(await run({ stepInBackward: true, gradientCheckpointing: true })).toEqual(after);
   });
 
+  it('precision "bf16-mixed" on every agent of a bf16 run: the weights move at lr 5e-6, the same with the step in backward and checkpointing, bit for bit', async () => {
+    const run = async (config: { stepInBackward: boolean; gradientCheckpointing?: boolean }) => {
+      const trainer = await MAGRPOTrainer.create(
+        options({ config: { numTurns: 1, numTrainEpochs: 2, numGenerations: 2, maxNewTokens: 4, evalInterval: 0, agentLearningRate: 5e-6, dtype: "bfloat16", precision: "bf16-mixed", ...config } }),
+      );
+      expect(trainer.agents.map((agent) => agent.optimizer.precision)).toEqual(["bf16-mixed", "bf16-mixed"]);
+      const weights = () => trainer.agents.map(({ model }) => model.native.parameterNames().map(({ name }) => model.native.getParameter(name)));
+      const before = weights();
+      await trainer.train();
+      const after = weights();
+      expect(trainer.agents.map((agent) => agent.optimizer.memory().bytesPerParameter)).toEqual([14, 14]);
+      await trainer.close();
+      return { before, after };
+    };
+    const stepped = await run({ stepInBackward: false });
+    expect(stepped.after).not.toEqual(stepped.before);
+    expect(await run({ stepInBackward: true })).toEqual(stepped);
+    expect(await run({ stepInBackward: true, gradientCheckpointing: true })).toEqual(stepped);
+    // Auto on a CPU keeps CoMLRL's pure bf16.
+    const auto = await MAGRPOTrainer.create(options({ config: { dtype: "bfloat16" } as never }));
+    expect(auto.agents.map((agent) => agent.optimizer.precision)).toEqual(["pure-bf16", "pure-bf16"]);
+    await auto.close();
+  });
+
   it("reference KL: frozen distinct references, KL metrics logged", async () => {
     const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true, referenceKlCoef: 0.5, loggingSteps: 1 } as never }));
     expect(trainer.agents[0].reference).not.toBeNull();

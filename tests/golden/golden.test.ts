@@ -77,6 +77,10 @@ describe.each(MODELS)("golden parity: %s", (name, dir, attnImplementation) => {
   it("attention runs in the kernel asked for: libtorch's SDPA where it can, ours on a CPU by default", () => {
     const sdpa = attnImplementation === "sdpa" && SDPA_AVAILABLE && model.config.attnSoftcap === 0;
     expect(model.info().attention).toBe(sdpa ? "sdpa" : "eager");
+    // A grouped-query model decodes through the grouped matmuls even under SDPA: no K/V expanded per step (the
+    // greedy-generation test below holds its step logits to transformers').
+    const grouped = model.config.numKvHeads < model.config.numHeads;
+    if (sdpa) expect(model.info().attentionKernels.decode === "grouped").toBe(grouped);
   });
 
   async function forward(ids: string, mask?: string, positions?: string, hiddenStates = false) {

@@ -31,6 +31,31 @@ describe("padTokenId", () => {
   });
 });
 
+describe("token ids and positions of the public forward and causal-LM loss", () => {
+  const model = tinyLM(4);  // vocabulary of 64
+  const batch = (ids: number[]) => ({ ids: Int32Array.from(ids), batch: 1, length: ids.length });
+
+  for (const id of [64, 1000, -1]) {
+    it(`id ${id} is refused when the call is made, before any kernel runs, naming the vocabulary`, async () => {
+      expect(() => model.native.forward(batch([1, id, 2]))).toThrow("ids holds a token id outside the vocabulary of 64");
+      await expect(model.causalLMLossBackward(batch([1, id, 2]))).rejects.toThrow("ids holds a token id outside the vocabulary of 64");
+      expect(model.native.parameterNames().flatMap(({ name }) => (model.native.getGradient(name) ? [name] : []))).toEqual([]);
+    });
+  }
+
+  // A learned position table (GPT-2's) would read out of bounds; rotary tables would rotate by a negative angle.
+  it("a negative position is refused, naming positionIds; positions must cover the batch", () => {
+    expect(() => model.native.forward({ ...batch([1, 2, 3]), positionIds: Int32Array.from([0, -1, 1]) })).toThrow("positionIds holds a negative position");
+    expect(() => model.native.forward({ ...batch([1, 2, 3]), positionIds: Int32Array.from([0, 1]) })).toThrow("positionIds must hold batch × length = 3 positions");
+  });
+
+  it("ids inside the vocabulary and positions from 0 run as before", async () => {
+    const out = await model.native.forward({ ...batch([1, 63, 2]), positionIds: Int32Array.from([0, 1, 2]) });
+    expect(out.shape).toEqual([1, 3, 64]);
+    expect((await model.causalLMLossBackward(batch([1, 63, 2]), { backward: false })).loss).toBeGreaterThan(0);
+  });
+});
+
 describe("the sampling stream in a checkpoint", () => {
   it("records its device type beside generator.bin and restores on the same one", async () => {
     const dir = path.join(scratch, "same");

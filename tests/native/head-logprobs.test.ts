@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { buildConfigJson } from "../../src/models/config.js";
 import { addon } from "../../src/native/loader.js";
-import { memoryWindow, setLogitsBlockRows } from "../../src/runtime.js";
+import { logitsBlockRows, memoryWindow, setLogitsBlockRows } from "../../src/runtime.js";
 
 const SHAPE = { vocabSize: 997, hiddenSize: 24, intermediateSize: 48, numLayers: 2, numHeads: 2, numKvHeads: 1, ropeTheta: 1e4, rmsNormEps: 1e-6, tieWordEmbeddings: false };
 
@@ -141,6 +141,44 @@ describe("setLogitsBlockRows", () => {
   it("refuses what is not 0 or a positive integer", () => {
     expect(() => setLogitsBlockRows(-1)).toThrow(/rows must be 0 \(automatic\) or a positive integer, got -1/);
     expect(() => setLogitsBlockRows(2.5)).toThrow(/got 2.5/);
+  });
+});
+
+describe("block size per device", () => {
+  const GiB = 2 ** 30;
+  const QWEN_VOCAB = 151936;
+
+  it("64 MiB of logits on a CPU whatever is free; a sixteenth of the free memory on a GPU, between 64 MiB and 2 GiB", () => {
+    expect(logitsBlockRows(QWEN_VOCAB, "cpu")).toBe(110);
+    expect(logitsBlockRows(QWEN_VOCAB, "cpu", 80 * GiB)).toBe(110);
+    expect(logitsBlockRows(997, "cpu")).toBe(Math.floor((64 * 2 ** 20) / (4 * 997)));
+    expect(logitsBlockRows(QWEN_VOCAB, "cuda:0", 80 * GiB)).toBe(Math.floor((2 * GiB) / (4 * QWEN_VOCAB)));
+    expect(logitsBlockRows(QWEN_VOCAB, "cuda:1", 4 * GiB)).toBe(Math.floor((GiB / 4) / (4 * QWEN_VOCAB)));
+    expect(logitsBlockRows(QWEN_VOCAB, "cuda:0", GiB / 2)).toBe(110);
+    setLogitsBlockRows(5);
+    expect(logitsBlockRows(QWEN_VOCAB, "cuda:0", 80 * GiB)).toBe(5);
+    expect(() => logitsBlockRows(0, "cpu")).toThrow(/vocab must be a positive integer, got 0/);
+    expect(() => logitsBlockRows(QWEN_VOCAB, "gpu")).toThrow(/gpu/);
+  });
+
+  it("a GPU's blocks give the CPU's gradients at Qwen's vocabulary (441 rows a block at 4 GiB free, 110 on a CPU)", async () => {
+    const shape = { ...SHAPE, vocabSize: QWEN_VOCAB, hiddenSize: 32, numLayers: 1 };
+    const model = CausalLM.create(buildConfigJson("qwen2", shape, { bosTokenId: null, eosTokenId: QWEN_VOCAB - 1 }), { seed: 7, initStd: 0.1 });
+    const prompts = [[1, 2, 3], [4, 5], [6, 7, 8, 9], [10], [11, 12], [13], [14, 15, 16], [17]];
+    const completions = prompts.map((_, r) => Array.from({ length: 64 }, (_, i) => 100 + r * 1000 + i * 7));
+    const run = async (rows: number) => {
+      setLogitsBlockRows(rows);
+      await model.zeroGrad();
+      const { loss } = await model.policyGradientBackward(prompts, completions, [1, -1, 0.5, -0.5, 0.25, -0.25, 2, -2]);
+      return { loss, gradients: gradients(model) };
+    };
+    const gpuRows = logitsBlockRows(QWEN_VOCAB, "cuda:0", 4 * GiB);
+    expect(gpuRows).toBe(441);
+    const cpu = await run(0);
+    const gpu = await run(gpuRows);
+    expect(gpu.loss).toBeCloseTo(cpu.loss, 5);
+    expectGradientsClose(gpu.gradients, cpu.gradients);
+    model.dispose();
   });
 });
 

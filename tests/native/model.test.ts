@@ -10,6 +10,7 @@ import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { HeldGraph } from "../../src/native/binding.js";
 import { addon } from "../../src/native/loader.js";
+import { memoryWindow, releaseFreedCpuMemory } from "../../src/runtime.js";
 import { maxAbsDiff } from "../support/safetensors.js";
 import { batchOf, tinyLM } from "./tiny-lm.js";
 
@@ -148,12 +149,32 @@ describe("policy-gradient backward", () => {
     expect(maxAbsDiff(held.sum, (await model.score(prompts, completions)).sum)).toBeLessThan(1e-5);
     await held.policyGradientBackward(advantages, 0.5);
     expect(maxAbsDiff(grad(model, probe), twoPasses)).toBeLessThan(1e-6);
-    await expect(held.policyGradientBackward(advantages)).rejects.toThrow(/used by a backward already/);
+    await expect(held.policyGradientBackward(advantages)).rejects.toThrow(/used by a backward, or released, already/);
     const graph = (await addon().scoreForBackward(model.native, batchOf(prompts, completions), { keep: true })).graph!;
     const other = tinyLM(3);
     expect(() => addon().heldPolicyGradientBackward(other.native, graph, { advantages: Float32Array.from(advantages) })).toThrow(/scored by another model/);
     other.dispose();
     await model.zeroGrad();
+  });
+
+  it("release frees a kept graph whose backward will not run, then and there; its backward is then refused", async () => {
+    const shape = { vocabSize: 256, hiddenSize: 256, intermediateSize: 512, numLayers: 2, numHeads: 4, numKvHeads: 2, ropeTheta: 1e4, rmsNormEps: 1e-6, tieWordEmbeddings: false };
+    const wide = CausalLM.create(buildConfigJson("qwen2", shape, { bosTokenId: null, eosTokenId: 255 }), { seed: 5, initStd: 0.05 });
+    const prompts = Array.from({ length: 16 }, (_, r) => [1 + r, 2, 3]);
+    const completions = prompts.map((_, r) => Array.from({ length: 128 }, (_, t) => 4 + ((r * 13 + t * 7) % 250)));
+    releaseFreedCpuMemory();
+    const before = memoryWindow().residentBytes;
+    const held = await wide.scoreForBackward(prompts, completions, true);
+    const holding = memoryWindow().residentBytes;
+    await held.release();
+    releaseFreedCpuMemory();
+    const released = memoryWindow().residentBytes;
+    console.log(`a kept scoring graph: ${((holding - before) / 2 ** 20).toFixed(0)} MiB held, ${((released - before) / 2 ** 20).toFixed(0)} MiB left after release`);
+    expect(holding - before).toBeGreaterThan(20 * 2 ** 20);
+    expect(released - before).toBeLessThan(0.25 * (holding - before));
+    await expect(held.policyGradientBackward(prompts.map(() => 1))).rejects.toThrow(/used by a backward, or released, already/);
+    await held.release();
+    wide.dispose();
   });
 
   it("a scoring pass not kept holds no graph, and gives the kept pass's sums and gradient to the bit", async () => {

@@ -2,9 +2,10 @@
 // and the gradient dropped there. Against twins that step after the backward: the same parameters and reported norm
 // bit for bit, over steps, tied and untied heads, the LM head whole and in blocks (a blocked head writes its weight's
 // gradient outside autograd, which step() then takes), with a value head in a second group; and the guards: a second
-// backward, clipping, a non-finite loss, disarming.
+// backward, clipping, a non-finite loss, disarming; and with gradient checkpointing, in float32 and bf16-mixed.
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { CausalLM } from "../../src/models/causal-lm.js";
+import { Optimizer } from "../../src/models/optimizer.js";
 import type { NativeOptimizer, NativeValueHead } from "../../src/native/binding.js";
 import { addon } from "../../src/native/loader.js";
 import { setLogitsBlockRows } from "../../src/runtime.js";
@@ -94,6 +95,42 @@ describe("a step taken in backward", () => {
     expect(gradientNames(t)).toEqual([]);
     expect((await t.optimizer.step()).gradNorm).toBe(0);
     expect(parameters(t)).toEqual(before);
+  });
+});
+
+describe("a step taken in backward with gradient checkpointing (MAGRPO's default stepInBackward with gradientCheckpointing: true)", () => {
+  // The checkpointed layers' parameters get their gradients in the re-entrant backward of each layer's recompute, so
+  // their hooks fire inside that inner graph task; bf16-mixed steps float32 masters there and copies them back.
+  it("is the step after the backward, bit for bit, in float32 and with bf16-mixed's master weights", async () => {
+    for (const dtype of ["float32", "bfloat16"] as const) {
+      const make = async () => {
+        const base = tinyLM(41, { numLayers: 2, tieWordEmbeddings: true });
+        const model = dtype === "float32" ? base : await base.clone({ dtype });
+        if (model !== base) base.dispose();
+        model.setGradientCheckpointing(true);
+        const optimizer = new Optimizer(model, { lr: 1e-3, precision: "bf16-mixed" });
+        disposables.push(model, optimizer);
+        return { model, optimizer };
+      };
+      const after = await make();
+      const within = await make();
+      expect(within.optimizer.precision).toBe(dtype === "float32" ? "fp32" : "bf16-mixed");
+      const weights = (model: CausalLM) => model.native.parameterNames().map(({ name }) => model.native.getParameter(name));
+      const start = weights(within.model);
+      for (let step = 0; step < 3; step++) {
+        await after.model.zeroGrad();
+        await after.model.policyGradientBackward(prompts, completions, [1, -0.5]);
+        const expected = await after.optimizer.step();
+        await within.model.zeroGrad();
+        await within.optimizer.armStepInBackward();
+        await within.model.policyGradientBackward(prompts, completions, [1, -0.5]);
+        expect(within.model.native.parameterNames().flatMap(({ name }) => (within.model.native.getGradient(name) ? [name] : [])), `${dtype} step ${step}`).toEqual([]);
+        const taken = await within.optimizer.step();
+        expect(taken.gradNorm, `${dtype} step ${step}`).toBe(expected.gradNorm);
+        expect(weights(within.model), `${dtype} step ${step}`).toEqual(weights(after.model));
+      }
+      expect(weights(within.model)).not.toEqual(start);
+    }
   });
 });
 

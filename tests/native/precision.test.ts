@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { buildConfigJson } from "../../src/models/config.js";
 import { Optimizer } from "../../src/models/optimizer.js";
+import { tf32Hint } from "../../src/runtime.js";
 import { TINY_SHAPE } from "./tiny-lm.js";
 
 const CONFIG = buildConfigJson("qwen2", TINY_SHAPE, { bosTokenId: null, eosTokenId: 63 });
@@ -119,6 +120,22 @@ const STEP_SCRIPT = `
   const p = model.native.getParameter("model.embed_tokens.weight");
   console.log(JSON.stringify({ numerics: numerics(), loss, sum: p.reduce((a, b) => a + b, 0) }));
 `;
+
+describe("tf32Hint", () => {
+  it("says what TF32 would buy only where a GPU is present and TF32 was not asked for", () => {
+    expect(tf32Hint({ tf32Requested: false }, 1)).toMatch(/^TF32 is off: float32 matmuls on this GPU run without tensor cores, at about 1\/8 of the TF32 rate .*COMLRL_TF32=1 turns it on/);
+    expect(tf32Hint({ tf32Requested: true }, 8)).toBeNull();
+    expect(tf32Hint({ tf32Requested: false }, 0)).toBeNull();
+  });
+
+  it("comlrl info reports the numerics, and no hint without a GPU", () => {
+    const run = spawnSync(process.execPath, ["--import", "tsx", path.resolve(__dirname, "../../src/cli/main.ts"), "info"], { encoding: "utf8", env: { ...process.env, COMLRL_NUM_THREADS: "1" } });
+    expect(run.status, run.stderr).toBe(0);
+    const info = JSON.parse(run.stdout);
+    expect(info.numerics).toMatchObject({ tf32Requested: false, tf32: false });
+    expect(info.cudaDeviceCount > 0 ? typeof info.tf32Hint : info.tf32Hint).toBe(info.cudaDeviceCount > 0 ? "string" : undefined);
+  });
+});
 
 describe("COMLRL_TF32 and COMLRL_DETERMINISTIC", () => {
   it("off by default; deterministic algorithms on with cuBLAS's fixed workspace, and the CPU step unchanged", () => {

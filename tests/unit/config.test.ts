@@ -1,5 +1,6 @@
 // MAGRPO-family configs: CoMLRL's defaults and constraints (spec §2.1, test_config_constraints.py), our additions,
 // and the field machinery's key handling (camelCase / snake_case, unknown keys, doubled spellings).
+import { adamW } from "../../src/trainers/options.js";
 import { describe, expect, it } from "vitest";
 import {
   ConfigError,
@@ -56,6 +57,7 @@ describe("MAGRPOConfig defaults", () => {
       referenceDevices: null,
       seed: 0,
       dtype: "float32",
+      precision: "auto",
       maxGradNorm: null,
       weightDecay: 0.01,
       adamBetas: [0.9, 0.999],
@@ -236,9 +238,17 @@ describe("MAGRPOConfig enums", () => {
     expect(backEnd.message).toContain('rlAlgorithm "iac" needs "exact"');
   });
 
+  it("precision is auto, bf16-mixed or pure-bf16, and reaches every optimizer a trainer makes", () => {
+    expect(magrpoConfig({ precision: "bf16-mixed" }).precision).toBe("bf16-mixed");
+    expect(adamW(magrpoConfig({ precision: "pure-bf16" }), 1e-5)).toMatchObject({ lr: 1e-5, precision: "pure-bf16" });
+    expect(() => magrpoConfig({ precision: "bf16" as never })).toThrow(/MAGRPOConfig\.precision must be one of "auto", "bf16-mixed", "pure-bf16"/);
+  });
+
   it("device specs are validated at config time", () => {
     expect(magrpoConfig({ agentDevices: " CUDA:1 " }).agentDevices).toBe("cuda:1");
-    expect(magrpoConfig({ agentDevices: "cuda" }).agentDevices).toBe("cuda:0");
+    // Index-less "cuda" is kept as written: under ddp it is each rank's own GPU (tests/unit/ddp-placement.test.ts).
+    expect(magrpoConfig({ agentDevices: " CUDA" }).agentDevices).toBe("cuda");
+    expect(magrpoConfig({ agentDevices: "Cuda:1" }).agentDevices).toBe("cuda:1");
     expect(() => magrpoConfig({ agentDevices: "gpu0" })).toThrow('MAGRPOConfig.agentDevices must name devices as "cpu", "cuda" or "cuda:N"');
     expect(() => magrpoConfig({ referenceDevices: [] })).toThrow("MAGRPOConfig.referenceDevices must not be an empty list");
     expect(() => magrpoConfig({ agentDevices: ["cpu", "auto"] })).toThrow("MAGRPOConfig.agentDevices must name devices");

@@ -29,9 +29,29 @@ describe('"ddp" placement', () => {
     expect(planPlacement(ddp, noCuda, 2, 3).agentDevices).toEqual(["cpu", "cpu"]);
   });
 
-  it("an explicit device is every rank's, as in the other modes", () => {
-    expect(planPlacement(magrpoConfig({ parallelTraining: "ddp", agentDevices: "cuda:0" }), eightGpus, 2, 3).agentDevices).toEqual(["cuda:0", "cuda:0"]);
+  it('an index-less "cuda" is each rank\'s own GPU, for agents and references alike (a single-GPU config copied)', () => {
+    for (const localRank of [0, 3, 7]) {
+      const placed = planPlacement(magrpoConfig({ parallelTraining: "ddp", agentDevices: "cuda", referenceDevices: ["cuda"] }), eightGpus, 2, localRank);
+      expect(placed.agentDevices).toEqual([`cuda:${localRank}`, `cuda:${localRank}`]);
+      expect(placed.referenceDevices).toEqual([`cuda:${localRank}`, `cuda:${localRank}`]);
+    }
+    expect(planPlacement(magrpoConfig({ parallelTraining: "ddp", agentDevices: "cuda" }), oneGpu, 1, 1).agentDevices).toEqual(["cuda:0"]);
+    expect(() => planPlacement(magrpoConfig({ parallelTraining: "ddp", agentDevices: "cuda" }), noCuda, 1, 0)).toThrow(/agentDevices asks for cuda:0 but CUDA is not available/);
+  });
+
+  it("an explicit GPU other than the rank's own is refused where the rank has one; the CPU, and the rank's own GPU, are kept", () => {
+    const onGpu0 = magrpoConfig({ parallelTraining: "ddp", agentDevices: "cuda:0" });
+    expect(() => planPlacement(onGpu0, eightGpus, 2, 3)).toThrow(/agentDevices asks for cuda:0 under parallelTraining "ddp", which puts every rank on it \(rank 3's own GPU is cuda:3\)/);
+    expect(planPlacement(onGpu0, eightGpus, 2, 0).agentDevices).toEqual(["cuda:0", "cuda:0"]);
+    // Two ranks on one GPU share it on purpose: rank 1 has no GPU of its own.
+    expect(planPlacement(onGpu0, oneGpu, 2, 1).agentDevices).toEqual(["cuda:0", "cuda:0"]);
     expect(planPlacement(magrpoConfig({ parallelTraining: "ddp", agentDevices: "cpu" }), eightGpus, 1, 3).agentDevices).toEqual(["cpu"]);
+    expect(() => planPlacement(magrpoConfig({ parallelTraining: "ddp", referenceDevices: "cuda:1" }), eightGpus, 1, 2)).toThrow(/referenceDevices asks for cuda:1 under parallelTraining "ddp"/);
+  });
+
+  it('outside "ddp" an index-less "cuda" is cuda:0, as in torch', () => {
+    expect(planPlacement(magrpoConfig({ agentDevices: "cuda" }), eightGpus, 2, 3).agentDevices).toEqual(["cuda:0", "cuda:0"]);
+    expect(planPlacement(magrpoConfig({ parallelTraining: "mp", agentDevices: ["cuda", "cuda:1"] }), eightGpus, 2).agentDevices).toEqual(["cuda:0", "cuda:1"]);
   });
 
   it('the local rank matters only under "ddp"', () => {

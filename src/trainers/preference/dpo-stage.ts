@@ -78,18 +78,21 @@ export class DpoTraining {
     const deltas = scored.map((s) => s.deltas);
     const joint = batch.map((_, p) => deltas.reduce((sum, d) => sum + d[p], 0));
     const { loss, winnerWeights } = dpoObjective(joint, c.dpoBeta);
-    const steps = await this.host.stepAgents(this.agents.length, concurrent, async (i, step) => {
-      const agent = this.agents[i];
-      await step({
-        ...agent.policyStep(),
-        samples: batch.length,
-        loss,
-        backward: () => scored[i].backward(winnerWeights),
-        subject: `agent ${agent.index} (DPO)`,
-        batch: `a batch of ${batch.length} pairs`,
-        maxGradNorm: c.maxGradNorm,
-      });
-    });
+    // A step that fails (a non-finite loss refused, another agent's error) leaves kept graphs without their backward.
+    const steps = await this.host
+      .stepAgents(this.agents.length, concurrent, async (i, step) => {
+        const agent = this.agents[i];
+        await step({
+          ...agent.policyStep(),
+          samples: batch.length,
+          loss,
+          backward: () => scored[i].backward(winnerWeights),
+          subject: `agent ${agent.index} (DPO)`,
+          batch: `a batch of ${batch.length} pairs`,
+          maxGradNorm: c.maxGradNorm,
+        });
+      })
+      .finally(() => Promise.all(scored.map((s) => s.release())));
     const metrics: DPOStepMetrics = {
       loss,
       rewardMargin: meanOrZero(joint.map((d) => c.dpoBeta * d)),

@@ -3,7 +3,7 @@
 // minimises loss_i = mean_p −log σ(β Δ_p) with its own Δ_i carrying the gradient and the others' detached, so
 //   ∇θ_i loss_i = mean_p −β σ(−β Δ_p) (∇ log π_i(w_i) − ∇ log π_i(l_i)),
 // a policy gradient with weight β σ(−β Δ_p)/|B| on the winner and its negative on the loser.
-import type { Agent } from "../agents.js";
+import { allOrFree, type Agent } from "../agents.js";
 import { forEachAgent } from "../../rollout/tree.js";
 import type { PreferencePair } from "./pairs.js";
 
@@ -45,6 +45,8 @@ function rowWeights(winnerWeights: readonly number[]): number[] {
 export interface AgentScoring {
   deltas: number[];
   backward(winnerWeights: readonly number[]): Promise<void>;
+  /** Frees a kept scoring graph whose backward will not run (nothing after the backward). */
+  release(): Promise<void>;
 }
 
 /**
@@ -55,7 +57,7 @@ export interface AgentScoring {
  * case, so that agents on lanes and agents in turn compute the same Δ and gradients to the bit.
  */
 export async function scoreAgents(agents: readonly Agent[], batch: readonly PreferencePair[], concurrent: boolean): Promise<AgentScoring[]> {
-  return forEachAgent(agents.length, concurrent, async (i): Promise<AgentScoring> => {
+  const score = async (i: number): Promise<AgentScoring> => {
     const { prompts, completions } = rows(i, batch);
     const scored = await agents[i].model.scoreForBackward(prompts, completions, concurrent);
     return {
@@ -63,8 +65,13 @@ export async function scoreAgents(agents: readonly Agent[], batch: readonly Pref
       backward: async (winnerWeights) => {
         await scored.policyGradientBackward(rowWeights(winnerWeights));
       },
+      release: () => scored.release(),
     };
-  });
+  };
+  if (!concurrent) return forEachAgent(agents.length, false, score);
+  // Kept graphs: when one agent's scoring fails, the others' are freed before the failure is thrown. A failed release
+  // leaves its graph to the garbage collector; the scoring failure is the error to report.
+  return allOrFree(agents.map((_, i) => score(i)), (scoring) => void scoring.release().catch(() => undefined));
 }
 
 /** Accumulates agent's gradient of mean_p −log σ(β Δ_p) (its own Δ with gradient) in one batched backward. */
