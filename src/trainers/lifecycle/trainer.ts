@@ -21,7 +21,7 @@ import { StageMemory } from "./memory.js";
 import { memoryWindow, releaseFreedCpuMemory } from "../../runtime.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
-import { lockRunDirectories } from "../../util/run-lock.js";
+import { lockRunDirectories, releaseKeepingFirstError } from "../../util/run-lock.js";
 import { forEachAgent } from "../../rollout/tree.js";
 import { NonFiniteError, type NonFinitePolicy, type StageHost, type StepRequest, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
@@ -254,6 +254,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
     this.running = true;
     let unlock: (() => void) | undefined;
+    let failed = false;
     try {
       if (this.isMain) unlock = lockRunDirectories(this.outputDir, options.checkpointDir);
       await this.connectReplicas();
@@ -264,9 +265,12 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
         this.logger ??= await this.openLogger();
       }
       await this.runSchedule(options, interval);
+    } catch (error) {
+      failed = true;
+      throw error;
     } finally {
-      unlock?.();
       this.running = false;
+      releaseKeepingFirstError(unlock, failed);
     }
   }
 
