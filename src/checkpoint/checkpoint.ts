@@ -3,7 +3,7 @@
 // from their source are not copied), the trainer's own state (progress, RNG, logger, config, stateful
 // datasets/callbacks, trainer-specific files) and a manifest of checksums. A checkpoint appears complete or not at
 // all: it is built in a hidden temporary directory, fsynced, then renamed.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { redactSecrets } from "../config/secrets.js";
@@ -11,7 +11,7 @@ import type { WandbRunIdentity } from "../logging/wandb.js";
 import type { ComponentRegistry, SavedComponent } from "../trainers/lifecycle/components.js";
 import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
 import { processAlive } from "../util/run-lock.js";
-import { CheckpointError, MANIFEST, verifyManifest, writeManifest } from "./manifest.js";
+import { CheckpointError, MANIFEST, readCheckpointJson, verifyManifest, writeManifest } from "./manifest.js";
 
 export { CheckpointError };
 
@@ -57,11 +57,7 @@ export interface CheckpointMetadata {
 function readState(dir: string): SavedTrainerState {
   const file = path.join(dir, TRAINER_STATE);
   if (!existsSync(file)) throw new CheckpointError(`checkpoint file ${file} is missing`);
-  try {
-    return JSON.parse(readFileSync(file, "utf8")) as SavedTrainerState;
-  } catch (error) {
-    throw new CheckpointError(`${file}: malformed JSON (${(error as Error).message})`);
-  }
+  return readCheckpointJson(file) as SavedTrainerState;
 }
 
 /** Removes hidden half-written checkpoints left by processes that died while writing them. */
@@ -112,7 +108,7 @@ export async function loadCheckpoint(dir: string, kind: string, components: Comp
 export function readCheckpointMetadata(dir: string): CheckpointMetadata {
   const saved = readState(dir);
   const manifestFile = path.join(dir, MANIFEST);
-  const createdAt = existsSync(manifestFile) ? (JSON.parse(readFileSync(manifestFile, "utf8")) as { createdAt: string }).createdAt : "";
+  const createdAt = existsSync(manifestFile) ? String((readCheckpointJson(manifestFile) as { createdAt?: unknown }).createdAt ?? "") : "";
   return { path: dir, kind: saved.kind, progress: saved.progress, wandb: saved.wandb ?? null, createdAt };
 }
 
