@@ -52,6 +52,8 @@ export interface TrainCommandOptions {
   config: string;
   /** "latest" or a checkpoint directory. */
   resume?: string;
+  /** Config fields a resume may change beyond the always-changeable ones (see TrainOptions.allowConfigChanges). */
+  allowConfigChanges?: string[];
   /** Replaces output.base_dir. */
   output?: string;
   /** false: no W&B run even when the file has a wandb section. */
@@ -265,6 +267,7 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
         keepLast: config.output.keepLast,
       }),
       resumeFromCheckpoint: options.resume,
+      allowConfigChanges: options.allowConfigChanges,
     });
     say(`comlrl train: ${trainer.progress.epoch} epochs, ${trainer.progress.envStep} env steps in ${((Date.now() - started) / 1000).toFixed(1)} s; metrics in ${config.output.baseDir}`);
     if (config.output.saveFinalModel) {

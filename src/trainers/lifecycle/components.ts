@@ -283,7 +283,11 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
         const generator = path.join(dir, file);
         if (!existsSync(generator) && file === DROPOUT_GENERATOR_FILE && !drops) continue;
         if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
-        model.setGeneratorState(new Uint8Array(readFileSync(generator)), restored);
+        try {
+          model.setGeneratorState(new Uint8Array(readFileSync(generator)), restored);
+        } catch (error) {
+          throw new ComponentError(`${generator}: not a sampling generator's state (${(error as Error).message})`, { cause: error });
+        }
       }
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
