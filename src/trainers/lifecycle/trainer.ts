@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, setAsideLaterCheckpoints, CheckpointError } from "../../checkpoint/checkpoint.js";
-import { writeResumeMarker } from "../../logging/jsonl.js";
+import { setAsideEarlierRunMetrics, writeResumeMarker } from "../../logging/jsonl.js";
 import { MetricsLogger, type MetricsLoggerState } from "../../logging/metrics-logger.js";
 import { ProgressBar, type ProgressFields } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
@@ -275,6 +275,10 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       }
       await this.replicas?.join();
       if (this.isMain) {
+        if (!this.logger && !options.resumeFromCheckpoint) {
+          const aside = setAsideEarlierRunMetrics(this.outputDir);
+          if (aside) this.console(`an earlier run's metrics in ${this.outputDir} moved to ${aside}: this run starts a new metrics.jsonl`);
+        }
         makeDirsSync(this.logDir);
         this.logger ??= await this.openLogger();
       }
