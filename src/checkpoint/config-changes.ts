@@ -5,9 +5,10 @@
 import { redactSecrets } from "../config/secrets.js";
 import { CheckpointError } from "./manifest.js";
 
-/** Config fields a resume may change: the run's length, what is logged and evaluated, and where it runs. */
+/** Config fields a resume may change: the run's length (epochs, iterations), what is logged and evaluated, and where it runs. */
 export const RESUME_CHANGEABLE_FIELDS: ReadonlySet<string> = new Set([
   "numTrainEpochs",
+  "numIterations",
   "loggingSteps",
   "evalInterval",
   "evalNumSamples",

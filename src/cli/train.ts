@@ -46,6 +46,7 @@ import {
   type RewardFunction,
   type RewardProcessor,
 } from "../index.js";
+import { checkItems } from "../rollout/formatters.js";
 import { getTask } from "../tasks/registry.js";
 
 export interface TrainCommandOptions {
@@ -231,6 +232,11 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
       : config.dataset.evalSplit === null
         ? null
         : await loadDataset(datasetName, { split: config.dataset.evalSplit, revision: config.dataset.revision, config: config.dataset.config });
+  if (datasetName !== null && !isModulePath(config.task)) {
+    // A built-in task's formatters make each agent's prompt from the row's prompt field.
+    checkItems(trainDataset, `dataset ${datasetName} split ${config.dataset.trainSplit}`, true);
+    if (evalDataset) checkItems(evalDataset, `dataset ${datasetName} split ${config.dataset.evalSplit}`, true);
+  }
 
   const entry = TRAINERS[config.trainer];
   if (entry.needsCritics(trainConfig) && config.criticModel === null && config.critics === null) {

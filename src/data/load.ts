@@ -77,8 +77,14 @@ async function readSlice(source: OpenedSource, slice: SplitSlice): Promise<Item[
     }
     return rows;
   }
-  const readers = await Promise.all(files.map((name) => source.file(name)));
-  const counts = await Promise.all(readers.map((r) => r.numRows()));
+  // One shard at a time: a split of thousands of shards opened at once runs out of file descriptors (EMFILE).
+  const readers: DataFile[] = [];
+  const counts: number[] = [];
+  for (const name of files) {
+    const reader = await source.file(name);
+    readers.push(reader);
+    counts.push(await reader.numRows());
+  }
   const { start, end } = sliceRange(slice, counts.reduce((a, b) => a + b, 0));
   const rows: Item[] = [];
   let offset = 0;
