@@ -6,7 +6,7 @@ import { planPlacement, type Placement, type PlacementConfig, type RuntimeConfig
 import { localRankOf } from "../dist/environment.js";
 import { runtimeInfo } from "../runtime.js";
 import { buildFormatters, checkItems } from "../rollout/formatters.js";
-import { RewardProcessors } from "../rollout/rewards.js";
+import { RewardProcessors, withRewardTimeout } from "../rollout/rewards.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
 import { withGenerationKwargs } from "./generation-kwargs.js";
@@ -78,7 +78,7 @@ export async function setUpActors(
   const environment: RolloutEnvironment = {
     policies: agents,
     formatters: buildFormatters(options.formatters, n),
-    rewardFunc: options.rewardFunc,
+    rewardFunc: withRewardTimeout(options.rewardFunc, config.rewardTimeoutSeconds),
     rewardProcessor: options.rewardProcessor ?? RewardProcessors.identity(),
     externalTransition: options.externalTransition ?? null,
     concurrent: placement.concurrent || lanes > 1,
