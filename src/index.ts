@@ -31,6 +31,7 @@ export type { TaskOptions } from "./trainers/task-options.js";
 export type { EvalLoggerInput, EvaluationHooks } from "./trainers/evaluation.js";
 export { MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./trainers/reinforce/magrpo.js";
 export { CheckpointError, readCheckpointMetadata, type CheckpointMetadata } from "./checkpoint/checkpoint.js";
+export { RESUME_CHANGEABLE_FIELDS } from "./checkpoint/config-changes.js";
 export { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./trainers/reinforce/baselines.js";
 export { CentralizedMAGRPOTrainer, CentralizedParseError, TaggedAdapter, type CentralizedAdapter, type CentralizedMAGRPOTrainerOptions } from "./trainers/reinforce/centralized.js";
 export { IACTrainer, type IACTrainerOptions } from "./trainers/actor-critic/iac.js";

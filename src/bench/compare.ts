@@ -1,5 +1,6 @@
 // `--compare old.json`: every headline figure of this run over the same figure of an earlier one (medians).
 import { readFile } from "node:fs/promises";
+import { requireRegularFile } from "../util/regular-file.js";
 import type { BenchResult, ComparisonRow } from "./types.js";
 
 export class BenchResultError extends Error {
@@ -8,6 +9,7 @@ export class BenchResultError extends Error {
 }
 
 export async function readBenchResult(file: string): Promise<BenchResult> {
+  requireRegularFile(file, (reason) => new BenchResultError(`cannot read a bench result: ${reason}`));
   let value: unknown;
   try {
     value = JSON.parse(await readFile(file, "utf8"));

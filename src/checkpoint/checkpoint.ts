@@ -3,15 +3,15 @@
 // from their source are not copied), the trainer's own state (progress, RNG, logger, config, stateful
 // datasets/callbacks, trainer-specific files) and a manifest of checksums. A checkpoint appears complete or not at
 // all: it is built in a hidden temporary directory, fsynced, then renamed.
-import { existsSync, readFileSync } from "node:fs";
-import { readdir, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { redactSecrets } from "../config/secrets.js";
 import type { WandbRunIdentity } from "../logging/wandb.js";
 import type { ComponentRegistry, SavedComponent } from "../trainers/lifecycle/components.js";
 import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
 import { processAlive } from "../util/run-lock.js";
-import { CheckpointError, MANIFEST, verifyManifest, writeManifest } from "./manifest.js";
+import { CheckpointError, MANIFEST, readCheckpointJson, verifyManifest, writeManifest } from "./manifest.js";
 
 export { CheckpointError };
 
@@ -54,14 +54,30 @@ export interface CheckpointMetadata {
   createdAt: string;
 }
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** Reads trainer_state.json and checks the shape resume relies on: counters that are whole and not negative. */
 function readState(dir: string): SavedTrainerState {
   const file = path.join(dir, TRAINER_STATE);
   if (!existsSync(file)) throw new CheckpointError(`checkpoint file ${file} is missing`);
-  try {
-    return JSON.parse(readFileSync(file, "utf8")) as SavedTrainerState;
-  } catch (error) {
-    throw new CheckpointError(`${file}: malformed JSON (${(error as Error).message})`);
+  const saved = readCheckpointJson(file);
+  const invalid = (field: string, value: unknown, expected: string) =>
+    new CheckpointError(`${file}: ${field} is ${JSON.stringify(value) ?? String(value)}, expected ${expected} (the file is damaged or was edited)`);
+  if (!isObject(saved)) throw invalid("the content", saved, "an object");
+  if (typeof saved.kind !== "string") throw invalid("kind", saved.kind, "a trainer name");
+  if (!isObject(saved.progress)) throw invalid("progress", saved.progress, "an object of counters");
+  for (const counter of ["epoch", "itemIndex", "envStep"]) if (!(counter in saved.progress)) throw invalid(`progress.${counter}`, undefined, "a whole number ≥ 0");
+  for (const [counter, value] of Object.entries(saved.progress)) {
+    if (!Number.isSafeInteger(value) || (value as number) < 0) throw invalid(`progress.${counter}`, value, "a whole number ≥ 0");
   }
+  if (saved.wandb !== null && saved.wandb !== undefined && !isObject(saved.wandb)) throw invalid("wandb", saved.wandb, "an object or null");
+  if (saved.state !== undefined && !isObject(saved.state)) throw invalid("state", saved.state, "an object");
+  const random = isObject(saved.state) ? saved.state.random : undefined;
+  if (random !== undefined && !(Number.isInteger(random) && (random as number) >= 0 && (random as number) < 2 ** 32)) {
+    throw invalid("state.random", random, "the sampler's state, a whole number in [0, 2^32)");
+  }
+  if (saved.components !== undefined && !Array.isArray(saved.components)) throw invalid("components", saved.components, "a list");
+  return saved as unknown as SavedTrainerState;
 }
 
 /** Removes hidden half-written checkpoints left by processes that died while writing them. */
@@ -95,24 +111,27 @@ export async function saveCheckpoint(
 
 /**
  * Verifies dir's manifest and that it fits this trainer (kind, components with their shapes, sharing and
- * optimizers), then loads every component's state. Returns the trainer state to restore.
+ * optimizers, and whatever `fits` checks of its state), then loads every component's state. Returns the trainer
+ * state to restore.
  */
-export async function loadCheckpoint(dir: string, kind: string, components: ComponentRegistry): Promise<TrainerState> {
+export async function loadCheckpoint(dir: string, kind: string, components: ComponentRegistry, fits?: (saved: TrainerState) => void): Promise<TrainerState> {
   await verifyManifest(dir);
   const saved = readState(dir);
   if (saved.format !== 2) throw new CheckpointError(`${dir}: checkpoint format ${saved.format} is not readable by this version (format 2)`);
   if (saved.kind !== kind) throw new CheckpointError(`${dir}: it was written by a ${saved.kind} trainer, not ${kind}`);
   const problems = components.incompatibilities(saved.components);
   if (problems.length) throw new CheckpointError(`${dir}: ${problems.join("; ")}`);
+  const restored = { kind: saved.kind, progress: saved.progress, wandb: saved.wandb, state: saved.state };
+  fits?.(restored);
   await components.loadCheckpoint(dir);
-  return { kind: saved.kind, progress: saved.progress, wandb: saved.wandb, state: saved.state };
+  return restored;
 }
 
 /** Progress and W&B identity of a checkpoint, without loading it (merge `wandb` into wandbConfig to resume a run). */
 export function readCheckpointMetadata(dir: string): CheckpointMetadata {
   const saved = readState(dir);
   const manifestFile = path.join(dir, MANIFEST);
-  const createdAt = existsSync(manifestFile) ? (JSON.parse(readFileSync(manifestFile, "utf8")) as { createdAt: string }).createdAt : "";
+  const createdAt = existsSync(manifestFile) ? String((readCheckpointJson(manifestFile) as { createdAt?: unknown }).createdAt ?? "") : "";
   return { path: dir, kind: saved.kind, progress: saved.progress, wandb: saved.wandb ?? null, createdAt };
 }
 
@@ -136,6 +155,20 @@ export async function resolveCheckpoint(spec: string, root: string | undefined):
   const complete = (await checkpointsIn(root)).find((c) => existsSync(path.join(c.dir, MANIFEST)));
   if (!complete) throw new CheckpointError(`no complete checkpoint in ${root}`);
   return complete.dir;
+}
+
+/**
+ * Moves the checkpoints under root numbered past `from` (the completed units a run starts at) into
+ * root/superseded-<time>/: they belong to another timeline, and neither "latest" nor keepLast may take them for this
+ * run's. Returns where they went, or null when there were none.
+ */
+export async function setAsideLaterCheckpoints(root: string, from: number): Promise<string | null> {
+  const later = (await checkpointsIn(root)).filter((c) => c.n > from);
+  if (later.length === 0) return null;
+  const aside = path.join(root, `superseded-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+  await mkdir(aside);
+  for (const c of later) await rename(c.dir, path.join(aside, path.basename(c.dir)));
+  return aside;
 }
 
 /** Removes all but the newest keepLast checkpoints (called only after a new one is complete). */

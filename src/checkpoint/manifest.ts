@@ -5,7 +5,7 @@ import { createReadStream, existsSync, readFileSync, realpathSync, statSync } fr
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { writeFileAtomic } from "../util/atomic.js";
-import { irregularFileKind } from "../util/regular-file.js";
+import { irregularFileKind, requireRegularFile } from "../util/regular-file.js";
 
 export const MANIFEST = "manifest.json";
 
@@ -54,16 +54,21 @@ function isEntry(value: unknown): value is Manifest["files"][string] {
   return typeof entry === "object" && entry !== null && typeof entry.size === "number" && typeof entry.sha256 === "string";
 }
 
+/** A JSON file of a checkpoint (its manifest, its trainer state), refused by name when it is not a regular file or not JSON. */
+export function readCheckpointJson(file: string): unknown {
+  requireRegularFile(file, (reason) => new CheckpointError(`checkpoint file ${reason}`));
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new CheckpointError(`${file}: malformed JSON (${(error as Error).message})`);
+  }
+}
+
 /** Checks every listed file's presence, size and checksum; throws naming the first file at fault. */
 export async function verifyManifest(dir: string): Promise<Manifest> {
   const manifestFile = path.join(dir, MANIFEST);
   if (!existsSync(manifestFile)) throw new CheckpointError(`${dir} is not a complete checkpoint: ${MANIFEST} is missing`);
-  let manifest: Manifest;
-  try {
-    manifest = JSON.parse(readFileSync(manifestFile, "utf8")) as Manifest;
-  } catch (error) {
-    throw new CheckpointError(`${manifestFile}: malformed JSON (${(error as Error).message})`);
-  }
+  const manifest = readCheckpointJson(manifestFile) as Manifest;
   const files: unknown = (manifest as Manifest | null)?.files ?? {};
   if (typeof manifest !== "object" || manifest === null || typeof files !== "object" || files === null || Array.isArray(files)) {
     throw new CheckpointError(`${manifestFile}: not a checkpoint manifest (an object whose "files" maps each file to { size, sha256 })`);

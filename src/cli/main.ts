@@ -38,18 +38,28 @@ const demo: Command = {
 
 const train: Command = {
   name: "train",
-  usage: `usage: comlrl train --config FILE [--resume latest|DIR] [--output DIR] [--no-wandb] [--quiet]
+  usage: `usage: comlrl train --config FILE [--resume latest|DIR] [--allow-config-change FIELDS] [--output DIR] [--no-wandb] [--quiet]
   train with the trainer, task, model and data a CoMLRL-style YAML or JSON config names
   --config FILE   the config file (.yaml, .yml or .json)
   --resume X      continue from the newest checkpoint ("latest") or from a checkpoint directory
+  --allow-config-change FIELDS
+                  resume although these config fields (comma-separated, e.g. numGenerations,seed) differ from the checkpoint's
   --output DIR    replaces output.base_dir (metrics, checkpoints, the final model)
   --no-wandb      no W&B run, even when the file has a wandb section
   --quiet         no progress bar or console lines`,
-  options: { config: { type: "string" }, resume: { type: "string" }, output: { type: "string" }, "no-wandb": { type: "boolean" }, quiet: { type: "boolean" } },
+  options: {
+    config: { type: "string" },
+    resume: { type: "string" },
+    "allow-config-change": { type: "string" },
+    output: { type: "string" },
+    "no-wandb": { type: "boolean" },
+    quiet: { type: "boolean" },
+  },
   async run(values) {
     const config = stringOption(values, "config");
     if (config === undefined) throw new UsageError("--config FILE is required");
-    const options = { config, resume: stringOption(values, "resume"), output: stringOption(values, "output"), wandb: values["no-wandb"] !== true, quiet: values.quiet === true };
+    const allowConfigChanges = (stringOption(values, "allow-config-change") ?? "").split(",").map((field) => field.trim()).filter(Boolean);
+    const options = { config, resume: stringOption(values, "resume"), allowConfigChanges, output: stringOption(values, "output"), wandb: values["no-wandb"] !== true, quiet: values.quiet === true };
     const { runTrain } = await import("./train.js");
     await runTrain(options);
   },

@@ -46,12 +46,15 @@ import {
   type RewardFunction,
   type RewardProcessor,
 } from "../index.js";
+import { checkItems } from "../rollout/formatters.js";
 import { getTask } from "../tasks/registry.js";
 
 export interface TrainCommandOptions {
   config: string;
   /** "latest" or a checkpoint directory. */
   resume?: string;
+  /** Config fields a resume may change beyond the always-changeable ones (see TrainOptions.allowConfigChanges). */
+  allowConfigChanges?: string[];
   /** Replaces output.base_dir. */
   output?: string;
   /** false: no W&B run even when the file has a wandb section. */
@@ -229,6 +232,11 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
       : config.dataset.evalSplit === null
         ? null
         : await loadDataset(datasetName, { split: config.dataset.evalSplit, revision: config.dataset.revision, config: config.dataset.config });
+  if (datasetName !== null && !isModulePath(config.task)) {
+    // A built-in task's formatters make each agent's prompt from the row's prompt field.
+    checkItems(trainDataset, `dataset ${datasetName} split ${config.dataset.trainSplit}`, true);
+    if (evalDataset) checkItems(evalDataset, `dataset ${datasetName} split ${config.dataset.evalSplit}`, true);
+  }
 
   const entry = TRAINERS[config.trainer];
   if (entry.needsCritics(trainConfig) && config.criticModel === null && config.critics === null) {
@@ -265,6 +273,7 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
         keepLast: config.output.keepLast,
       }),
       resumeFromCheckpoint: options.resume,
+      allowConfigChanges: options.allowConfigChanges,
     });
     say(`comlrl train: ${trainer.progress.epoch} epochs, ${trainer.progress.envStep} env steps in ${((Date.now() - started) / 1000).toFixed(1)} s; metrics in ${config.output.baseDir}`);
     if (config.output.saveFinalModel) {

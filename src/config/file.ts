@@ -1,8 +1,9 @@
 // Config files: JSON or YAML (.yaml, .yml) objects with camelCase or CoMLRL's snake_case keys, either flat or laid
 // out in sections the way CoMLRL's YAML configs are ({"model": {...}, "magrpo": {...}}). The result is raw: a config
 // builder validates it, given { source: path } so that its errors name the file too.
+import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { parseDocument } from "yaml";
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from "yaml";
 import { irregularFileKind } from "../util/regular-file.js";
 import { ConfigError } from "./fields.js";
 
@@ -19,10 +20,20 @@ function isPlainObject(value: unknown): value is RawConfig {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * The largest config file read (1 MiB; CoMLRL's are a few KB): a bigger one is refused before it is read, not
+ * parsed until memory runs out.
+ */
+export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+/** The most keys a config file may hold, over all its mappings. */
+export const MAX_CONFIG_KEYS = 10_000;
+
 /** Reads a YAML (.yaml, .yml) or JSON config file into a plain object, or one section of it; errors name the file. */
 export async function loadConfigFile(path: string, options: LoadConfigOptions = {}): Promise<RawConfig> {
   const irregular = irregularFileKind(path);
   if (irregular) throw new ConfigError(`cannot read config file ${path}: it is not a regular file (${irregular})`);
+  const size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+  if (size > MAX_CONFIG_FILE_BYTES) throw new ConfigError(`config file ${path} has ${size} bytes, more than a config file may (${MAX_CONFIG_FILE_BYTES})`);
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -43,6 +54,7 @@ export function isYamlFile(path: string): boolean {
  */
 export function parseConfigText(text: string, source: string, options: LoadConfigOptions = {}): RawConfig {
   const body = text.replace(/^\uFEFF/, "");
+  if (body.length > MAX_CONFIG_FILE_BYTES) throw new ConfigError(`${source} has ${body.length} characters, more than a config file may (${MAX_CONFIG_FILE_BYTES})`);
   const yaml = isYamlFile(source);
   const parsed = yaml ? parseYaml(body, source) : parseJson(body, source);
   if (!isPlainObject(parsed)) {
@@ -62,17 +74,82 @@ export function parseConfigText(text: string, source: string, options: LoadConfi
   throw new ConfigError(`${source} has no "${section}" section (it has ${sections.map((s) => `"${s}"`).join(", ")})`);
 }
 
-function parseJson(json: string, source: string): unknown {
-  try {
-    return JSON.parse(json);
-  } catch (error) {
-    throw new ConfigError(`${source}${place(json, (error as Error).message)}: invalid JSON: ${reason((error as Error).message)}`);
+/**
+ * Counts keys mapping by mapping, in one pass: a key met twice in one mapping, or more keys than MAX_CONFIG_KEYS in
+ * all, throws naming the place (`at(offset)` gives ":line:column"). JSON and YAML files follow this one rule.
+ */
+class KeyCheck {
+  private count = 0;
+
+  constructor(
+    private readonly source: string,
+    private readonly at: (offset: number) => string,
+  ) {}
+
+  key(keys: Set<string>, key: string, offset: number): void {
+    if (keys.has(key)) throw new ConfigError(`${this.source}${this.at(offset)}: duplicate key ${JSON.stringify(key)} (a key may appear once in each mapping)`);
+    keys.add(key);
+    if (++this.count > MAX_CONFIG_KEYS) throw new ConfigError(`${this.source}${this.at(offset)}: more than ${MAX_CONFIG_KEYS} keys, more than a config file may hold`);
   }
 }
 
-/** YAML 1.2 (core schema); duplicate keys are errors. The first error is reported at its line and column. */
+function lineColumn(text: string, offset: number): string {
+  const lines = text.slice(0, offset).split("\n");
+  return `:${lines.length}:${lines[lines.length - 1]!.length + 1}`;
+}
+
+/** Walks valid JSON text's objects (strings skipped whole) and checks their keys. */
+function checkJsonKeys(json: string, source: string): void {
+  const check = new KeyCheck(source, (offset) => lineColumn(json, offset));
+  const open: Array<Set<string> | null> = [];
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (c === "{") open.push(new Set());
+    else if (c === "[") open.push(null);
+    else if (c === "}" || c === "]") open.pop();
+    else if (c === '"') {
+      const start = i;
+      for (i++; json[i] !== '"'; i++) if (json[i] === "\\") i++;
+      let next = i + 1;
+      while (/\s/.test(json[next] ?? "")) next++;
+      const keys = open.at(-1);
+      if (keys && json[next] === ":") check.key(keys, JSON.parse(json.slice(start, i + 1)) as string, start);
+    }
+  }
+}
+
+function parseJson(json: string, source: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch (error) {
+    throw new ConfigError(`${source}${place(json, (error as Error).message)}: invalid JSON: ${reason((error as Error).message)}`);
+  }
+  checkJsonKeys(json, source);
+  return parsed;
+}
+
+/** Checks the keys of every mapping under node (aliases point at nodes checked where they are defined). */
+function checkYamlKeys(node: Node | null | undefined, check: KeyCheck): void {
+  if (isMap(node)) {
+    const keys = new Set<string>();
+    for (const pair of node.items) {
+      const key = pair.key as Node | null;
+      check.key(keys, isScalar(key) ? String(key.value) : JSON.stringify(key?.toJSON() ?? null), key?.range?.[0] ?? node.range?.[0] ?? 0);
+      checkYamlKeys(pair.value as Node | null, check);
+    }
+  } else if (isSeq(node)) {
+    for (const item of node.items) checkYamlKeys(item as Node | null, check);
+  }
+}
+
+/**
+ * YAML 1.2 (core schema). Keys are checked here rather than by the yaml package's uniqueKeys, whose check scans the
+ * mapping for every key (40k keys: 15 s). The first error is reported at its line and column.
+ */
 function parseYaml(text: string, source: string): unknown {
-  const doc = parseDocument(text, { uniqueKeys: true });
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: false, lineCounter });
   const error = doc.errors[0];
   if (error !== undefined) {
     const at = error.linePos?.[0];
@@ -80,6 +157,13 @@ function parseYaml(text: string, source: string): unknown {
     const why = error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
     throw new ConfigError(`${source}${at ? `:${at.line}:${at.col}` : ""}: invalid YAML: ${why}`);
   }
+  checkYamlKeys(
+    doc.contents as Node | null,
+    new KeyCheck(source, (offset) => {
+      const { line, col } = lineCounter.linePos(offset);
+      return `:${line}:${col}`;
+    }),
+  );
   // Aliases are expanded at most 100 times; past that the yaml package throws a bare ReferenceError ("Excessive
   // alias count …", a "billion laughs" file), which is reported here as the file's error.
   try {
@@ -93,9 +177,7 @@ function parseYaml(text: string, source: string): unknown {
 function place(json: string, message: string): string {
   const match = /in JSON at position (\d+)/.exec(message);
   const offset = match ? Number(match[1]) : message.startsWith("Unexpected end of JSON input") ? json.length : undefined;
-  if (offset === undefined) return "";
-  const lines = json.slice(0, offset).split("\n");
-  return `:${lines.length}:${lines[lines.length - 1]!.length + 1}`;
+  return offset === undefined ? "" : lineColumn(json, offset);
 }
 
 /**

@@ -125,6 +125,11 @@ export interface RuntimeConfig {
    * The same gradients (dropout masks are replayed).
    */
   readonly gradientCheckpointing: boolean;
+  /**
+   * (ours) Seconds a reward function's call may take to settle; past them the run stops with an error naming the item
+   * and turn, where a promise that never settles would end the process without a word.
+   */
+  readonly rewardTimeoutSeconds: number;
 }
 
 const betas = field<readonly [number, number]>((raw) => {
@@ -141,6 +146,7 @@ export const RUNTIME_FIELDS = {
   adamBetas: betas,
   adamEps: float({ default: 1e-8, above: 0 }),
   gradientCheckpointing: bool({ default: false }),
+  rewardTimeoutSeconds: float({ default: 600, above: 0 }),
 };
 
 /** How long and how fast a trainer trains its agents, how often it logs, and for how many roles. */

@@ -82,8 +82,14 @@ async function* sliceBatches(source: OpenedSource, slice: SplitSlice): AsyncGene
     }
     return;
   }
-  const readers = await Promise.all(files.map((name) => source.file(name)));
-  const counts = await Promise.all(readers.map((r) => r.numRows()));
+  // One shard at a time: a split of thousands of shards opened at once runs out of file descriptors (EMFILE).
+  const readers: DataFile[] = [];
+  const counts: number[] = [];
+  for (const name of files) {
+    const reader = await source.file(name);
+    readers.push(reader);
+    counts.push(await reader.numRows());
+  }
   const { start, end } = sliceRange(slice, counts.reduce((a, b) => a + b, 0));
   let offset = 0;
   for (const [i, reader] of readers.entries()) {

@@ -4,8 +4,9 @@
 // native abort, SIGKILL) loses at most the line it was writing. JSON has no literal for NaN or ±Infinity; such values
 // are written as the strings "NaN", "Infinity" and "-Infinity" rather than silently becoming null, because a diverged
 // loss is exactly what this file must show.
-import { closeSync, existsSync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
+import { FileWriteError } from "../util/atomic.js";
 import { makeDirsSync } from "../util/make-dirs.js";
 
 /** Record kinds the library writes; callers may add their own. */
@@ -46,13 +47,52 @@ function endOfLastCompleteLine(fd: number, size: number): number {
   return 0;
 }
 
+/**
+ * Appends data to an O_APPEND descriptor in one write. A write the disk cannot take (ENOSPC, EDQUOT, EIO) throws
+ * naming the file; one cut short is taken back, so that the file still ends with a whole record.
+ */
+export function appendWhole(fd: number, file: string, data: Buffer): void {
+  let written: number;
+  try {
+    written = writeSync(fd, data);
+  } catch (error) {
+    throw new FileWriteError(file, error);
+  }
+  if (written < data.length) {
+    ftruncateSync(fd, fstatSync(fd).size - written);
+    throw new FileWriteError(file, new Error(`only ${written} of ${data.length} bytes could be written (is the disk full?)`));
+  }
+}
+
+/** fsyncs and closes fd; a failed fsync (the last buffered data could not reach the disk) throws naming the file. */
+export function closeSynced(fd: number, file: string): void {
+  try {
+    fsyncSync(fd);
+  } catch (error) {
+    throw new FileWriteError(file, error);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export class JsonlMetricsWriter {
   private fd: number | null;
 
-  /** Opens file for appending (creating it and its directory), first dropping a partial last line left by a crash. */
+  /**
+   * Opens file for appending (creating it and its directory), first dropping a partial last line left by a crash. A
+   * symbolic link in its place is refused, not followed: it could point the run's writes at any file.
+   */
   constructor(readonly file: string) {
     makeDirsSync(path.dirname(path.resolve(file)));
-    const fd = openSync(file, "a+");
+    let fd: number;
+    try {
+      fd = openSync(file, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ELOOP") {
+        throw new FileWriteError(file, new Error("it is a symbolic link, which metrics are never written through (remove it, or choose another outputDir)"));
+      }
+      throw new FileWriteError(file, error);
+    }
     const size = fstatSync(fd).size;
     const keep = endOfLastCompleteLine(fd, size);
     if (keep < size) ftruncateSync(fd, keep);
@@ -71,7 +111,7 @@ export class JsonlMetricsWriter {
       }
     }
     const record = { step, time: new Date().toISOString(), kind, ...fields };
-    writeSync(this.fd, `${JSON.stringify(record, encodeNonFinite)}\n`);
+    appendWhole(this.fd, this.file, Buffer.from(`${JSON.stringify(record, encodeNonFinite)}\n`));
   }
 
   /** The file's size: where the next record starts (checkpoints record it so a resumed run can be stitched on). */
@@ -83,9 +123,9 @@ export class JsonlMetricsWriter {
   /** fsyncs and closes the file; later writes throw. Closing twice is harmless. */
   close(): void {
     if (this.fd === null) return;
-    fsyncSync(this.fd);
-    closeSync(this.fd);
+    const fd = this.fd;
     this.fd = null;
+    closeSynced(fd, this.file);
   }
 }
 
@@ -133,9 +173,22 @@ export function writeResumeMarker(dir: string, marker: ResumeMarker): void {
   writeFileSync(path.join(dir, RESUME_MARKER), `${JSON.stringify(marker, null, 2)}\n`);
 }
 
+/** Whether file is a symbolic link (which a run's metrics are never read or written through). */
+function isSymlink(file: string): boolean {
+  try {
+    return lstatSync(file).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 function streamOf(dir: string, upToBytes?: number): JsonlRecord[] {
   const markerFile = path.join(dir, RESUME_MARKER);
-  const own = existsSync(path.join(dir, "metrics.jsonl")) ? readJsonlMetrics(path.join(dir, "metrics.jsonl"), { upToBytes }) : [];
+  const metrics = path.join(dir, "metrics.jsonl");
+  for (const file of [metrics, markerFile]) {
+    if (isSymlink(file)) throw new Error(`readRunMetrics: ${file} is a symbolic link, not a file the run wrote; it is not followed`);
+  }
+  const own = existsSync(metrics) ? readJsonlMetrics(metrics, { upToBytes }) : [];
   if (!existsSync(markerFile)) return own;
   const marker = JSON.parse(readFileSync(markerFile, "utf8")) as ResumeMarker;
   return [...(marker.parent === null ? [] : streamOf(path.resolve(dir, marker.parent), marker.parentBytes)), ...own];
@@ -151,4 +204,21 @@ export function readRunMetrics(outputDir: string): JsonlRecord[] {
     .filter((name) => name.startsWith("resume-") && existsSync(path.join(outputDir, name, RESUME_MARKER)))
     .sort((a, b) => Number(a.split("-").at(-1)) - Number(b.split("-").at(-1)));
   return streamOf(resumes.length ? path.join(outputDir, resumes.at(-1)!) : outputDir);
+}
+
+/**
+ * Before a fresh (not resumed) run logs into outputDir, the metrics an earlier run left there (metrics.jsonl and its
+ * resume-* directories) move to outputDir/earlier-run-<time>/, so the new run starts a new stream and readRunMetrics
+ * returns only its records. Returns where they went, or null when there were none.
+ */
+export function setAsideEarlierRunMetrics(outputDir: string): string | null {
+  if (!existsSync(outputDir)) return null;
+  const metrics = path.join(outputDir, "metrics.jsonl");
+  const earlier = readdirSync(outputDir).filter((name) => name.startsWith("resume-") && existsSync(path.join(outputDir, name, RESUME_MARKER)));
+  const hasMetrics = existsSync(metrics) || isSymlink(metrics);
+  if (!hasMetrics && earlier.length === 0) return null;
+  const aside = path.join(outputDir, `earlier-run-${new Date().toISOString().replace(/[:.]/g, "-")}`);
+  mkdirSync(aside);
+  for (const name of [...(hasMetrics ? ["metrics.jsonl"] : []), ...earlier]) renameSync(path.join(outputDir, name), path.join(aside, name));
+  return aside;
 }

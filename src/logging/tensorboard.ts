@@ -3,12 +3,14 @@
 // a step and a `Summary` of tagged values: scalars as `simple_value`, text as a DT_STRING tensor tagged for the text
 // plugin (which renders it as markdown). Records are written as they come, one synchronous write each, so a crash
 // leaves at most one torn record at the end, which TensorBoard's reader skips.
-import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
+import { fsyncSync, openSync } from "node:fs";
 import { hostname } from "node:os";
 import path from "node:path";
 import { maskedCrc32c } from "./crc32c.js";
 import { ProtoMessage } from "./protobuf-writer.js";
+import { FileWriteError } from "../util/atomic.js";
 import { makeDirsSync } from "../util/make-dirs.js";
+import { appendWhole, closeSynced } from "./jsonl.js";
 
 // Field numbers from event.proto, summary.proto, tensor.proto and tensor_shape.proto.
 const EVENT = { wallTime: 1, step: 2, fileVersion: 3, summary: 5 } as const;
@@ -69,13 +71,17 @@ export class TensorBoardWriter {
     makeDirsSync(logDir);
     const seconds = Math.floor(Date.now() / 1000);
     this.file = path.join(logDir, `events.out.tfevents.${seconds}.${hostname()}.${process.pid}.${filesOpened++}`);
-    this.fd = openSync(this.file, "wx");
+    try {
+      this.fd = openSync(this.file, "ax");
+    } catch (error) {
+      throw new FileWriteError(this.file, error);
+    }
     this.append(new ProtoMessage().double(EVENT.wallTime, wallTime()).bytes(EVENT.fileVersion, "brain.Event:2").encode());
   }
 
   private append(event: Uint8Array): void {
     if (this.fd === null) throw new Error(`TensorBoardWriter: ${this.file} is closed`);
-    writeSync(this.fd, tfRecord(event));
+    appendWhole(this.fd, this.file, Buffer.from(tfRecord(event)));
   }
 
   private checkStep(step: number, tag: string): void {
@@ -105,14 +111,19 @@ export class TensorBoardWriter {
 
   /** Forces written events to disk (they already reach the kernel on every add). */
   flush(): void {
-    if (this.fd !== null) fsyncSync(this.fd);
+    if (this.fd === null) return;
+    try {
+      fsyncSync(this.fd);
+    } catch (error) {
+      throw new FileWriteError(this.file, error);
+    }
   }
 
   /** Flushes and closes the file; later adds throw. Closing twice is harmless. */
   close(): void {
     if (this.fd === null) return;
-    fsyncSync(this.fd);
-    closeSync(this.fd);
+    const fd = this.fd;
     this.fd = null;
+    closeSynced(fd, this.file);
   }
 }

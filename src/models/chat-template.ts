@@ -1,7 +1,9 @@
 // Chat templates are code from the model repository, run in this process by @huggingface/jinja, whose interpreter
 // has no bounds: range(10^9) builds its list whole (a fatal V8 out-of-memory), nested loops run as long as they
 // like, and a string doubled in a loop grows to V8's limit. Here a render is bounded in the interpreter's steps
-// (every node it evaluates), in the size of any value it makes and in the length of a range, each far above what
+// (every node it evaluates), in time, in the size of any value it makes (a list by what it would print as, so that
+// one holding another twice, doubled in a loop, is stopped before one tojson of it prints 2^n leaves) and in the
+// length of a range, each far above what
 // real templates take (the templates of tests/golden/tokenizers render a 100-turn conversation in 1,900–4,800 steps,
 // ~27,000 characters: the step bound is some 5,000 turns); past one it stops with an error. The interpreter takes
 // 3–30 µs a step, so the step bound is also one of seconds.
@@ -11,6 +13,8 @@ export const TEMPLATE_MAX_STEPS = 250_000;
 export const TEMPLATE_MAX_RANGE = 100_000;
 /** Characters of any one value (the output included). */
 export const TEMPLATE_MAX_CHARS = 16 * 2 ** 20;
+/** The wall-clock bound of one render, in milliseconds. */
+export const TEMPLATE_MAX_MS = 10_000;
 
 interface RuntimeValue {
   value: unknown;
@@ -22,17 +26,50 @@ const InterpreterBase = Interpreter as unknown as new (environment: Environment)
   evaluate(node: unknown, environment: unknown): RuntimeValue;
 };
 
-/** One render's steps: each node evaluated is one, and each item a range() makes is one (a loop will run over it). */
+/**
+ * One render's steps: each node evaluated is one, and each item a range() makes is one (a loop will run over it). A
+ * render is also stopped past TEMPLATE_MAX_MS, for work the steps do not see (a node that walks a large value).
+ */
 class StepBudget {
   private spent = 0;
+  private readonly deadline = performance.now() + TEMPLATE_MAX_MS;
 
   spend(steps: number): void {
     this.spent += steps;
     if (this.spent > TEMPLATE_MAX_STEPS) throw new Error(`rendering took over ${TEMPLATE_MAX_STEPS} steps (a loop that does not end?)`);
+    if (performance.now() > this.deadline) throw new Error(`rendering took over ${TEMPLATE_MAX_MS / 1000} s`);
+  }
+}
+
+/**
+ * How many characters printing a value (`{{ x }}`, tojson, join) would make, roughly: a string its length, a list or
+ * mapping its entries' sizes and punctuation. Sizes are remembered per value, so a list that holds another twice
+ * ([l, l], built 30 times over) is sized in one step per level, where printing it would visit 2^30 leaves.
+ */
+class PrintedSize {
+  private readonly known = new WeakMap<object, number>();
+
+  of(runtime: RuntimeValue): number {
+    const inner = runtime.value;
+    if (typeof inner === "string") return inner.length;
+    if (!Array.isArray(inner) && !(inner instanceof Map)) return 8;
+    const remembered = this.known.get(runtime);
+    if (remembered !== undefined) return remembered;
+    // A value met again while being sized is a cycle, which printing would not finish either.
+    this.known.set(runtime, Infinity);
+    let size = 2;
+    for (const [key, value] of (inner as Array<RuntimeValue> | Map<string, RuntimeValue>).entries()) {
+      size += this.of(value) + (typeof key === "string" ? key.length + 4 : 2);
+      if (size > TEMPLATE_MAX_CHARS) break;
+    }
+    this.known.set(runtime, size);
+    return size;
   }
 }
 
 class BoundedInterpreter extends InterpreterBase {
+  private readonly printedSize = new PrintedSize();
+
   constructor(
     environment: Environment,
     private readonly budget: StepBudget,
@@ -43,8 +80,14 @@ class BoundedInterpreter extends InterpreterBase {
   override evaluate(statement: unknown, environment: unknown): RuntimeValue {
     this.budget.spend(1);
     const value = super.evaluate(statement, environment);
-    const size = typeof value.value === "string" ? value.value.length : Array.isArray(value.value) ? value.value.length : 0;
-    if (size > TEMPLATE_MAX_CHARS) throw new Error(`a value of ${size} characters is over the ${TEMPLATE_MAX_CHARS} a chat template may make`);
+    const size = this.printedSize.of(value);
+    if (size > TEMPLATE_MAX_CHARS) {
+      throw new Error(
+        typeof value.value === "string"
+          ? `a value of ${size} characters is over the ${TEMPLATE_MAX_CHARS} a chat template may make`
+          : `a list or mapping that would print as over ${TEMPLATE_MAX_CHARS} characters, the most a chat template may make`,
+      );
+    }
     return value;
   }
 }

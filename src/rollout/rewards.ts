@@ -7,6 +7,29 @@ export class RewardError extends Error {
   override name = "RewardError";
 }
 
+/** A reward call that did not settle within rewardTimeoutSeconds. */
+class RewardTimeoutError extends RewardError {}
+
+/**
+ * rewardFunc with every call bounded to `seconds`: one that has not settled by then rejects with a RewardTimeoutError
+ * (a timer keeps the process alive meanwhile, so a never-settling call cannot end it silently). A proxy, so the
+ * function's own properties (a declared reward range, a stateDict) read through unchanged.
+ */
+export function withRewardTimeout(rewardFunc: RewardFunction, seconds: number): RewardFunction {
+  // setTimeout takes at most 2^31 − 1 ms (~24.8 days); a longer delay would fire at once.
+  const ms = Math.min(seconds * 1000, 2 ** 31 - 1);
+  return new Proxy(rewardFunc, {
+    apply(target, thisArg, args) {
+      const result = Reflect.apply(target, thisArg, args) as ReturnType<RewardFunction>;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new RewardTimeoutError(`did not settle within ${seconds} s (rewardTimeoutSeconds)`)), ms);
+      });
+      return Promise.race([Promise.resolve(result), timeout]).finally(() => clearTimeout(timer));
+    },
+  });
+}
+
 function where(context: RewardContext, jointActions: number[]): string {
   const actions = jointActions.length === 1 ? `joint action ${jointActions[0]}` : `joint actions ${jointActions[0]}..${jointActions.at(-1)}`;
   return `item ${context.itemIndex}, turn ${context.turn + 1}, ${actions}`;
@@ -24,6 +47,7 @@ async function callOnce(
     value = await rewardFunc(completions, context);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
+    if (error instanceof RewardTimeoutError) throw new RewardError(`reward function ${reason} at ${where(context, jointActions)}`, { cause: error });
     throw new RewardError(`reward function threw at ${where(context, jointActions)}: ${reason}`, { cause: error });
   }
   const values = typeof value === "number" ? [value] : value;

@@ -5,8 +5,8 @@ import path from "node:path";
 import { planPlacement, type Placement, type PlacementConfig, type RuntimeConfig, type SamplingConfig } from "../config/index.js";
 import { localRankOf } from "../dist/environment.js";
 import { runtimeInfo } from "../runtime.js";
-import { buildFormatters } from "../rollout/formatters.js";
-import { RewardProcessors } from "../rollout/rewards.js";
+import { buildFormatters, checkItems } from "../rollout/formatters.js";
+import { RewardProcessors, withRewardTimeout } from "../rollout/rewards.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
 import { withGenerationKwargs } from "./generation-kwargs.js";
@@ -36,6 +36,9 @@ export function checkTask(options: TaskOptions<unknown>, config: { numTurns: num
   checkOneOf(options.onNonFinite, ["skip", "error"], "onNonFinite");
   if (config.numTurns > 1 && !options.externalTransition) throw new Error(`Multi-turn ${algorithm} requires an externalTransition`);
   if (!Array.isArray(options.trainDataset) || options.trainDataset.length === 0) throw new TypeError("trainDataset must be a non-empty array of items");
+  const defaultPrompts = options.formatters === null || options.formatters === undefined;
+  checkItems(options.trainDataset, "trainDataset", defaultPrompts);
+  if (Array.isArray(options.evalDataset)) checkItems(options.evalDataset, "evalDataset", defaultPrompts);
 }
 
 export async function setUpActors(
@@ -78,7 +81,7 @@ export async function setUpActors(
   const environment: RolloutEnvironment = {
     policies: agents,
     formatters: buildFormatters(options.formatters, n),
-    rewardFunc: options.rewardFunc,
+    rewardFunc: withRewardTimeout(options.rewardFunc, config.rewardTimeoutSeconds),
     rewardProcessor: options.rewardProcessor ?? RewardProcessors.identity(),
     externalTransition: options.externalTransition ?? null,
     concurrent: placement.concurrent || lanes > 1,

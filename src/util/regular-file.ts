@@ -22,3 +22,9 @@ export function irregularFileKind(file: string): string | null {
   }
   return stats.isFile() ? null : kindOf(stats);
 }
+
+/** Throws fail(reason) when file exists and is not a regular file, before anything opens it. */
+export function requireRegularFile(file: string, fail: (reason: string) => Error): void {
+  const irregular = irregularFileKind(file);
+  if (irregular) throw fail(`${file} is not a regular file (${irregular})`);
+}

@@ -100,7 +100,7 @@ export async function makeTrainer(base: string, tokenizer: ComlrlTokenizer, outp
     outputDir,
     quiet: true,
     ...extra,
-    config: { ...(extra.config ?? {}), numTurns: 1, numTrainEpochs: epochs, numGenerations: 4, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 2e-3, rolloutBufferSize: 2, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3 },
+    config: { numTurns: 1, numTrainEpochs: epochs, numGenerations: 4, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 2e-3, rolloutBufferSize: 2, trainBatchSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3, ...(extra.config ?? {}) },
   });
 }
 

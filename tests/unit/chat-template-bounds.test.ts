@@ -40,6 +40,23 @@ describe("chat template bounds", () => {
     expect(run.stdout).toMatch(/^The chat template of hostile\/model failed: a value of \d+ characters is over the 16777216 a chat template may make/);
   });
 
+  it("a list holding itself twice, doubled in a loop, is stopped before tojson prints its 2^26 leaves", () => {
+    const started = performance.now();
+    const run = renderInChild("{% set ns = namespace(l=[1]) %}{% for i in range(26) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l|tojson }}");
+    expect({ status: run.status, signal: run.signal }, run.stderr).toEqual({ status: 0, signal: null });
+    expect(run.stdout).toMatch(/^The chat template of hostile\/model failed: a list or mapping that would print as over 16777216 characters/);
+    expect(performance.now() - started).toBeLessThan(20_000);
+  });
+
+  it("a render that runs past the time bound in few steps is stopped", () => {
+    const run = renderInChild(
+      "{% set ns = namespace(s='x', n=0) %}{% for i in range(23) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}" +
+        "{% for i in range(5000) %}{% set ns.n = ns.n + (ns.s|replace('x', 'y')|length) %}{% endfor %}{{ ns.n }}",
+    );
+    expect({ status: run.status, signal: run.signal }, run.stderr).toEqual({ status: 0, signal: null });
+    expect(run.stdout).toMatch(/^The chat template of hostile\/model failed: rendering took over 10 s/);
+  });
+
   it("ordinary templates render as before, with range, loops and strftime_now", () => {
     const tiny = buildByteLevelBpeTokenizer();
     const template = "{% for m in messages %}{{ m.role }}:{{ m.content }}{% for i in range(3) %}{{ i }}{% endfor %}{% endfor %}|{{ strftime_now('%Y') | length }}|{{ true }}";

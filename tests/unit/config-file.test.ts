@@ -103,8 +103,33 @@ describe("YAML config files", () => {
   });
 
   it("syntax errors and duplicate keys name the file, line and column", () => {
-    expect(() => parseConfigText("magrpo:\n  num_turns: 1\n  num_turns: 2\n", "dup.yaml")).toThrow(/^dup\.yaml:3:3: invalid YAML: Map keys must be unique$/);
+    expect(() => parseConfigText("magrpo:\n  num_turns: 1\n  num_turns: 2\n", "dup.yaml")).toThrow(/^dup\.yaml:3:3: duplicate key "num_turns" \(a key may appear once in each mapping\)$/);
     expect(() => parseConfigText("a: [1, 2\nb: 3\n", "flow.yaml")).toThrow(/^flow\.yaml:\d+:\d+: invalid YAML: /);
+  });
+
+  it("JSON follows YAML's duplicate-key rule: a key twice in one object is refused at its line and column", () => {
+    expect(() => parseConfigText('{"magrpo": {"num_turns": 1,\n  "num_turns" : 2}}', "dup.json")).toThrow(/^dup\.json:2:3: duplicate key "num_turns" \(a key may appear once in each mapping\)$/);
+    expect(() => parseConfigText('{"a": "\\"b\\": 1", "b": {"a": 1}, "list": [{"a": 1}, {"a": 2}]}', "ok.json")).not.toThrow();
+    expect(() => parseConfigText('{"seed": 1, "se\\u0065d": 2}', "escaped.json")).toThrow(/^escaped\.json:1:13: duplicate key "seed"/);
+  });
+
+  it("40k keys are refused quickly by count, in YAML and in JSON", () => {
+    const keys = Array.from({ length: 40_000 }, (_, i) => `k${i}`);
+    for (const [name, text] of [
+      ["many.yaml", keys.map((k) => `${k}: 1`).join("\n")],
+      ["many.json", `{${keys.map((k) => `"${k}": 1`).join(", ")}}`],
+    ]) {
+      const started = performance.now();
+      expect(() => parseConfigText(text, name)).toThrow(new RegExp(`^${name.replace(".", "\\.")}:\\d+:\\d+: more than 10000 keys, more than a config file may hold$`));
+      expect(performance.now() - started).toBeLessThan(6000);
+    }
+  });
+
+  it("a 200 MB config file is refused by its size before it is read", async () => {
+    const file = write("huge.yaml", "");
+    const { truncateSync } = await import("node:fs");
+    truncateSync(file, 200 * 1024 * 1024);
+    await expect(loadConfigFile(file)).rejects.toThrow(`config file ${file} has 209715200 bytes, more than a config file may (1048576)`);
   });
 
   it("the top level must be a mapping", () => {

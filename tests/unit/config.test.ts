@@ -63,6 +63,7 @@ describe("MAGRPOConfig defaults", () => {
       adamBetas: [0.9, 0.999],
       adamEps: 1e-8,
       gradientCheckpointing: false,
+      rewardTimeoutSeconds: 600,
       // (ours) the objective fields (tests/unit/config-objectives.test.ts): CoMLRL's loss for every agent.
       lossType: "comlrl",
       importanceSamplingLevel: "token",

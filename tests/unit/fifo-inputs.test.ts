@@ -41,3 +41,33 @@ describe("FIFOs as input files", () => {
     expect(run.stderr).toContain(`cannot read config file ${config}: it is not a regular file (a FIFO)`);
   });
 });
+
+describe("FIFOs in checkpoints and bench results", () => {
+  it("a checkpoint whose manifest.json is a FIFO is refused, naming the file", () => {
+    const dir = path.join(scratch, "checkpoint-manifest");
+    mkdirSync(dir);
+    const manifest = fifo(path.join(dir, "manifest.json"));
+    const run = child(`import { verifyManifest } from ${module("src/checkpoint/manifest.ts")};
+      await verifyManifest(${JSON.stringify(dir)}).then(() => console.log("verified"), (error) => console.log(error.message));`);
+    expect(run.hung, "the resume blocked on the FIFO").toBe(false);
+    expect(run.stdout.trim()).toBe(`checkpoint file ${manifest} is not a regular file (a FIFO)`);
+  });
+
+  it("readCheckpointMetadata on a checkpoint whose trainer_state.json is a FIFO is refused, naming the file", () => {
+    const dir = path.join(scratch, "checkpoint-state");
+    mkdirSync(dir);
+    const state = fifo(path.join(dir, "trainer_state.json"));
+    const run = child(`import { readCheckpointMetadata } from ${module("src/checkpoint/checkpoint.ts")};
+      try { readCheckpointMetadata(${JSON.stringify(dir)}); console.log("read"); } catch (error) { console.log(error.message); }`);
+    expect(run.hung, "the read blocked on the FIFO").toBe(false);
+    expect(run.stdout.trim()).toBe(`checkpoint file ${state} is not a regular file (a FIFO)`);
+  });
+
+  it("comlrl bench --compare naming a FIFO is refused before the run, naming the file", () => {
+    const previous = fifo(path.join(scratch, "previous.json"));
+    const run = spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "bench", "--quick", "--compare", previous], { encoding: "utf8", timeout: 15_000 });
+    expect(run.signal, "the bench blocked on the FIFO").toBeNull();
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain(`cannot read a bench result: ${previous} is not a regular file (a FIFO)`);
+  });
+});

@@ -3,7 +3,7 @@
 // saveModel and close() iterate over the registry, so an algorithm file never saves, restores or frees by hand.
 // A component's name is also its directory in checkpoints (and, through exportDir, in saveModel output).
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../../models/config.js";
 import { DROPOUT_STREAM, type CausalLM } from "../../models/causal-lm.js";
@@ -187,26 +187,31 @@ export class ComponentRegistry {
   }
 
   /**
-   * saveModel: every exported component into dir/<exportDir>. A component exported into dir itself ("") is written
-   * beside whatever dir already holds, never over the whole directory.
+   * saveModel: every exported component into dir/<exportDir>. All of them are written into a staging directory beside
+   * dir first and moved in only when every one is complete, so a save that fails (a full disk) leaves dir as it was.
+   * What dir holds besides the exported entries stays; an exported entry already there is replaced whole.
    */
   async exportTo(dir: string): Promise<void> {
-    for (const c of this.inWriteOrder((c) => c.exportDir ?? "")) {
-      if (c.exportDir === null) continue;
-      const write = (target: string) => (c.module.export ? c.module.export(target) : c.module.saveState(target));
-      if (c.exportDir !== "") {
-        await write(path.join(dir, c.exportDir));
-        continue;
+    const parent = path.dirname(path.resolve(dir));
+    await makeDirs(parent);
+    const staging = await mkdtemp(path.join(parent, `.${path.basename(dir)}.export-`));
+    try {
+      const out = path.join(staging, "out");
+      for (const c of this.inWriteOrder((c) => c.exportDir ?? "")) {
+        if (c.exportDir === null) continue;
+        const target = path.join(out, c.exportDir);
+        await (c.module.export ? c.module.export(target) : c.module.saveState(target));
       }
-      await makeDirs(path.dirname(path.resolve(dir)));
-      const staging = await mkdtemp(path.join(path.dirname(path.resolve(dir)), `.${path.basename(dir)}.export-`));
-      try {
-        await write(path.join(staging, "out"));
-        await makeDirs(dir);
-        for (const entry of await readdir(path.join(staging, "out"))) await rename(path.join(staging, "out", entry), path.join(dir, entry));
-      } finally {
-        await rm(staging, { recursive: true, force: true });
+      if (!existsSync(out)) return;
+      await makeDirs(dir);
+      const replaced = path.join(staging, "replaced");
+      await mkdir(replaced);
+      for (const entry of await readdir(out)) {
+        if (existsSync(path.join(dir, entry))) await rename(path.join(dir, entry), path.join(replaced, entry));
+        await rename(path.join(out, entry), path.join(dir, entry));
       }
+    } finally {
+      await rm(staging, { recursive: true, force: true });
     }
   }
 
@@ -283,7 +288,11 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
         const generator = path.join(dir, file);
         if (!existsSync(generator) && file === DROPOUT_GENERATOR_FILE && !drops) continue;
         if (!existsSync(generator)) throw new ComponentError(`${generator} is missing`);
-        model.setGeneratorState(new Uint8Array(readFileSync(generator)), restored);
+        try {
+          model.setGeneratorState(new Uint8Array(readFileSync(generator)), restored);
+        } catch (error) {
+          throw new ComponentError(`${generator}: not a sampling generator's state (${(error as Error).message})`, { cause: error });
+        }
       }
     },
     export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),

@@ -5,8 +5,8 @@
 // run inside the trainer's stage host (stage-host.ts).
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, CheckpointError } from "../../checkpoint/checkpoint.js";
-import { writeResumeMarker } from "../../logging/jsonl.js";
+import { loadCheckpoint, pruneCheckpoints, resolveCheckpoint, saveCheckpoint, setAsideLaterCheckpoints, CheckpointError } from "../../checkpoint/checkpoint.js";
+import { setAsideEarlierRunMetrics, writeResumeMarker } from "../../logging/jsonl.js";
 import { MetricsLogger, type MetricsLoggerState } from "../../logging/metrics-logger.js";
 import { ProgressBar, type ProgressFields } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
@@ -21,7 +21,8 @@ import { StageMemory } from "./memory.js";
 import { memoryWindow, releaseFreedCpuMemory } from "../../runtime.js";
 import { checkOptionKeys } from "../options.js";
 import { makeDirsSync } from "../../util/make-dirs.js";
-import { lockRunDirectories } from "../../util/run-lock.js";
+import { lockRunDirectories, releaseKeepingFirstError } from "../../util/run-lock.js";
+import { checkResumeConfig } from "../../checkpoint/config-changes.js";
 import { forEachAgent } from "../../rollout/tree.js";
 import { NonFiniteError, type NonFinitePolicy, type StageHost, type StepRequest, type TrainingStage, type TrainProgress, type UpdateRecord } from "./stage-host.js";
 
@@ -91,9 +92,14 @@ export interface TrainOptions {
   resumeFromCheckpoint?: string;
   /** Keep only the newest N checkpoints (older ones are removed after a new one is complete). */
   keepLast?: number;
+  /**
+   * Config fields a resume may change beyond those that are always changeable (numTrainEpochs, logging, evaluation,
+   * devices; see RESUME_CHANGEABLE_FIELDS): a resume under any other changed field is refused, naming it.
+   */
+  allowConfigChanges?: string[];
 }
 
-const TRAIN_OPTION_KEYS = { checkpointDir: true, checkpointInterval: true, resumeFromCheckpoint: true, keepLast: true } as const satisfies Record<
+const TRAIN_OPTION_KEYS = { checkpointDir: true, checkpointInterval: true, resumeFromCheckpoint: true, keepLast: true, allowConfigChanges: true } as const satisfies Record<
   keyof TrainOptions,
   true
 >;
@@ -251,22 +257,38 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     if (options.keepLast !== undefined && !(Number.isInteger(options.keepLast) && options.keepLast >= 1)) {
       throw new RangeError(`keepLast must be a positive integer (the checkpoints to keep), got ${options.keepLast}`);
     }
+    const allowed = options.allowConfigChanges ?? [];
+    if (!Array.isArray(allowed) || !allowed.every((field) => typeof field === "string")) {
+      throw new TypeError(`allowConfigChanges must be a list of config field names, got ${JSON.stringify(allowed)}`);
+    }
     if (this.running) throw new Error(`${this.algorithm}: train() is already running on this trainer; await it before calling train() again`);
     this.running = true;
     let unlock: (() => void) | undefined;
+    let failed = false;
     try {
       if (this.isMain) unlock = lockRunDirectories(this.outputDir, options.checkpointDir);
       await this.connectReplicas();
-      if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir));
+      if (options.resumeFromCheckpoint) await this.resume(await resolveCheckpoint(options.resumeFromCheckpoint, options.checkpointDir), allowed);
+      if (this.isMain && options.checkpointDir) {
+        const aside = await setAsideLaterCheckpoints(options.checkpointDir, this.progress.unitsDone);
+        if (aside) this.console(`checkpoints past the one this run starts from belong to another run: moved to ${aside}`);
+      }
       await this.replicas?.join();
       if (this.isMain) {
+        if (!this.logger && !options.resumeFromCheckpoint) {
+          const aside = setAsideEarlierRunMetrics(this.outputDir);
+          if (aside) this.console(`an earlier run's metrics in ${this.outputDir} moved to ${aside}: this run starts a new metrics.jsonl`);
+        }
         makeDirsSync(this.logDir);
         this.logger ??= await this.openLogger();
       }
       await this.runSchedule(options, interval);
+    } catch (error) {
+      failed = true;
+      throw error;
     } finally {
-      unlock?.();
       this.running = false;
+      releaseKeepingFirstError(unlock, failed);
     }
   }
 
@@ -274,6 +296,9 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     const p = this.progress;
     const stages = this.stages().map((stage) => this.replicas?.shard(stage) ?? stage);
     const iterations = this.iterations();
+    if (p.stage >= stages.length || p.iteration >= iterations) {
+      throw new CheckpointError(`the checkpoint resumed stands at stage ${p.stage + 1} of iteration ${p.iteration + 1}, but this ${this.algorithm} trainer runs ${stages.length} stages in ${iterations} iterations`);
+    }
     // Read again at every step: a stage's length may follow from an earlier one's work (MARLHF's reward-model steps
     // from the pairs collected).
     const perIteration = () => stages.reduce((sum, s) => sum + s.epochs * s.steps, 0);
@@ -425,8 +450,12 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     for (const [name, target] of detected) target.loadStateDict(savedCallbacks[name]);
   }
 
-  private async resume(dir: string): Promise<void> {
-    const restored = await loadCheckpoint(dir, this.algorithm, this.components);
+  private async resume(dir: string, allowedConfigChanges: readonly string[]): Promise<void> {
+    const restored = await loadCheckpoint(dir, this.algorithm, this.components, (saved) => {
+      const missing = Object.keys(this.progress).filter((counter) => !(counter in saved.progress));
+      if (missing.length > 0) throw new CheckpointError(`${path.join(dir, "trainer_state.json")}: progress has no ${missing.join(", ")}, which a ${this.algorithm} trainer counts`);
+      checkResumeConfig(dir, saved.state.config, this.config as object, allowedConfigChanges);
+    });
     Object.assign(this.progress, restored.progress);
     this.restoreCheckpointState(restored.state, dir);
     const saved = restored.state as { worldSize?: number; ranks?: RankState[] };
