@@ -3,6 +3,8 @@ own GGUF loading read from them (tests/native/gguf.test.ts, tests/e2e/smollm2.te
 
   quants/                  one GGUF file with a [4, 256] tensor of every supported type, and <type>.f32: the tensor as
                            gguf.quants.dequantize gives it (raw little-endian float32)
+  families/<arch>.gguf     a tiny random model of each other family llama.cpp writes, converted as its converter
+                           converts one, and <arch>.json: the logits transformers' GGUF loading gives
   tiny-llama.gguf          a 2-layer Llama written as llama.cpp's converter writes one (q/k rows permuted, mixed quant
                            types, a byte-level BPE tokenizer), and tiny-llama.json: transformers' logits for it
   smollm2.json             (with --smollm2 FILE) transformers' chat-template prompt ids and greedy tokens of the real
@@ -170,6 +172,115 @@ def make_tiny_llama(rng):
         json.dump(golden, f)
 
 
+# One tiny model per family llama.cpp writes: random transformers weights converted as convert_hf_to_gguf converts
+# them (names, llama's q/k permutation, Gemma's 1 + w norms), then loaded back by transformers from the GGUF file.
+FAMILY_BASE = dict(vocab_size=258, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, bos_token_id=256, eos_token_id=256,
+                   pad_token_id=257, tie_word_embeddings=True)
+FAMILIES = {
+    "qwen2": dict(model_type="qwen2", rope_theta=1e6),
+    # transformers reads no head size from a qwen3 file and takes its default, 128, as real Qwen3 models have.
+    "qwen3": dict(model_type="qwen3", head_dim=128, rope_theta=1e6),
+    "phi3": dict(model_type="phi3", rope_theta=1e4, tie_word_embeddings=False),
+    # Gemma's attention scale comes from query_pre_attn_scalar, which a GGUF file does not carry: a head of 256 makes
+    # transformers' default and the head size agree, as they do in Gemma 2 2B / 9B.
+    "gemma2": dict(model_type="gemma2", head_dim=256, rope_theta=1e4, sliding_window=16),
+}
+GGUF_LAYER_NAMES = {
+    "input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output", "self_attn.qkv_proj": "attn_qkv", "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.gate_up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down", "post_feedforward_layernorm": "post_ffw_norm", "pre_feedforward_layernorm": "ffn_norm",
+}
+
+
+def gguf_name(hf, gemma):
+    if hf == "model.embed_tokens.weight":
+        return "token_embd.weight"
+    if hf == "model.norm.weight":
+        return "output_norm.weight"
+    if hf == "lm_head.weight":
+        return "output.weight"
+    _, _, layer, rest = hf.split(".", 3)
+    part, kind = rest.rsplit(".", 1)
+    if part == "post_attention_layernorm":
+        return f"blk.{layer}.{'post_attention_norm' if gemma else 'ffn_norm'}.{kind}"
+    return f"blk.{layer}.{GGUF_LAYER_NAMES[part]}.{kind}"
+
+
+def make_family(name, rng):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    spec = dict(FAMILY_BASE, **FAMILIES[name])
+    model_type = spec.pop("model_type")
+    config = AutoConfig.for_model(model_type, **spec)
+    torch.manual_seed(7)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    gemma = model_type.startswith("gemma")
+    with torch.no_grad():
+        for p_name, param in model.named_parameters():
+            # Norms away from their all-ones start, so a missed (1 + w) shows.
+            if "norm" in p_name:
+                param.copy_(torch.randn_like(param) * 0.1 + (0.0 if gemma else 1.0))
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    tokens, token_types = byte_level_vocab()
+    path = os.path.join(OUT, "families", f"{name}.gguf")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    writer = gguf.GGUFWriter(path, name)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    if getattr(config, "sliding_window", None):
+        writer.add_sliding_window(config.sliding_window)
+    if gemma:  # as llama.cpp's Gemma2Model writes them (transformers reads neither and takes its defaults, the same)
+        writer.add_attn_logit_softcapping(config.attn_logit_softcapping)
+        writer.add_final_logit_softcapping(config.final_logit_softcapping)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(token_types)
+    writer.add_bos_token_id(256)
+    writer.add_eos_token_id(256)
+    writer.add_pad_token_id(257)
+    for hf, param in model.state_dict().items():
+        if hf == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        values = param.numpy().astype(np.float32)
+        if gemma and hf.endswith("norm.weight"):
+            values = values + 1
+        # Matrices in Q8_0 where the rows allow, else F16; vectors in F32, as llama.cpp stores them.
+        if values.ndim == 2 and values.shape[1] % 32 == 0:
+            writer.add_tensor(gguf_name(hf, gemma), quants.quantize(values, Q.Q8_0), raw_dtype=Q.Q8_0)
+        elif values.ndim == 2:
+            writer.add_tensor(gguf_name(hf, gemma), values.astype(np.float16))
+        else:
+            writer.add_tensor(gguf_name(hf, gemma), values)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    directory = tempfile.mkdtemp()
+    try:
+        shutil.copy(path, directory)
+        loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=os.path.basename(path), dtype=torch.float32).eval()
+        ids = [[256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 10, 7, 200, 13, 99, 3]]
+        with torch.no_grad():
+            logits = loaded(torch.tensor(ids)).logits[0, -1].tolist()
+        golden = {"modelType": loaded.config.model_type, "ids": ids[0], "lastLogits": logits}
+    finally:
+        shutil.rmtree(directory)
+    with open(os.path.join(OUT, "families", f"{name}.json"), "w") as f:
+        json.dump(golden, f)
+
+
 SMOLLM2_CHATS = [
     [{"role": "user", "content": "What is the capital of France?"}],
     [{"role": "system", "content": "You answer in one word."}, {"role": "user", "content": "Name a primary colour."}],
@@ -211,6 +322,8 @@ def main():
     rng = np.random.default_rng(20261205)
     make_quants(rng)
     make_tiny_llama(rng)
+    for name in FAMILIES:
+        make_family(name, rng)
     if args.smollm2:
         make_smollm2(args.smollm2)
 

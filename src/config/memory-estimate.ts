@@ -10,6 +10,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { freemem, totalmem } from "node:os";
 import path from "node:path";
 import { ConfigError } from "./fields.js";
+import { ggufModelConfig, isGgufPath, readGguf } from "../models/gguf.js";
 
 export class MemoryEstimateError extends ConfigError {
   override name = "MemoryEstimateError";
@@ -70,8 +71,15 @@ export function parameterCount(shape: ModelShape): number {
   return vocabSize * h * (shape.tied ? 1 : 2) + numLayers * (attention + mlp);
 }
 
-/** A local model directory's config.json, read when it is a small regular file; null for anything else. */
+/** A local model directory's config.json, read when it is a small regular file, or a .gguf file's metadata; null for anything else. */
 export function localModelShape(dir: string): ModelShape | null {
+  if (isGgufPath(dir) && existsSync(dir)) {
+    try {
+      return modelShape(ggufModelConfig(readGguf(dir), dir), dir);
+    } catch {
+      return null;
+    }
+  }
   const file = path.join(dir, "config.json");
   if (!existsSync(file)) return null;
   const stats = statSync(file);

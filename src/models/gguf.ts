@@ -21,7 +21,8 @@ export function readGguf(file: string): GgufContents {
   }
 }
 
-// How each architecture llama.cpp writes maps to a transformers model type. `ffnNorm` is what llama.cpp's ffn_norm
+// How each architecture llama.cpp writes maps to a transformers model type: those transformers' GGUF loading reads
+// too, so that each is checked against it (Mistral and SmolLM2 files are written as "llama"). `ffnNorm` is what llama.cpp's ffn_norm
 // is in transformers' names; `permuteQK`: llama.cpp's converter permuted q/k rows (LlamaModel and its subclasses,
 // reversed by transformers for "llama" files); `normOffset`: the converter stored norms as 1 + w (Gemma).
 interface Architecture {
@@ -45,10 +46,8 @@ const ARCHITECTURES: Record<string, Architecture> = {
   llama: { modelType: "llama", hfClass: "LlamaForCausalLM", ffnNorm: "post_attention_layernorm", permuteQK: true },
   qwen2: { modelType: "qwen2", hfClass: "Qwen2ForCausalLM", ffnNorm: "post_attention_layernorm" },
   qwen3: { modelType: "qwen3", hfClass: "Qwen3ForCausalLM", ffnNorm: "post_attention_layernorm" },
-  olmo2: { modelType: "olmo2", hfClass: "Olmo2ForCausalLM", ffnNorm: "post_attention_layernorm" },
   phi3: { modelType: "phi3", hfClass: "Phi3ForCausalLM", ffnNorm: "post_attention_layernorm" },
   gemma2: { modelType: "gemma2", hfClass: "Gemma2ForCausalLM", ffnNorm: "pre_feedforward_layernorm", normOffset: -1, extra: gemmaExtra },
-  gemma3: { modelType: "gemma3_text", hfClass: "Gemma3ForCausalLM", ffnNorm: "pre_feedforward_layernorm", normOffset: -1, extra: gemmaExtra },
 };
 
 /** The GGUF architectures comlrl loads. */
@@ -98,7 +97,8 @@ export function ggufModelConfig(gguf: GgufContents, file: string): Record<string
     max_position_embeddings: required("context_length"),
     rms_norm_eps: required("attention.layer_norm_rms_epsilon"),
     rope_theta: key("rope.freq_base") ?? 10000,
-    ...optional("head_dim", key("attention.key_length")),
+    // llama.cpp writes a llama head's size as its rotary width (transformers reads it so), other families' as key_length.
+    ...optional("head_dim", key("attention.key_length") ?? (name === "llama" ? key("rope.dimension_count") : undefined)),
     vocab_size: embedding[0],
     tie_word_embeddings: tensorShape(gguf, "output.weight") === undefined,
     ...(name === "llama" || name === "qwen3" ? { attention_bias: tensorShape(gguf, "blk.0.attn_q.bias") !== undefined } : {}),

@@ -1,11 +1,12 @@
 // GGUF files in: every supported tensor type dequantized bit for bit as the `gguf` package does, a tiny Llama written as
 // llama.cpp's converter writes one (permuted q/k rows, mixed quant types) giving transformers' logits, its tokenizer
-// from the metadata, and corrupt or unsupported files refused with the file and the tensor or key named.
+// from the metadata, a tiny model of each other family giving transformers' logits, and corrupt or unsupported files refused with the file and the tensor or key named.
 // Goldens: scripts/golden/make_gguf_goldens.py.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { localModelShape } from "../../src/config/memory-estimate.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { ggufModelConfig, readGguf } from "../../src/models/gguf.js";
 import { resolveModelSource } from "../../src/models/hub.js";
@@ -76,8 +77,9 @@ describe("a tiny Llama written as llama.cpp writes one", () => {
     }
   });
 
-  it("is a model source as it is: resolveModelSource returns the file", async () => {
+  it("is a model source as it is: resolveModelSource returns the file, the memory check reads its shape", async () => {
     expect(await resolveModelSource(tinyFile)).toBe(tinyFile);
+    expect(localModelShape(tinyFile)).toMatchObject({ hiddenSize: 256, numLayers: 2, numHeads: 4, numKvHeads: 2, vocabSize: 258, tied: false });
   });
 
   it("builds its byte-level tokenizer from the metadata", async () => {
@@ -87,6 +89,26 @@ describe("a tiny Llama written as llama.cpp writes one", () => {
     expect(tokenizer.eosTokenIds).toEqual([256]);
     expect(tokenizer.padTokenId).toBe(257);
     expect(tokenizer.decode(tokenizer.encode("naïve 東京"))).toBe("naïve 東京");
+  });
+});
+
+describe("every other family llama.cpp writes, converted as its converter converts one", () => {
+  const families = path.join(golden, "families");
+  const names = ["qwen2", "qwen3", "phi3", "gemma2"];
+
+  it.each(names)("%s gives the logits transformers' GGUF loading gives", async (name) => {
+    const reference = JSON.parse(readFileSync(path.join(families, `${name}.json`), "utf8")) as { modelType: string; ids: number[]; lastLogits: number[] };
+    const model = await CausalLM.load(path.join(families, `${name}.gguf`));
+    try {
+      expect(model.config.raw.model_type).toBe(reference.modelType);
+      const out = await model.generate([reference.ids], { maxNewTokens: 1, returnScores: true });
+      const got = Array.from(out.scores!);
+      const scale = Math.max(...reference.lastLogits.map(Math.abs));
+      const worst = Math.max(...got.map((v, i) => Math.abs(v - reference.lastLogits[i]!)));
+      expect(worst / scale).toBeLessThan(1e-5);
+    } finally {
+      model.dispose();
+    }
   });
 });
 
