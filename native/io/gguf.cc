@@ -2,15 +2,13 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/Half.h>
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
+#include <tuple>
 
 #include "../bridge/bridge.h"
+#include "mapped_file.h"
 
 namespace comlrl {
 namespace {
@@ -268,24 +266,7 @@ std::string GgmlTypeName(uint32_t type) {
 }
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) Fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    ::close(fd);
-    Fail(path, std::string("cannot stat: ") + std::strerror(errno));
-  }
-  size_ = static_cast<size_t>(info.st_size);
-  if (size_ < 24) {
-    ::close(fd);
-    Fail(path, "truncated: " + std::to_string(size_) + " bytes, shorter than a GGUF header");
-  }
-  mapping_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (mapping_ == MAP_FAILED) {
-    mapping_ = nullptr;
-    Fail(path, std::string("cannot map: ") + std::strerror(errno));
-  }
+  std::tie(mapping_, size_) = MapReadOnly(path, 24, "a GGUF header");
   const auto* bytes = static_cast<const uint8_t*>(mapping_);
   if (std::memcmp(bytes, "GGUF", 4) != 0) Fail(path, "not a GGUF file (it does not start with \"GGUF\")");
   Cursor cursor(path, bytes, size_);
@@ -338,7 +319,9 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
     }
     if (offset % alignment != 0) Fail(path, where + " starts at offset " + std::to_string(offset) + ", not aligned to " + std::to_string(alignment));
     tensor.begin = offset;
-    tensor.end = offset + count / type->block_elements * type->block_bytes;
+    if (__builtin_add_overflow(offset, count / type->block_elements * type->block_bytes, &tensor.end)) {
+      Fail(path, where + " has an offset past any file (" + std::to_string(offset) + ")");
+    }
     if (!tensors_.emplace(name, std::move(tensor)).second) Fail(path, where + " appears twice in the tensor table");
   }
   const size_t data_start = (cursor.offset() + alignment - 1) / alignment * alignment;
@@ -373,11 +356,8 @@ torch::Tensor GgufFile::Dequantize(const std::string& name) const {
   at::parallel_for(0, blocks, 4096, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) DequantizeBlock(tensor.type, source + i * type.block_bytes, values + i * type.block_elements);
   });
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
-  const auto* mapped = static_cast<const uint8_t*>(mapping_);
-  const size_t first = (static_cast<size_t>(source - mapped)) / page * page;
-  const size_t last = std::min(size_, static_cast<size_t>(source - mapped) + (tensor.end - tensor.begin));
-  if (last > first) ::madvise(const_cast<uint8_t*>(mapped) + first, last - first, MADV_DONTNEED);
+  const size_t start = static_cast<size_t>(source - static_cast<const uint8_t*>(mapping_));
+  ReleaseMappedPages(mapping_, size_, start, start + (tensor.end - tensor.begin));
   return out;
 }
 

@@ -32,6 +32,25 @@ OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "gg
 QUANT_TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
 
 
+def finish(writer):
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def transformers_model(path):
+    """The model transformers' own GGUF loading makes of the file (from_pretrained(dir, gguf_file=...)), in float32."""
+    from transformers import AutoModelForCausalLM
+
+    directory = tempfile.mkdtemp()
+    try:
+        shutil.copy(path, directory)
+        return AutoModelForCausalLM.from_pretrained(directory, gguf_file=os.path.basename(path), dtype=torch.float32).eval()
+    finally:
+        shutil.rmtree(directory)
+
+
 def random_blocks(qtype, rows, cols, rng):
     block_elems, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
     blocks = rng.integers(0, 256, size=(rows * cols // block_elems, block_bytes), dtype=np.uint8)
@@ -68,10 +87,7 @@ def make_quants(rng):
         writer.add_tensor(name.lower(), data, raw_dtype=qtype if data.dtype == np.uint8 else None)
         expected = quants.dequantize(data, qtype) if data.dtype == np.uint8 else data.astype(np.float32)
         expected.astype("<f4").tofile(os.path.join(out, f"{name.lower()}.f32"))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
 
 
 def byte_level_vocab():
@@ -149,25 +165,13 @@ def make_tiny_llama(rng):
         add(p + "ffn_down.weight", "ffn_down", (t["hidden"], t["intermediate"]))
     norm("output_norm.weight", t["hidden"])
     add("output.weight", "output", (t["vocab"], t["hidden"]))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
 
-    from transformers import AutoModelForCausalLM
-
-    directory = tempfile.mkdtemp()
-    try:
-        shutil.copy(path, directory)
-        model = AutoModelForCausalLM.from_pretrained(directory, gguf_file="tiny-llama.gguf", dtype=torch.float32).eval()
-        ids = [[256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100], [7, 200, 13, 99, 3]]
-        logits = []
-        with torch.no_grad():
-            for row in ids:
-                logits.append(model(torch.tensor([row])).logits[0].tolist())
-        golden = {"config": model.config.to_diff_dict(), "ids": ids, "logits": logits}
-    finally:
-        shutil.rmtree(directory)
+    model = transformers_model(path)
+    ids = [[256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100], [7, 200, 13, 99, 3]]
+    with torch.no_grad():
+        logits = [model(torch.tensor([row])).logits[0].tolist() for row in ids]
+    golden = {"config": model.config.to_diff_dict(), "ids": ids, "logits": logits}
     with open(os.path.join(OUT, "tiny-llama.json"), "w") as f:
         json.dump(golden, f)
 
@@ -262,21 +266,13 @@ def make_family(name, rng):
             writer.add_tensor(gguf_name(hf, gemma), values.astype(np.float16))
         else:
             writer.add_tensor(gguf_name(hf, gemma), values)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
 
-    directory = tempfile.mkdtemp()
-    try:
-        shutil.copy(path, directory)
-        loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=os.path.basename(path), dtype=torch.float32).eval()
-        ids = [[256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 10, 7, 200, 13, 99, 3]]
-        with torch.no_grad():
-            logits = loaded(torch.tensor(ids)).logits[0, -1].tolist()
-        golden = {"modelType": loaded.config.model_type, "ids": ids[0], "lastLogits": logits}
-    finally:
-        shutil.rmtree(directory)
+    loaded = transformers_model(path)
+    ids = [256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 10, 7, 200, 13, 99, 3]
+    with torch.no_grad():
+        logits = loaded(torch.tensor([ids])).logits[0, -1].tolist()
+    golden = {"modelType": loaded.config.model_type, "ids": ids, "lastLogits": logits}
     with open(os.path.join(OUT, "families", f"{name}.json"), "w") as f:
         json.dump(golden, f)
 

@@ -135,18 +135,29 @@ describe("bad files", () => {
     expect(() => readGguf(file)).toThrow(/not\.gguf: not a GGUF file/);
   });
 
-  it("refuses an unsupported tensor type, naming the tensor and the type", () => {
-    // Q8_1 (ggml type 9) has Q4_0's neighbours' layout but no dequantizer here: retype the tensor q4_0's entry.
-    const bytes = Buffer.from(readFileSync(quantsFile));
+  // Where tensor q8_0's ggml type is in the quants file's tensor table: after its name (u64 length, bytes), its
+  // dimension count (u32) and its two u64 extents; its u64 offset follows.
+  const q8TypeAt = (bytes: Buffer): number => {
     const name = Buffer.from("q8_0");
     const at = bytes.indexOf(Buffer.concat([Buffer.from([name.length, 0, 0, 0, 0, 0, 0, 0]), name]));
-    // name, n_dims (u32), two u64 extents, then the type: Q8_0 (8) and Q8_1 (9) differ in block bytes, so the
-    // extents are halved to keep the tensor inside its bytes.
     const typeAt = at + 8 + name.length + 4 + 16;
     expect(bytes.readUInt32LE(typeAt)).toBe(8);
-    bytes.writeUInt32LE(9, typeAt);
+    return typeAt;
+  };
+
+  it("refuses an unsupported tensor type, naming the tensor and the type", () => {
+    // Q8_1 (ggml type 9) has no dequantizer here; its blocks are 2 bytes longer, so the tensor's extent still fits.
+    const bytes = Buffer.from(readFileSync(quantsFile));
+    bytes.writeUInt32LE(9, q8TypeAt(bytes));
     const file = write("q8_1.gguf", bytes);
     expect(() => addon().ggufTensor(file, "q8_0")).toThrow(/q8_1\.gguf: tensor "q8_0" is Q8_1, which comlrl does not read/);
+  });
+
+  it("refuses a tensor offset that wraps past the end of memory, naming the tensor", () => {
+    const bytes = Buffer.from(readFileSync(quantsFile));
+    bytes.writeBigUInt64LE(0xffffffffffffffe0n, q8TypeAt(bytes) + 4);
+    const file = write("wrapped.gguf", bytes);
+    expect(() => readGguf(file)).toThrow(/wrapped\.gguf: tensor "q8_0" has an offset past any file/);
   });
 
   it("refuses an architecture it does not load, naming the key", async () => {
