@@ -7,6 +7,8 @@ own GGUF loading read from them (tests/native/gguf.test.ts, tests/e2e/smollm2.te
                            converts one, and <arch>.json: the logits transformers' GGUF loading gives
   tiny-llama.gguf          a 2-layer Llama written as llama.cpp's converter writes one (q/k rows permuted, mixed quant
                            types, a byte-level BPE tokenizer), and tiny-llama.json: transformers' logits for it
+  sentencepiece.gguf       a SentencePiece ("llama") vocabulary without merges, and sentencepiece.json: the merges,
+                           encodings and decodings of transformers' tokenizer built from it
   smollm2.json             (with --smollm2 FILE) transformers' chat-template prompt ids and greedy tokens of the real
                            SmolLM2-135M-Instruct Q4_1 file
 
@@ -277,6 +279,45 @@ def make_family(name, rng):
         json.dump(golden, f)
 
 
+# A SentencePiece vocabulary as llama.cpp writes Llama 2's ("llama" tokenizer model): <unk>, <s>, </s>, the 256 byte
+# tokens, then pieces with descending scores and no merges, which transformers rebuilds from the scores.
+SENTENCEPIECE_PIECES = ["\u2581", "e", "t", "a", "o", "n", "\u2581t", "he", "\u2581the", "\u2581a", "an", "\u2581an", "in", "\u2581in",
+                        "er", "at", "\u2581at", "on", "\u2581on", "en", "\u2581hello", "ll", "lo", "\u2581w", "or", "ld",
+                        "\u2581world", "h", "l", "w", "r", "d", "i", "s", "\u2581s", "is", "\u2581is", "c", "\u2581c", "\u2581ca"]
+SENTENCEPIECE_TEXTS = ["hello world", " the  cat is on", "über alles", "tin\nwell", ""]
+
+
+def make_sentencepiece():
+    from transformers import AutoTokenizer
+
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + SENTENCEPIECE_PIECES
+    path = os.path.join(OUT, "sentencepiece.gguf")
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_types([2, 3, 3] + [6] * 256 + [1] * len(SENTENCEPIECE_PIECES))  # UNKNOWN, CONTROL, BYTE, NORMAL
+    writer.add_token_scores([0.0] * 259 + [-float(i) for i in range(len(SENTENCEPIECE_PIECES))])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    finish(writer)
+    directory = tempfile.mkdtemp()
+    try:
+        shutil.copy(path, directory)
+        tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file="sentencepiece.gguf")
+    finally:
+        shutil.rmtree(directory)
+    backend = json.loads(tokenizer.backend_tokenizer.to_str())
+    golden = {
+        "merges": [list(m) for m in backend["model"]["merges"]],
+        "encodings": {text: tokenizer.encode(text) for text in SENTENCEPIECE_TEXTS},
+        "plain": {text: tokenizer.encode(text, add_special_tokens=False) for text in SENTENCEPIECE_TEXTS},
+        "decoded": {text: tokenizer.decode(tokenizer.encode(text), skip_special_tokens=True) for text in SENTENCEPIECE_TEXTS},
+    }
+    with open(os.path.join(OUT, "sentencepiece.json"), "w") as f:
+        json.dump(golden, f, indent=1, ensure_ascii=False)
+
+
 SMOLLM2_CHATS = [
     [{"role": "user", "content": "What is the capital of France?"}],
     [{"role": "system", "content": "You answer in one word."}, {"role": "user", "content": "Name a primary colour."}],
@@ -320,6 +361,7 @@ def main():
     make_tiny_llama(rng)
     for name in FAMILIES:
         make_family(name, rng)
+    make_sentencepiece()
     if args.smollm2:
         make_smollm2(args.smollm2)
 

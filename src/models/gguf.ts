@@ -176,20 +176,24 @@ function stringList(gguf: GgufContents, key: string, file: string, optional = fa
   return value as string[];
 }
 
-/**
- * tokenizer.json and tokenizer_config.json as transformers builds them from the file's `tokenizer.ggml.*` metadata
- * and `tokenizer.chat_template`: byte-level BPE ("gpt2" vocabularies) with the file's merges, its control tokens
- * special, its user-defined tokens added, BOS/EOS/pad/unk by id, and add_bos_token as the file says.
- */
-export function ggufTokenizerFiles(gguf: GgufContents, file: string): { tokenizerJson: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
-  const model = gguf.metadata["tokenizer.ggml.model"];
-  if (model !== "gpt2") {
-    throw new ModelLoadError(`${file}: tokenizer.ggml.model "${String(model)}" is not supported; comlrl builds byte-level BPE ("gpt2") tokenizers from GGUF files`);
-  }
-  const tokens = stringList(gguf, "tokenizer.ggml.tokens", file)!;
-  const merges = stringList(gguf, "tokenizer.ggml.merges", file, true) ?? [];
-  const types = gguf.metadata["tokenizer.ggml.token_type"];
-  const tokenTypes = Array.isArray(types) ? (types as number[]) : [];
+function numberList(gguf: GgufContents, key: string, file: string): number[] | undefined {
+  const value = gguf.metadata[key];
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "number")) throw new ModelLoadError(`${file}: metadata "${key}" is not a list of numbers`);
+  return value as number[];
+}
+
+/** A vocabulary's BPE model, pre-tokenizer and decoder, as transformers' tokenizer class for it builds them. */
+interface VocabularyModel {
+  model: Record<string, unknown>;
+  preTokenizer: Record<string, unknown>;
+  decoder: Record<string, unknown>;
+  /** Whether a token the file marks as control may be added as special (byte-level: only if spelled in its alphabet). */
+  specialAllowed: (token: string) => boolean;
+}
+
+/** Byte-level BPE ("gpt2" vocabularies) as transformers' GPT2Tokenizer, with the pre-tokenizer split of `tokenizer.ggml.pre`. */
+function byteLevelModel(gguf: GgufContents, tokens: string[], file: string): VocabularyModel {
   const { byteToChar } = byteAlphabet();
   const alphabet = new Set(byteToChar);
   const spelled = (token: string) => [...token].every((c) => alphabet.has(c));
@@ -198,58 +202,133 @@ export function ggufTokenizerFiles(gguf: GgufContents, file: string): { tokenize
   tokens.forEach((token, id) => {
     vocab[spelled(token) ? token : Array.from(encoder.encode(token), (b) => byteToChar[b]).join("")] = id;
   });
-  const added: Record<string, unknown>[] = [];
-  tokens.forEach((token, id) => {
-    const type = tokenTypes[id];
+  const split = PRE_TOKENIZER_SPLITS[String(gguf.metadata["tokenizer.ggml.pre"])];
+  const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: split === undefined };
+  return {
+    model: {
+      type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: "", end_of_word_suffix: "", fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      vocab,
+      merges: stringList(gguf, "tokenizer.ggml.merges", file, true) ?? [],
+    },
+    preTokenizer: split === undefined ? byteLevel : { type: "Sequence", pretokenizers: [{ type: "Split", pattern: { Regex: split }, behavior: "Isolated", invert: false }, byteLevel] },
+    decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
     // A control token outside the byte alphabet is a llama.cpp mislabel that transformers skips.
-    const special = type === CONTROL && spelled(token);
-    if (special || type === USER_DEFINED) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special });
+    specialAllowed: spelled,
+  };
+}
+
+/**
+ * The merges a SentencePiece vocabulary implies, as transformers' generate_merges derives them from the scores: every
+ * split of a piece into two pieces of the vocabulary (by the pieces' ids), all ordered by the whole piece's score,
+ * then the lengths of its parts, highest first; ties keep that order.
+ */
+function mergesFromScores(tokens: string[], scores: number[]): [string, string][] {
+  const vocab = new Map<string, number>();
+  const scoreOf = new Map<string, number>();
+  tokens.forEach((token, id) => {
+    vocab.set(token, id);
+    scoreOf.set(token, scores[id]!);
   });
+  const merges: { left: string; right: string; score: number }[] = [];
+  for (const [merge, score] of scoreOf) {
+    const chars = Array.from(merge);
+    const local: { left: string; right: string; score: number }[] = [];
+    for (let i = 1; i < chars.length; i++) {
+      const left = chars.slice(0, i).join("");
+      const right = chars.slice(i).join("");
+      if (vocab.has(left) && vocab.has(right)) local.push({ left, right, score });
+    }
+    local.sort((a, b) => vocab.get(a.left)! - vocab.get(b.left)! || vocab.get(a.right)! - vocab.get(b.right)!);
+    merges.push(...local);
+  }
+  const length = (text: string) => Array.from(text).length;
+  merges.sort((a, b) => b.score - a.score || length(b.left) - length(a.left) || length(b.right) - length(a.right));
+  return merges.map(({ left, right }) => [left, right]);
+}
+
+/** SentencePiece BPE ("llama" vocabularies: Llama 2, Mistral v0.1) as transformers' LlamaTokenizer: ▁ for spaces, byte fallback. */
+function sentencePieceModel(gguf: GgufContents, tokens: string[], file: string): VocabularyModel {
+  const architecture = String(gguf.metadata["general.architecture"]);
+  // transformers builds Gemma's and Phi-3's SentencePiece vocabularies otherwise (respelled pieces, a normalizer).
+  if (["gemma", "gemma2", "gemma3", "phi3"].includes(architecture)) {
+    throw new ModelLoadError(`${file}: the SentencePiece tokenizer of a ${architecture} GGUF file is not built yet; load the tokenizer from the model's Hugging Face repository`);
+  }
+  const merges = stringList(gguf, "tokenizer.ggml.merges", file, true)?.map((merge) => merge.split(" ") as [string, string]);
+  const scores = numberList(gguf, "tokenizer.ggml.scores", file);
+  if (merges === undefined && (scores === undefined || scores.length !== tokens.length)) {
+    throw new ModelLoadError(`${file}: a SentencePiece vocabulary needs tokenizer.ggml.merges, or tokenizer.ggml.scores with one score per token`);
+  }
+  return {
+    model: {
+      type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false,
+      vocab: Object.fromEntries(tokens.map((token, id) => [token, id])),
+      merges: merges ?? mergesFromScores(tokens, scores!),
+    },
+    preTokenizer: { type: "Metaspace", replacement: "\u2581", prepend_scheme: "first", split: false },
+    decoder: {
+      type: "Sequence",
+      decoders: [{ type: "Replace", pattern: { String: "\u2581" }, content: " " }, { type: "ByteFallback" }, { type: "Fuse" }, { type: "Strip", content: " ", start: 1, stop: 0 }],
+    },
+    specialAllowed: () => true,
+  };
+}
+
+/**
+ * tokenizer.json and tokenizer_config.json as transformers builds them from the file's `tokenizer.ggml.*` metadata
+ * and `tokenizer.chat_template`: byte-level BPE ("gpt2" vocabularies) with the file's merges, or SentencePiece BPE
+ * ("llama" vocabularies) with its merges or those its scores imply; its control tokens and the BOS / EOS / unknown /
+ * pad tokens it names special, its user-defined tokens added, and BOS / EOS added as add_bos_token / add_eos_token
+ * say (BOS by default for SentencePiece, as llama.cpp does).
+ */
+export function ggufTokenizerFiles(gguf: GgufContents, file: string): { tokenizerJson: Record<string, unknown>; tokenizerConfig: Record<string, unknown> } {
+  const kind = gguf.metadata["tokenizer.ggml.model"];
+  if (kind !== "gpt2" && kind !== "llama") {
+    throw new ModelLoadError(`${file}: tokenizer.ggml.model "${String(kind)}" is not supported; comlrl builds byte-level BPE ("gpt2") and SentencePiece ("llama") tokenizers from GGUF files`);
+  }
+  const tokens = stringList(gguf, "tokenizer.ggml.tokens", file)!;
+  const vocabulary = kind === "gpt2" ? byteLevelModel(gguf, tokens, file) : sentencePieceModel(gguf, tokens, file);
+  const tokenTypes = numberList(gguf, "tokenizer.ggml.token_type", file) ?? [];
   const tokenById = (key: string): string | null => {
     const id = gguf.metadata[`tokenizer.ggml.${key}`];
     if (id === undefined) return null;
     if (typeof id !== "number" || tokens[id] === undefined) throw new ModelLoadError(`${file}: metadata "tokenizer.ggml.${key}" = ${JSON.stringify(id)} is not a token id`);
     return tokens[id]!;
   };
-  const bos = tokenById("bos_token_id");
-  const addBos = gguf.metadata["tokenizer.ggml.add_bos_token"] === true && bos !== null;
-  const split = PRE_TOKENIZER_SPLITS[String(gguf.metadata["tokenizer.ggml.pre"])];
-  const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: split === undefined };
+  const roles = { bos_token: tokenById("bos_token_id"), eos_token: tokenById("eos_token_id"), unk_token: tokenById("unknown_token_id"), pad_token: tokenById("padding_token_id") };
+  const named = new Set(Object.values(roles).filter((token): token is string => token !== null));
+  const added: Record<string, unknown>[] = [];
+  tokens.forEach((token, id) => {
+    const special = (tokenTypes[id] === CONTROL && vocabulary.specialAllowed(token)) || named.has(token);
+    if (special || tokenTypes[id] === USER_DEFINED) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special });
+  });
+  const flag = (key: string, fallback: boolean) => (typeof gguf.metadata[key] === "boolean" ? (gguf.metadata[key] as boolean) : fallback);
+  const addBos = flag("tokenizer.ggml.add_bos_token", kind === "llama") && roles.bos_token !== null;
+  const addEos = flag("tokenizer.ggml.add_eos_token", false) && roles.eos_token !== null;
+  const tokenIds = (token: string) => ({ id: token, ids: [tokens.indexOf(token)], tokens: [token] });
+  const special = (token: string | null, typeId: number) => (token === null ? [] : [{ SpecialToken: { id: token, type_id: typeId } }]);
+  const bos = addBos ? roles.bos_token : null;
+  const eos = addEos ? roles.eos_token : null;
   const tokenizerJson = {
     version: "1.0",
     truncation: null,
     padding: null,
     added_tokens: added,
     normalizer: null,
-    pre_tokenizer:
-      split === undefined ? byteLevel : { type: "Sequence", pretokenizers: [{ type: "Split", pattern: { Regex: split }, behavior: "Isolated", invert: false }, byteLevel] },
+    pre_tokenizer: vocabulary.preTokenizer,
     post_processor: {
       type: "TemplateProcessing",
-      single: [...(addBos ? [{ SpecialToken: { id: bos, type_id: 0 } }] : []), { Sequence: { id: "A", type_id: 0 } }],
-      pair: [...(addBos ? [{ SpecialToken: { id: bos, type_id: 0 } }] : []), { Sequence: { id: "A", type_id: 0 } }, { Sequence: { id: "B", type_id: 1 } }],
-      special_tokens: addBos ? { [bos]: { id: bos, ids: [vocab[bos]], tokens: [bos] } } : {},
+      single: [...special(bos, 0), { Sequence: { id: "A", type_id: 0 } }, ...special(eos, 0)],
+      pair: [...special(bos, 0), { Sequence: { id: "A", type_id: 0 } }, ...special(eos, 0), ...special(bos, 1), { Sequence: { id: "B", type_id: 1 } }, ...special(eos, 1)],
+      special_tokens: Object.fromEntries([bos, eos].filter((token): token is string => token !== null).map((token) => [token, tokenIds(token)])),
     },
-    decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: "BPE",
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: "",
-      end_of_word_suffix: "",
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges,
-    },
+    decoder: vocabulary.decoder,
+    model: vocabulary.model,
   };
   const chatTemplate = gguf.metadata["tokenizer.chat_template"];
   const tokenizerConfig: Record<string, unknown> = {
-    bos_token: bos,
-    eos_token: tokenById("eos_token_id"),
-    unk_token: tokenById("unknown_token_id"),
-    pad_token: tokenById("padding_token_id"),
+    ...roles,
     add_bos_token: addBos,
+    add_eos_token: addEos,
     ...(typeof chatTemplate === "string" ? { chat_template: chatTemplate } : {}),
   };
   return { tokenizerJson, tokenizerConfig };

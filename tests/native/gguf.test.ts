@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { localModelShape } from "../../src/config/memory-estimate.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
-import { ggufModelConfig, readGguf } from "../../src/models/gguf.js";
+import { ggufModelConfig, ggufTokenizerFiles, readGguf } from "../../src/models/gguf.js";
 import { resolveModelSource } from "../../src/models/hub.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { addon } from "../../src/native/loader.js";
@@ -89,6 +89,27 @@ describe("a tiny Llama written as llama.cpp writes one", () => {
     expect(tokenizer.eosTokenIds).toEqual([256]);
     expect(tokenizer.padTokenId).toBe(257);
     expect(tokenizer.decode(tokenizer.encode("naïve 東京"))).toBe("naïve 東京");
+  });
+});
+
+describe("a SentencePiece vocabulary (tokenizer.ggml.model \"llama\") without merges", () => {
+  const spFile = path.join(golden, "sentencepiece.gguf");
+  const reference = JSON.parse(readFileSync(path.join(golden, "sentencepiece.json"), "utf8")) as {
+    merges: [string, string][];
+    encodings: Record<string, number[]>;
+    plain: Record<string, number[]>;
+    decoded: Record<string, string>;
+  };
+
+  it("gets transformers' merges from the scores, its encodings (BOS added, byte fallback) and decodings", () => {
+    const { tokenizerJson } = ggufTokenizerFiles(readGguf(spFile), spFile);
+    expect((tokenizerJson.model as { merges: unknown }).merges).toEqual(reference.merges);
+    const tokenizer = ComlrlTokenizer.fromGguf(spFile);
+    for (const [text, ids] of Object.entries(reference.encodings)) {
+      expect(tokenizer.encode(text), JSON.stringify(text)).toEqual(ids);
+      expect(tokenizer.encode(text, { addSpecialTokens: false }), JSON.stringify(text)).toEqual(reference.plain[text]);
+      expect(tokenizer.decode(ids), JSON.stringify(text)).toBe(reference.decoded[text]);
+    }
   });
 });
 
