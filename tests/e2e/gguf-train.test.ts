@@ -23,39 +23,23 @@ it("trains IAC from a YAML file whose agent_model and critic_model are .gguf fil
   write("data/train.jsonl", ["alpha", "beta"].map((word) => JSON.stringify({ prompt: word })).join("\n"));
   write(
     "tasks/echo.mjs",
-    `export const dataset = [{ prompt: "unused" }];
+    `export const dataset = [];
 export const formatters = [(item) => "Say " + item.prompt, (item) => "Repeat " + item.prompt];
-export function rewardFunc(completions) {
-  return completions[0].map((a, j) => (a.length === completions[1][j].length ? 1 : 0));
-}
+export const rewardFunc = (completions) => completions[0].map((a, j) => Number(a.length === completions[1][j].length));
 `,
   );
   const out = path.join(scratch, "run");
-  const config = write(
-    "iac.yaml",
-    `task: tasks/echo.mjs
-agent_model:
-  name: ${ggufFile}
-critic_model:
-  name: ${ggufFile}
-dataset:
-  name: ${path.join(scratch, "data")}
-  train_split: train
-seed: 5
-output:
-  base_dir: ${out}
-  verbose: false
-  checkpoint_dir: null
-iac:
-  num_turns: 1
-  num_train_epochs: 1
-  num_generations: 2
-  max_new_tokens: 2
-  agent_learning_rate: 1.0e-3
-  critic_learning_rate: 1.0e-3
-  eval_interval: 0
-`,
-  );
+  // YAML is a superset of JSON: the config as an object.
+  const settings = {
+    task: "tasks/echo.mjs",
+    agent_model: { name: ggufFile },
+    critic_model: { name: ggufFile },
+    dataset: { name: path.join(scratch, "data"), train_split: "train" },
+    seed: 5,
+    output: { base_dir: out, verbose: false, checkpoint_dir: null },
+    iac: { num_turns: 1, num_train_epochs: 1, num_generations: 2, max_new_tokens: 2, agent_learning_rate: 1e-3, critic_learning_rate: 1e-3, eval_interval: 0 },
+  };
+  const config = write("iac.yaml", JSON.stringify(settings, null, 2));
   const lines: string[] = [];
   const log = vi.spyOn(console, "log").mockImplementation((...args) => void lines.push(args.join(" ")));
   try {
