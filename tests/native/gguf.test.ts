@@ -8,7 +8,8 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { localModelShape } from "../../src/config/memory-estimate.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
-import { ggufModelConfig, ggufTokenizerFiles, readGguf } from "../../src/models/gguf.js";
+import { decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
+import { ggufModelConfig, ggufTokenizerFiles, ggufWeightPlan, readGguf } from "../../src/models/gguf.js";
 import { resolveModelSource } from "../../src/models/hub.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { addon } from "../../src/native/loader.js";
@@ -72,6 +73,20 @@ describe("a tiny Llama written as llama.cpp writes one", () => {
         const scale = Math.max(...expected.map(Math.abs));
         expect(worst / scale).toBeLessThan(1e-5);
       }
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it("dequantizes to the load's dtype: bfloat16 logits within bfloat16's precision of transformers' float32 ones", async () => {
+    const model = await CausalLM.load(tinyFile, { dtype: "bfloat16" });
+    try {
+      expect(model.info().dtype).toBe("bfloat16");
+      const out = await model.generate([reference.ids[0]!.slice(0, -1)], { maxNewTokens: 1, returnScores: true });
+      const expected = reference.logits[0]!.at(-2)!;
+      const scale = Math.max(...expected.map(Math.abs));
+      const worst = Math.max(...Array.from(out.scores!, (v, i) => Math.abs(v - expected[i]!)));
+      expect(worst / scale).toBeLessThan(0.05);
     } finally {
       model.dispose();
     }
@@ -190,6 +205,23 @@ describe("bad files", () => {
     bytes.write("llamb", value);
     const file = write("llamb.gguf", bytes);
     await expect(CausalLM.load(file)).rejects.toThrow(/llamb\.gguf: general\.architecture "llamb" is not one comlrl loads from GGUF/);
+  });
+
+  it("refuses a tensor with no place in the architecture, and rope scaling, naming the tensor or key", () => {
+    const contents = readGguf(tinyFile);
+    const config = ggufModelConfig(contents, tinyFile);
+    const extra = { ...contents, tensors: [...contents.tensors, { name: "blk.0.ssm_in.weight", type: "F32", shape: [4] }] };
+    expect(() => ggufWeightPlan(extra, config, "x.gguf")).toThrow(/x\.gguf: tensor "blk\.0\.ssm_in\.weight" has no place in a LlamaForCausalLM/);
+    const scaled = { ...contents, metadata: { ...contents.metadata, "llama.rope.scaling.type": "linear" } };
+    expect(() => ggufModelConfig(scaled, "x.gguf")).toThrow(/x\.gguf: metadata "llama\.rope\.scaling\.type" is "linear"/);
+  });
+
+  it("refuses a plan that leaves a parameter without a tensor, naming the file and the parameter", async () => {
+    const contents = readGguf(tinyFile);
+    const raw = ggufModelConfig(contents, tinyFile);
+    const plan = ggufWeightPlan(contents, raw, tinyFile).filter((source) => source.parameter !== "model.norm.weight");
+    const load = addon().NativeModel.load({ config: decoderConfigOf(parseModelConfig(raw)), files: [], gguf: { file: tinyFile, tensors: plan }, dtype: "float32", device: "cpu" });
+    await expect(load).rejects.toThrow(/tiny-llama\.gguf has no tensor for parameter "model\.norm\.weight"/);
   });
 
   it("names the file when a GGUF path does not exist", async () => {
