@@ -267,6 +267,17 @@ std::string GgmlTypeName(uint32_t type) {
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
   std::tie(mapping_, size_) = MapReadOnly(path, 24, "a GGUF header");
+  try {
+    Parse();
+  } catch (...) {
+    // A constructor that throws runs no destructor: a corrupt file must not leave its mapping behind.
+    ::munmap(mapping_, size_);
+    throw;
+  }
+}
+
+void GgufFile::Parse() {
+  const std::string& path = path_;
   const auto* bytes = static_cast<const uint8_t*>(mapping_);
   if (std::memcmp(bytes, "GGUF", 4) != 0) Fail(path, "not a GGUF file (it does not start with \"GGUF\")");
   Cursor cursor(path, bytes, size_);

@@ -53,6 +53,9 @@ class GgufFile {
   torch::Tensor Dequantize(const std::string& name) const;
 
  private:
+  // Reads and checks the header, the metadata and the tensor table from the mapping.
+  void Parse();
+
   std::string path_;
   void* mapping_ = nullptr;
   size_t size_ = 0;
