@@ -191,6 +191,8 @@ FAMILIES = {
     # Gemma's attention scale comes from query_pre_attn_scalar, which a GGUF file does not carry: a head of 256 makes
     # transformers' default and the head size agree, as they do in Gemma 2 2B / 9B.
     "gemma2": dict(model_type="gemma2", head_dim=256, rope_theta=1e4, sliding_window=16),
+    # Six layers: five sliding (local rotary base) and one full, as Gemma 3 alternates them.
+    "gemma3": dict(model_type="gemma3_text", head_dim=256, num_hidden_layers=6, num_attention_heads=2, num_key_value_heads=1, sliding_window=16),
 }
 GGUF_LAYER_NAMES = {
     "input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -240,15 +242,19 @@ def make_family(name, rng):
     writer.add_head_count(config.num_attention_heads)
     writer.add_head_count_kv(config.num_key_value_heads)
     writer.add_layer_norm_rms_eps(config.rms_norm_eps)
-    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    # Gemma 3 has a base per layer kind; llama.cpp writes the full-attention layers' (the global) one.
+    rope = config.rope_parameters
+    writer.add_rope_freq_base(rope.get("full_attention", rope)["rope_theta"])
     writer.add_rope_dimension_count(head_dim)
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
     if getattr(config, "sliding_window", None):
         writer.add_sliding_window(config.sliding_window)
     if gemma:  # as llama.cpp's Gemma2Model writes them (transformers reads neither and takes its defaults, the same)
-        writer.add_attn_logit_softcapping(config.attn_logit_softcapping)
-        writer.add_final_logit_softcapping(config.final_logit_softcapping)
+        if config.attn_logit_softcapping is not None:
+            writer.add_attn_logit_softcapping(config.attn_logit_softcapping)
+        if config.final_logit_softcapping is not None:
+            writer.add_final_logit_softcapping(config.final_logit_softcapping)
     writer.add_tokenizer_model("gpt2")
     writer.add_token_list(tokens)
     writer.add_token_types(token_types)

@@ -48,6 +48,15 @@ const ARCHITECTURES: Record<string, Architecture> = {
   qwen3: { modelType: "qwen3", hfClass: "Qwen3ForCausalLM", ffnNorm: "post_attention_layernorm" },
   phi3: { modelType: "phi3", hfClass: "Phi3ForCausalLM", ffnNorm: "post_attention_layernorm" },
   gemma2: { modelType: "gemma2", hfClass: "Gemma2ForCausalLM", ffnNorm: "pre_feedforward_layernorm", normOffset: -1, extra: gemmaExtra },
+  // llama.cpp writes Gemma 3's global rotary base only; its sliding layers' base is fixed at 10000 there, as in
+  // transformers' Gemma3TextConfig.
+  gemma3: {
+    modelType: "gemma3_text",
+    hfClass: "Gemma3ForCausalLM",
+    ffnNorm: "pre_feedforward_layernorm",
+    normOffset: -1,
+    extra: (key) => ({ ...gemmaExtra(key), rope_local_base_freq: 10000 }),
+  },
 };
 
 /** The GGUF architectures comlrl loads. */

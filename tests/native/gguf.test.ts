@@ -130,7 +130,7 @@ describe("a SentencePiece vocabulary (tokenizer.ggml.model \"llama\") without me
 
 describe("every other family llama.cpp writes, converted as its converter converts one", () => {
   const families = path.join(golden, "families");
-  const names = ["qwen2", "qwen3", "phi3", "gemma2"];
+  const names = ["qwen2", "qwen3", "phi3", "gemma2", "gemma3"];
 
   it.each(names)("%s gives the logits transformers' GGUF loading gives", async (name) => {
     const reference = JSON.parse(readFileSync(path.join(families, `${name}.json`), "utf8")) as { modelType: string; ids: number[]; lastLogits: number[] };
