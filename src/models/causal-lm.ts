@@ -10,10 +10,11 @@ import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { irregularFileKind } from "../util/regular-file.js";
 import { decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
+import { ggufModelConfig, ggufWeightPlan, isGgufPath, readGguf } from "./gguf.js";
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
-/** An agent's (or critic's) model: a hub id or directory to load, or a loaded model. */
+/** An agent's (or critic's) model: a hub id, a directory or a .gguf file to load, or a loaded model. */
 export type ModelSource = string | CausalLM;
 
 /** In-memory or saved parameter dtype. */
@@ -295,6 +296,13 @@ function withRouterAuxLoss(config: ModelConfig, options: LoadOptions, file: stri
   return { ...config, lmRouterAuxCoef: coef, policyRouterAuxCoef: coef };
 }
 
+/** generation_config.json as transformers builds it from a config alone: its BOS, EOS and pad ids. */
+function generationConfigOf(config: ModelConfig, raw: Record<string, unknown>): Record<string, unknown> {
+  const generationConfig: Record<string, unknown> = { bos_token_id: config.bosTokenId, eos_token_id: raw.eos_token_id };
+  if (config.padTokenId !== null) generationConfig.pad_token_id = config.padTokenId;
+  return generationConfig;
+}
+
 /** A Hugging Face causal LM held by the native core: generation, exact completion scoring, the policy and causal-LM losses, saving (docs/models.md). */
 export class CausalLM {
   private constructor(
@@ -308,14 +316,18 @@ export class CausalLM {
     readonly source: string | null,
   ) {}
 
-  /** Loads a local HF directory or a hub id (resolved in, or downloaded to, the HF cache). */
+  /** Loads a local HF directory, a .gguf file or a hub id (resolved in, or downloaded to, the HF cache). */
   static async load(source: string, options: LoadOptions & { revision?: string } = {}): Promise<CausalLM> {
     const dir = await resolveModelSource(source, { revision: options.revision });
     return CausalLM.fromDirectory(dir, options);
   }
 
-  /** Loads an HF directory (config.json, model.safetensors or shards, optional generation_config.json). */
+  /**
+   * Loads an HF directory (config.json, model.safetensors or shards, optional generation_config.json), or a .gguf
+   * file (its metadata as the config, its tensors dequantized to the dtype: docs/models.md, "GGUF files").
+   */
   static async fromDirectory(dir: string, options: LoadOptions = {}): Promise<CausalLM> {
+    if (isGgufPath(dir) && existsSync(dir)) return CausalLM.fromGguf(dir, options);
     if (!existsSync(dir)) throw new ModelLoadError(`${dir}: no such model directory`);
     const configFile = path.join(dir, "config.json");
     const config = configWithOptions(readJson(configFile), options, configFile);
@@ -338,6 +350,23 @@ export class CausalLM {
     return new CausalLM(native, config, generationConfig, dir);
   }
 
+  /** Loads a GGUF file as transformers' from_pretrained(dir, gguf_file=…) does: the config from its metadata, every tensor dequantized to the dtype. */
+  static async fromGguf(file: string, options: LoadOptions = {}): Promise<CausalLM> {
+    const gguf = readGguf(requireRegularFile(file));
+    const raw = ggufModelConfig(gguf, file);
+    const config = configWithOptions(raw, options, file);
+    checkModelFits(config, file);
+    const native = await addon().NativeModel.load({
+      config: decoderConfigOf(config),
+      files: [],
+      gguf: { file, tensors: ggufWeightPlan(gguf, raw, file) },
+      dtype: options.dtype ?? "float32",
+      device: canonicalDevice(options.device ?? "cpu"),
+      seed: options.seed ?? 0,
+    });
+    return new CausalLM(native, config, generationConfigOf(config, raw), file);
+  }
+
   /** A model with transformers-style random weights (normal(0, initStd), zero biases, unit norms). */
   static create(configJson: Record<string, unknown>, options: LoadOptions & { initStd?: number } = {}): CausalLM {
     const config = configWithOptions(configJson, options, "config");
@@ -349,9 +378,7 @@ export class CausalLM {
       seed: options.seed ?? 0,
       initStd: options.initStd ?? ((configJson.initializer_range as number | undefined) ?? 0.02),
     });
-    const generationConfig: Record<string, unknown> = { bos_token_id: config.bosTokenId, eos_token_id: configJson.eos_token_id };
-    if (config.padTokenId !== null) generationConfig.pad_token_id = config.padTokenId;
-    return new CausalLM(native, config, generationConfig, null);
+    return new CausalLM(native, config, generationConfigOf(config, configJson), null);
   }
 
   /** The ids that end a generation: config.json's and generation_config.json's EOS ids. */

@@ -19,6 +19,7 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { datasetInfo, downloadFile, HubApiError, listFiles, modelInfo, pathsInfo, type PathInfo } from "@huggingface/hub";
 import { writeFileAtomic } from "../util/atomic.js";
+import { isGgufPath } from "./gguf.js";
 import { makeDirs } from "../util/make-dirs.js";
 
 /** What resolveModelSource downloads of a hub model. */
@@ -212,7 +213,7 @@ function hubError(err: unknown, what: string, type: HubRepoType = "model"): Erro
 }
 
 /**
- * Resolves a model source to a local directory. An existing directory is returned as it is. Anything else must be a
+ * Resolves a model source to a local directory or .gguf file. An existing directory or .gguf file is returned as it is. Anything else must be a
  * hub id: a cached snapshot holding every needed file is returned without touching the network; otherwise the
  * missing files are downloaded into the HF cache (`HF_ENDPOINT`, `HF_TOKEN` honoured), unless `HF_HUB_OFFLINE=1`,
  * where a missing file is an error.
@@ -258,7 +259,8 @@ async function localSource(idOrDir: string, type: HubRepoType): Promise<string |
   const found = await stat(asPath).catch(() => null);
   const what = `${type[0]!.toUpperCase()}${type.slice(1)} source ${JSON.stringify(idOrDir)}`;
   if (found?.isDirectory()) return path.resolve(asPath);
-  if (found) throw new Error(`${what} is a file; expected a ${type} directory or a hub id`);
+  if (found && type === "model" && isGgufPath(asPath)) return path.resolve(asPath);
+  if (found) throw new Error(`${what} is a file; expected a ${type} directory${type === "model" ? ", a .gguf file" : ""} or a hub id`);
   if (!looksLikeHubId(idOrDir)) {
     throw new Error(
       `${what} is neither an existing directory nor a valid Hugging Face hub id ` + `("name" or "org/name": letters, digits, "-", "_", ".")`,

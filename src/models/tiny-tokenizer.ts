@@ -96,7 +96,7 @@ export interface TinyTokenizerFiles {
  * stand for themselves; the rest are shifted to code points from U+0100 so no token contains whitespace or controls.
  * Also returns the bytes in GPT-2's vocabulary order (printable bytes first), which is the order of the first 256 ids.
  */
-function byteAlphabet(): { byteToChar: string[]; order: number[] } {
+export function byteAlphabet(): { byteToChar: string[]; order: number[] } {
   const printable: number[] = [];
   for (let b = 0x21; b <= 0x7e; b++) printable.push(b);
   for (let b = 0xa1; b <= 0xac; b++) printable.push(b);

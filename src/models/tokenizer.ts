@@ -7,6 +7,7 @@ import path from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { writeFileAtomic } from "../util/atomic.js";
 import { BoundedChatTemplate } from "./chat-template.js";
+import { ggufTokenizerFiles, isGgufPath, readGguf } from "./gguf.js";
 import { makeDirs } from "../util/make-dirs.js";
 import { cleansUpTokenizationSpaces, matchRustDecoding } from "./tokenizer-compat.js";
 
@@ -174,9 +175,11 @@ export class ComlrlTokenizer {
   /**
    * Loads `tokenizer.json` and `tokenizer_config.json` from a model directory, plus, when present,
    * `special_tokens_map.json` (its entries override the config's, as in transformers), `generation_config.json` (extra
-   * eos ids) and `chat_template.jinja` (the template newer transformers versions save outside the config).
+   * eos ids) and `chat_template.jinja` (the template newer transformers versions save outside the config). A .gguf
+   * file is read as fromGguf reads it.
    */
   static async fromDirectory(dir: string): Promise<ComlrlTokenizer> {
+    if (isGgufPath(dir)) return ComlrlTokenizer.fromGguf(dir);
     const file = (name: string) => path.join(dir, name);
     const tokenizerJson = await readJsonObject(file("tokenizer.json"), true);
     if (tokenizerJson === undefined) {
@@ -194,6 +197,11 @@ export class ComlrlTokenizer {
       { tokenizerJson, tokenizerConfig: { ...tokenizerConfig, ...specialTokensMap }, generationConfig, source: dir },
       chatTemplate,
     );
+  }
+
+  /** The tokenizer and chat template a .gguf file's `tokenizer.ggml.*` metadata describes, as transformers builds them (src/models/gguf.ts). */
+  static fromGguf(file: string): ComlrlTokenizer {
+    return ComlrlTokenizer.fromJson({ ...ggufTokenizerFiles(readGguf(file), file), source: file });
   }
 
   /** Builds a tokenizer from already-parsed file contents (e.g. the output of `buildByteLevelBpeTokenizer` in src/models/tiny-tokenizer.ts). */

@@ -42,6 +42,29 @@ export interface NumericsInfo {
   cublasWorkspaceConfig: string | null;
 }
 
+/** A GGUF metadata value: numbers of every GGUF numeric type, booleans, strings and arrays of them. */
+export type GgufValue = number | boolean | string | GgufValue[];
+
+/** A GGUF file's header as readGguf() reads it (native/io/gguf.h). */
+export interface GgufContents {
+  /** Every metadata key with its value. */
+  metadata: Record<string, GgufValue>;
+  /** The tensor table: name, ggml type name ("Q4_K"), shape outermost first (PyTorch order). */
+  tensors: { name: string; type: string; shape: number[] }[];
+}
+
+/** Where one parameter of a model loaded from a GGUF file comes from (native/model/gguf_weights.h). */
+export interface GgufTensorSource {
+  /** The parameter's (Hugging Face) name. */
+  parameter: string;
+  /** The GGUF tensor's name. */
+  tensor: string;
+  /** Undo llama.cpp's rotary row permutation over this many heads. */
+  permuteHeads?: number;
+  /** Added to the dequantized values (Gemma's norms are stored as 1 + w). */
+  offset?: number;
+}
+
 /** One CUDA device's memory as libtorch's caching allocator reports it, in bytes. */
 export interface CudaDeviceMemory {
   /** "cuda:N". */
@@ -139,6 +162,10 @@ export interface NativeReadouts {
 export interface NativeAddon extends NativeLosses, NativeHeldScores, NativeReadouts {
   runtimeInfo(): RuntimeInfo;
   numerics(): NumericsInfo;
+  /** A GGUF file's metadata and tensor table, validated against the file. */
+  readGguf(path: string): GgufContents;
+  /** One tensor of a GGUF file dequantized to float32, as stored (no permutation). */
+  ggufTensor(path: string, name: string): { shape: number[]; values: Float32Array };
   setNumThreads(n: number): void;
   /** Closes the memory window open since the previous call (the first: since the addon loaded) and opens the next. */
   memoryWindow(): MemoryWindow;
@@ -327,7 +354,7 @@ export interface NativeModel {
 }
 
 export interface NativeModelStatic {
-  load(options: { config: object; files: string[]; dtype: string; device: string; seed?: number }): Promise<NativeModel>;
+  load(options: { config: object; files: string[]; gguf?: { file: string; tensors: GgufTensorSource[] }; dtype: string; device: string; seed?: number }): Promise<NativeModel>;
   create(options: { config: object; dtype: string; device: string; seed?: number; initStd?: number }): NativeModel;
 }
 
