@@ -1,7 +1,9 @@
 // Hugging Face config.json, as transformers 4.x or 5.x writes it, read into the one normalised shape the native
-// decoder takes: which norm, activation, positions, attention form and window each layer uses. Every field of the
-// file is either honoured, known not to change the numbers, or refused by name — never silently ignored.
+// decoder takes: which norm, activation, positions, attention form and window each layer uses. Every key comlrl reads
+// is validated here; every other key is judged by what transformers' code for the family computes (config-keys.ts):
+// refused by name when it would change the numbers, loaded (and named in a warning when unknown) when it would not.
 import { ConfigError } from "../config/fields.js";
+import { judgeConfigKeys, warnUnknownConfigKeys } from "./config-keys.js";
 import { ropeTables } from "./rope.js";
 
 /** A supported architecture family: config.json's model_type. */
@@ -157,6 +159,9 @@ const ARCHITECTURES: Record<ModelType, string> = {
   gpt2: "GPT2LMHeadModel",
 };
 
+/** Every model_type comlrl runs. */
+export const SUPPORTED_MODEL_TYPES = Object.keys(ARCHITECTURES) as ModelType[];
+
 // Fields that never change what the model computes: bookkeeping, token ids (read below), generation defaults.
 const METADATA = new Set([
   "architectures", "model_type", "transformers_version", "_name_or_path", "_attn_implementation_autoset", "use_cache",
@@ -245,7 +250,7 @@ const FAMILIES: Record<ModelType, Family> = {
   },
   llama: {
     ...llamaLike,
-    fields: ["attention_bias", "mlp_bias", "pretraining_tp"],
+    fields: ["attention_bias", "mlp_bias"],
     biases: (flag) => ({ ...attentionBias(flag), mlpBias: flag("mlp_bias", false) }),
     layerKinds: allFull,
   },
@@ -343,7 +348,7 @@ const FAMILIES: Record<ModelType, Family> = {
   smollm3: {
     ...llamaLike,
     fields: ["attention_bias", "mlp_bias", "use_sliding_window", "sliding_window", "max_window_layers", "no_rope_layers",
-      "no_rope_layer_interval", "pretraining_tp"],
+      "no_rope_layer_interval"],
     biases: (flag) => ({ ...attentionBias(flag), mlpBias: flag("mlp_bias", false) }),
     defaultRopeTheta: 2e6,
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
@@ -402,6 +407,19 @@ const SIZE_LIMITS: Record<string, number> = {
   num_experts_per_tok: 4096,
 };
 
+// transformers' Phi-3 reads rope type "su" and "yarn", the names Phi-3's 128k checkpoints were published with, as
+// "longrope" (the same scaling under its later name).
+function withPhi3RopeNames(raw: Record<string, unknown>): Record<string, unknown> {
+  const renamed = { ...raw };
+  for (const key of ["rope_scaling", "rope_parameters"]) {
+    const dict = raw[key] as Record<string, unknown> | null | undefined;
+    if (dict === null || typeof dict !== "object" || Array.isArray(dict)) continue;
+    const typeKey = "rope_type" in dict ? "rope_type" : "type";
+    if (dict[typeKey] === "su" || dict[typeKey] === "yarn") renamed[key] = { ...dict, [typeKey]: "longrope" };
+  }
+  return renamed;
+}
+
 function tokenIds(value: unknown): number[] {
   if (value === null || value === undefined) return [];
   return (Array.isArray(value) ? value : [value]).filter((id): id is number => Number.isInteger(id));
@@ -415,7 +433,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const modelType = raw.model_type;
   if (typeof modelType !== "string") fail("model_type", "is missing");
   if (!(modelType as string in ARCHITECTURES)) {
-    fail("model_type", `"${modelType}" is not supported (supported: ${Object.keys(ARCHITECTURES).join(", ")})`);
+    fail("model_type", `"${modelType}" is not supported (supported: ${SUPPORTED_MODEL_TYPES.join(", ")})`);
   }
   const type = modelType as ModelType;
   const family = FAMILIES[type];
@@ -424,10 +442,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   // The file's name for a field, and its value there or transformers' default for the family.
   const named = (field: string): string => family.aliases?.[field] ?? field;
   const given = (field: string): unknown => raw[named(field)] ?? family.defaults?.[named(field)];
-  const honoured = new Set([...SHAPE.map(named), ...(rotary ? ROTARY : []), ...family.fields, family.normEpsField, family.activationField]);
-  for (const field of Object.keys(raw)) {
-    if (!METADATA.has(field) && !honoured.has(field)) fail(field, `is not supported for model_type "${type}" (it may change the computation)`);
-  }
+  const honoured = new Set([...METADATA, ...SHAPE.map(named), ...(rotary ? ROTARY : []), ...family.fields, family.normEpsField, family.activationField]);
+  warnUnknownConfigKeys(file, type, judgeConfigKeys(raw, type, honoured, file));
   const integer = (field: string, fallback?: number): number => {
     const value = given(field) ?? fallback;
     if (value === undefined || value === null) return fail(named(field), "is missing");
@@ -454,7 +470,6 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     if (typeof value !== "number" || !(value >= 0 && value < 1)) return fail(field, `must be a number in [0, 1), got ${JSON.stringify(value)}`);
     return value;
   };
-  if (raw.pretraining_tp !== undefined && raw.pretraining_tp !== 1) fail("pretraining_tp", `${JSON.stringify(raw.pretraining_tp)} is not supported (only 1)`);
   if (raw.use_bidirectional_attention === true) fail("use_bidirectional_attention", "true is not supported (causal attention only)");
   if (raw.router_jitter_noise !== undefined && raw.router_jitter_noise !== 0) {
     fail("router_jitter_noise", `${JSON.stringify(raw.router_jitter_noise)} is not supported (must be 0)`);
@@ -463,6 +478,13 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   // scaling, which changes bf16 rounding.
   for (const field of ["scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"]) {
     if (flag(field, false)) fail(field, "true is not supported");
+  }
+  // Keys read only in some files (max_window_layers where there are no layer_types, the interval where there are no
+  // no_rope_layers, ...) are checked wherever they appear: a wrong one never lies dormant.
+  for (const field of ["use_sliding_window", "use_bidirectional_attention"]) if (raw[field] != null) flag(field, false);
+  for (const field of ["no_rope_layer_interval", "original_max_position_embeddings"]) if (raw[field] != null) integer(field);
+  if (raw.max_window_layers != null && !(Number.isInteger(raw.max_window_layers) && (raw.max_window_layers as number) >= 0)) {
+    fail("max_window_layers", `must be a non-negative integer, got ${JSON.stringify(raw.max_window_layers)}`);
   }
 
   const hiddenSize = integer("hidden_size");
@@ -509,7 +531,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const layerWindow = kinds.map((kind) => (kind === "sliding_attention" && windowed && slidingWindow !== null ? (slidingWindow as number) : 0));
 
   const rope = rotary
-    ? ropeTables(raw, { fail, headDim, maxPositionEmbeddings, defaultTheta: family.defaultRopeTheta!, kinds })
+    ? ropeTables(type === "phi3" ? withPhi3RopeNames(raw) : raw, { fail, headDim, maxPositionEmbeddings, defaultTheta: family.defaultRopeTheta!, kinds })
     : { invFreq: [], attentionScaling: [], layerTable: Array<number>(numLayers).fill(-1), positionLimit: 0, positionLimitReason: "" };
   const layerRope = rope.layerTable.slice();
   if (type === "smollm3") {
@@ -538,11 +560,13 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   if (moe.numExpertsPerTok > moe.numExperts) fail("num_experts_per_tok", `(${moe.numExpertsPerTok}) exceeds the number of experts (${moe.numExperts})`);
   // With output_router_logits, transformers adds router_aux_loss_coef × the load-balancing loss to the LM loss.
   let lmRouterAuxCoef = 0;
-  if (family.moe && flag("output_router_logits", false)) {
+  if (family.moe) {
     const coef = raw.router_aux_loss_coef ?? 0.001;
     if (typeof coef !== "number" || !Number.isFinite(coef) || coef < 0) fail("router_aux_loss_coef", `must be a non-negative number, got ${JSON.stringify(coef)}`);
-    if (!moe.layerSparse.includes(1)) fail("output_router_logits", "is true but no layer is sparse: there is no router loss to add");
-    lmRouterAuxCoef = coef as number;
+    if (flag("output_router_logits", false)) {
+      if (!moe.layerSparse.includes(1)) fail("output_router_logits", "is true but no layer is sparse: there is no router loss to add");
+      lmRouterAuxCoef = coef as number;
+    }
   }
 
   // transformers 5's Phi-3 reads resid_pdrop but not embd_pdrop (its model applies no embedding dropout), so that
