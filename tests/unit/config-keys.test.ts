@@ -106,6 +106,25 @@ describe.each(Object.keys(TRANSFORMERS_CONFIG_KEYS.families))("every key transfo
   });
 });
 
+describe("the keys real Hub files carry that transformers never reads", () => {
+  // One per false alarm found in real files: each loads, and the model config is the one the file without it gives.
+  const strays: [string, Record<string, unknown>][] = [
+    ["qwen2", { use_mrope: false }],
+    ["llama", { is_llama_config: true, rope_interleaved: false, "transformers.js_config": { dtype: "q4" } }],
+    ["smollm3", { pretraining_tp: 2 }],
+    ["phi3", { auto_map: { AutoConfig: "configuration_phi3.Phi3Config" }, attention_bias: false, full_attn_mod: 1, interpolate_factor: 1, lm_head_bias: false, mlp_bias: false }],
+    ["mistral", { document_attention: false }],
+    ["gpt2", { _num_labels: 1, gradient_checkpointing: false }],
+    ["llama", { _model_name_or_path: "Smollm2 135M 8k Lc100K Mix1 Ep2", unk_token_id: 0 }],
+  ];
+  it.each(strays)("%s: %j", (family, keys) => {
+    const base = familyConfig(family);
+    const { raw: _raw, ...expected } = parseModelConfig(base);
+    const { raw: _withKeys, ...loaded } = parseModelConfig({ ...base, ...keys });
+    expect(loaded).toEqual(expected);
+  });
+});
+
 describe("judgeConfigKeys", () => {
   const llama = familyConfig("llama");
   it("returns the keys transformers' config class does not know, and passes the ones it knows but never reads", () => {
