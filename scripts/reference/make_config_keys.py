@@ -38,21 +38,10 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "src", "models", "transformers-config-keys.ts")
 
-# comlrl's model_type -> (transformers' model directory, its causal-LM class, its config class).
-FAMILIES = {
-    "qwen2": ("qwen2", "Qwen2ForCausalLM", "Qwen2Config"),
-    "qwen3": ("qwen3", "Qwen3ForCausalLM", "Qwen3Config"),
-    "qwen3_moe": ("qwen3_moe", "Qwen3MoeForCausalLM", "Qwen3MoeConfig"),
-    "llama": ("llama", "LlamaForCausalLM", "LlamaConfig"),
-    "mistral": ("mistral", "MistralForCausalLM", "MistralConfig"),
-    "mixtral": ("mixtral", "MixtralForCausalLM", "MixtralConfig"),
-    "gemma2": ("gemma2", "Gemma2ForCausalLM", "Gemma2Config"),
-    "gemma3_text": ("gemma3", "Gemma3ForCausalLM", "Gemma3TextConfig"),
-    "phi3": ("phi3", "Phi3ForCausalLM", "Phi3Config"),
-    "olmo2": ("olmo2", "Olmo2ForCausalLM", "Olmo2Config"),
-    "smollm3": ("smollm3", "SmolLM3ForCausalLM", "SmolLM3Config"),
-    "gpt2": ("gpt2", "GPT2LMHeadModel", "GPT2Config"),
-}
+# comlrl's model types. Each one's transformers directory is its name less "_text" (gemma3_text's code is gemma3's), its
+# config class the one whose model_type it is, its causal-LM class the one module class named *ForCausalLM (GPT-2's:
+# *LMHeadModel).
+MODEL_TYPES = ("qwen2", "qwen3", "qwen3_moe", "llama", "mistral", "mixtral", "gemma2", "gemma3_text", "phi3", "olmo2", "smollm3", "gpt2")
 
 # Shared modules on the forward path whose code counts as the family's: the causal / sliding-window masks, the rotary
 # initialisers, the decoder-layer base class.
@@ -184,10 +173,24 @@ def self_attributes(node):
     return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"}
 
 
+def only(names, what):
+    if len(names) != 1:
+        sys.exit(f"expected one {what}, found {names}")
+    return names[0]
+
+
 def table_for(tree_root, base_fields, family):
-    family_dir, causal_lm, config_class = FAMILIES[family]
+    family_dir = family.removesuffix("_text")
+    config_tree = parse(os.path.join(tree_root, "models", family_dir, f"configuration_{family_dir}.py"))
+    config_class = only([node.name for node in config_tree.body if isinstance(node, ast.ClassDef) and any(
+        isinstance(item, ast.Assign) and ast.unparse(item.targets[0]) == "model_type" and literal(item.value) == family for item in node.body)],
+        f"config class with model_type {family!r}")
+    modeling_classes = [node.name for node in parse(os.path.join(tree_root, "models", family_dir, f"modeling_{family_dir}.py")).body
+                        if isinstance(node, ast.ClassDef)]
+    causal_lm = only([name for name in modeling_classes if name.endswith("ForCausalLM")] or
+                     [name for name in modeling_classes if name.endswith("LMHeadModel")], f"causal-LM class for {family}")
     reads, getattr_defaults, modules = config_reads(tree_root, family_dir, causal_lm)
-    fields, attribute_map, derived = class_fields(parse(os.path.join(tree_root, "models", family_dir, f"configuration_{family_dir}.py")), config_class)
+    fields, attribute_map, derived = class_fields(config_tree, config_class)
     all_fields = {**base_fields, **fields}
     keys, pending = set(), [attribute_map.get(r, r) for r in reads]
     while pending:
@@ -218,9 +221,11 @@ def main():
     out = sys.argv[2] if len(sys.argv) == 3 else OUT
     version = re.search(r'__version__ = "([^"]+)"', open(os.path.join(tree_root, "__init__.py"), encoding="utf8").read()).group(1)
     base_fields, _, _ = class_fields(parse(os.path.join(tree_root, "configuration_utils.py")), "PreTrainedConfig")
-    families = {family: table_for(tree_root, base_fields, family) for family in sorted(FAMILIES)}
-    table = {"transformers": version, "families": {f: {"reads": t["reads"], "fields": t["fields"]} for f, t in families.items()}}
-    data = json.dumps(table, indent=1, sort_keys=True)
+    families = {family: table_for(tree_root, base_fields, family) for family in sorted(MODEL_TYPES)}
+    # One line per family's list: the data stays readable and diffs by family.
+    blocks = [f'  {json.dumps(family)}: {{\n   "fields": {json.dumps(t["fields"])},\n   "reads": {json.dumps(t["reads"], sort_keys=True)}\n  }}'
+              for family, t in families.items()]
+    data = "{\n \"families\": {\n" + ",\n".join(blocks) + f"\n }},\n \"transformers\": {json.dumps(version)}\n}}"
     with open(os.path.abspath(__file__), "rb") as f:
         generator_hash = hashlib.sha256(f.read()).hexdigest()
     sources = sorted({m for t in families.values() for m in t["modules"]})
