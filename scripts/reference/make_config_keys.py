@@ -12,7 +12,9 @@ imported or run), for each family:
           settings, not what a forward computes. Each key is then mapped through the config class's attribute_map
           (GPT-2's hidden_size is the file's n_embd), and a key the config class computes in __post_init__ or in a
           property brings in the keys it is computed from (Qwen2's layer_types from use_sliding_window and
-          max_window_layers).
+          max_window_layers). Building the config reads keys too: the config class's own methods, and for a rotary
+          family RotaryEmbeddingConfigMixin's, which fold the legacy rope_theta / rope_scaling / partial_rotary_factor
+          and a top-level original_max_position_embeddings into rope_parameters.
   default the value transformers uses when the file leaves the key out: the config class's field default (its own,
           an ancestor's in the same file, or PreTrainedConfig's), else the default of the getattr() that reads it;
           null when there is none (the key is then judged by presence).
@@ -46,6 +48,9 @@ MODEL_TYPES = ("qwen2", "qwen3", "qwen3_moe", "llama", "mistral", "mixtral", "ge
 # Shared modules on the forward path whose code counts as the family's: the causal / sliding-window masks, the rotary
 # initialisers, the decoder-layer base class.
 SHARED = ("masking_utils.py", "modeling_rope_utils.py", "modeling_layers.py")
+
+# PreTrainedConfig's properties the forward code reads, and the file key each one stands for.
+BASE_PROPERTIES = {"is_heterogeneous": "per_layer_config"}
 
 # Names a config object goes by in that code.
 CONFIG_NAMES = {"config", "text_config"}
@@ -179,6 +184,35 @@ def only(names, what):
     return names[0]
 
 
+def config_machinery_reads(tree, class_name):
+    """Keys a config class's own methods read while building the config: `self.<key>`, `getattr`/`hasattr(self, key)`
+    and `kwargs.get`/`kwargs.pop(key)` (the legacy rope_theta / rope_scaling folded into rope_parameters), with the
+    defaults getattr and kwargs calls give. Names the class itself defines (methods, class attributes) are not keys."""
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
+    own = {item.name for item in node.body if isinstance(item, ast.FunctionDef)} | {
+        t.id for item in node.body if isinstance(item, (ast.Assign, ast.AnnAssign))
+        for t in (item.targets if isinstance(item, ast.Assign) else [item.target]) if isinstance(t, ast.Name)}
+    reads, defaults = set(), {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self" and isinstance(sub.ctx, ast.Load):
+            reads.add(sub.attr)
+        elif isinstance(sub, ast.Call) and sub.args and isinstance(sub.args[0], ast.Constant) and isinstance(sub.args[0].value, str):
+            via_self = isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "hasattr")
+            via_kwargs = isinstance(sub.func, ast.Attribute) and sub.func.attr in ("get", "pop") and ast.unparse(sub.func.value) == "kwargs"
+            if via_kwargs:
+                key = sub.args[0].value
+                reads.add(key)
+                if len(sub.args) == 2:
+                    defaults.setdefault(key, literal(sub.args[1]))
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("getattr", "hasattr") and len(sub.args) >= 2 \
+                and isinstance(sub.args[0], ast.Name) and sub.args[0].id == "self" and isinstance(sub.args[1], ast.Constant):
+            reads.add(sub.args[1].value)
+            if sub.func.id == "getattr" and len(sub.args) == 3:
+                defaults.setdefault(sub.args[1].value, literal(sub.args[2]))
+    called = {sub.func.attr for sub in ast.walk(node) if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)}
+    return reads - own - called, defaults
+
+
 def table_for(tree_root, base_fields, family):
     family_dir = family.removesuffix("_text")
     config_tree = parse(os.path.join(tree_root, "models", family_dir, f"configuration_{family_dir}.py"))
@@ -191,8 +225,19 @@ def table_for(tree_root, base_fields, family):
                      [name for name in modeling_classes if name.endswith("LMHeadModel")], f"causal-LM class for {family}")
     reads, getattr_defaults, modules = config_reads(tree_root, family_dir, causal_lm)
     fields, attribute_map, derived = class_fields(config_tree, config_class)
+    # Building the config reads keys too: a rotary family's RotaryEmbeddingConfigMixin folds the legacy rope keys and a
+    # top-level original_max_position_embeddings (any config's, known or not) into rope_parameters; the family's config
+    # class may override that.
+    builders = [(config_tree, config_class)]
+    if "rope_parameters" in fields:
+        builders.append((parse(os.path.join(tree_root, "modeling_rope_utils.py")), "RotaryEmbeddingConfigMixin"))
+    for tree, name in builders:
+        more, more_defaults = config_machinery_reads(tree, name)
+        reads |= more
+        for key, value in more_defaults.items():
+            getattr_defaults.setdefault(key, value)
     all_fields = {**base_fields, **fields}
-    keys, pending = set(), [attribute_map.get(r, r) for r in reads]
+    keys, pending = set(), [attribute_map.get(r, r) for r in (BASE_PROPERTIES.get(r, r) for r in reads)]
     while pending:
         key = pending.pop()
         if key in keys:

@@ -177,7 +177,7 @@ const SHAPE = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_lay
 // ...and every rotary family.
 const ROTARY = [
   "num_key_value_heads", "head_dim", "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "layer_types",
-  "attention_dropout",
+  "attention_dropout", "original_max_position_embeddings",
 ];
 
 interface Family {
@@ -293,7 +293,7 @@ const FAMILIES: Record<ModelType, Family> = {
   },
   phi3: {
     ...llamaLike,
-    fields: ["sliding_window", "resid_pdrop", "embd_pdrop", "original_max_position_embeddings"],
+    fields: ["sliding_window", "resid_pdrop", "embd_pdrop"],
     biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
     layerKinds: (raw, layers) => Array(layers).fill(raw.sliding_window ? "sliding_attention" : "full_attention"),
   },
@@ -439,11 +439,13 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const family = FAMILIES[type];
   const gpt2 = type === "gpt2";
   const rotary = family.defaultRopeTheta !== undefined;
-  // The file's name for a field, and its value there or transformers' default for the family.
   const named = (field: string): string => family.aliases?.[field] ?? field;
-  const given = (field: string): unknown => raw[named(field)] ?? family.defaults?.[named(field)];
   const honoured = new Set([...METADATA, ...SHAPE.map(named), ...(rotary ? ROTARY : []), ...family.fields, family.normEpsField, family.activationField]);
   warnUnknownConfigKeys(file, type, judgeConfigKeys(raw, type, honoured, file));
+  // The keys this family reads: any other key has been judged to change nothing, and is read by nothing below.
+  const own = Object.fromEntries(Object.entries(raw).filter(([key]) => honoured.has(key)));
+  // The file's name for a field, and its value there or transformers' default for the family.
+  const given = (field: string): unknown => own[named(field)] ?? family.defaults?.[named(field)];
   const integer = (field: string, fallback?: number): number => {
     const value = given(field) ?? fallback;
     if (value === undefined || value === null) return fail(named(field), "is missing");
@@ -481,17 +483,20 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   }
   // Keys read only in some files (max_window_layers where there are no layer_types, the interval where there are no
   // no_rope_layers, ...) are checked wherever they appear: a wrong one never lies dormant.
-  for (const field of ["use_sliding_window", "use_bidirectional_attention"]) if (raw[field] != null) flag(field, false);
-  for (const field of ["no_rope_layer_interval", "original_max_position_embeddings"]) if (raw[field] != null) integer(field);
-  if (raw.max_window_layers != null && !(Number.isInteger(raw.max_window_layers) && (raw.max_window_layers as number) >= 0)) {
-    fail("max_window_layers", `must be a non-negative integer, got ${JSON.stringify(raw.max_window_layers)}`);
+  for (const field of ["use_sliding_window", "use_bidirectional_attention"]) if (own[field] != null) flag(field, false);
+  for (const field of ["no_rope_layer_interval", "original_max_position_embeddings", "sliding_window_pattern", "_sliding_window_pattern"]) {
+    if (own[field] != null) integer(field);
+  }
+  for (const field of ["rope_theta", "rope_local_base_freq", "partial_rotary_factor"]) if (own[field] != null) number(field, 1);
+  if (own.max_window_layers != null && !(Number.isInteger(own.max_window_layers) && (own.max_window_layers as number) >= 0)) {
+    fail("max_window_layers", `must be a non-negative integer, got ${JSON.stringify(own.max_window_layers)}`);
   }
 
   const hiddenSize = integer("hidden_size");
   const numHeads = integer("num_attention_heads");
   const numKvHeads = integer("num_key_value_heads", numHeads);
   if (numHeads % numKvHeads !== 0) fail("num_key_value_heads", `(${numKvHeads}) must divide num_attention_heads (${numHeads})`);
-  if ((raw.head_dim ?? null) === null && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
+  if ((own.head_dim ?? null) === null && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
     fail(named("num_attention_heads"), `(${numHeads}) must divide ${named("hidden_size")} (${hiddenSize}) when head_dim is not given`);
   }
   const headDim = integer("head_dim", family.defaultHeadDim ?? hiddenSize / numHeads);
@@ -522,7 +527,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   } else {
     kinds = family.layerKinds(raw, numLayers);
   }
-  const slidingWindow = raw.sliding_window ?? null;
+  // A family whose transformers code has no windows (Llama, OLMo 2) ignores the key, and so do we.
+  const slidingWindow = family.fields.includes("sliding_window") ? (raw.sliding_window ?? null) : null;
   if (slidingWindow !== null && (!Number.isInteger(slidingWindow) || (slidingWindow as number) <= 0)) {
     fail("sliding_window", `must be a positive integer or null, got ${JSON.stringify(slidingWindow)}`);
   }
@@ -531,7 +537,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const layerWindow = kinds.map((kind) => (kind === "sliding_attention" && windowed && slidingWindow !== null ? (slidingWindow as number) : 0));
 
   const rope = rotary
-    ? ropeTables(type === "phi3" ? withPhi3RopeNames(raw) : raw, { fail, headDim, maxPositionEmbeddings, defaultTheta: family.defaultRopeTheta!, kinds })
+    ? ropeTables(type === "phi3" ? withPhi3RopeNames(own) : own, { fail, headDim, maxPositionEmbeddings, defaultTheta: family.defaultRopeTheta!, kinds })
     : { invFreq: [], attentionScaling: [], layerTable: Array<number>(numLayers).fill(-1), positionLimit: 0, positionLimitReason: "" };
   const layerRope = rope.layerTable.slice();
   if (type === "smollm3") {
@@ -544,7 +550,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     });
   }
   const scalar = (field: string): number => {
-    const value = raw[field];
+    const value = own[field];
     if (value === undefined || value === null) return 0;
     if (typeof value !== "number" || !(value > 0)) return fail(field, `must be a positive number or null, got ${JSON.stringify(value)}`);
     return value;

@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../../src/config/fields.js";
 import { judgeConfigKeys } from "../../src/models/config-keys.js";
 import { parseModelConfig, SUPPORTED_MODEL_TYPES } from "../../src/models/config.js";
@@ -122,6 +122,26 @@ describe("the keys real Hub files carry that transformers never reads", () => {
     const { raw: _raw, ...expected } = parseModelConfig(base);
     const { raw: _withKeys, ...loaded } = parseModelConfig({ ...base, ...keys });
     expect(loaded).toEqual(expected);
+  });
+});
+
+describe.each(Object.keys(TRANSFORMERS_CONFIG_KEYS.families))("a key %s's file is warned about is ignored, as the warning says", (family) => {
+  // Every key any family's file carries, with that file's value, set in this family's file.
+  const base = familyConfig(family);
+  const { raw: _raw, ...expected } = parseModelConfig(base);
+  const others = Object.keys(TRANSFORMERS_CONFIG_KEYS.families).flatMap((other) => Object.entries(familyConfig(other)));
+  const candidates = new Map(others.filter(([key, value]) => !(key in base) && value !== null));
+  it.each([...candidates.keys()])("%s", (key) => {
+    const warning = vi.spyOn(process, "emitWarning").mockImplementation(() => undefined);
+    try {
+      const { raw: _withKey, ...loaded } = parseModelConfig({ ...base, [key]: candidates.get(key) }, `${family}-${key}/config.json`);
+      const warned = warning.mock.calls.some(([text]) => String(text).startsWith(`${family}-${key}/config.json: ${key} ignored`));
+      if (warned) expect(loaded).toEqual(expected);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+    } finally {
+      warning.mockRestore();
+    }
   });
 });
 

@@ -131,6 +131,14 @@ describe("transformers 5 layout", () => {
     }
   });
 
+  it("sliding_window in a family whose transformers code has no windows (Llama) is ignored, as there", () => {
+    const raw = { ...read("llama3"), layer_types: ["sliding_attention", "full_attention"], sliding_window: 4 };
+    const warning = vi.spyOn(process, "emitWarning").mockImplementation(() => undefined);
+    expect(decoder(raw).layerWindow).toEqual([0, 0]);
+    expect(String(warning.mock.calls[0]?.[0])).toMatch(/sliding_window ignored: transformers' llama code never reads it/);
+    warning.mockRestore();
+  });
+
   it("attn_implementation picks the attention kernel (every one computes the same numbers); an unknown one is refused", () => {
     expect(parseModelConfig({ ...read("mistral"), attn_implementation: "sdpa" }).attnImplementation).toBe("sdpa");
     const kernel = (name?: string) => decoder({ ...read("mistral"), attn_implementation: name }).attention;
