@@ -1,5 +1,6 @@
-// Real config.json files of the models people post-train (tests/fixtures/hub-configs, each copied byte for byte from
-// the public copy SOURCES names) through the configuration half of CausalLM.fromDirectory. Every file of a supported
+// Real config.json files of the models people post-train (tests/fixtures/hub-configs: 44 copied byte for byte from
+// the public copies SOURCES names, one written by transformers from a GGUF) through the configuration half of
+// CausalLM.fromDirectory. Every file of a supported
 // family builds the model config transformers builds from it (tests/golden/hub-configs.json, written by transformers
 // itself: the shape, each layer's attention window, each rotary table), or is refused for a key that changes the
 // computation, named below; files of other families are refused with the list of supported ones.
@@ -16,7 +17,8 @@ const golden: { transformers: string; configs: Record<string, any> } = JSON.pars
 const models = readdirSync(FIXTURES).filter((name) => !name.includes("SOURCES"));
 const rawConfig = (model: string) => JSON.parse(readFileSync(path.join(FIXTURES, model, "config.json"), "utf8"));
 
-// Refused, and the key that changes the computation (transformers loads both: it dequantizes FP8 blocks on the fly).
+// Refused, and the key that changes the computation (transformers' AutoConfig reads both; its FP8 quantizer then runs
+// the checkpoint's FP8 weights, which comlrl does not load).
 const REFUSED: Record<string, RegExp> = {
   "Qwen__Qwen3-30B-A3B-FP8": /config\.json: quantization_config \{"activation_scheme":"dynamic",.*\.\.\. is not supported for model_type "qwen3_moe" \(the weights are stored quantized/,
   "Qwen__Qwen3-32B-FP8": /config\.json: quantization_config \{"activation_scheme":"dynamic","fmt":"e4m3",.* is not supported for model_type "qwen3" \(the weights are stored quantized/,
