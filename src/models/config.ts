@@ -351,6 +351,8 @@ const FAMILIES: Record<ModelType, Family> = {
       "no_rope_layer_interval"],
     biases: (flag) => ({ ...attentionBias(flag), mlpBias: flag("mlp_bias", false) }),
     defaultRopeTheta: 2e6,
+    // SmolLM3Config ties the head by default: SmolLM3-3B's file leaves the key out and its checkpoint has no lm_head.
+    defaults: { tie_word_embeddings: true },
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
   },
   // GPT-2: learned positions, LayerNorm with bias before each block, fused c_attn, a plain GELU MLP, biases on every

@@ -1,4 +1,4 @@
-// Real config.json files of the models people post-train (tests/fixtures/hub-configs: 44 copied byte for byte from
+// Real config.json files of the models people post-train (tests/fixtures/hub-configs: 48 copied byte for byte from
 // the public copies SOURCES names, one written by transformers from a GGUF) through the configuration half of
 // CausalLM.fromDirectory. Every file of a supported
 // family builds the model config transformers builds from it (tests/golden/hub-configs.json, written by transformers
@@ -36,6 +36,7 @@ const WARNED: Record<string, string[]> = {
   "microsoft__Phi-3-medium-128k-instruct": ["auto_map"],
   "microsoft__Phi-4-mini-instruct": ["auto_map", "full_attn_mod", "interpolate_factor"],
   "haihua_2021__gpt2-chinese-dump": ["gradient_checkpointing", "output_past"],
+  "HuggingFaceTB__SmolLM3-3B": ["pretraining_tp"],
   "transformers-from-gguf__SmolLM2-135M-Instruct": ["_model_name_or_path", "unk_token_id"],
 };
 
