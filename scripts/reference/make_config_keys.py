@@ -18,8 +18,9 @@ imported or run), for each family:
   default the value transformers uses when the file leaves the key out: the config class's field default (its own,
           an ancestor's in the same file, or PreTrainedConfig's), else the default of the getattr() that reads it;
           null when there is none (the key is then judged by presence).
-  fields  every key the config class knows (its fields, its ancestors', PreTrainedConfig's, attribute_map's names).
-          A key in neither list is one transformers' config class has never heard of for this family.
+  fields  every key the config class knows (its fields, its ancestors', PreTrainedConfig's, attribute_map's names),
+          each with its default as above. A key in neither is one transformers' config class has never heard of for
+          this family.
 
 Usage (any python3 >= 3.9; transformers itself need not import, only its source tree is read):
 
@@ -254,7 +255,7 @@ def table_for(tree_root, base_fields, family):
 
     return {
         "reads": {key: default(key) for key in sorted(keys)},
-        "fields": sorted(set(all_fields) | set(attribute_map)),
+        "fields": {key: default(key) for key in sorted(set(all_fields) | set(attribute_map))},
         "modules": modules,
     }
 
@@ -268,7 +269,7 @@ def main():
     base_fields, _, _ = class_fields(parse(os.path.join(tree_root, "configuration_utils.py")), "PreTrainedConfig")
     families = {family: table_for(tree_root, base_fields, family) for family in sorted(MODEL_TYPES)}
     # One line per family's list: the data stays readable and diffs by family.
-    blocks = [f'  {json.dumps(family)}: {{\n   "fields": {json.dumps(t["fields"])},\n   "reads": {json.dumps(t["reads"], sort_keys=True)}\n  }}'
+    blocks = [f'  {json.dumps(family)}: {{\n   "fields": {json.dumps(t["fields"], sort_keys=True)},\n   "reads": {json.dumps(t["reads"], sort_keys=True)}\n  }}'
               for family, t in families.items()]
     data = "{\n \"families\": {\n" + ",\n".join(blocks) + f"\n }},\n \"transformers\": {json.dumps(version)}\n}}"
     with open(os.path.abspath(__file__), "rb") as f:

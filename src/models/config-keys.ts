@@ -6,13 +6,13 @@
 import { ConfigError } from "../config/fields.js";
 import { TRANSFORMERS_CONFIG_KEYS } from "./transformers-config-keys.js";
 
-/** One family's part of the table: the keys its causal-LM code reads, each with transformers' default, and every key
- * its config class knows. */
+/** One family's part of the table: the keys its causal-LM code reads and every key its config class knows, each with
+ * the value transformers uses when the file leaves it out (null: none). */
 export interface FamilyConfigKeys {
-  /** key → the value transformers uses when the file leaves it out (null: none). */
+  /** The keys the family's code reads. */
   reads: Record<string, unknown>;
   /** Every key the config class (and PreTrainedConfig) defines. */
-  fields: string[];
+  fields: Record<string, unknown>;
 }
 
 /** The generated table: the transformers version it was read from, and each family's keys. */
@@ -67,7 +67,6 @@ export function judgeConfigKeys(raw: Record<string, unknown>, modelType: string,
   if (family === undefined) {
     throw new ConfigError(`${file}: model_type "${modelType}" has no entry in transformers-config-keys.ts (rerun scripts/reference/make_config_keys.py)`);
   }
-  const known = new Set(family.fields);
   const unknown: string[] = [];
   for (const [key, value] of Object.entries(raw)) {
     const decided = DECIDED[key];
@@ -86,7 +85,7 @@ export function judgeConfigKeys(raw: Record<string, unknown>, modelType: string,
             `${modelType} code reads it, default ${JSON.stringify(byDefault)}, and it changes the computation; comlrl does not implement it)`,
         );
       }
-    } else if (!known.has(key)) {
+    } else if (!Object.hasOwn(family.fields, key)) {
       unknown.push(key);
     }
   }

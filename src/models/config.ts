@@ -233,6 +233,7 @@ const FAMILIES: Record<ModelType, Family> = {
   qwen2: {
     ...llamaLike,
     fields: ["use_sliding_window", "sliding_window", "max_window_layers"],
+    defaults: { sliding_window: 4096 },
     biases: () => ({ qkvBias: true, oBias: false, mlpBias: false }),
     layerKinds: (raw, layers) =>
       Array.from({ length: layers }, (_, i) =>
@@ -246,6 +247,7 @@ const FAMILIES: Record<ModelType, Family> = {
     qkNorm: "head",
     defaultHeadDim: 128,
     biases: attentionBias,
+    defaults: { sliding_window: 4096 },
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
   },
   llama: {
@@ -258,6 +260,7 @@ const FAMILIES: Record<ModelType, Family> = {
     ...llamaLike,
     fields: ["sliding_window"],
     biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    defaults: { sliding_window: 4096 },
     layerKinds: (raw, layers) => Array(layers).fill(raw.sliding_window ? "sliding_attention" : "full_attention"),
   },
   // Gemma 2: (1 + w) norms around both blocks, √hidden embeddings, soft-capping, even layers local.
@@ -272,6 +275,7 @@ const FAMILIES: Record<ModelType, Family> = {
     biases: attentionBias,
     defaultHeadDim: 256,
     defaultRopeTheta: 10000,
+    defaults: { hidden_activation: "gelu_pytorch_tanh", attn_logit_softcapping: 50.0, final_logit_softcapping: 30.0, sliding_window: 4096 },
     layerKinds: (_raw, layers) => Array.from({ length: layers }, (_, i) => (i % 2 === 0 ? "sliding_attention" : "full_attention")),
   },
   // Gemma 3 (text): Gemma 2's layout plus per-head (1 + w) q/k norms, a local rotary base on the sliding layers.
@@ -286,6 +290,7 @@ const FAMILIES: Record<ModelType, Family> = {
     biases: attentionBias,
     defaultHeadDim: 256,
     defaultRopeTheta: 1e6,
+    defaults: { hidden_activation: "gelu_pytorch_tanh", sliding_window: 4096 },
     layerKinds: (raw, layers) => {
       const pattern = ((raw.sliding_window_pattern ?? raw._sliding_window_pattern) as number | undefined) ?? 6;
       return Array.from({ length: layers }, (_, i) => ((i + 1) % pattern !== 0 ? "sliding_attention" : "full_attention"));
@@ -295,6 +300,7 @@ const FAMILIES: Record<ModelType, Family> = {
     ...llamaLike,
     fields: ["sliding_window", "resid_pdrop", "embd_pdrop"],
     biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    defaults: { rms_norm_eps: 1e-5 },
     layerKinds: (raw, layers) => Array(layers).fill(raw.sliding_window ? "sliding_attention" : "full_attention"),
   },
   olmo2: {
@@ -303,6 +309,7 @@ const FAMILIES: Record<ModelType, Family> = {
     normPlacement: "post",
     qkNorm: "full",
     biases: attentionBias,
+    defaults: { rms_norm_eps: 1e-5 },
     layerKinds: allFull,
   },
   // Qwen3 attention; sparse MLPs except on mlp_only_layers and off the decoder_sparse_step grid.
@@ -313,6 +320,7 @@ const FAMILIES: Record<ModelType, Family> = {
     qkNorm: "head",
     defaultHeadDim: 128,
     biases: attentionBias,
+    defaults: { sliding_window: 4096 },
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
     moe: ({ integer, flag, fail, raw }, layers) => {
       // transformers 5 writes num_local_experts, 4.x num_experts.
@@ -335,6 +343,7 @@ const FAMILIES: Record<ModelType, Family> = {
     ...llamaLike,
     fields: ["sliding_window", "router_jitter_noise", ...MOE_FIELDS],
     biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    defaults: { rms_norm_eps: 1e-5 },
     layerKinds: (raw, layers) => FAMILIES.mistral.layerKinds(raw, layers),
     moe: ({ integer }, layers) => ({
       numExperts: integer("num_local_experts", 8),
@@ -371,7 +380,8 @@ const FAMILIES: Record<ModelType, Family> = {
     qkNorm: "none",
     biases: () => ({ qkvBias: true, oBias: true, mlpBias: true }),
     layerKinds: allFull,
-    defaults: { activation_function: "gelu_new", layer_norm_epsilon: 1e-5, n_positions: 1024, tie_word_embeddings: true },
+    defaults: { activation_function: "gelu_new", layer_norm_epsilon: 1e-5, n_positions: 1024, tie_word_embeddings: true, attn_pdrop: 0.1,
+      resid_pdrop: 0.1, embd_pdrop: 0.1 },
   },
 };
 
@@ -448,6 +458,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const own = Object.fromEntries(Object.entries(raw).filter(([key]) => honoured.has(key)));
   // The file's name for a field, and its value there or transformers' default for the family.
   const given = (field: string): unknown => own[named(field)] ?? family.defaults?.[named(field)];
+  // The same where an explicit null means "none" rather than "the default" (sliding_window, the soft-capping values).
+  const fileOrDefault = (field: string): unknown => (Object.hasOwn(own, field) ? own[field] : family.defaults?.[field]);
   const integer = (field: string, fallback?: number): number => {
     const value = given(field) ?? fallback;
     if (value === undefined || value === null) return fail(named(field), "is missing");
@@ -470,7 +482,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   };
   // A dropout rate of the file's (0: none); torch's nn.Dropout refuses a rate outside [0, 1], and 1 drops everything.
   const dropoutRate = (field: string): number => {
-    const value = raw[field] ?? 0;
+    const value = given(field) ?? 0;
     if (typeof value !== "number" || !(value >= 0 && value < 1)) return fail(field, `must be a number in [0, 1), got ${JSON.stringify(value)}`);
     return value;
   };
@@ -505,7 +517,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const numLayers = integer("num_hidden_layers");
   const maxPositionEmbeddings = integer("max_position_embeddings", 32768);
 
-  const activationName = given(family.activationField) ?? (family.activationField === "hidden_activation" ? raw.hidden_act : undefined) ?? "silu";
+  const activationName = given(family.activationField) ?? "silu";
   const activation = ACTIVATIONS[activationName as string];
   if (!activation) fail(family.activationField, `"${activationName}" is not supported (supported: ${Object.keys(ACTIVATIONS).join(", ")})`);
 
@@ -527,15 +539,15 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     }
     kinds = listed as LayerKind[];
   } else {
-    kinds = family.layerKinds(raw, numLayers);
+    kinds = family.layerKinds({ ...family.defaults, ...own }, numLayers);
   }
   // A family whose transformers code has no windows (Llama, OLMo 2) ignores the key, and so do we.
-  const slidingWindow = family.fields.includes("sliding_window") ? (raw.sliding_window ?? null) : null;
+  const slidingWindow = family.fields.includes("sliding_window") ? (fileOrDefault("sliding_window") ?? null) : null;
   if (slidingWindow !== null && (!Number.isInteger(slidingWindow) || (slidingWindow as number) <= 0)) {
     fail("sliding_window", `must be a positive integer or null, got ${JSON.stringify(slidingWindow)}`);
   }
   // Qwen2 / Qwen3 / SmolLM3 window only when use_sliding_window is set, whatever layer_types says.
-  const windowed = !("use_sliding_window" in raw) || raw.use_sliding_window === true || !family.fields.includes("use_sliding_window");
+  const windowed = !family.fields.includes("use_sliding_window") || flag("use_sliding_window", false);
   const layerWindow = kinds.map((kind) => (kind === "sliding_attention" && windowed && slidingWindow !== null ? (slidingWindow as number) : 0));
 
   const rope = rotary
@@ -552,7 +564,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     });
   }
   const scalar = (field: string): number => {
-    const value = own[field];
+    const value = fileOrDefault(field);
     if (value === undefined || value === null) return 0;
     if (typeof value !== "number" || !(value > 0)) return fail(field, `must be a positive number or null, got ${JSON.stringify(value)}`);
     return value;

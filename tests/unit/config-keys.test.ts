@@ -16,7 +16,7 @@ import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../../src/config/fields.js";
 import { judgeConfigKeys } from "../../src/models/config-keys.js";
-import { parseModelConfig, SUPPORTED_MODEL_TYPES } from "../../src/models/config.js";
+import { parseModelConfig, SUPPORTED_MODEL_TYPES, type ModelConfig } from "../../src/models/config.js";
 import { TRANSFORMERS_CONFIG_KEYS } from "../../src/models/transformers-config-keys.js";
 
 const TABLE_FILE = path.resolve("src/models/transformers-config-keys.ts");
@@ -59,7 +59,7 @@ describe("the table's sizes", () => {
     for (const [family, keys] of Object.entries(TRANSFORMERS_CONFIG_KEYS.families)) {
       const shape = family === "gpt2" ? ["n_embd", "n_layer", "n_head", "vocab_size"] : ["hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"];
       for (const key of shape) expect(keys.reads, `${family}.${key}`).toHaveProperty(key);
-      expect(keys.fields.length, family).toBeGreaterThan(Object.keys(keys.reads).length / 2);
+      expect(Object.keys(keys.fields).length, family).toBeGreaterThan(Object.keys(keys.reads).length / 2);
     }
   });
 });
@@ -103,6 +103,56 @@ describe.each(Object.keys(TRANSFORMERS_CONFIG_KEYS.families))("every key transfo
     }
     expect(refused, `${family}: ${key} set to an object is neither refused nor implemented`).toBeInstanceOf(ConfigError);
     expect(String((refused as Error).message)).toContain(key);
+  });
+});
+
+// For a key a file may leave out: what the parsed config holds, and what it should hold given transformers' default.
+const ACTIVATION_OF: Record<string, string> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh", gelu_new: "gelu_tanh", gelu: "gelu" };
+const DEFAULTED: Record<string, [(config: ModelConfig) => unknown, (byDefault: any) => unknown]> = {
+  tie_word_embeddings: [(c) => c.tieWordEmbeddings, (d) => d],
+  rms_norm_eps: [(c) => c.rmsNormEps, (d) => d],
+  layer_norm_epsilon: [(c) => c.rmsNormEps, (d) => d],
+  attention_bias: [(c) => c.oBias, (d) => d],
+  mlp_bias: [(c) => c.mlpBias, (d) => d],
+  hidden_act: [(c) => c.activation, (d) => ACTIVATION_OF[d]],
+  hidden_activation: [(c) => c.activation, (d) => ACTIVATION_OF[d]],
+  activation_function: [(c) => c.activation, (d) => ACTIVATION_OF[d]],
+  query_pre_attn_scalar: [(c) => c.attentionScale, (d) => 1 / Math.sqrt(d)],
+  attn_logit_softcapping: [(c) => c.attnSoftcap, (d) => d ?? 0],
+  final_logit_softcapping: [(c) => c.finalSoftcap, (d) => d ?? 0],
+  sliding_window: [(c) => Math.max(...c.layerWindow), (d) => d ?? 0],
+  norm_topk_prob: [(c) => c.normTopkProb, (d) => d],
+  num_experts_per_tok: [(c) => c.numExpertsPerTok, (d) => d],
+  moe_intermediate_size: [(c) => c.moeIntermediateSize, (d) => d],
+  num_local_experts: [(c) => c.numExperts, (d) => d],
+  num_experts: [(c) => c.numExperts, (d) => d],
+  attention_dropout: [(c) => c.attentionDropout, (d) => d],
+  attn_pdrop: [(c) => c.attentionDropout, (d) => d],
+  resid_pdrop: [(c) => c.residualDropout, (d) => d],
+  embd_pdrop: [(c) => c.embeddingDropout, (d) => d],
+};
+
+describe.each(Object.keys(TRANSFORMERS_CONFIG_KEYS.families))("a key %s's file leaves out takes transformers' default", (family) => {
+  const fields = TRANSFORMERS_CONFIG_KEYS.families[family].fields;
+  const base = familyConfig(family);
+  // Keys whose default says something (a null default of a count is "derived from another key", not a value).
+  const keys = Object.keys(DEFAULTED).filter((key) => Object.hasOwn(fields, key) && DEFAULTED[key][1](fields[key]) != null);
+  it.each(keys)("%s", (key) => {
+    const without = { ...base };
+    delete without[key];
+    // Qwen3-MoE's and Mixtral's expert count has two names; the file must lose both.
+    if (key === "num_experts" || key === "num_local_experts") delete without[key === "num_experts" ? "num_local_experts" : "num_experts"];
+    // Qwen3-MoE routes to 8 experts by default: more than the tiny file has.
+    if (key === "num_experts_per_tok") without.num_local_experts = 128;
+    // Windows appear only where the family's layers slide: a Qwen2-style file needs use_sliding_window, and layers from
+    // max_window_layers on rather than its own layer_types.
+    if (key === "sliding_window" && "use_sliding_window" in without) {
+      Object.assign(without, { use_sliding_window: true, max_window_layers: 0 });
+      delete without.layer_types;
+    }
+    const [read, expected] = DEFAULTED[key];
+    if (family === "phi3" && key === "embd_pdrop") return; // transformers 5's Phi-3 applies no embedding dropout
+    expect(read(parseModelConfig(without))).toEqual(expected(fields[key]));
   });
 });
 
