@@ -108,16 +108,16 @@ describe.each(Object.keys(TRANSFORMERS_CONFIG_KEYS.families))("every key transfo
 
 // For a key a file may leave out: what the parsed config holds, and what it should hold given transformers' default.
 const ACTIVATION_OF: Record<string, string> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh", gelu_new: "gelu_tanh", gelu: "gelu" };
-const DEFAULTED: Record<string, [(config: ModelConfig) => unknown, (byDefault: any) => unknown]> = {
+const DEFAULTED: Record<string, [(config: ModelConfig) => unknown, (byDefault: unknown) => unknown]> = {
   tie_word_embeddings: [(c) => c.tieWordEmbeddings, (d) => d],
   rms_norm_eps: [(c) => c.rmsNormEps, (d) => d],
   layer_norm_epsilon: [(c) => c.rmsNormEps, (d) => d],
   attention_bias: [(c) => c.oBias, (d) => d],
   mlp_bias: [(c) => c.mlpBias, (d) => d],
-  hidden_act: [(c) => c.activation, (d) => ACTIVATION_OF[d]],
-  hidden_activation: [(c) => c.activation, (d) => ACTIVATION_OF[d]],
-  activation_function: [(c) => c.activation, (d) => ACTIVATION_OF[d]],
-  query_pre_attn_scalar: [(c) => c.attentionScale, (d) => 1 / Math.sqrt(d)],
+  hidden_act: [(c) => c.activation, (d) => ACTIVATION_OF[d as string]],
+  hidden_activation: [(c) => c.activation, (d) => ACTIVATION_OF[d as string]],
+  activation_function: [(c) => c.activation, (d) => ACTIVATION_OF[d as string]],
+  query_pre_attn_scalar: [(c) => c.attentionScale, (d) => 1 / Math.sqrt(d as number)],
   attn_logit_softcapping: [(c) => c.attnSoftcap, (d) => d ?? 0],
   final_logit_softcapping: [(c) => c.finalSoftcap, (d) => d ?? 0],
   sliding_window: [(c) => Math.max(...c.layerWindow), (d) => d ?? 0],
