@@ -266,7 +266,7 @@ const FAMILIES: Record<ModelType, Family> = {
   // Gemma 2: (1 + w) norms around both blocks, √hidden embeddings, soft-capping, even layers local.
   gemma2: {
     fields: ["sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
-      "hidden_act", "attention_bias", "use_bidirectional_attention"],
+      "attention_bias", "use_bidirectional_attention"],
     norm: "rms_one_plus",
     normPlacement: "sandwich",
     normEpsField: "rms_norm_eps",
@@ -281,7 +281,7 @@ const FAMILIES: Record<ModelType, Family> = {
   // Gemma 3 (text): Gemma 2's layout plus per-head (1 + w) q/k norms, a local rotary base on the sliding layers.
   gemma3_text: {
     fields: ["sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
-      "hidden_act", "attention_bias", "sliding_window_pattern", "_sliding_window_pattern", "rope_local_base_freq", "use_bidirectional_attention"],
+      "attention_bias", "sliding_window_pattern", "_sliding_window_pattern", "rope_local_base_freq", "use_bidirectional_attention"],
     norm: "rms_one_plus",
     normPlacement: "sandwich",
     normEpsField: "rms_norm_eps",

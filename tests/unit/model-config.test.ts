@@ -196,6 +196,8 @@ const DORMANT: Record<string, string> = {
   "gpt2.summary_first_dropout": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
   "phi3.embd_pdrop": "transformers 5's Phi-3 applies no embedding dropout",
   "llama3.pretraining_tp": "transformers 5 reads it nowhere (4.x split the projections into that many slices: the same sums)",
+  "gemma2.hidden_act": "transformers 5's Gemma 2 reads hidden_activation only",
+  "gemma3_text.hidden_act": "transformers 5's Gemma 3 reads hidden_activation only",
 };
 
 function mutations(value: unknown): unknown[] {
