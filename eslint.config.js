@@ -14,7 +14,7 @@ export default tseslint.config(
   {
     // These read JSON written by the Python reference scripts (goldens, a safetensors header, a torch run's output):
     // its shape is what the tests assert, field by field, so it is typed no further than JSON.parse types it.
-    files: ["tests/golden/**", "tests/native/io-failures.test.ts", "tests/support/python.ts", "tests/unit/model-config.test.ts"],
+    files: ["tests/golden/**", "tests/native/io-failures.test.ts", "tests/support/python.ts", "tests/unit/model-config.test.ts", "tests/unit/hub-configs.test.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },
   },
 );

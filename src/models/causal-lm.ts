@@ -303,6 +303,27 @@ function generationConfigOf(config: ModelConfig, raw: Record<string, unknown>): 
   return generationConfig;
 }
 
+/**
+ * The configuration half of CausalLM.fromDirectory, before any weights are read: config.json parsed with the load
+ * options, generation_config.json (when present) read and its EOS ids added to the config's.
+ */
+export function readModelDirectoryConfig(
+  dir: string,
+  options: LoadOptions = {},
+): { config: ModelConfig; generationConfig: Record<string, unknown>; configFile: string } {
+  if (!existsSync(dir)) throw new ModelLoadError(`${dir}: no such model directory`);
+  const configFile = path.join(dir, "config.json");
+  const config = configWithOptions(readJson(configFile), options, configFile);
+  const generationFile = path.join(dir, "generation_config.json");
+  const generationConfig = existsSync(generationFile) ? readJson(generationFile) : {};
+  warnUnappliedSampling(generationConfig, generationFile);
+  const extraEos = (Array.isArray(generationConfig.eos_token_id) ? generationConfig.eos_token_id : [generationConfig.eos_token_id]).filter(
+    (id): id is number => Number.isInteger(id),
+  );
+  config.eosTokenIds = [...new Set([...config.eosTokenIds, ...extraEos])];
+  return { config, generationConfig, configFile };
+}
+
 /** A Hugging Face causal LM held by the native core: generation, exact completion scoring, the policy and causal-LM losses, saving (docs/models.md). */
 export class CausalLM {
   private constructor(
@@ -328,16 +349,7 @@ export class CausalLM {
    */
   static async fromDirectory(dir: string, options: LoadOptions = {}): Promise<CausalLM> {
     if (isGgufPath(dir) && existsSync(dir)) return CausalLM.fromGguf(dir, options);
-    if (!existsSync(dir)) throw new ModelLoadError(`${dir}: no such model directory`);
-    const configFile = path.join(dir, "config.json");
-    const config = configWithOptions(readJson(configFile), options, configFile);
-    const generationFile = path.join(dir, "generation_config.json");
-    const generationConfig = existsSync(generationFile) ? readJson(generationFile) : {};
-    warnUnappliedSampling(generationConfig, generationFile);
-    const extraEos = (Array.isArray(generationConfig.eos_token_id) ? generationConfig.eos_token_id : [generationConfig.eos_token_id]).filter(
-      (id): id is number => Number.isInteger(id),
-    );
-    config.eosTokenIds = [...new Set([...config.eosTokenIds, ...extraEos])];
+    const { config, generationConfig, configFile } = readModelDirectoryConfig(dir, options);
     const files = weightFiles(dir);
     checkWeightsAgainstConfig(config, configFile, files);
     const native = await addon().NativeModel.load({

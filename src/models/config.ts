@@ -1,7 +1,9 @@
 // Hugging Face config.json, as transformers 4.x or 5.x writes it, read into the one normalised shape the native
-// decoder takes: which norm, activation, positions, attention form and window each layer uses. Every field of the
-// file is either honoured, known not to change the numbers, or refused by name — never silently ignored.
+// decoder takes: which norm, activation, positions, attention form and window each layer uses. Every key comlrl reads
+// is validated here; every other key is judged by what transformers' code for the family computes (config-keys.ts):
+// refused by name when it would change the numbers, loaded (and named in a warning when unknown) when it would not.
 import { ConfigError } from "../config/fields.js";
+import { judgeConfigKeys, warnUnknownConfigKeys } from "./config-keys.js";
 import { ropeTables } from "./rope.js";
 
 /** A supported architecture family: config.json's model_type. */
@@ -157,6 +159,9 @@ const ARCHITECTURES: Record<ModelType, string> = {
   gpt2: "GPT2LMHeadModel",
 };
 
+/** Every model_type comlrl runs. */
+export const SUPPORTED_MODEL_TYPES = Object.keys(ARCHITECTURES) as ModelType[];
+
 // Fields that never change what the model computes: bookkeeping, token ids (read below), generation defaults.
 const METADATA = new Set([
   "architectures", "model_type", "transformers_version", "_name_or_path", "_attn_implementation_autoset", "use_cache",
@@ -172,7 +177,7 @@ const SHAPE = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_lay
 // ...and every rotary family.
 const ROTARY = [
   "num_key_value_heads", "head_dim", "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "layer_types",
-  "attention_dropout",
+  "attention_dropout", "original_max_position_embeddings",
 ];
 
 interface Family {
@@ -228,6 +233,7 @@ const FAMILIES: Record<ModelType, Family> = {
   qwen2: {
     ...llamaLike,
     fields: ["use_sliding_window", "sliding_window", "max_window_layers"],
+    defaults: { sliding_window: 4096 },
     biases: () => ({ qkvBias: true, oBias: false, mlpBias: false }),
     layerKinds: (raw, layers) =>
       Array.from({ length: layers }, (_, i) =>
@@ -241,11 +247,12 @@ const FAMILIES: Record<ModelType, Family> = {
     qkNorm: "head",
     defaultHeadDim: 128,
     biases: attentionBias,
+    defaults: { sliding_window: 4096 },
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
   },
   llama: {
     ...llamaLike,
-    fields: ["attention_bias", "mlp_bias", "pretraining_tp"],
+    fields: ["attention_bias", "mlp_bias"],
     biases: (flag) => ({ ...attentionBias(flag), mlpBias: flag("mlp_bias", false) }),
     layerKinds: allFull,
   },
@@ -253,12 +260,13 @@ const FAMILIES: Record<ModelType, Family> = {
     ...llamaLike,
     fields: ["sliding_window"],
     biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    defaults: { sliding_window: 4096 },
     layerKinds: (raw, layers) => Array(layers).fill(raw.sliding_window ? "sliding_attention" : "full_attention"),
   },
   // Gemma 2: (1 + w) norms around both blocks, √hidden embeddings, soft-capping, even layers local.
   gemma2: {
     fields: ["sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
-      "hidden_act", "attention_bias", "use_bidirectional_attention"],
+      "attention_bias", "use_bidirectional_attention"],
     norm: "rms_one_plus",
     normPlacement: "sandwich",
     normEpsField: "rms_norm_eps",
@@ -267,12 +275,13 @@ const FAMILIES: Record<ModelType, Family> = {
     biases: attentionBias,
     defaultHeadDim: 256,
     defaultRopeTheta: 10000,
+    defaults: { hidden_activation: "gelu_pytorch_tanh", attn_logit_softcapping: 50.0, final_logit_softcapping: 30.0, sliding_window: 4096 },
     layerKinds: (_raw, layers) => Array.from({ length: layers }, (_, i) => (i % 2 === 0 ? "sliding_attention" : "full_attention")),
   },
   // Gemma 3 (text): Gemma 2's layout plus per-head (1 + w) q/k norms, a local rotary base on the sliding layers.
   gemma3_text: {
     fields: ["sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "hidden_activation",
-      "hidden_act", "attention_bias", "sliding_window_pattern", "_sliding_window_pattern", "rope_local_base_freq", "use_bidirectional_attention"],
+      "attention_bias", "sliding_window_pattern", "_sliding_window_pattern", "rope_local_base_freq", "use_bidirectional_attention"],
     norm: "rms_one_plus",
     normPlacement: "sandwich",
     normEpsField: "rms_norm_eps",
@@ -281,6 +290,7 @@ const FAMILIES: Record<ModelType, Family> = {
     biases: attentionBias,
     defaultHeadDim: 256,
     defaultRopeTheta: 1e6,
+    defaults: { hidden_activation: "gelu_pytorch_tanh", sliding_window: 4096 },
     layerKinds: (raw, layers) => {
       const pattern = ((raw.sliding_window_pattern ?? raw._sliding_window_pattern) as number | undefined) ?? 6;
       return Array.from({ length: layers }, (_, i) => ((i + 1) % pattern !== 0 ? "sliding_attention" : "full_attention"));
@@ -288,8 +298,9 @@ const FAMILIES: Record<ModelType, Family> = {
   },
   phi3: {
     ...llamaLike,
-    fields: ["sliding_window", "resid_pdrop", "embd_pdrop", "original_max_position_embeddings"],
+    fields: ["sliding_window", "resid_pdrop", "embd_pdrop"],
     biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    defaults: { rms_norm_eps: 1e-5 },
     layerKinds: (raw, layers) => Array(layers).fill(raw.sliding_window ? "sliding_attention" : "full_attention"),
   },
   olmo2: {
@@ -298,6 +309,7 @@ const FAMILIES: Record<ModelType, Family> = {
     normPlacement: "post",
     qkNorm: "full",
     biases: attentionBias,
+    defaults: { rms_norm_eps: 1e-5 },
     layerKinds: allFull,
   },
   // Qwen3 attention; sparse MLPs except on mlp_only_layers and off the decoder_sparse_step grid.
@@ -308,6 +320,7 @@ const FAMILIES: Record<ModelType, Family> = {
     qkNorm: "head",
     defaultHeadDim: 128,
     biases: attentionBias,
+    defaults: { sliding_window: 4096 },
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
     moe: ({ integer, flag, fail, raw }, layers) => {
       // transformers 5 writes num_local_experts, 4.x num_experts.
@@ -330,6 +343,7 @@ const FAMILIES: Record<ModelType, Family> = {
     ...llamaLike,
     fields: ["sliding_window", "router_jitter_noise", ...MOE_FIELDS],
     biases: () => ({ qkvBias: false, oBias: false, mlpBias: false }),
+    defaults: { rms_norm_eps: 1e-5 },
     layerKinds: (raw, layers) => FAMILIES.mistral.layerKinds(raw, layers),
     moe: ({ integer }, layers) => ({
       numExperts: integer("num_local_experts", 8),
@@ -343,9 +357,11 @@ const FAMILIES: Record<ModelType, Family> = {
   smollm3: {
     ...llamaLike,
     fields: ["attention_bias", "mlp_bias", "use_sliding_window", "sliding_window", "max_window_layers", "no_rope_layers",
-      "no_rope_layer_interval", "pretraining_tp"],
+      "no_rope_layer_interval"],
     biases: (flag) => ({ ...attentionBias(flag), mlpBias: flag("mlp_bias", false) }),
     defaultRopeTheta: 2e6,
+    // SmolLM3Config ties the head by default: SmolLM3-3B's file leaves the key out and its checkpoint has no lm_head.
+    defaults: { tie_word_embeddings: true },
     layerKinds: (raw, layers) => FAMILIES.qwen2.layerKinds(raw, layers),
   },
   // GPT-2: learned positions, LayerNorm with bias before each block, fused c_attn, a plain GELU MLP, biases on every
@@ -364,7 +380,8 @@ const FAMILIES: Record<ModelType, Family> = {
     qkNorm: "none",
     biases: () => ({ qkvBias: true, oBias: true, mlpBias: true }),
     layerKinds: allFull,
-    defaults: { activation_function: "gelu_new", layer_norm_epsilon: 1e-5, n_positions: 1024, tie_word_embeddings: true },
+    defaults: { activation_function: "gelu_new", layer_norm_epsilon: 1e-5, n_positions: 1024, tie_word_embeddings: true, attn_pdrop: 0.1,
+      resid_pdrop: 0.1, embd_pdrop: 0.1 },
   },
 };
 
@@ -402,6 +419,19 @@ const SIZE_LIMITS: Record<string, number> = {
   num_experts_per_tok: 4096,
 };
 
+// transformers' Phi-3 reads rope type "su" and "yarn", the names Phi-3's 128k checkpoints were published with, as
+// "longrope" (the same scaling under its later name).
+function withPhi3RopeNames(raw: Record<string, unknown>): Record<string, unknown> {
+  const renamed = { ...raw };
+  for (const key of ["rope_scaling", "rope_parameters"]) {
+    const dict = raw[key] as Record<string, unknown> | null | undefined;
+    if (dict === null || typeof dict !== "object" || Array.isArray(dict)) continue;
+    const typeKey = "rope_type" in dict ? "rope_type" : "type";
+    if (dict[typeKey] === "su" || dict[typeKey] === "yarn") renamed[key] = { ...dict, [typeKey]: "longrope" };
+  }
+  return renamed;
+}
+
 function tokenIds(value: unknown): number[] {
   if (value === null || value === undefined) return [];
   return (Array.isArray(value) ? value : [value]).filter((id): id is number => Number.isInteger(id));
@@ -415,19 +445,21 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   const modelType = raw.model_type;
   if (typeof modelType !== "string") fail("model_type", "is missing");
   if (!(modelType as string in ARCHITECTURES)) {
-    fail("model_type", `"${modelType}" is not supported (supported: ${Object.keys(ARCHITECTURES).join(", ")})`);
+    fail("model_type", `"${modelType}" is not supported (supported: ${SUPPORTED_MODEL_TYPES.join(", ")})`);
   }
   const type = modelType as ModelType;
   const family = FAMILIES[type];
   const gpt2 = type === "gpt2";
   const rotary = family.defaultRopeTheta !== undefined;
-  // The file's name for a field, and its value there or transformers' default for the family.
   const named = (field: string): string => family.aliases?.[field] ?? field;
-  const given = (field: string): unknown => raw[named(field)] ?? family.defaults?.[named(field)];
-  const honoured = new Set([...SHAPE.map(named), ...(rotary ? ROTARY : []), ...family.fields, family.normEpsField, family.activationField]);
-  for (const field of Object.keys(raw)) {
-    if (!METADATA.has(field) && !honoured.has(field)) fail(field, `is not supported for model_type "${type}" (it may change the computation)`);
-  }
+  const honoured = new Set([...METADATA, ...SHAPE.map(named), ...(rotary ? ROTARY : []), ...family.fields, family.normEpsField, family.activationField]);
+  warnUnknownConfigKeys(file, type, judgeConfigKeys(raw, type, honoured, file));
+  // The keys this family reads: any other key has been judged to change nothing, and is read by nothing below.
+  const own = Object.fromEntries(Object.entries(raw).filter(([key]) => honoured.has(key)));
+  // The file's name for a field, and its value there or transformers' default for the family.
+  const given = (field: string): unknown => own[named(field)] ?? family.defaults?.[named(field)];
+  // The same where an explicit null means "none" rather than "the default" (sliding_window, the soft-capping values).
+  const fileOrDefault = (field: string): unknown => (Object.hasOwn(own, field) ? own[field] : family.defaults?.[field]);
   const integer = (field: string, fallback?: number): number => {
     const value = given(field) ?? fallback;
     if (value === undefined || value === null) return fail(named(field), "is missing");
@@ -450,11 +482,10 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   };
   // A dropout rate of the file's (0: none); torch's nn.Dropout refuses a rate outside [0, 1], and 1 drops everything.
   const dropoutRate = (field: string): number => {
-    const value = raw[field] ?? 0;
+    const value = given(field) ?? 0;
     if (typeof value !== "number" || !(value >= 0 && value < 1)) return fail(field, `must be a number in [0, 1), got ${JSON.stringify(value)}`);
     return value;
   };
-  if (raw.pretraining_tp !== undefined && raw.pretraining_tp !== 1) fail("pretraining_tp", `${JSON.stringify(raw.pretraining_tp)} is not supported (only 1)`);
   if (raw.use_bidirectional_attention === true) fail("use_bidirectional_attention", "true is not supported (causal attention only)");
   if (raw.router_jitter_noise !== undefined && raw.router_jitter_noise !== 0) {
     fail("router_jitter_noise", `${JSON.stringify(raw.router_jitter_noise)} is not supported (must be 0)`);
@@ -464,19 +495,29 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   for (const field of ["scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"]) {
     if (flag(field, false)) fail(field, "true is not supported");
   }
+  // Keys read only in some files (max_window_layers where there are no layer_types, the interval where there are no
+  // no_rope_layers, ...) are checked wherever they appear: a wrong one never lies dormant.
+  for (const field of ["use_sliding_window", "use_bidirectional_attention"]) if (own[field] != null) flag(field, false);
+  for (const field of ["no_rope_layer_interval", "original_max_position_embeddings", "sliding_window_pattern", "_sliding_window_pattern"]) {
+    if (own[field] != null) integer(field);
+  }
+  for (const field of ["rope_theta", "rope_local_base_freq", "partial_rotary_factor"]) if (own[field] != null) number(field, 1);
+  if (own.max_window_layers != null && !(Number.isInteger(own.max_window_layers) && (own.max_window_layers as number) >= 0)) {
+    fail("max_window_layers", `must be a non-negative integer, got ${JSON.stringify(own.max_window_layers)}`);
+  }
 
   const hiddenSize = integer("hidden_size");
   const numHeads = integer("num_attention_heads");
   const numKvHeads = integer("num_key_value_heads", numHeads);
   if (numHeads % numKvHeads !== 0) fail("num_key_value_heads", `(${numKvHeads}) must divide num_attention_heads (${numHeads})`);
-  if ((raw.head_dim ?? null) === null && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
+  if ((own.head_dim ?? null) === null && family.defaultHeadDim === undefined && hiddenSize % numHeads !== 0) {
     fail(named("num_attention_heads"), `(${numHeads}) must divide ${named("hidden_size")} (${hiddenSize}) when head_dim is not given`);
   }
   const headDim = integer("head_dim", family.defaultHeadDim ?? hiddenSize / numHeads);
   const numLayers = integer("num_hidden_layers");
   const maxPositionEmbeddings = integer("max_position_embeddings", 32768);
 
-  const activationName = given(family.activationField) ?? (family.activationField === "hidden_activation" ? raw.hidden_act : undefined) ?? "silu";
+  const activationName = given(family.activationField) ?? "silu";
   const activation = ACTIVATIONS[activationName as string];
   if (!activation) fail(family.activationField, `"${activationName}" is not supported (supported: ${Object.keys(ACTIVATIONS).join(", ")})`);
 
@@ -498,18 +539,19 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     }
     kinds = listed as LayerKind[];
   } else {
-    kinds = family.layerKinds(raw, numLayers);
+    kinds = family.layerKinds({ ...family.defaults, ...own }, numLayers);
   }
-  const slidingWindow = raw.sliding_window ?? null;
+  // A family whose transformers code has no windows (Llama, OLMo 2) ignores the key, and so do we.
+  const slidingWindow = family.fields.includes("sliding_window") ? (fileOrDefault("sliding_window") ?? null) : null;
   if (slidingWindow !== null && (!Number.isInteger(slidingWindow) || (slidingWindow as number) <= 0)) {
     fail("sliding_window", `must be a positive integer or null, got ${JSON.stringify(slidingWindow)}`);
   }
   // Qwen2 / Qwen3 / SmolLM3 window only when use_sliding_window is set, whatever layer_types says.
-  const windowed = !("use_sliding_window" in raw) || raw.use_sliding_window === true || !family.fields.includes("use_sliding_window");
+  const windowed = !family.fields.includes("use_sliding_window") || flag("use_sliding_window", false);
   const layerWindow = kinds.map((kind) => (kind === "sliding_attention" && windowed && slidingWindow !== null ? (slidingWindow as number) : 0));
 
   const rope = rotary
-    ? ropeTables(raw, { fail, headDim, maxPositionEmbeddings, defaultTheta: family.defaultRopeTheta!, kinds })
+    ? ropeTables(type === "phi3" ? withPhi3RopeNames(own) : own, { fail, headDim, maxPositionEmbeddings, defaultTheta: family.defaultRopeTheta!, kinds })
     : { invFreq: [], attentionScaling: [], layerTable: Array<number>(numLayers).fill(-1), positionLimit: 0, positionLimitReason: "" };
   const layerRope = rope.layerTable.slice();
   if (type === "smollm3") {
@@ -522,7 +564,7 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
     });
   }
   const scalar = (field: string): number => {
-    const value = raw[field];
+    const value = fileOrDefault(field);
     if (value === undefined || value === null) return 0;
     if (typeof value !== "number" || !(value > 0)) return fail(field, `must be a positive number or null, got ${JSON.stringify(value)}`);
     return value;
@@ -538,11 +580,13 @@ export function parseModelConfig(raw: Record<string, unknown>, file = "config.js
   if (moe.numExpertsPerTok > moe.numExperts) fail("num_experts_per_tok", `(${moe.numExpertsPerTok}) exceeds the number of experts (${moe.numExperts})`);
   // With output_router_logits, transformers adds router_aux_loss_coef × the load-balancing loss to the LM loss.
   let lmRouterAuxCoef = 0;
-  if (family.moe && flag("output_router_logits", false)) {
+  if (family.moe) {
     const coef = raw.router_aux_loss_coef ?? 0.001;
     if (typeof coef !== "number" || !Number.isFinite(coef) || coef < 0) fail("router_aux_loss_coef", `must be a non-negative number, got ${JSON.stringify(coef)}`);
-    if (!moe.layerSparse.includes(1)) fail("output_router_logits", "is true but no layer is sparse: there is no router loss to add");
-    lmRouterAuxCoef = coef as number;
+    if (flag("output_router_logits", false)) {
+      if (!moe.layerSparse.includes(1)) fail("output_router_logits", "is true but no layer is sparse: there is no router loss to add");
+      lmRouterAuxCoef = coef as number;
+    }
   }
 
   // transformers 5's Phi-3 reads resid_pdrop but not embd_pdrop (its model applies no embedding dropout), so that

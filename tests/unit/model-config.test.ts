@@ -3,7 +3,7 @@
 // honoured or refused by name, checked by changing each field of every committed family config in turn.
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../../src/config/fields.js";
 import { decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
 
@@ -86,7 +86,11 @@ describe("transformers 5 layout", () => {
     expect(decoder({ ...raw, scale_attn_weights: false }).attentionScale).toBe(1);
     delete bare.n_embd;
     expect(() => parseModelConfig(bare)).toThrow(/n_embd is missing/);
-    expect(() => parseModelConfig({ ...raw, rope_theta: 1e4 })).toThrow(/rope_theta is not supported for model_type "gpt2"/);
+    // transformers' GPT-2 has learned positions and never reads a rotary key: one in the file loads, named in a warning.
+    const warning = vi.spyOn(process, "emitWarning").mockImplementation(() => undefined);
+    expect(decoder({ ...raw, rope_theta: 1e4 })).toEqual(config);
+    expect(String(warning.mock.calls[0]?.[0])).toMatch(/config\.json: rope_theta ignored: transformers' gpt2 code never reads it/);
+    warning.mockRestore();
     // The Hub's GPT-2 files ship dropouts of 0.1: read as the rates training mode applies.
     expect(decoder({ ...raw, attn_pdrop: 0.1, resid_pdrop: 0.2, embd_pdrop: 0.3 })).toMatchObject({ attentionDropout: 0.1, residualDropout: 0.2, embeddingDropout: 0.3 });
     expect(decoder(raw)).toMatchObject({ attentionDropout: 0, residualDropout: 0, embeddingDropout: 0 });
@@ -127,6 +131,14 @@ describe("transformers 5 layout", () => {
     }
   });
 
+  it("sliding_window in a family whose transformers code has no windows (Llama) is ignored, as there", () => {
+    const raw = { ...read("llama3"), layer_types: ["sliding_attention", "full_attention"], sliding_window: 4 };
+    const warning = vi.spyOn(process, "emitWarning").mockImplementation(() => undefined);
+    expect(decoder(raw).layerWindow).toEqual([0, 0]);
+    expect(String(warning.mock.calls[0]?.[0])).toMatch(/sliding_window ignored: transformers' llama code never reads it/);
+    warning.mockRestore();
+  });
+
   it("attn_implementation picks the attention kernel (every one computes the same numbers); an unknown one is refused", () => {
     expect(parseModelConfig({ ...read("mistral"), attn_implementation: "sdpa" }).attnImplementation).toBe("sdpa");
     const kernel = (name?: string) => decoder({ ...read("mistral"), attn_implementation: name }).attention;
@@ -137,7 +149,9 @@ describe("transformers 5 layout", () => {
 
 describe("refused by name", () => {
   const cases: [string, (raw: Record<string, any>) => void, RegExp][] = [
-    ["an unknown field", (r) => (r.quantization_config = { quant_method: "gptq" }), /quantization_config is not supported for model_type "qwen2"/],
+    ["quantized weights", (r) => (r.quantization_config = { quant_method: "gptq" }), /quantization_config \{"quant_method":"gptq"\} is not supported for model_type "qwen2" \(the weights are stored quantized/],
+    ["a key transformers' qwen2 code reads at a value comlrl does not implement", (r) => (r.is_causal = false),
+      /is_causal false is not supported for model_type "qwen2" \(transformers 5\.24\.0's qwen2 code reads it, default true, and it changes the computation/],
     ["an unknown family", (r) => (r.model_type = "gpt_neox"), /model_type "gpt_neox" is not supported/],
     ["longrope factors of the wrong length", (r) => (r.rope_parameters = { rope_type: "longrope", rope_theta: 1e4, short_factor: [1], long_factor: [1] }), /rope_parameters\.short_factor must list 4 numbers/],
     ["a rope key its type does not read", (r) => (r.rope_parameters = { rope_type: "linear", rope_theta: 1e4, factor: 2, beta_fast: 3 }), /rope_parameters\.beta_fast is not read by rope_type "linear"/],
@@ -181,6 +195,9 @@ const DORMANT: Record<string, string> = {
   "gpt2.summary_proj_to_labels": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
   "gpt2.summary_first_dropout": "configures GPT2DoubleHeadsModel's multiple-choice head, not the LM",
   "phi3.embd_pdrop": "transformers 5's Phi-3 applies no embedding dropout",
+  "llama3.pretraining_tp": "transformers 5 reads it nowhere (4.x split the projections into that many slices: the same sums)",
+  "gemma2.hidden_act": "transformers 5's Gemma 2 reads hidden_activation only",
+  "gemma3_text.hidden_act": "transformers 5's Gemma 3 reads hidden_activation only",
 };
 
 function mutations(value: unknown): unknown[] {
