@@ -37,7 +37,10 @@ function linkLibraries(dir, libtorch) {
   return count;
 }
 
-/** The prebuild for this machine's libtorch (version and variant), linked and loaded once here; else null. */
+/**
+ * The prebuild for this machine's libtorch (version and variant), linked and loaded once here; else null. A prebuild
+ * without NCCL is refused where this libtorch can compile it: DDP on GPUs needs it.
+ */
 function matchingPrebuild(libtorch) {
   const platformDir = prebuildPlatformDir(root);
   const name = `${libtorch.variant}-torch${libtorch.version}`;
@@ -45,6 +48,11 @@ function matchingPrebuild(libtorch) {
   if (!existsSync(path.join(dir, "comlrl.node"))) {
     const offered = existsSync(platformDir) ? readdirSync(platformDir).filter((d) => existsSync(path.join(platformDir, d, "comlrl.node"))) : [];
     log(`no prebuild for ${name} (the package has ${offered.length ? offered.join(", ") : "none"}); building from source instead`);
+    return null;
+  }
+  const built = JSON.parse(readFileSync(path.join(dir, "comlrl.json"), "utf8"));
+  if (libtorch.ncclFlag === 1 && built.nccl !== true) {
+    log(`prebuild ${name} was built without NCCL, but this libtorch has it (DDP would reduce GPU gradients through the CPU); building from source instead`);
     return null;
   }
   const linked = linkLibraries(dir, libtorch);
@@ -118,7 +126,8 @@ try {
   console.error(`comlrl: ${error.message}`);
   process.exit(1);
 }
-log(`libtorch ${libtorch.version} (${libtorch.variant}) from ${libtorch.source}: ${libtorch.cmakeDir}`);
+log(`libtorch ${libtorch.version} (${libtorch.variant}${libtorch.ncclFlag ? ", NCCL" : ""}) from ${libtorch.source}: ${libtorch.cmakeDir}`);
+for (const warning of libtorch.warnings) log(`warning: ${warning}`);
 const prebuild = matchingPrebuild(libtorch);
 if (prebuild) {
   log(`using prebuild ${prebuild}`);
