@@ -2,6 +2,8 @@
 // `npm install` step: use a prebuilt addon when one matches this machine's libtorch, else build from source.
 //   COMLRL_BUILD=gyp    build with node-gyp instead of cmake-js
 //   COMLRL_SKIP_BUILD=1 do nothing (packaging, docs builds)
+//   COMLRL_PREBUILD_ONLY=1 use a matching prebuild or exit with status 2, never build (scripts/gpu-check.sh builds
+//                       itself when the carried prebuild does not fit)
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -131,6 +133,9 @@ for (const warning of libtorch.warnings) log(`warning: ${warning}`);
 const prebuild = matchingPrebuild(libtorch);
 if (prebuild) {
   log(`using prebuild ${prebuild}`);
+} else if (process.env.COMLRL_PREBUILD_ONLY === "1") {
+  log("COMLRL_PREBUILD_ONLY=1: no usable prebuild, nothing built");
+  process.exit(2);
 } else {
   build(process.env.COMLRL_BUILD === "gyp" ? "gyp" : "cmake");
 }

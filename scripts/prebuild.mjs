@@ -6,6 +6,8 @@
 //   --variants cpu,cuda   which variants to build (default: every one this libtorch offers)
 //   --from-build [DIR]    store the existing DIR/Release/comlrl.node (default build/; built for this environment's
 //                         COMLRL_VARIANT) instead of building
+//   --out BASE            with --from-build: store under BASE/prebuilds instead of this package's prebuilds (the
+//                         GPU check carries one in .gpu/)
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -23,9 +25,9 @@ export function prebuildPlatformDir(base = root) {
 /** The file in prebuildPlatformDir where install.mjs records the prebuild it chose; src/native/loader.ts reads it. */
 export const SELECTED_FILE = "selected.json";
 
-/** prebuilds/<platform>-<arch>/<variant>-torch<version>: where install.mjs looks for a match. */
-function prebuildDir(libtorch) {
-  return path.join(prebuildPlatformDir(), `${libtorch.variant}-torch${libtorch.version}`);
+/** <base>/prebuilds/<platform>-<arch>/<variant>-torch<version>: where install.mjs looks for a match. */
+function prebuildDir(libtorch, base) {
+  return path.join(prebuildPlatformDir(base), `${libtorch.variant}-torch${libtorch.version}`);
 }
 
 /**
@@ -39,12 +41,12 @@ function builtAgainst(built, libtorch) {
   return { version: info.torchVersion, variant: info.variant, nccl: info.nccl === 1 };
 }
 
-function store(built, libtorch) {
+function store(built, libtorch, base = root) {
   const against = builtAgainst(built, libtorch);
   if (against.version !== libtorch.version) {
     fail(`${built} was built against libtorch ${against.version}, but the libtorch found now is ${libtorch.version} (${libtorch.cmakeDir})`);
   }
-  const dir = prebuildDir({ ...libtorch, variant: against.variant });
+  const dir = prebuildDir({ ...libtorch, variant: against.variant }, base);
   mkdirSync(dir, { recursive: true });
   rmSync(path.join(dir, "libs"), { recursive: true, force: true }); // links an install made here; never packed
   copyFileSync(built, path.join(dir, "comlrl.node.tmp"));
@@ -95,7 +97,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     const dir = process.argv[from + 1] && !process.argv[from + 1].startsWith("--") ? process.argv[from + 1] : "build";
     const built = path.join(root, dir, "Release", "comlrl.node");
     if (!existsSync(built)) fail(`${built} does not exist; run \`npm run build:native\` first`);
-    store(built, findLibtorch());
+    const out = process.argv.indexOf("--out");
+    store(built, findLibtorch(), out >= 0 ? path.resolve(process.argv[out + 1]) : root);
   } else {
     const at = process.argv.indexOf("--variants");
     const offered = hasCuda() ? ["cpu", "cuda"] : ["cpu"];
