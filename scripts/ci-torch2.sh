@@ -78,7 +78,7 @@ print("cuda-toolkit[cudart,cupti,crt,cccl,cublas,cusparse,cusolver]" + toolkit.s
     # shellcheck disable=SC2086 # two requirement specifiers
     "$venv/bin/pip" download -q --progress-bar off -d "$cuda" $pins >"$wheels.log" 2>&1 || { cat "$wheels.log"; exit 1; }
     rm -rf "$site" && mkdir -p "$site"
-    unzip -q -o "$wheel" -d "$site" -x 'torch/lib/libtorch_cuda_linalg*' 'torch/lib/libtorch_python*' 'torch/test/*'
+    unzip -q -o "$wheel" -d "$site" -x 'torch/lib/libtorch_cuda_linalg*' 'torch/lib/libtorch_python*'
     # Runtime, CUPTI, CRT and CCCL whole (libraries and headers); cuBLAS, cuSPARSE, cuSOLVER and NCCL headers only.
     local file
     for file in "$cuda"/*.whl; do
