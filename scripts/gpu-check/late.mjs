@@ -1,9 +1,10 @@
 // The long rows, last in the run so that a slow machine loses them first: transformers on the same device (one
 // Python process for every decode row and the 0.5B row), data-parallel training under comlrl launch, the load cost of
 // a 1B-shaped model, and seeded training repeated in fresh processes.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { runtimeInfo } from "../../dist/index.js";
 import { buildConfigJson } from "../../dist/models/config.js";
 import { root } from "./harness.mjs";
 
@@ -87,6 +88,7 @@ export async function lateRows(h, fx, scratch, { decodes, halfB }) {
     return { ok: same && own, detail: ranks.map((r) => `rank ${r.rank} on ${[...new Set(r.devices)].join(",")} ${r.fingerprint}`).join("; "), ranks };
   }, { estimate: { gpu: 40, cpu: 40 } });
 
+  await deadPeerRow(h, fx);
   await loadCostRow(h, scratch);
 
   // Seeded training twice in fresh processes (once with CUDA_LAUNCH_BLOCKING=1, once with deterministic algorithms):
@@ -158,4 +160,52 @@ async function loadCostRow(h, scratch) {
       ...r,
     };
   }, { estimate: { gpu: 30, cpu: 10 } });
+}
+
+// G22: a rank whose peer dies between two gradient reductions gets an error within the job's timeout and lives on
+// (no NCCL watchdog ending the process). Two ranks on two GPUs, started by hand (comlrl launch would kill the
+// survivor when the other exits).
+async function deadPeerRow(h, fx) {
+  await h.check("a dead peer: the surviving rank's gradient all-reduce fails within the 20 s timeout, the process lives", async () => {
+    const count = runtimeInfo().cudaDeviceCount;
+    if (count < 2) return { skip: `needs 2 CUDA devices (NCCL refuses two ranks on one GPU), this machine has ${count}` };
+    const rankScript = (rank) => `
+      const DIST = ${JSON.stringify(path.join(root, "dist"))};
+      const { CausalLM, DistributedContext, runtimeInfo } = await import(DIST + "/index.js");
+      const dist = await DistributedContext.fromEnvironment();
+      const lm = await CausalLM.load(${JSON.stringify(fx.modelDir)}, { device: "cuda:" + dist.localRank });
+      const step = () => lm.policyGradientBackward(${JSON.stringify(fx.prompts.slice(0, 2))}, ${JSON.stringify(fx.completions.slice(0, 2))}, [1, -1]);
+      await step();
+      await dist.allReduceGradients([lm.native], 2);
+      if (${rank} === 1) process.exit(0);
+      await step();
+      const started = performance.now();
+      let message = null;
+      try { await dist.allReduceGradients([lm.native], 2); } catch (error) { message = error.message.split("\\n")[0]; }
+      console.log(JSON.stringify({ message, seconds: (performance.now() - started) / 1000, alive: runtimeInfo().cudaAvailable }));
+    `;
+    const port = String(29600 + (process.pid % 300));
+    const ranks = [0, 1].map((rank) => new Promise((resolve) => {
+      const child = spawn(process.execPath, ["--input-type=module", "-e", rankScript(rank)], {
+        env: { ...process.env, RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: "2", MASTER_ADDR: "127.0.0.1", MASTER_PORT: port, COMLRL_DIST_TIMEOUT: "20" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (data) => (stdout += data));
+      child.stderr.on("data", (data) => (stderr += data));
+      const timer = setTimeout(() => child.kill("SIGKILL"), h.rowMsLeft());
+      child.on("close", (status, signal) => {
+        clearTimeout(timer);
+        resolve({ status, signal, stdout, stderr });
+      });
+    }));
+    const [survivor] = await Promise.all(ranks);
+    if (survivor.status !== 0) return { ok: false, detail: `rank 0 exit ${survivor.status ?? survivor.signal}: ${survivor.stderr.trim().split("\n").at(-1)}` };
+    const result = JSON.parse(survivor.stdout.trim().split("\n").at(-1));
+    return {
+      ok: result.message !== null && result.seconds < 60 && result.alive,
+      detail: `${result.message ?? "NO ERROR"} after ${result.seconds.toFixed(1)} s; rank 0 ${result.alive ? "still runs CUDA" : "lost CUDA"}`,
+    };
+  }, { gpuOnly: true, estimate: { gpu: 45, cpu: 0 } });
 }
