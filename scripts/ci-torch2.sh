@@ -67,7 +67,7 @@ torch_site() {
   if [ ! -e "$site/.complete" ]; then
     # The CUDA toolkit and NCCL versions this torch was built with: its cuda-toolkit[...]==X and nvidia-nccl-*==Y.
     local pins
-    pins=$(unzip -p "$wheel" "torch-$version.dist-info/METADATA" | python3 -c '
+    pins=$(python3 -c 'import sys, zipfile; sys.stdout.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]).decode())' "$wheel" "torch-$version.dist-info/METADATA" | python3 -c '
 import sys
 requires = [line.split(":", 1)[1].split(";")[0].strip() for line in sys.stdin if line.startswith("Requires-Dist:")]
 toolkit = next(r for r in requires if r.startswith("cuda-toolkit["))
@@ -78,15 +78,24 @@ print("cuda-toolkit[cudart,cupti,crt,cccl,cublas,cusparse,cusolver]" + toolkit.s
     # shellcheck disable=SC2086 # two requirement specifiers
     "$venv/bin/pip" download -q --progress-bar off -d "$cuda" $pins >"$wheels.log" 2>&1 || { cat "$wheels.log"; exit 1; }
     rm -rf "$site" && mkdir -p "$site"
-    unzip -q -o "$wheel" -d "$site" -x 'torch/lib/libtorch_cuda_linalg*' 'torch/lib/libtorch_python*'
-    # Runtime, CUPTI, CRT and CCCL whole (libraries and headers); cuBLAS, cuSPARSE, cuSOLVER and NCCL headers only.
-    local file
-    for file in "$cuda"/*.whl; do
-      case $(basename "$file") in
-        nvidia_cuda_runtime-* | nvidia_cuda_cupti-* | nvidia_cuda_crt-* | nvidia_cuda_cccl-*) unzip -q -o "$file" 'nvidia/*' -d "$site" ;;
-        nvidia_cublas-* | nvidia_cusparse-* | nvidia_cusolver-* | nvidia_nccl_*) unzip -q -o "$file" 'nvidia/*/include/*' -d "$site" ;;
-      esac
-    done
+    # torch without what linking the addon never reads; the CUDA runtime, CUPTI, CRT and CCCL wheels whole
+    # (libraries and headers); the cuBLAS, cuSPARSE, cuSOLVER and NCCL wheels' headers only.
+    python3 - "$site" "$wheel" "$cuda"/*.whl <<'EOF'
+import os, re, sys, zipfile
+site, *wheels = sys.argv[1:]
+for wheel in wheels:
+    name = os.path.basename(wheel)
+    if name.startswith("torch-"):
+        keep = lambda member: not re.match(r"torch/lib/lib(torch_cuda_linalg|torch_python)", member)
+    elif re.match(r"nvidia_cuda_(runtime|cupti|crt|cccl)-", name):
+        keep = lambda member: member.startswith("nvidia/")
+    elif re.match(r"nvidia_(cublas|cusparse|cusolver|nccl_cu\d+)-", name):
+        keep = lambda member: re.match(r"nvidia/[^/]+/include/", member) is not None
+    else:
+        continue
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site, [member for member in archive.namelist() if keep(member)])
+EOF
     touch "$site/.complete"
   fi
   echo "$site/torch"
