@@ -4,8 +4,11 @@
 //
 //   node scripts/find-libtorch.mjs            JSON description
 //   node scripts/find-libtorch.mjs --field F  one field (cmakeDir, includeDirs, libDir, runtimeLibDirs, libs, linkFlags,
-//                                             cxxStandard, cxxFlags, version, variant, cudaFlag, openmp)
-// COMLRL_VARIANT=cpu|cuda chooses the variant of a CUDA libtorch; PYTHON names the interpreter asked for torch.
+//                                             cxxStandard, cxxFlags, version, variant, cudaFlag, openmp, torchCuda,
+//                                             torchNccl, ncclFlag, warnings)
+// COMLRL_VARIANT=cpu|cuda chooses the variant of a CUDA libtorch; COMLRL_NCCL=AUTO|ON|OFF whether the CUDA variant
+// compiles the NCCL process group (ON: fail when it cannot); PYTHON names the interpreter asked for torch. With no --field,
+// warnings (PyTorch is CUDA but the variant is cpu; NCCL left out) go to stderr.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
@@ -44,16 +47,35 @@ function cxxStandard(includeRoot) {
   return existsSync(aten) && /__cplusplus < 202002L/.test(readFileSync(aten, "utf8")) ? 20 : 17;
 }
 
+// The conda environment a libtorch belongs to: $CONDA_PREFIX, or the prefix above <prefix>/lib/pythonX.Y/site-packages/torch
+// when that holds conda-meta (an environment used without being activated).
+function condaPrefixes(root, env) {
+  const above = path.resolve(root, "..", "..", "..", "..");
+  return [...new Set([env.CONDA_PREFIX, above].filter(Boolean))].filter((prefix) => existsSync(path.join(prefix, "conda-meta")));
+}
+
 // Where a CUDA libtorch's CUDA headers and libraries live. A PyTorch wheel takes them from the nvidia-* wheels beside
-// it (site-packages/nvidia/<part>/{include,lib}); a libtorch archive from CUDA_HOME or /usr/local/cuda.
+// it (site-packages/nvidia/<part>/{include,lib}); conda's PyTorch from its environment (headers under
+// targets/<triplet>/include, libraries in lib); a libtorch archive from CUDA_HOME or /usr/local/cuda. CUDA 13 moved
+// CCCL (nv/target, cuda/std, which cuda_fp16.h includes) into include/cccl.
 function cudaDirs(root, env) {
   const nvidia = path.resolve(root, "..", "nvidia");
   const parts = existsSync(nvidia) ? readdirSync(nvidia).map((part) => path.join(nvidia, part)) : [];
+  const conda = condaPrefixes(root, env).flatMap((prefix) => {
+    const targets = path.join(prefix, "targets");
+    const includes = existsSync(targets) ? readdirSync(targets).map((triplet) => path.join(targets, triplet, "include")) : [];
+    // nccl.h sits in the environment's own include/ (conda-forge's nccl); the rest of that folder is not CUDA's.
+    const own = ["nccl.h", "cuda_runtime.h"].some((header) => existsSync(path.join(prefix, "include", header))) ? [path.join(prefix, "include")] : [];
+    return [{ includes: [...includes, ...own], lib: path.join(prefix, "lib") }];
+  });
   const toolkit = [env.CUDA_HOME, env.CUDA_PATH, "/usr/local/cuda"].filter(Boolean).filter((dir) => existsSync(path.join(dir, "include")));
   const dirs = [...parts, ...toolkit.slice(0, 1)];
+  const includeDirs = [...dirs.map((dir) => path.join(dir, "include")), ...conda.flatMap((found) => found.includes)];
   return {
-    includeDirs: dirs.map((dir) => path.join(dir, "include")).filter(existsSync),
-    libDirs: [...dirs.map((dir) => path.join(dir, "lib")), ...toolkit.slice(0, 1).map((dir) => path.join(dir, "lib64"))].filter(existsSync),
+    includeDirs: includeDirs.flatMap((dir) => [dir, path.join(dir, "cccl")]).filter(existsSync),
+    libDirs: [
+      ...dirs.map((dir) => path.join(dir, "lib")), ...toolkit.slice(0, 1).map((dir) => path.join(dir, "lib64")), ...conda.map((found) => found.lib),
+    ].filter(existsSync),
   };
 }
 
@@ -63,6 +85,27 @@ function cudaRuntimePresent(libDir, cudaLibDirs) {
   return [libDir, ...cudaLibDirs, "/usr/lib/x86_64-linux-gnu", "/usr/local/cuda/lib64"].some(
     (dir) => existsSync(dir) && readdirSync(dir).some((f) => /^libcublas\.so/.test(f)),
   );
+}
+
+// The CUDA version PyTorch was built with (torch/version.py's `cuda`), or null: a CPU PyTorch, or a libtorch
+// without the Python package.
+function torchCudaVersion(root) {
+  const file = path.join(root, "version.py");
+  if (!existsSync(file)) return null;
+  return readFileSync(file, "utf8").match(/^cuda(?:: [^=]+)? = '([^']+)'/m)?.[1] ?? null;
+}
+
+// Whether libtorch was built with NCCL: its CMake targets then export USE_C10D_NCCL to their users.
+function torchHasNccl(cmakeDir) {
+  const targets = path.resolve(cmakeDir, "..", "Caffe2", "Caffe2Targets.cmake");
+  return existsSync(targets) && /USE_C10D_NCCL/.test(readFileSync(targets, "utf8"));
+}
+
+// COMLRL_NCCL: AUTO (the default: NCCL whenever the CUDA variant can have it), ON (fail when it cannot) or OFF.
+function ncclSetting(env) {
+  const value = (env.COMLRL_NCCL ?? "AUTO").toUpperCase();
+  if (!["AUTO", "ON", "OFF"].includes(value)) throw new LibtorchNotFoundError(`COMLRL_NCCL must be ON, OFF or AUTO, got "${env.COMLRL_NCCL}".`);
+  return value;
 }
 
 // Describes the libtorch whose CMake package lives in cmakeDir, or returns null when that is not a libtorch.
@@ -89,6 +132,30 @@ function describe(cmakeDir, source, env = process.env) {
   if (requested === "cuda" && !hasCudaLib) throw new LibtorchNotFoundError(`COMLRL_VARIANT=cuda but the libtorch in ${libDir} has no libtorch_cuda.`);
   const variant = requested ?? (cudaUsable ? "cuda" : "cpu");
   const withCuda = variant === "cuda";
+  const torchCuda = torchCudaVersion(root);
+  const warnings = [];
+  if (torchCuda && !withCuda && requested !== "cpu") {
+    warnings.push(
+      `PyTorch here is built for CUDA ${torchCuda}, but its CUDA libraries (cuBLAS, ...) were not found beside it ` +
+        `(looked in ${[libDir, ...cuda.libDirs].join(", ")}), so the addon is the CPU variant and trains on the CPU. ` +
+        "Install PyTorch with its nvidia-* dependencies, set CUDA_HOME, or set COMLRL_VARIANT=cuda to build the CUDA variant anyway.",
+    );
+  }
+  // NCCL is compiled in only for the CUDA variant of a libtorch built with it, with nccl.h among the CUDA headers.
+  const torchNccl = hasCudaLib && torchHasNccl(cmakeDir);
+  const ncclHeader = cuda.includeDirs.some((dir) => existsSync(path.join(dir, "nccl.h")));
+  const ncclWanted = ncclSetting(env);
+  const nccl = withCuda && torchNccl && ncclHeader && ncclWanted !== "OFF";
+  const ncclMissing = !withCuda ? "the variant is cpu" : !torchNccl ? "this libtorch was built without NCCL" : !ncclHeader ? "nccl.h was not found" : "";
+  if (ncclWanted === "ON" && !nccl) {
+    throw new LibtorchNotFoundError(`COMLRL_NCCL=ON but NCCL cannot be compiled in: ${ncclMissing} (CUDA headers searched: ${cuda.includeDirs.join(", ") || "none"}).`);
+  }
+  if (withCuda && torchNccl && !ncclHeader && ncclWanted === "AUTO") {
+    warnings.push(
+      "this libtorch has NCCL but nccl.h was not found (install the nvidia-nccl wheel PyTorch names, or set CUDA_HOME): " +
+        "the addon is built without NCCL, and DDP reduces GPU gradients through the CPU (Gloo).",
+    );
+  }
   // libtorch_cpu of a CUDA build still NEEDS libcudart and libcupti: their directories go on the rpath either way.
   const runtimeLibDirs = [libDir, ...cuda.libDirs];
   // A CUDA libtorch's libtorch.so NEEDS libtorch_cuda: its CPU half links libtorch_cpu alone.
@@ -115,7 +182,7 @@ function describe(cmakeDir, source, env = process.env) {
   return {
     source, cmakeDir, root, includeDirs: [...torchIncludeDirs, ...(withCuda ? cuda.includeDirs : [])], libDir, runtimeLibDirs, libs,
     linkFlags, cxxStandard: standard, cxxFlags: [...abiFlags, ...parallelFlags], version,
-    variant, cudaFlag: withCuda ? 1 : 0, openmp: openmp ? 1 : 0,
+    variant, cudaFlag: withCuda ? 1 : 0, openmp: openmp ? 1 : 0, torchCuda, torchNccl, ncclFlag: nccl ? 1 : 0, warnings,
   };
 }
 
@@ -186,6 +253,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     const info = findLibtorch();
     const fieldAt = process.argv.indexOf("--field");
     if (fieldAt < 0) {
+      for (const warning of info.warnings) console.error(`comlrl: warning: ${warning}`);
       console.log(JSON.stringify(info, null, 2));
     } else {
       const value = info[process.argv[fieldAt + 1]];

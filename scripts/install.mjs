@@ -2,6 +2,8 @@
 // `npm install` step: use a prebuilt addon when one matches this machine's libtorch, else build from source.
 //   COMLRL_BUILD=gyp    build with node-gyp instead of cmake-js
 //   COMLRL_SKIP_BUILD=1 do nothing (packaging, docs builds)
+//   COMLRL_PREBUILD_ONLY=1 use a matching prebuild or exit with status 2, never build (scripts/gpu-check.sh builds
+//                       itself when the carried prebuild does not fit)
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -37,7 +39,10 @@ function linkLibraries(dir, libtorch) {
   return count;
 }
 
-/** The prebuild for this machine's libtorch (version and variant), linked and loaded once here; else null. */
+/**
+ * The prebuild for this machine's libtorch (version and variant), linked and loaded once here; else null. A prebuild
+ * without NCCL is refused where this libtorch can compile it: DDP on GPUs needs it.
+ */
 function matchingPrebuild(libtorch) {
   const platformDir = prebuildPlatformDir(root);
   const name = `${libtorch.variant}-torch${libtorch.version}`;
@@ -45,6 +50,11 @@ function matchingPrebuild(libtorch) {
   if (!existsSync(path.join(dir, "comlrl.node"))) {
     const offered = existsSync(platformDir) ? readdirSync(platformDir).filter((d) => existsSync(path.join(platformDir, d, "comlrl.node"))) : [];
     log(`no prebuild for ${name} (the package has ${offered.length ? offered.join(", ") : "none"}); building from source instead`);
+    return null;
+  }
+  const built = JSON.parse(readFileSync(path.join(dir, "comlrl.json"), "utf8"));
+  if (libtorch.ncclFlag === 1 && built.nccl !== true) {
+    log(`prebuild ${name} was built without NCCL, but this libtorch has it (DDP would reduce GPU gradients through the CPU); building from source instead`);
     return null;
   }
   const linked = linkLibraries(dir, libtorch);
@@ -118,10 +128,14 @@ try {
   console.error(`comlrl: ${error.message}`);
   process.exit(1);
 }
-log(`libtorch ${libtorch.version} (${libtorch.variant}) from ${libtorch.source}: ${libtorch.cmakeDir}`);
+log(`libtorch ${libtorch.version} (${libtorch.variant}${libtorch.ncclFlag ? ", NCCL" : ""}) from ${libtorch.source}: ${libtorch.cmakeDir}`);
+for (const warning of libtorch.warnings) log(`warning: ${warning}`);
 const prebuild = matchingPrebuild(libtorch);
 if (prebuild) {
   log(`using prebuild ${prebuild}`);
+} else if (process.env.COMLRL_PREBUILD_ONLY === "1") {
+  log("COMLRL_PREBUILD_ONLY=1: no usable prebuild, nothing built");
+  process.exit(2);
 } else {
   build(process.env.COMLRL_BUILD === "gyp" ? "gyp" : "cmake");
 }

@@ -15,10 +15,11 @@
 #define COMLRL_HAVE_GLOO 0
 #endif
 
-// NCCL, for gradients and parameters that live on GPUs, exists only in a CUDA libtorch (libtorch_cuda exports the
-// process group) with nccl.h at hand (a PyTorch wheel's nvidia-nccl; a CUDA toolkit install). Small payloads and
-// barriers stay on Gloo, as torch.distributed's "cpu:gloo,cuda:nccl" does.
-#if COMLRL_WITH_CUDA && COMLRL_HAVE_GLOO && __has_include(<nccl.h>)
+// NCCL, for gradients and parameters that live on GPUs, exists only in a CUDA libtorch built with it (libtorch_cuda
+// exports the process group) with nccl.h at hand (a PyTorch wheel's nvidia-nccl; a CUDA toolkit install): the build
+// says so in COMLRL_WITH_NCCL (scripts/find-libtorch.mjs; COMLRL_NCCL=OFF leaves it out). Small payloads and barriers
+// stay on Gloo, as torch.distributed's "cpu:gloo,cuda:nccl" does.
+#if COMLRL_WITH_NCCL && COMLRL_HAVE_GLOO
 #ifndef USE_C10D_NCCL
 #define USE_C10D_NCCL
 #endif
@@ -29,6 +30,7 @@
 #endif
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -207,7 +209,8 @@ double NcclFlag(const ProcessGroupState& state, const std::vector<torch::Tensor>
 }
 
 // NCCL's results and the copies out of its buckets run on this lane's CUDA stream; the device's other lanes read
-// the gradients next, so the collective is finished on the device before it resolves.
+// the gradients next, so the collective is finished on the device before it resolves. Every NCCL work has completed
+// by now (Wait blocks under the group's timeout), so this waits for local copies only and cannot hang on a peer.
 void SynchronizeNccl(const ProcessGroupState& state) {
 #if COMLRL_HAVE_NCCL
   if (state.nccl) torch::cuda::synchronize(state.nccl_device);
@@ -260,6 +263,14 @@ void ScatterBack(const GradientBucket& bucket) {
 }  // namespace
 
 void NativeProcessGroup::Init(Napi::Env env, Napi::Object exports) {
+#if COMLRL_HAVE_NCCL
+  // Every NCCL work is waited for with the group's timeout (Wait), which blocks until the collective finished on the
+  // GPU and, past the timeout, aborts the communicator (freeing the stuck kernels) and throws: a dead peer becomes a
+  // TorchError. NCCL's watchdog would instead end the process at the same timeout; blocking-wait mode is PyTorch's
+  // switch that leaves timeouts to the waiter and starts no watchdog. Read by each ProcessGroupNCCL when it is built;
+  // set here, at load, before any thread reads the environment; a user's own setting is kept.
+  setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+#endif
   Napi::Function cls = DefineClass(env, "NativeProcessGroup",
                                    {
                                        StaticMethod("create", &NativeProcessGroup::Create),
@@ -302,7 +313,7 @@ Napi::Value NativeProcessGroup::Create(const Napi::CallbackInfo& info) {
       state->nccl_device = IntegerField(options, "ncclDevice", 0, 1 << 10);
       if (!COMLRL_HAVE_NCCL) {
         throw ArgumentError("ncclDevice given, but this build of comlrl has no NCCL process group (it needs a CUDA libtorch and nccl.h; " +
-                            std::string(COMLRL_WITH_CUDA ? "nccl.h was not found at build time" : "this is a CPU build") + ")");
+                            std::string(COMLRL_WITH_CUDA ? "it was built with COMLRL_NCCL=OFF, or without nccl.h" : "this is a CPU build") + ")");
       }
       if (!torch::cuda::is_available() || state->nccl_device >= static_cast<int>(torch::cuda::device_count())) {
         throw ArgumentError("ncclDevice " + std::to_string(state->nccl_device) + " is not a CUDA device here (" +

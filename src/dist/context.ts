@@ -34,9 +34,22 @@ export function ncclDeviceFor(localRank: number, facts: CudaFacts, ncclAvailable
   return ncclAvailable && facts.cudaAvailable && localRank < facts.deviceCount ? localRank : null;
 }
 
-function ncclDevice(native: NativeAddon, localRank: number): number | null {
+/**
+ * The warning a rank of a multi-rank job on a GPU machine gets when its addon has no NCCL (a CUDA build made where
+ * nccl.h was missing, or with COMLRL_NCCL=OFF): every GPU gradient is then reduced through Gloo (device to host,
+ * TCP, host to device), tens of seconds per step for billions of parameters. Null when NCCL is there or not needed.
+ */
+export function missingNcclWarning(worldSize: number, facts: CudaFacts, ncclAvailable: boolean): string | null {
+  if (ncclAvailable || worldSize < 2 || !facts.cudaAvailable || facts.deviceCount === 0) return null;
+  return (
+    `this comlrl addon has no NCCL, so the ${worldSize} ranks reduce their GPU gradients through the CPU (Gloo), which is slow; ` +
+    "rebuild it against a PyTorch with its nvidia-nccl wheel (npm rebuild comlrl; `node scripts/find-libtorch.mjs` says why NCCL is left out)"
+  );
+}
+
+function cudaFacts(native: NativeAddon): CudaFacts {
   const { cudaAvailable, cudaDeviceCount } = native.runtimeInfo();
-  return ncclDeviceFor(localRank, { cudaAvailable, deviceCount: cudaDeviceCount }, native.NativeProcessGroup?.ncclAvailable() ?? false);
+  return { cudaAvailable, deviceCount: cudaDeviceCount };
 }
 
 /** This process's place in a data-parallel job and its collectives over c10d's Gloo process group (docs/data-parallel.md). */
@@ -54,7 +67,11 @@ export class DistributedContext {
   static async connect(environment: DistributedEnvironment): Promise<DistributedContext> {
     const native = addon();
     if (!native.NativeProcessGroup) throw new DistributedEnvironmentError("this comlrl addon was built without process groups: rebuild it (npm run build:native)");
-    const nccl = ncclDevice(native, environment.localRank);
+    const facts = cudaFacts(native);
+    const ncclAvailable = native.NativeProcessGroup.ncclAvailable();
+    const warning = missingNcclWarning(environment.worldSize, facts, ncclAvailable);
+    if (warning) process.emitWarning(warning);
+    const nccl = ncclDeviceFor(environment.localRank, facts, ncclAvailable);
     const group = await native.NativeProcessGroup.create({
       rank: environment.rank,
       worldSize: environment.worldSize,
