@@ -7,6 +7,7 @@ import { mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../../models/config.js";
 import { DROPOUT_STREAM, type CausalLM } from "../../models/causal-lm.js";
+import type { GgufDtype } from "../../models/gguf/export.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import type { ValueHead } from "../../models/value-head.js";
 import { writeFileChecked } from "../../util/atomic.js";
@@ -22,8 +23,8 @@ export interface ComponentModule {
   saveState(dir: string): Promise<void>;
   /** Restores the weights (and sampling-stream state) saveState wrote into dir. */
   loadState(dir: string): Promise<void>;
-  /** Writes the module for users (Hugging Face layout, value_head.pt); defaults to saveState. */
-  export?(dir: string): Promise<void>;
+  /** Writes the module for users (Hugging Face layout or GGUF, value_head.pt); defaults to saveState. */
+  export?(dir: string, options: SaveModelOptions): Promise<void>;
   /** Frees the module's native memory; the module is unusable afterwards. */
   dispose(): void;
   /** Hands a module the caller passed in back as it came (a CPU agent lane the trainer gave it is undone). */
@@ -31,6 +32,17 @@ export interface ComponentModule {
   /** The sampling stream the module's model trains with, whose state the module's checkpoint holds (causal LMs). */
   readonly samplingStream?: string;
 }
+
+/** How saveModel writes the trained models. */
+export interface SaveModelOptions {
+  /** "hf" (default): a Hugging Face directory per model; "gguf": one model.gguf per model, for llama.cpp (docs/gguf.md). */
+  format?: "hf" | "gguf";
+  /** The GGUF file's 2-D weight type (default "f16"); only with format "gguf". */
+  dtype?: GgufDtype;
+}
+
+/** The file a causal LM is written to by saveModel with format "gguf", inside its export directory. */
+export const GGUF_EXPORT_FILE = "model.gguf";
 
 /** What the registry needs of an optimizer. */
 export interface ComponentOptimizer {
@@ -190,10 +202,10 @@ export class ComponentRegistry {
    * saveModel: every exported component into dir/<exportDir>. A component exported into dir itself ("") is written
    * beside whatever dir already holds, never over the whole directory.
    */
-  async exportTo(dir: string): Promise<void> {
+  async exportTo(dir: string, options: SaveModelOptions = {}): Promise<void> {
     for (const c of this.inWriteOrder((c) => c.exportDir ?? "")) {
       if (c.exportDir === null) continue;
-      const write = (target: string) => (c.module.export ? c.module.export(target) : c.module.saveState(target));
+      const write = (target: string) => (c.module.export ? c.module.export(target, options) : c.module.saveState(target));
       if (c.exportDir !== "") {
         await write(path.join(dir, c.exportDir));
         continue;
@@ -286,7 +298,11 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
         model.setGeneratorState(new Uint8Array(readFileSync(generator)), restored);
       }
     },
-    export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
+    export: async (dir, options) => {
+      if (options.format !== "gguf") return model.save(dir, { tokenizer: tokenizer ?? undefined });
+      if (tokenizer === null) throw new ComponentError(`${dir}: a GGUF file carries its tokenizer, and this model was registered without one`);
+      await model.exportGguf(path.join(dir, GGUF_EXPORT_FILE), { tokenizer, dtype: options.dtype });
+    },
     dispose: () => model.dispose(),
     // A model the caller passed in goes back to its device's lane.
     release: () => model.setComputeLane(null),
