@@ -203,6 +203,10 @@ export class ComponentRegistry {
    * beside whatever dir already holds, never over the whole directory.
    */
   async exportTo(dir: string, options: SaveModelOptions = {}): Promise<void> {
+    if (options.format !== undefined && options.format !== "hf" && options.format !== "gguf") {
+      throw new ComponentError(`saveModel: format must be "hf" or "gguf", got ${JSON.stringify(options.format)}`);
+    }
+    if (options.dtype !== undefined && options.format !== "gguf") throw new ComponentError(`saveModel: dtype ${JSON.stringify(options.dtype)} applies to format "gguf" only`);
     for (const c of this.inWriteOrder((c) => c.exportDir ?? "")) {
       if (c.exportDir === null) continue;
       const write = (target: string) => (c.module.export ? c.module.export(target, options) : c.module.saveState(target));

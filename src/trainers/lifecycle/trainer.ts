@@ -15,7 +15,7 @@ import type { DistributedContext } from "../../dist/context.js";
 import { checkRanksAgree } from "../../dist/fingerprint.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
 import { SeededRandom } from "../../util/random.js";
-import { ComponentError, ComponentRegistry, type SaveModelOptions } from "./components.js";
+import { ComponentRegistry, type SaveModelOptions } from "./components.js";
 import { StageTimings } from "./timings.js";
 import { StageMemory } from "./memory.js";
 import { memoryWindow, releaseFreedCpuMemory } from "../../runtime.js";
@@ -493,10 +493,6 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
    * `{ format: "gguf", dtype }` writes each causal LM as agent_i/model.gguf instead, which llama.cpp runs.
    */
   async saveModel(dir: string, options: SaveModelOptions = {}): Promise<void> {
-    if (options.format !== undefined && options.format !== "hf" && options.format !== "gguf") {
-      throw new ComponentError(`saveModel: format must be "hf" or "gguf", got ${JSON.stringify(options.format)}`);
-    }
-    if (options.dtype !== undefined && options.format !== "gguf") throw new ComponentError(`saveModel: dtype ${JSON.stringify(options.dtype)} applies to format "gguf" only`);
     if (this.isMain) {
       await this.components.exportTo(dir, options);
       this.logger?.logTrain({ final_model_saved: 1 }, this.progress.envStep);
