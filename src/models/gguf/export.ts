@@ -283,7 +283,14 @@ export interface GgufExportSummary {
   /** llama.cpp's architecture name (general.architecture). */
   architecture: string;
   /** Each tensor's GGUF name and type, in file order. */
-  tensors: { name: string; type: GgmlTypeName; shape: number[] }[];
+  tensors: {
+    /** llama.cpp's name (blk.0.attn_q.weight). */
+    name: string;
+    /** The ggml type it is stored in. */
+    type: GgmlTypeName;
+    /** Its shape as torch gives it (outermost first). */
+    shape: number[];
+  }[];
 }
 
 /** Writes the HF model directory `dir` as the GGUF file `file` (atomically: complete or absent), for llama.cpp. */
