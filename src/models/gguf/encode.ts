@@ -83,29 +83,23 @@ export function quantizeQ8_0(values: Float32Array): Uint8Array {
   return out;
 }
 
+/** Per ggml type: elements per block and bytes per block. */
+const BLOCKS: Record<GgmlTypeName, [elements: number, bytes: number]> = { F32: [1, 4], F16: [1, 2], BF16: [1, 2], Q8_0: [Q8_0_BLOCK, Q8_0_BLOCK_BYTES] };
+
 /** Bytes of `elements` values stored as `type`. */
 export function encodedBytes(type: GgmlTypeName, elements: number): number {
-  switch (type) {
-    case "F32":
-      return elements * 4;
-    case "F16":
-    case "BF16":
-      return elements * 2;
-    case "Q8_0":
-      return (elements / Q8_0_BLOCK) * Q8_0_BLOCK_BYTES;
-  }
+  const [perBlock, blockBytes] = BLOCKS[type];
+  return (elements / perBlock) * blockBytes;
 }
+
+const ENCODERS: Record<GgmlTypeName, (values: Float32Array) => Uint8Array> = {
+  F32: (values) => new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
+  F16: (values) => encodeHalves(values, float32ToFloat16Bits),
+  BF16: (values) => encodeHalves(values, float32ToBfloat16Bits),
+  Q8_0: quantizeQ8_0,
+};
 
 /** A float32 tensor's data in `type`, little-endian as GGUF stores it. */
 export function encodeTensor(values: Float32Array, type: GgmlTypeName): Uint8Array {
-  switch (type) {
-    case "F32":
-      return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
-    case "F16":
-      return encodeHalves(values, float32ToFloat16Bits);
-    case "BF16":
-      return encodeHalves(values, float32ToBfloat16Bits);
-    case "Q8_0":
-      return quantizeQ8_0(values);
-  }
+  return ENCODERS[type](values);
 }

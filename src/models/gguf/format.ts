@@ -9,30 +9,11 @@ export const GGUF_VERSION = 3;
 /** Tensor data starts, and every tensor's data begins, on a multiple of this many bytes (general.alignment's default). */
 export const GGUF_DEFAULT_ALIGNMENT = 32;
 
-/** A metadata value's type tag (gguf_type). */
-export const GgufValueType = {
-  UINT8: 0,
-  INT8: 1,
-  UINT16: 2,
-  INT16: 3,
-  UINT32: 4,
-  INT32: 5,
-  FLOAT32: 6,
-  BOOL: 7,
-  STRING: 8,
-  ARRAY: 9,
-  UINT64: 10,
-  INT64: 11,
-  FLOAT64: 12,
-} as const;
+/** The metadata value type tags (gguf_type) the writer uses. */
+export const GgufValueType = { UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7, STRING: 8, ARRAY: 9, UINT64: 10 } as const;
 
 /** The ggml tensor types the writer produces, with their ggml_type numbers. */
-export const GgmlType = {
-  F32: 0,
-  F16: 1,
-  Q8_0: 8,
-  BF16: 30,
-} as const;
+export const GgmlType = { F32: 0, F16: 1, Q8_0: 8, BF16: 30 } as const;
 export type GgmlTypeName = keyof typeof GgmlType;
 
 /** Elements per Q8_0 block: one f16 scale then 32 signed bytes. */
@@ -41,21 +22,10 @@ export const Q8_0_BLOCK = 32;
 export const Q8_0_BLOCK_BYTES = 2 + Q8_0_BLOCK;
 
 /** general.file_type values (llama_ftype): the type most of the file's weights have. */
-export const LlamaFileType = {
-  MOSTLY_F16: 1,
-  MOSTLY_Q8_0: 7,
-  MOSTLY_BF16: 32,
-} as const;
+export const LlamaFileType = { MOSTLY_F16: 1, MOSTLY_Q8_0: 7, MOSTLY_BF16: 32 } as const;
 
 /** general.quantization_version as llama.cpp's quantizer and convert_hf_to_gguf.py write it. */
 export const GGML_QUANTIZATION_VERSION = 2;
 
-/** tokenizer.ggml.token_type values (llama_token_type). */
-export const GgufTokenType = {
-  NORMAL: 1,
-  UNKNOWN: 2,
-  CONTROL: 3,
-  USER_DEFINED: 4,
-  UNUSED: 5,
-  BYTE: 6,
-} as const;
+/** The tokenizer.ggml.token_type values (llama_token_type) the exporter writes. */
+export const GgufTokenType = { NORMAL: 1, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5 } as const;

@@ -37,28 +37,26 @@ class ByteSink {
     this.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
   }
 
-  uint32(value: number): void {
-    const chunk = Buffer.alloc(4);
-    chunk.writeUInt32LE(value);
+  private fixed(size: number, write: (chunk: Buffer) => void): void {
+    const chunk = Buffer.alloc(size);
+    write(chunk);
     this.push(chunk);
+  }
+
+  uint32(value: number): void {
+    this.fixed(4, (chunk) => chunk.writeUInt32LE(value));
   }
 
   int32(value: number): void {
-    const chunk = Buffer.alloc(4);
-    chunk.writeInt32LE(value);
-    this.push(chunk);
+    this.fixed(4, (chunk) => chunk.writeInt32LE(value));
   }
 
   uint64(value: number): void {
-    const chunk = Buffer.alloc(8);
-    chunk.writeBigUInt64LE(BigInt(value));
-    this.push(chunk);
+    this.fixed(8, (chunk) => chunk.writeBigUInt64LE(BigInt(value)));
   }
 
   float32(value: number): void {
-    const chunk = Buffer.alloc(4);
-    chunk.writeFloatLE(value);
-    this.push(chunk);
+    this.fixed(4, (chunk) => chunk.writeFloatLE(value));
   }
 
   bool(value: boolean): void {
@@ -77,35 +75,29 @@ class ByteSink {
 }
 
 function writeValue(sink: ByteSink, value: GgufValue): void {
+  const tagged = (tag: number, write: () => void) => {
+    sink.uint32(tag);
+    write();
+  };
+  const array = (elementTag: number, count: number, write: () => void) =>
+    tagged(GgufValueType.ARRAY, () => {
+      sink.uint32(elementTag);
+      sink.uint64(count);
+      write();
+    });
   switch (value.type) {
     case "string":
-      sink.uint32(GgufValueType.STRING);
-      sink.string(value.value);
-      return;
+      return tagged(GgufValueType.STRING, () => sink.string(value.value));
     case "uint32":
-      sink.uint32(GgufValueType.UINT32);
-      sink.uint32(value.value);
-      return;
+      return tagged(GgufValueType.UINT32, () => sink.uint32(value.value));
     case "float32":
-      sink.uint32(GgufValueType.FLOAT32);
-      sink.float32(value.value);
-      return;
+      return tagged(GgufValueType.FLOAT32, () => sink.float32(value.value));
     case "bool":
-      sink.uint32(GgufValueType.BOOL);
-      sink.bool(value.value);
-      return;
+      return tagged(GgufValueType.BOOL, () => sink.bool(value.value));
     case "string[]":
-      sink.uint32(GgufValueType.ARRAY);
-      sink.uint32(GgufValueType.STRING);
-      sink.uint64(value.value.length);
-      for (const item of value.value) sink.string(item);
-      return;
+      return array(GgufValueType.STRING, value.value.length, () => value.value.forEach((item) => sink.string(item)));
     case "int32[]":
-      sink.uint32(GgufValueType.ARRAY);
-      sink.uint32(GgufValueType.INT32);
-      sink.uint64(value.value.length);
-      for (let i = 0; i < value.value.length; i++) sink.int32(value.value[i]!);
-      return;
+      return array(GgufValueType.INT32, value.value.length, () => Array.from(value.value, (item) => sink.int32(item)));
   }
 }
 
