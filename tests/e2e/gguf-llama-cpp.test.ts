@@ -14,7 +14,7 @@ import { createTinyModel } from "../../src/models/tiny-model.js";
 import { TINY_ENGLISH_CORPUS } from "../../src/models/tiny-tokenizer.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { causalLMModule, ComponentRegistry, GGUF_EXPORT_FILE } from "../../src/trainers/lifecycle/components.js";
-import { agreeingPrefix, llamaCppGreedy, nodeLlamaCppMissing } from "../support/node-llama-cpp.js";
+import { agreeingPrefix, importNodeLlamaCpp, llamaCppGreedy, nodeLlamaCppMissing } from "../support/node-llama-cpp.js";
 
 const NEW_TOKENS = 24;
 const DTYPES: GgufDtype[] = ["f16", "bf16", "q8_0"];
@@ -31,15 +31,30 @@ async function ourGreedy(model: CausalLM, prompts: number[][]): Promise<number[]
  * none (only logged). */
 type Agreement = Record<GgufDtype, "all" | "first" | "logged">;
 
-/** Compares llama.cpp's greedy tokens from each exported file with ours, logging how far each agrees. */
-async function compareExports(files: Record<GgufDtype, string>, ours: number[][], prompts: number[][], what: string, required: Agreement): Promise<void> {
+/**
+ * Compares llama.cpp's greedy tokens from each exported file with ours, logging how far each agrees; and checks what
+ * llama.cpp reads of the tokenizer: its ids for the prompts' texts are ours, the chat template is the tokenizer's.
+ */
+async function compareExports(
+  files: Record<GgufDtype, string>,
+  model: CausalLM,
+  tokenizer: ComlrlTokenizer,
+  texts: string[],
+  what: string,
+  required: Agreement,
+): Promise<void> {
+  const prompts = texts.map((text) => tokenizer.encode(text, { addSpecialTokens: false }));
+  const ours = await ourGreedy(model, prompts);
   for (const dtype of DTYPES) {
-    const theirs = await llamaCppGreedy(files[dtype], prompts, NEW_TOKENS);
-    const agreeing = theirs.map((row, i) => agreeingPrefix(row, ours[i]!));
+    const { greedy, tokenized } = await llamaCppGreedy(files[dtype], prompts, NEW_TOKENS, texts);
+    expect(tokenized, `${dtype}: llama.cpp's tokenization`).toEqual(prompts);
+    const agreeing = greedy.map((row, i) => agreeingPrefix(row, ours[i]!));
     console.log(`${what} ${dtype}: llama.cpp's greedy tokens agree with ours for ${agreeing.join(", ")} of ${NEW_TOKENS} tokens`);
-    if (required[dtype] === "all") expect(theirs).toEqual(ours);
-    if (required[dtype] === "first") for (const [i, row] of theirs.entries()) expect(row[0], `${dtype} prompt ${i}`).toBe(ours[i]![0]);
+    if (required[dtype] === "all") expect(greedy).toEqual(ours);
+    if (required[dtype] === "first") for (const [i, row] of greedy.entries()) expect(row[0], `${dtype} prompt ${i}`).toBe(ours[i]![0]);
   }
+  const { metadata } = await (await importNodeLlamaCpp()).readGgufFileInfo(files.f16);
+  expect(metadata.tokenizer.chat_template).toBe(tokenizer.chatTemplateSource);
 }
 
 /** A few causal-LM steps on the tokenizer's own corpus: a trained model whose greedy choices are decided, not the
@@ -86,8 +101,8 @@ describe.skipIf(nodeLlamaCppMissing !== null)("an exported GGUF runs in llama.cp
         files[dtype] = path.join(dir, dtype, "agent_0", GGUF_EXPORT_FILE);
       }
       const chat = tokenizer.applyChatTemplate([{ role: "user", content: "How many apples are in the basket?" }], { addGenerationPrompt: true });
-      const prompts = ["The cat sat on the", "Once upon a time, there was", chat, "Twelve eggs make a"].map((text) => tokenizer.encode(text, { addSpecialTokens: false }));
-      await compareExports(files, await ourGreedy(model, prompts), prompts, what, { f16: "all", bf16: "first", q8_0: "first" });
+      const texts = ["The cat sat on the", "Once upon a time, there was", chat, "Twelve eggs make a"];
+      await compareExports(files, model, tokenizer, texts, what, { f16: "all", bf16: "first", q8_0: "first" });
     });
   }
 });
@@ -108,13 +123,13 @@ describe.skipIf(nodeLlamaCppMissing !== null || smollm2Missing !== null)("the re
       const tokenizer = await ComlrlTokenizer.fromDirectory(SMOLLM2);
       const files = {} as Record<GgufDtype, string>;
       for (const dtype of DTYPES) files[dtype] = (await model.exportGguf(path.join(scratch, `smollm2-${dtype}.gguf`), { dtype, tokenizer })).file;
-      const prompts = ["What is the capital of France?", "Write a haiku about the sea.", "List three prime numbers."].map((content) =>
-        tokenizer.encode(tokenizer.applyChatTemplate([{ role: "user", content }], { addGenerationPrompt: true }), { addSpecialTokens: false }),
+      const texts = ["What is the capital of France?", "Write a haiku about the sea.", "List three prime numbers."].map((content) =>
+        tokenizer.applyChatTemplate([{ role: "user", content }], { addGenerationPrompt: true }),
       );
       // q8_0 is logged only: llama.cpp quantizes the activations to 8 bits in its Q8_0 (and Q4_1) products, and SmolLM2
       // answers the first prompt otherwise then ("L'Étoile, la …" for "The capital of France is Paris."), as the
       // Q4_1 file it ships does, though the exported Q8_0 weights are within 0.4% of the f16 ones (gguf-py dequantized).
-      await compareExports(files, await ourGreedy(model, prompts), prompts, "SmolLM2-135M-Instruct", { f16: "all", bf16: "all", q8_0: "logged" });
+      await compareExports(files, model, tokenizer, texts, "SmolLM2-135M-Instruct", { f16: "all", bf16: "all", q8_0: "logged" });
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }

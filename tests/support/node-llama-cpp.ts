@@ -10,9 +10,11 @@ export interface NodeLlamaCpp {
   getLlama(options: { gpu: false; build: "never"; logLevel: "warn" }): Promise<{
     loadModel(options: { modelPath: string }): Promise<LlamaModel>;
   }>;
+  readGgufFileInfo(path: string): Promise<{ metadata: { general: { architecture: string }; tokenizer: { chat_template?: string; ggml: { pre?: string } } } }>;
 }
 
 interface LlamaModel {
+  tokenize(text: string, specialTokens: boolean): number[];
   createContext(options: { contextSize: number; sequences: 1; threads: number }): Promise<{
     getSequence(): { evaluate(tokens: number[], options: { temperature: 0; yieldEogToken: true }): AsyncGenerator<number> };
     dispose(): Promise<void>;
@@ -35,14 +37,16 @@ export async function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
 
 /**
  * llama.cpp's greedy continuation of each prompt (token ids in, token ids out, no BOS added, end-of-generation tokens
- * kept and decoding continued past them), `count` tokens each, from the GGUF file at modelPath.
+ * kept and decoding continued past them), `count` tokens each, from the GGUF file at modelPath; and the ids its own
+ * tokenizer, read from the file, gives each of `texts` (special tokens parsed, no BOS added).
  */
-export async function llamaCppGreedy(modelPath: string, prompts: number[][], count: number): Promise<number[][]> {
+export async function llamaCppGreedy(modelPath: string, prompts: number[][], count: number, texts: string[] = []): Promise<{ greedy: number[][]; tokenized: number[][] }> {
   const { getLlama } = await importNodeLlamaCpp();
   const llama = await getLlama({ gpu: false, build: "never", logLevel: "warn" });
   const model = await llama.loadModel({ modelPath });
   try {
-    const out: number[][] = [];
+    const tokenized = texts.map((text) => Array.from(model.tokenize(text, true)));
+    const greedy: number[][] = [];
     for (const prompt of prompts) {
       // One thread: llama.cpp's workers spin at every barrier, which on a busy or small machine turns a second's work
       // into minutes (24 tokens of the tiny model: 56 s with its default 4 threads on 2 loaded cores, 0.1 s with 1).
@@ -53,9 +57,9 @@ export async function llamaCppGreedy(modelPath: string, prompts: number[][], cou
         if (tokens.length === count) break;
       }
       await context.dispose();
-      out.push(tokens);
+      greedy.push(tokens);
     }
-    return out;
+    return { greedy, tokenized };
   } finally {
     await model.dispose();
   }
