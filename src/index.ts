@@ -9,6 +9,7 @@ export type { CollectiveTraffic, CudaDeviceMemory, NativeModelInfo, NativeProces
 export { encodeTorchStateDict, decodeTorchStateDict, saveTorchStateDict, loadTorchStateDict, type DeclaredTensor, type StateTensor, type StateDtype } from "./io/torch-pickle.js";
 export { ComlrlTokenizer, type ChatMessage, type EncodedBatch, type SpecialTokens, type TokenizerSources } from "./models/tokenizer.js";
 export { createTinyModel, type TinyModelOptions } from "./models/tiny-model.js";
+export { exportGguf, GGUF_EXPORT_ARCHITECTURES, GgufExportError, type GgufDtype, type GgufExportOptions, type GgufExportSummary } from "./models/gguf/export.js";
 export { resolveModelSource, resolveDatasetFiles, hubCacheDir, type RepoFiles, type ResolveModelSourceOptions, type HubRepoType } from "./models/hub.js";
 export { parseModelConfig, type Activation, type AttentionKernel, type ModelConfig, type ModelDtype, type ModelType, type NormKind, type NormPlacement, type QkNorm, type RotaryModelType } from "./models/config.js";
 
@@ -25,7 +26,7 @@ export type { GenerationKwargs } from "./trainers/generation-kwargs.js";
 export { NonFiniteError, Trainer, type LifecycleConfig, type LifecycleOptions, type NonFinitePolicy, type StageHost, type Stateful, type StepFunction, type StepRequest, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
 export { StageTimings, PHASES, type Phase, type StageTime } from "./trainers/lifecycle/timings.js";
 export { StageMemory, type MemoryPhase, type PhaseMemory } from "./trainers/lifecycle/memory.js";
-export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent } from "./trainers/lifecycle/components.js";
+export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent, type SaveModelOptions } from "./trainers/lifecycle/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
 export type { TaskOptions } from "./trainers/task-options.js";
 export type { EvalLoggerInput, EvaluationHooks } from "./trainers/evaluation.js";

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The `comlrl` command: info, demo, train, bench. Every command validates its whole command line before it does any
+// The `comlrl` command: info, demo, train, export, bench. Every command validates its whole command line before it does any
 // work; a bad command line prints the usage and exits with 2, a failed run prints its error (no stack) and exits with 1.
-import { describeError, integerOption, parseCommandArgs, splitPassthrough, stringOption, UsageError, type Command } from "./args.js";
+import { describeError, integerOption, parseCommandArgs, splitPassthrough, stringOption, UsageError, type Command, type OptionValues } from "./args.js";
 
 const info: Command = {
   name: "info",
@@ -38,13 +38,14 @@ const demo: Command = {
 
 const train: Command = {
   name: "train",
-  usage: `usage: comlrl train --config FILE [--resume latest|DIR] [--allow-config-change FIELDS] [--output DIR] [--no-wandb] [--quiet]
+  usage: `usage: comlrl train --config FILE [--resume latest|DIR] [--allow-config-change FIELDS] [--output DIR] [--gguf f16|bf16|q8_0] [--no-wandb] [--quiet]
   train with the trainer, task, model and data a CoMLRL-style YAML or JSON config names
   --config FILE   the config file (.yaml, .yml or .json)
   --resume X      continue from the newest checkpoint ("latest") or from a checkpoint directory
   --allow-config-change FIELDS
                   resume although these config fields (comma-separated, e.g. numGenerations,seed) differ from the checkpoint's
   --output DIR    replaces output.base_dir (metrics, checkpoints, the final model)
+  --gguf T        save the final model as agent_i/model.gguf of type T (f16, bf16, q8_0) for llama.cpp
   --no-wandb      no W&B run, even when the file has a wandb section
   --quiet         no progress bar or console lines`,
   options: {
@@ -52,6 +53,7 @@ const train: Command = {
     resume: { type: "string" },
     "allow-config-change": { type: "string" },
     output: { type: "string" },
+    gguf: { type: "string" },
     "no-wandb": { type: "boolean" },
     quiet: { type: "boolean" },
   },
@@ -59,9 +61,48 @@ const train: Command = {
     const config = stringOption(values, "config");
     if (config === undefined) throw new UsageError("--config FILE is required");
     const allowConfigChanges = (stringOption(values, "allow-config-change") ?? "").split(",").map((field) => field.trim()).filter(Boolean);
-    const options = { config, resume: stringOption(values, "resume"), allowConfigChanges, output: stringOption(values, "output"), wandb: values["no-wandb"] !== true, quiet: values.quiet === true };
+    const options = {
+      config,
+      resume: stringOption(values, "resume"),
+      allowConfigChanges,
+      output: stringOption(values, "output"),
+      gguf: ggufDtypeOption(values, "gguf"),
+      wandb: values["no-wandb"] !== true,
+      quiet: values.quiet === true,
+    };
     const { runTrain } = await import("./train.js");
     await runTrain(options);
+  },
+};
+
+const GGUF_DTYPES = ["f16", "bf16", "q8_0"] as const;
+
+/** --dtype / --gguf: one of the GGUF weight types, or undefined when absent. */
+function ggufDtypeOption(values: OptionValues, name: string): (typeof GGUF_DTYPES)[number] | undefined {
+  const raw = stringOption(values, name);
+  if (raw === undefined) return undefined;
+  const dtype = GGUF_DTYPES.find((d) => d === raw);
+  if (dtype === undefined) throw new UsageError(`--${name} must be one of ${GGUF_DTYPES.join(", ")}, got ${JSON.stringify(raw)}`);
+  return dtype;
+}
+
+const exportCommand: Command = {
+  name: "export",
+  usage: `usage: comlrl export --model DIR --out FILE.gguf [--dtype f16|bf16|q8_0] [--name NAME]
+  write a Hugging Face model directory (a trained agent) as one GGUF file that llama.cpp, node-llama-cpp and Ollama run
+  --model DIR   the model directory (config.json, safetensors, tokenizer.json)
+  --out FILE    the .gguf file to write (atomically)
+  --dtype T     the 2-D weights' type: f16 (default), bf16 or q8_0; norms stay f32
+  --name NAME   general.name in the file (default: the file's name)`,
+  options: { model: { type: "string" }, out: { type: "string" }, dtype: { type: "string" }, name: { type: "string" } },
+  async run(values) {
+    const model = stringOption(values, "model");
+    const out = stringOption(values, "out");
+    if (model === undefined || out === undefined) throw new UsageError("--model DIR and --out FILE are required");
+    const options = { dtype: ggufDtypeOption(values, "dtype"), name: stringOption(values, "name") };
+    const { exportGguf } = await import("../models/gguf/export.js");
+    const summary = await exportGguf(model, out, options);
+    console.error(`comlrl export: ${summary.file} (${summary.architecture}, ${summary.tensors.length} tensors)`);
   },
 };
 
@@ -119,12 +160,13 @@ const launch: Command = {
   },
 };
 
-const COMMANDS = new Map([info, demo, train, bench, launch].map((command) => [command.name, command]));
+const COMMANDS = new Map([info, demo, train, exportCommand, bench, launch].map((command) => [command.name, command]));
 
 const USAGE = `usage: comlrl <command> [options]   (comlrl <command> --help for its options)
   info     libtorch, devices, threads and BLAS in use
   demo     train two tiny agents with MAGRPO on a cooperative task (CPU, about 20 s)
   train    train from a CoMLRL-style config file: comlrl train --config FILE [--resume latest] [--output DIR]
+  export   write a model directory as a GGUF file for llama.cpp: comlrl export --model DIR --out FILE.gguf
   bench    measure ceilings, generation, training and a whole trainer epoch
   launch   run a script as data-parallel ranks: comlrl launch --nproc N script.ts [args...]`;
 

@@ -41,6 +41,7 @@ import {
   MARLOOTrainer,
   resolveModelSource,
   type ExternalTransition,
+  type GgufDtype,
   type Formatter,
   type Item,
   type RewardFunction,
@@ -57,6 +58,8 @@ export interface TrainCommandOptions {
   allowConfigChanges?: string[];
   /** Replaces output.base_dir. */
   output?: string;
+  /** Save the final model as GGUF files of this weight type instead of Hugging Face directories. */
+  gguf?: GgufDtype;
   /** false: no W&B run even when the file has a wandb section. */
   wandb: boolean;
   quiet: boolean;
@@ -277,8 +280,8 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
     });
     say(`comlrl train: ${trainer.progress.epoch} epochs, ${trainer.progress.envStep} env steps in ${((Date.now() - started) / 1000).toFixed(1)} s; metrics in ${config.output.baseDir}`);
     if (config.output.saveFinalModel) {
-      await trainer.saveModel(config.output.savePath);
-      say(`comlrl train: agents saved to ${config.output.savePath}`);
+      await trainer.saveModel(config.output.savePath, options.gguf === undefined ? {} : { format: "gguf", dtype: options.gguf });
+      say(`comlrl train: agents saved to ${config.output.savePath}${options.gguf === undefined ? "" : ` as ${options.gguf} GGUF files`}`);
     }
   } finally {
     await trainer.close();

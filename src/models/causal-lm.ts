@@ -2,15 +2,18 @@
 // accumulates policy-gradient and cross-entropy gradients, keeps named sampling streams, saves HF directories that
 // transformers loads unchanged. Algorithm code drives the model through these methods only, never through `native`.
 import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
 import type { NativeModel, NativeModelInfo, ObjectiveMetrics, ObjectiveTokenInput, TokenBatchInput } from "../native/binding.js";
 import { canonicalDevice } from "../config/devices.js";
 import { ConfigError } from "../config/fields.js";
 import { addon } from "../native/loader.js";
 import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
+import { makeDirs } from "../util/make-dirs.js";
 import { irregularFileKind } from "../util/regular-file.js";
 import { decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
 import { ggufModelConfig, ggufWeightPlan, isGgufPath, readGguf } from "./gguf.js";
+import { exportGguf, type GgufExportOptions, type GgufExportSummary } from "./gguf/export.js";
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";
 
@@ -628,6 +631,27 @@ export class CausalLM {
       await writeFileAtomic(path.join(tmp, "generation_config.json"), hfJson(this.generationConfig));
       if (options.tokenizer) await options.tokenizer.saveTo(tmp);
     });
+  }
+
+  /**
+   * Writes the model and its tokenizer as one GGUF file that llama.cpp (node-llama-cpp, Ollama) runs, atomically: an
+   * HF directory is saved in float32 beside `file`, converted (exportGguf) and removed. docs/gguf.md lists the
+   * families and types.
+   */
+  async exportGguf(file: string, options: GgufExportOptions & {
+    /** The tokenizer whose vocabulary, merges and chat template go into the file (GGUF carries its own). */
+    tokenizer: NonNullable<SaveOptions["tokenizer"]>;
+  }): Promise<GgufExportSummary> {
+    const target = path.resolve(file);
+    await makeDirs(path.dirname(target));
+    const staging = await mkdtemp(path.join(path.dirname(target), `.${path.basename(target)}.hf-`));
+    try {
+      const hfDir = path.join(staging, "model");
+      await this.save(hfDir, { dtype: "float32", tokenizer: options.tokenizer });
+      return await exportGguf(hfDir, target, { dtype: options.dtype, name: options.name });
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
   }
 
   /** Frees the native weights now rather than at garbage collection; the model is unusable after. */

@@ -210,6 +210,11 @@ export class ComlrlTokenizer {
     return new ComlrlTokenizer(sources, pickChatTemplate(sources.tokenizerConfig.chat_template, where));
   }
 
+  /** The chat template's Jinja source (tokenizer_config.json's, else chat_template.jinja's), or null when there is none. */
+  get chatTemplateSource(): string | null {
+    return this.chatTemplate;
+  }
+
   /** Number of token ids, added tokens included: the embedding rows a model needs for this tokenizer. */
   get vocabSize(): number {
     return this.tokenizer.model!.vocab.length;

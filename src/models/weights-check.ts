@@ -27,6 +27,8 @@ export interface HeaderTensor {
   shape: number[];
   /** Bytes in the data section. */
   bytes: number;
+  /** Where its data starts, in bytes from the start of the file. */
+  fileOffset: number;
 }
 
 export interface SafetensorsHeader {
@@ -71,6 +73,7 @@ export function readSafetensorsHeader(file: string): SafetensorsHeader {
   }
   let text: string;
   let dataBytes: number;
+  let dataStart: number;
   try {
     const size = fstatSync(fd).size;
     if (size < 8) fail(`truncated: ${size} bytes, shorter than the 8-byte header length`);
@@ -82,7 +85,8 @@ export function readSafetensorsHeader(file: string): SafetensorsHeader {
     const header = Buffer.alloc(Number(length));
     if (readSync(fd, header, 0, header.length, 8) !== header.length) fail("the header could not be read whole");
     text = header.toString("utf8");
-    dataBytes = size - 8 - header.length;
+    dataStart = 8 + header.length;
+    dataBytes = size - dataStart;
   } finally {
     closeSync(fd);
   }
@@ -112,7 +116,7 @@ export function readSafetensorsHeader(file: string): SafetensorsHeader {
     if (BigInt(bytes) !== expected) return fail(`${where} data_offsets [${offsets[0]}, ${offsets[1]}] do not match its shape and dtype (${expected} bytes)`);
     if (offsets[1] > dataBytes) return fail(`truncated: ${where} ends at byte ${offsets[1]} of the data section, which has ${dataBytes}`);
     claimed += bytes;
-    tensors.set(name, { dtype, shape: shape as number[], bytes });
+    tensors.set(name, { dtype, shape: shape as number[], bytes, fileOffset: dataStart + offsets[0] });
   }
   // Tensors may not share bytes, so together they fit the data section (the native reader names the overlapping pair).
   if (claimed > dataBytes) fail(`its tensors claim ${claimed} bytes together but the data section has ${dataBytes}: tensors overlap`);

@@ -1,7 +1,7 @@
 // Atomic writes: a file or directory appears complete under its final name or not at all.
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, writeFile, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { makeDirs } from "./make-dirs.js";
 
@@ -31,11 +31,19 @@ async function naming<T>(file: string, work: () => Promise<T>): Promise<T> {
 
 /** Writes data to a temporary sibling, fsyncs it, then renames it over file. */
 export async function writeFileAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  await writeFileAtomicWith(file, (handle) => handle.writeFile(data));
+}
+
+/**
+ * Lets fill write a temporary sibling through its handle (a file too large to hold in memory at once), fsyncs it,
+ * then renames it over file; on any failure the sibling is removed and the error names file.
+ */
+export async function writeFileAtomicWith(file: string, fill: (handle: FileHandle) => Promise<void>): Promise<void> {
   const temporary = temporarySibling(file, "tmp");
   await naming(file, async () => {
     const handle = await open(temporary, "w");
     try {
-      await handle.writeFile(data);
+      await fill(handle);
       await handle.sync();
     } catch (error) {
       await handle.close();
@@ -43,7 +51,12 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array): 
       throw error;
     }
     await handle.close();
-    await rename(temporary, file);
+    try {
+      await rename(temporary, file);
+    } catch (error) {
+      await rm(temporary, { force: true });
+      throw error;
+    }
   });
 }
 

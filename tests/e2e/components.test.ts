@@ -125,6 +125,20 @@ print(json.dumps({f: {k: v.flatten().tolist() for k, v in torch.load(f, weights_
     parts.registry.dispose();
   });
 
+  it("saveModel as GGUF: model.gguf in place of each HF dir, value heads as before; bad options named first", async () => {
+    const parts = await build(4);
+    const out = path.join(scratch, "export-gguf");
+    await expect(parts.registry.exportTo(out, { format: "onnx" as "gguf" })).rejects.toThrow(/saveModel: format must be "hf" or "gguf", got "onnx"/);
+    await expect(parts.registry.exportTo(out, { dtype: "q8_0" })).rejects.toThrow(/saveModel: dtype "q8_0" applies to format "gguf" only/);
+    expect(existsSync(out)).toBe(false);
+    await parts.registry.exportTo(out, { format: "gguf", dtype: "q8_0" });
+    for (const file of ["agent_0/model.gguf", "agent_0/value_head.pt", "agent_0/critic/model.gguf", "agent_0/critic/value_head.pt"]) {
+      expect(existsSync(path.join(out, file)), file).toBe(true);
+    }
+    expect(existsSync(path.join(out, "agent_0", "config.json"))).toBe(false);
+    parts.registry.dispose();
+  });
+
   it("frees only owned modules, a shared one once", async () => {
     const mine = await CausalLM.fromDirectory(base);
     const theirs = await CausalLM.fromDirectory(base);

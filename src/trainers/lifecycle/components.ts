@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { decoderConfigOf } from "../../models/config.js";
 import { DROPOUT_STREAM, type CausalLM } from "../../models/causal-lm.js";
+import type { GgufDtype } from "../../models/gguf/export.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import type { ValueHead } from "../../models/value-head.js";
 import { writeFileChecked } from "../../util/atomic.js";
@@ -22,8 +23,8 @@ export interface ComponentModule {
   saveState(dir: string): Promise<void>;
   /** Restores the weights (and sampling-stream state) saveState wrote into dir. */
   loadState(dir: string): Promise<void>;
-  /** Writes the module for users (Hugging Face layout, value_head.pt); defaults to saveState. */
-  export?(dir: string): Promise<void>;
+  /** Writes the module for users (Hugging Face layout or GGUF, value_head.pt); defaults to saveState. */
+  export?(dir: string, options: SaveModelOptions): Promise<void>;
   /** Frees the module's native memory; the module is unusable afterwards. */
   dispose(): void;
   /** Hands a module the caller passed in back as it came (a CPU agent lane the trainer gave it is undone). */
@@ -31,6 +32,17 @@ export interface ComponentModule {
   /** The sampling stream the module's model trains with, whose state the module's checkpoint holds (causal LMs). */
   readonly samplingStream?: string;
 }
+
+/** How saveModel writes the trained models. */
+export interface SaveModelOptions {
+  /** "hf" (default): a Hugging Face directory per model; "gguf": one model.gguf per model, for llama.cpp (docs/gguf.md). */
+  format?: "hf" | "gguf";
+  /** The GGUF file's 2-D weight type (default "f16"); only with format "gguf". */
+  dtype?: GgufDtype;
+}
+
+/** The file a causal LM is written to by saveModel with format "gguf", inside its export directory. */
+export const GGUF_EXPORT_FILE = "model.gguf";
 
 /** What the registry needs of an optimizer. */
 export interface ComponentOptimizer {
@@ -191,7 +203,11 @@ export class ComponentRegistry {
    * dir first and moved in only when every one is complete, so a save that fails (a full disk) leaves dir as it was.
    * What dir holds besides the exported entries stays; an exported entry already there is replaced whole.
    */
-  async exportTo(dir: string): Promise<void> {
+  async exportTo(dir: string, options: SaveModelOptions = {}): Promise<void> {
+    if (options.format !== undefined && options.format !== "hf" && options.format !== "gguf") {
+      throw new ComponentError(`saveModel: format must be "hf" or "gguf", got ${JSON.stringify(options.format)}`);
+    }
+    if (options.dtype !== undefined && options.format !== "gguf") throw new ComponentError(`saveModel: dtype ${JSON.stringify(options.dtype)} applies to format "gguf" only`);
     const parent = path.dirname(path.resolve(dir));
     await makeDirs(parent);
     const staging = await mkdtemp(path.join(parent, `.${path.basename(dir)}.export-`));
@@ -200,7 +216,7 @@ export class ComponentRegistry {
       for (const c of this.inWriteOrder((c) => c.exportDir ?? "")) {
         if (c.exportDir === null) continue;
         const target = path.join(out, c.exportDir);
-        await (c.module.export ? c.module.export(target) : c.module.saveState(target));
+        await (c.module.export ? c.module.export(target, options) : c.module.saveState(target));
       }
       if (!existsSync(out)) return;
       await makeDirs(dir);
@@ -295,7 +311,11 @@ export function causalLMModule(model: CausalLM, tokenizer: ComlrlTokenizer | nul
         }
       }
     },
-    export: (dir) => model.save(dir, { tokenizer: tokenizer ?? undefined }),
+    export: async (dir, options) => {
+      if (options.format !== "gguf") return model.save(dir, { tokenizer: tokenizer ?? undefined });
+      if (tokenizer === null) throw new ComponentError(`${dir}: a GGUF file carries its tokenizer, and this model was registered without one`);
+      await model.exportGguf(path.join(dir, GGUF_EXPORT_FILE), { tokenizer, dtype: options.dtype });
+    },
     dispose: () => model.dispose(),
     // A model the caller passed in goes back to its device's lane.
     release: () => model.setComputeLane(null),

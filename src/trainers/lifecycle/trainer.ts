@@ -15,7 +15,7 @@ import type { DistributedContext } from "../../dist/context.js";
 import { checkRanksAgree } from "../../dist/fingerprint.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
 import { SeededRandom } from "../../util/random.js";
-import { ComponentRegistry } from "./components.js";
+import { ComponentRegistry, type SaveModelOptions } from "./components.js";
 import { StageTimings } from "./timings.js";
 import { StageMemory } from "./memory.js";
 import { memoryWindow, releaseFreedCpuMemory } from "../../runtime.js";
@@ -517,10 +517,13 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     if (!this.lifecycle.quiet && this.isMain) console.error(`[${this.algorithm}] ${message}`);
   }
 
-  /** Writes every exported component in its user-facing layout (agent_i/ in Hugging Face layout, value heads, …). */
-  async saveModel(dir: string): Promise<void> {
+  /**
+   * Writes every exported component in its user-facing layout (agent_i/ in Hugging Face layout, value heads, …);
+   * `{ format: "gguf", dtype }` writes each causal LM as agent_i/model.gguf instead, which llama.cpp runs.
+   */
+  async saveModel(dir: string, options: SaveModelOptions = {}): Promise<void> {
     if (this.isMain) {
-      await this.components.exportTo(dir);
+      await this.components.exportTo(dir, options);
       this.logger?.logTrain({ final_model_saved: 1 }, this.progress.envStep);
     }
     await this.replicas?.context.barrier();
