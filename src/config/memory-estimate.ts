@@ -15,7 +15,7 @@ import path from "node:path";
 import { cgroupMemoryLimit } from "../util/cgroup-memory.js";
 import { ConfigError } from "./fields.js";
 import { resolvePrecision, trainingBytes, type Precision } from "./precision.js";
-import { ggufModelConfig, isGgufPath, readGguf } from "../models/gguf.js";
+import { ggufModelConfig, isGgufPath, readGguf } from "../models/gguf/read.js";
 
 export class MemoryEstimateError extends ConfigError {
   override name = "MemoryEstimateError";

@@ -12,7 +12,7 @@ import { writeDirAtomic, writeFileAtomic } from "../util/atomic.js";
 import { makeDirs } from "../util/make-dirs.js";
 import { irregularFileKind } from "../util/regular-file.js";
 import { decoderConfigOf, parseModelConfig, type ModelConfig } from "./config.js";
-import { ggufModelConfig, ggufWeightPlan, isGgufPath, readGguf } from "./gguf.js";
+import { ggufModelConfig, ggufWeightPlan, isGgufPath, readGguf } from "./gguf/read.js";
 import { exportGguf, type GgufExportOptions, type GgufExportSummary } from "./gguf/export.js";
 import { resolveModelSource } from "./hub.js";
 import { checkModelFits, checkWeightsAgainstConfig, MAX_JSON_DEPTH, ModelLoadError, nestingDepth } from "./weights-check.js";

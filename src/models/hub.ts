@@ -19,7 +19,7 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { datasetInfo, downloadFile, HubApiError, listFiles, modelInfo, pathsInfo, type PathInfo } from "@huggingface/hub";
 import { writeFileAtomic } from "../util/atomic.js";
-import { isGgufPath } from "./gguf.js";
+import { isGgufPath } from "./gguf/read.js";
 import { makeDirs } from "../util/make-dirs.js";
 
 /** What resolveModelSource downloads of a hub model. */

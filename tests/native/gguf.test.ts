@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { localModelShape } from "../../src/config/memory-estimate.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
-import { ggufModelConfig, ggufTokenizerFiles, ggufWeightPlan, readGguf } from "../../src/models/gguf.js";
+import { ggufModelConfig, ggufTokenizerFiles, ggufWeightPlan, readGguf } from "../../src/models/gguf/read.js";
 import { resolveModelSource } from "../../src/models/hub.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { addon } from "../../src/native/loader.js";

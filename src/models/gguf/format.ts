@@ -27,5 +27,5 @@ export const LlamaFileType = { MOSTLY_F16: 1, MOSTLY_Q8_0: 7, MOSTLY_BF16: 32 } 
 /** general.quantization_version as llama.cpp's quantizer and convert_hf_to_gguf.py write it. */
 export const GGML_QUANTIZATION_VERSION = 2;
 
-/** The tokenizer.ggml.token_type values (llama_token_type) the exporter writes. */
+/** The tokenizer.ggml.token_type values (llama_token_type) the exporter writes and the reader takes added tokens from. */
 export const GgufTokenType = { NORMAL: 1, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5 } as const;

@@ -2,10 +2,11 @@
 // GGUF file's metadata and tensor table describe, built as transformers' own GGUF loading builds them
 // (transformers/integrations/gguf, modeling_gguf_pytorch_utils.py). The file is read and dequantized natively
 // (native/io/gguf.h); this side decides what each tensor is.
-import type { GgufContents, GgufTensorSource, GgufValue } from "../native/binding.js";
-import { addon } from "../native/loader.js";
-import { byteAlphabet } from "./tiny-tokenizer.js";
-import { ModelLoadError } from "./weights-check.js";
+import type { GgufContents, GgufTensorSource, GgufValue } from "../../native/binding.js";
+import { addon } from "../../native/loader.js";
+import { byteAlphabet } from "../tiny-tokenizer.js";
+import { ModelLoadError } from "../weights-check.js";
+import { GgufTokenType } from "./format.js";
 
 /** Whether a model source names a GGUF file (by its extension, as llama.cpp and transformers tell them). */
 export function isGgufPath(source: string): boolean {
@@ -174,10 +175,6 @@ const PRE_TOKENIZER_SPLITS: Record<string, string> = {
   "deepseek-r1-qwen": QWEN2_SPLIT,
 };
 
-// llama.cpp's token types (llama_token_type): what transformers adds as special and as plain added tokens.
-const CONTROL = 3;
-const USER_DEFINED = 4;
-
 function stringList(gguf: GgufContents, key: string, file: string, optional = false): string[] | undefined {
   const value = gguf.metadata[key];
   if (value === undefined && optional) return undefined;
@@ -307,8 +304,8 @@ export function ggufTokenizerFiles(gguf: GgufContents, file: string): { tokenize
   const named = new Set(Object.values(roles).filter((token): token is string => token !== null));
   const added: Record<string, unknown>[] = [];
   tokens.forEach((token, id) => {
-    const special = (tokenTypes[id] === CONTROL && vocabulary.specialAllowed(token)) || named.has(token);
-    if (special || tokenTypes[id] === USER_DEFINED) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special });
+    const special = (tokenTypes[id] === GgufTokenType.CONTROL && vocabulary.specialAllowed(token)) || named.has(token);
+    if (special || tokenTypes[id] === GgufTokenType.USER_DEFINED) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special });
   });
   const flag = (key: string, fallback: boolean) => (typeof gguf.metadata[key] === "boolean" ? (gguf.metadata[key] as boolean) : fallback);
   const addBos = flag("tokenizer.ggml.add_bos_token", kind === "llama") && roles.bos_token !== null;
