@@ -248,7 +248,7 @@ describe("MARLHF", () => {
   const parameters = (m: { native: { parameterNames(): { name: string }[]; getParameter(name: string): Float32Array } }) => m.native.parameterNames().map(({ name }) => m.native.getParameter(name));
   const acConfig = { rewardHeldOutFraction: 0, numGenerations: 2, criticLearningRate: 2e-3, evalInterval: 0 };
 
-  it("IAC back-end: a critic per agent (from the agents' ids) trained against reward-model scores, saved and restored by checkpoints", async () => {
+  it("IAC back-end: a critic per agent (each from the first agent's id) trained against reward-model scores, saved and restored by checkpoints", async () => {
     const out = path.join(scratch, "marlhf-iac");
     const checkpoints = path.join(out, "checkpoints");
     // Two RL epochs, so that a checkpoint falls between two stretches of critic training.
@@ -341,6 +341,15 @@ describe("MARLHF", () => {
       expect(seen.slice(0, -1)).toEqual(initialHead);
       expect(seen[seen.length - 1]).toEqual(sourceEmbedding);
     }
+  }, 120_000);
+
+  it("IAC back-end without a critic source: every critic from the first actor's id (as CoMLRL), also for heterogeneous actors", async () => {
+    const wider = path.join(scratch, "wider-actor");
+    await createTinyModel(wider, { seed: 12, hiddenSize: 48, numLayers: 1, vocabSize: 300 });
+    const trainer = await MARLHFTrainer.create(options({ agents: [base, wider], trainDataset: coverVowelsDataset(2), config: { ...acConfig, rlAlgorithm: "iac" } }));
+    expect(trainer.agents.map((a) => a.model.config.hiddenSize)).toEqual([32, 48]);
+    expect((trainer.actorCritic as IACLearner).critics.map((c) => c.model.config.hiddenSize)).toEqual([32, 32]);
+    await trainer.close();
   }, 120_000);
 
   it("IAC back-end with value heads on the actors: heads registered with the agents and trained by their optimizers", async () => {
