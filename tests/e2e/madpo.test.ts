@@ -13,6 +13,7 @@ import { MADPOTrainer, type MADPOTrainerOptions } from "../../src/trainers/prefe
 import type { PreferencePair } from "../../src/trainers/preference/pairs.js";
 import { makeBase } from "../support/checkpoint-run.js";
 import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
+import { expectRise } from "../support/learning.js";
 
 const runs = tinyRuns("comlrl-madpo-", makeBase);
 const { scratch, base } = runs;
@@ -170,7 +171,7 @@ describe("MADPO", () => {
     const trainer = await MADPOTrainer.create(madpoDemoOptions(demoBase, demoTokenizer, { outputDir: path.join(scratch, "demo-task"), seed: 3, quiet: true }));
     const { before, after } = await trainMeasuringTaskReward(trainer);
     expect(trainer.preferences.pairs).toHaveLength(64 * 16);
-    expect(after).toBeGreaterThan(before + 0.15);
+    expectRise("MADPO (demo task)", before, after, 0.15);
     await trainer.close();
   }, 300_000);
 });
