@@ -164,9 +164,9 @@ describe("MADPO", () => {
   });
 
   // On the demo's own base model (recipe: src/demo/preference.ts): 1024 pairs, about 33 s a seed (2 cores). One seed's
-  // rise moves with the CPU's kernels (seed 3: +0.17 on ATen's default kernels, +0.22 on AVX-512, +0.24 on AVX2), so
-  // the test asserts the mean over three seeds: +0.31, +0.33, +0.33 on the same three, a margin over the threshold
-  // (0.16) seven times that mean's spread.
+  // rise moves with the CPU's kernels (seed 3: +0.17 on ATen's default kernels, +0.22 on an AVX-512 machine's own,
+  // +0.24 on AVX2), so the test asserts the mean over three seeds: +0.31, +0.33, +0.33 on the same three, a margin
+  // over the threshold (0.16) seven times that mean's spread.
   it("raises the demo task's reward from the demo's base model (the mean over three seeds)", async () => {
     const demoBase = path.join(scratch, "demo-base");
     const demoTokenizer = await createDemoBaseModel(demoBase, 1);
