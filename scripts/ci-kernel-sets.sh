@@ -23,7 +23,7 @@ learning_files=(
   tests/e2e/iterative-madpo.test.ts
   tests/e2e/marlhf.test.ts
 )
-learning_tests="learn|raises the|rises|rising"
+learning_tests="learn|raises the|rises|rising|climbs"
 golden_files=(tests/golden tests/native/sampling-golden.test.ts)
 
 kernel_sets=("default Prescott")
