@@ -24,6 +24,8 @@ learning_files=(
   tests/e2e/marlhf.test.ts
 )
 learning_tests="learn|raises the|rises|rising|climbs"
+# The rises those tests report (tests/support/learning.ts): fewer means a renamed test slipped past the filter.
+expected_rises=11
 golden_files=(tests/golden tests/native/sampling-golden.test.ts)
 
 kernel_sets=("default Prescott")
@@ -48,6 +50,11 @@ for kernel_set in "${kernel_sets[@]}"; do
     const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     for (const m of lines) console.log(`ci: kernel-set ${m.kernels}:   ${m.rise.toFixed(3).padStart(7)} > ${m.atLeast}  ${m.name}`);
   ' "$margins"
+  reported=$(wc -l <"$margins")
+  if [ "$reported" -ne "$expected_rises" ]; then
+    echo "ci: kernel-set $capability: $reported learning rises reported, $expected_rises expected (a learning test renamed past \"$learning_tests\"?)"
+    failed=1
+  fi
   echo "ci: kernel-set $capability took $((SECONDS - stage)) s"
 done
 echo "ci: kernel-set stage took $((SECONDS - started)) s"
