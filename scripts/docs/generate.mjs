@@ -7,7 +7,7 @@
 //   config-table MAACConfig vs IACConfig only the fields that are new or differ
 //   task-table                           the built-in tasks (dist/tasks/registry.js)
 //   example examples/quickstart.ts       the file as a code block (every example is type-checked and smoke-run in CI)
-//   perf-table docs/data/FILE.json [0,3] a measurement table with its machine, date and command (optionally some columns)
+//   perf-table docs/data/FILE.json [0,3] a measurement table with its machine, date, command and data file (optionally some columns)
 //   cli-usage [COMMAND]                  `comlrl [COMMAND] --help`, as the command prints it
 // `--check` rewrites nothing and exits 1 when a page is not what this script would write (CI runs it so).
 import { execFileSync } from "node:child_process";
@@ -138,13 +138,20 @@ function exampleBlock(file) {
 }
 
 /** A measurement table: data/*.json holds columns, rows and where the numbers come from. */
-function perfTable(spec) {
+// A clock time in a caption reads as a claim about when to expect the numbers; the README's captions say what was
+// measured and where the data are, and a data file keeps its clock times under "times", which is not rendered.
+const CLOCK_TIME = /\b\d{1,2}:\d{2}\b/;
+
+function perfTable(spec, page) {
   const [file, pick] = spec.split(/\s+/);
   const data = JSON.parse(readFileSync(join(root, file), "utf8"));
   for (const key of ["title", "machine", "date", "command", "columns", "rows"]) {
     if (data[key] === undefined) throw new Error(`${file}: missing "${key}"`);
   }
-  const lines = [`**${data.title}** — ${data.machine}; ${data.date}; \`${data.command}\`.${data.conditions ? ` ${data.conditions}` : ""}`, ""];
+  const link = relative(dirname(page), join(root, file));
+  const caption = `**${data.title}** — ${data.machine}; ${data.date}; \`${data.command}\`.${data.conditions ? ` ${data.conditions}` : ""} Data: [${file}](${link}).`;
+  if (relative(root, page) === "README.md" && CLOCK_TIME.test(caption)) throw new Error(`${file}: the README's caption has a clock time (${caption.match(CLOCK_TIME)[0]}); keep it under "times"`);
+  const lines = [caption, ""];
   const shown = pick === undefined ? data.columns.map((_, i) => i) : pick.split(",").map(Number);
   if (shown.some((i) => !(i >= 0 && i < data.columns.length))) throw new Error(`${file}: columns ${pick} out of range (${data.columns.length} columns)`);
   lines.push(`| ${shown.map((i) => cell(data.columns[i])).join(" | ")} |`, `|${shown.map((_, k) => (k === 0 ? "---" : "---:")).join("|")}|`);
@@ -162,12 +169,12 @@ function cliUsage(command) {
   return `\`\`\`text\n${usage}\n\`\`\``;
 }
 
-function generate(kind, args) {
+function generate(kind, args, page) {
   if (kind === "cli-usage") return cliUsage(args);
   if (kind === "config-table") return render(args);
   if (kind === "task-table") return taskTable();
   if (kind === "example") return exampleBlock(args);
-  if (kind === "perf-table") return perfTable(args);
+  if (kind === "perf-table") return perfTable(args, page);
   throw new Error(`unknown generated part "${kind}" (config-table, task-table, example, perf-table, cli-usage)`);
 }
 
@@ -187,7 +194,7 @@ let stale = 0;
 const unchecked = [];
 for (const path of [join(root, "README.md"), ...pages(join(root, "docs"))]) {
   const text = readFileSync(path, "utf8");
-  const next = text.replace(MARKER, (_, open, kind, args, _old, close) => `${open}${generate(kind, args.trim())}\n${close}`);
+  const next = text.replace(MARKER, (_, open, kind, args, _old, close) => `${open}${generate(kind, args.trim(), path)}\n${close}`);
   if (/^```(ts|typescript)\b/m.test(next.replace(MARKER, ""))) unchecked.push(relative(root, path));
   if (next === text) continue;
   stale++;

@@ -28,6 +28,12 @@ export interface SourceLabels {
 
 const ACTOR_LABELS: SourceLabels = { model: "agentModel", models: "agents", count: "numAgents" };
 
+/** A source as an error names it: an id in quotes, a loaded model by the directory it was loaded from. */
+function describeSource(source: ModelSource): string {
+  if (typeof source === "string") return `"${source}"`;
+  return source.source === null ? "(a loaded model built in memory)" : `(a loaded model from "${source.source}")`;
+}
+
 /** COMLRL-SPEC §5.1: one source per model from a single id (copied `count` times) or a list. */
 export function resolveModelSources(
   model: ModelSource | null | undefined,
@@ -53,7 +59,7 @@ export function resolveModelSources(
   if (model !== null && model !== undefined) {
     const conflicting = models.findIndex((a) => a !== model);
     if (conflicting >= 0) {
-      fail(`${labels.model} "${String(model)}" conflicts with ${labels.models}[${conflicting}] "${String(models[conflicting])}": give one of them, or the same name in both`);
+      fail(`${labels.model} ${describeSource(model)} conflicts with ${labels.models}[${conflicting}] ${describeSource(models[conflicting])}: give one of them, or the same name in both`);
     }
   }
   return [...models];

@@ -11,6 +11,7 @@ import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import type { ActorCriticOptions } from "../../src/trainers/actor-critic/learner.js";
+import { expectRise } from "../support/learning.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-ac-learn-"));
 const base = path.join(scratch, "base");
@@ -41,8 +42,7 @@ async function learns(trainer: IACTrainer | MAACTrainer, label: string): Promise
   const rewards = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl")).flatMap((r) => (r.kind === "train" && typeof r["turn_1/reward_mean"] === "number" ? [r["turn_1/reward_mean"] as number] : []));
   const first = mean(rewards.slice(0, 10));
   const last = mean(rewards.slice(-10));
-  console.log(`${label}: cover-the-vowels reward ${first.toFixed(2)} -> ${last.toFixed(2)} over ${rewards.length} updates; ${JSON.stringify(trainer.timings)}`);
-  expect(last).toBeGreaterThan(first + 0.2);
+  expectRise(`${label} (cover-the-vowels, ${rewards.length} updates)`, first, last, 0.2);
   expect(last).toBeGreaterThan(SOLO_CEILING);
 }
 

@@ -7,6 +7,7 @@ import path from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { iacConfig, maacConfig } from "../../src/config/index.js";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
+import { CausalLM } from "../../src/models/causal-lm.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
@@ -81,6 +82,36 @@ describe("constructor errors (COMLRL-SPEC §5.1, §9)", () => {
     await expect(MAACTrainer.create(maac({ criticModel: null, critics: [base, base] }))).rejects.toThrow(/critics length \(2\) must match 1 critic/);
     await expect(MAACTrainer.create(maac({ modelConfig: { criticValueHeadHiddenDim: 0 } }))).rejects.toThrow(/criticValueHeadHiddenDim must be a positive integer/);
     await expect(MAACTrainer.create({ ...maac(), critic: base } as never)).rejects.toThrow(/has no option "critic" \(did you mean "critic(s|Model)"\?\)/);
+  });
+
+  it("a loaded model as criticModel stands for every critic, as CoMLRL's critic_model (IAC: one model, a head each)", async () => {
+    const critic = await CausalLM.fromDirectory(other);
+    const separate = await IACTrainer.create(iac({ criticModel: critic }));
+    expect(separate.critics.map((c) => c.model)).toEqual([critic, critic]);
+    expect(separate.critics[0].valueHead).not.toBe(separate.critics[1].valueHead);
+    await separate.train();
+    await separate.close();
+    const central = await MAACTrainer.create(maac({ criticModel: critic }));
+    expect(central.critics.map((c) => c.model)).toEqual([critic]);
+    await central.close();
+    expect(critic.config.hiddenSize).toBe(48);
+    critic.dispose();
+  });
+
+  it("names a loaded model by where it was loaded from when agentModel conflicts with agents", async () => {
+    const model = await CausalLM.fromDirectory(base);
+    await expect(IACTrainer.create(iac({ agentModel: model, agents: [base, base], tokenizer }))).rejects.toThrow(/agentModel \(a loaded model from ".*base"\) conflicts with agents\[0\] ".*base"/);
+    model.dispose();
+  });
+
+  it("MAAC modelConfig: CoMLRL's critic_value_head_hidden_dim is honoured; a key it does not take is refused by name", async () => {
+    const trainer = await MAACTrainer.create(maac({ modelConfig: { critic_value_head_hidden_dim: 5 } }));
+    expect(trainer.critics[0].valueHead.info().hiddenDim).toBe(5);
+    await trainer.close();
+    await expect(MAACTrainer.create(maac({ modelConfig: { critic_value_head_hidden_dim: 5, criticValueHeadHiddenDim: 6 } }))).rejects.toThrow(/sets both criticValueHeadHiddenDim and critic_value_head_hidden_dim/);
+    await expect(MAACTrainer.create(maac({ modelConfig: { critic_value_head_hidden_dim: 0 } }))).rejects.toThrow(/modelConfig\.critic_value_head_hidden_dim must be a positive integer/);
+    await expect(MAACTrainer.create(maac({ modelConfig: { torch_dtype: "bfloat16" } as never }))).rejects.toThrow(/modelConfig\.torch_dtype is not supported by MAACTrainer \(set config\.dtype\)/);
+    await expect(MAACTrainer.create(maac({ modelConfig: { attn_implementation: "sdpa" } as never }))).rejects.toThrow(/modelConfig\.attn_implementation is not supported/);
   });
 
   it("refuses a critic whose vocabulary cannot read its tokenizer's ids", async () => {

@@ -217,6 +217,27 @@ describe("crash safety and bad checkpoints", () => {
     await halfStateful.close();
   });
 
+  it("a dataset or callback with Python's state_dict / load_state_dict (as CoMLRL calls them) is checkpointed the same way", async () => {
+    const out = path.join(scratch, "detected-python");
+    const checkpoints = path.join(out, "checkpoints");
+    const dataset = (restored: unknown[]) => {
+      let epochs = 0;
+      return Object.assign(coverVowelsDataset(6), { state_dict: () => ({ epochs: ++epochs }), load_state_dict: (state: unknown) => void restored.push(state) });
+    };
+    const trainer = await makeTrainer(base, tokenizer, out, 2, { trainDataset: dataset([]) });
+    await trainer.train({ checkpointDir: checkpoints });
+    await trainer.close();
+    const restored: unknown[] = [];
+    const resumed = await makeTrainer(base, tokenizer, path.join(scratch, "detected-python-resumed"), 2, { trainDataset: dataset(restored) });
+    await resumed.train({ resumeFromCheckpoint: path.join(checkpoints, "checkpoint-1") });
+    await resumed.close();
+    expect(restored).toEqual([{ epochs: 1 }]);
+
+    const halfStateful = await makeTrainer(base, tokenizer, path.join(scratch, "detected-python-half"), 1, { rewardFunc: Object.assign(coverVowelsRewardFunc.bind(null), { state_dict: () => ({}) }) });
+    await expect(halfStateful.train({ checkpointDir: path.join(scratch, "detected-python-half", "checkpoints") })).rejects.toThrow(/rewardFunc provides state_dict but no load_state_dict/);
+    await halfStateful.close();
+  });
+
   it("refuses missing, truncated and corrupted files by name", async () => {
     const out = path.join(scratch, "corrupt");
     const checkpoints = path.join(out, "checkpoints");

@@ -13,6 +13,7 @@ import { readReplayDir } from "../../src/trainers/preference/iterative/replay.js
 import { makeBase } from "../support/checkpoint-run.js";
 import { TRAINING_STREAM } from "../../src/trainers/agents.js";
 import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
+import { expectRise } from "../support/learning.js";
 
 const runs = tinyRuns("comlrl-madpo-iter-", makeBase);
 const { scratch, base } = runs;
@@ -184,7 +185,7 @@ describe("MADPOIter", () => {
     const before = (await trainer.evaluate())["eval/turn_1/reward_mean"];
     await trainer.train();
     const after = (await trainer.evaluate())["eval/turn_1/reward_mean"];
-    expect(after).toBeGreaterThan(before + 0.04);
+    expectRise("MADPOIter, current comparator (demo task)", before, after, 0.04);
     expect(existsSync(path.join(trainer.outputDir, "preference_replay", "iteration_0003.json"))).toBe(true);
     await trainer.close();
   }, 180_000);

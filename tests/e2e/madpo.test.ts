@@ -13,6 +13,7 @@ import { MADPOTrainer, type MADPOTrainerOptions } from "../../src/trainers/prefe
 import type { PreferencePair } from "../../src/trainers/preference/pairs.js";
 import { makeBase } from "../support/checkpoint-run.js";
 import { QUICK_PREFERENCE_RUN, tinyRuns } from "../support/runs.js";
+import { expectRise } from "../support/learning.js";
 
 const runs = tinyRuns("comlrl-madpo-", makeBase);
 const { scratch, base } = runs;
@@ -162,15 +163,22 @@ describe("MADPO", () => {
     await expect(MADPOTrainer.create(options({ centralizedAdapter: { buildPrompt: () => "x", parseCompletion: () => ["", ""] } }))).rejects.toThrow(/only used with collaborationMode "centralized"/);
   });
 
-  // On the demo's own base model (recipe: src/demo/preference.ts). Measured (2 cores): 1024 pairs, task reward
-  // 0.30 → 0.56 in about 33 s (seeds 5 and 7: 0.30 → 0.60, 0.26 → 0.72); β = 0.5 got 0.30 → 0.53 from the same pairs.
-  it("raises the demo task's reward from the demo's base model", async () => {
+  // On the demo's own base model (recipe: src/demo/preference.ts): 1024 pairs, about 33 s a seed (2 cores). One seed's
+  // rise moves with the CPU's kernels (seed 3: +0.17 on ATen's default kernels, +0.22 on an AVX-512 machine's own,
+  // +0.24 on AVX2), so the test asserts the mean over three seeds: +0.31, +0.33, +0.33 on the same three, a margin
+  // over the threshold (0.16) seven times that mean's spread.
+  it("raises the demo task's reward from the demo's base model (the mean over three seeds)", async () => {
     const demoBase = path.join(scratch, "demo-base");
     const demoTokenizer = await createDemoBaseModel(demoBase, 1);
-    const trainer = await MADPOTrainer.create(madpoDemoOptions(demoBase, demoTokenizer, { outputDir: path.join(scratch, "demo-task"), seed: 3, quiet: true }));
-    const { before, after } = await trainMeasuringTaskReward(trainer);
-    expect(trainer.preferences.pairs).toHaveLength(64 * 16);
-    expect(after).toBeGreaterThan(before + 0.15);
-    await trainer.close();
-  }, 300_000);
+    const measured: { before: number; after: number }[] = [];
+    for (const seed of [3, 5, 7]) {
+      const trainer = await MADPOTrainer.create(madpoDemoOptions(demoBase, demoTokenizer, { outputDir: path.join(scratch, `demo-task-${seed}`), seed, quiet: true }));
+      measured.push(await trainMeasuringTaskReward(trainer));
+      expect(trainer.preferences.pairs).toHaveLength(64 * 16);
+      await trainer.close();
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    console.log(`MADPO (demo task) per seed: ${measured.map((r) => `${r.before.toFixed(3)} -> ${r.after.toFixed(3)}`).join(", ")}`);
+    expectRise("MADPO (demo task, mean of seeds 3, 5, 7)", mean(measured.map((r) => r.before)), mean(measured.map((r) => r.after)), 0.15);
+  }, 900_000);
 });

@@ -20,6 +20,7 @@ import {
   type WandbConfig,
   type WandbRunIdentity,
 } from "../../src/logging/wandb.js";
+import { makeBase, makeTrainer } from "../support/checkpoint-run.js";
 import { illTyped } from "../support/ill-typed.js";
 
 describe("mergeWandbResume", () => {
@@ -345,4 +346,26 @@ describe("MetricsLogger with W&B", () => {
     ).rejects.toThrow(/default entity/);
     expect(openFilesUnder(scratch)).toEqual([]);
   });
+});
+
+describe("a trainer resumed from a checkpoint", () => {
+  it("continues the checkpoint's W&B run, as CoMLRL does, unless wandbConfig sets its own id or resume mode", async () => {
+    const base = path.join(scratch, "base");
+    const tokenizer = await makeBase(base);
+    const checkpoints = path.join(scratch, "checkpoints");
+    const first = await makeTrainer(base, tokenizer, path.join(scratch, "first"), 1, { wandbConfig: { project: "resumed" } });
+    await first.train({ checkpointDir: checkpoints });
+    await first.close();
+    const firstRun = upserts[0]!.name;
+
+    const resumeWith = async (wandbConfig: WandbConfig) => {
+      const trainer = await makeTrainer(base, tokenizer, path.join(scratch, `resumed-${upserts.length}`), 2, { wandbConfig });
+      await trainer.train({ resumeFromCheckpoint: path.join(checkpoints, "checkpoint-1") });
+      await trainer.close();
+      return upserts.at(-1)!;
+    };
+    expect(await resumeWith({})).toMatchObject({ name: firstRun, project: "resumed", entity: "fake-entity" });
+    const fresh = await resumeWith({ project: "resumed", resume: "never" });
+    expect(fresh.name).not.toBe(firstRun);
+  }, 120_000);
 });

@@ -28,12 +28,22 @@ export interface CriticSourceOptions {
   critics?: ModelSource[] | null;
 }
 
+/**
+ * criticModel alone stands for every critic, a loaded model object too (one model then shared by the critics, each
+ * with its own head, as CoMLRL's critic_model); with critics it must agree with them.
+ */
+function criticSources(options: CriticSourceOptions, count: number, countLabel: string): ModelSource[] {
+  const shorthand = options.criticModel ?? null;
+  if ((options.critics ?? null) === null && shorthand !== null) return Array<ModelSource>(count).fill(shorthand);
+  return resolveModelSources(options.criticModel, options.critics, count, { model: "criticModel", models: "critics", count: countLabel });
+}
+
 /** IAC with separate critics: one source per agent. */
 export function resolveSeparateCriticSources(options: CriticSourceOptions, numAgents: number): ModelSource[] {
   if ((options.criticModel ?? null) === null && (options.critics ?? null) === null) {
     throw new AgentResolutionError("Either criticModel or critics must be provided when useSeparateCritic is true.");
   }
-  return resolveModelSources(options.criticModel, options.critics, numAgents, { model: "criticModel", models: "critics", count: "numAgents" });
+  return criticSources(options, numAgents, "numAgents");
 }
 
 /** IAC with value heads on the actors: critic sources must be unset. */
@@ -46,7 +56,7 @@ export function refuseCriticSources(options: CriticSourceOptions): void {
 /** MAAC: exactly one centralized critic. */
 export function resolveCentralCriticSource(options: CriticSourceOptions): ModelSource {
   if ((options.criticModel ?? null) === null && (options.critics ?? null) === null) throw new AgentResolutionError("Either criticModel or critics must be provided for MAAC.");
-  return resolveModelSources(options.criticModel, options.critics, 1, { model: "criticModel", models: "critics", count: "1 critic (MAAC has one centralized critic)" })[0];
+  return criticSources(options, 1, "1 critic (MAAC has one centralized critic)")[0];
 }
 
 /**

@@ -17,10 +17,15 @@ import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, type 
 import { headValues, type CriticRow, type CriticView } from "./samples.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
-  /** CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). */
+  /**
+   * CoMLRL's model_config: the centralized critic's head hidden size (null: Linear(H, 1)). Any other key is refused
+   * by name (the dtype is `config.dtype`).
+   */
   modelConfig?: {
     /** Hidden size of the critic head's MLP; null (the default): a single Linear(H, 1). */
     criticValueHeadHiddenDim?: number | null;
+    /** CoMLRL's spelling of criticValueHeadHiddenDim, taken as it. */
+    critic_value_head_hidden_dim?: number | null;
   } | null;
 }
 
@@ -35,9 +40,21 @@ export function jointCriticText(prompts: readonly string[], actions: readonly st
   return `${base}\n\n${["[Joint Action]", ...actions.map((a, i) => `[Agent ${i} action]\n${a}`)].join("\n\n")}`;
 }
 
+const HEAD_DIM_SPELLINGS = ["criticValueHeadHiddenDim", "critic_value_head_hidden_dim"] as const;
+
+/** modelConfig's critic head size under either spelling; a key it does not take is an error, never ignored. */
 function headHiddenDim(options: MAACTrainerOptions): number | null {
-  const dim = options.modelConfig?.criticValueHeadHiddenDim ?? null;
-  if (dim !== null && !(Number.isInteger(dim) && dim >= 1)) throw new TrainerOptionError(`modelConfig.criticValueHeadHiddenDim must be a positive integer or null, got ${dim}`);
+  const modelConfig: Record<string, unknown> = options.modelConfig ?? {};
+  for (const key of Object.keys(modelConfig)) {
+    if ((HEAD_DIM_SPELLINGS as readonly string[]).includes(key)) continue;
+    const hint = key === "torch_dtype" || key === "dtype" ? "set config.dtype" : `it takes only ${HEAD_DIM_SPELLINGS.join(" or ")}`;
+    throw new TrainerOptionError(`modelConfig.${key} is not supported by MAACTrainer (${hint})`);
+  }
+  const given = HEAD_DIM_SPELLINGS.filter((key) => (modelConfig[key] ?? null) !== null);
+  if (given.length > 1) throw new TrainerOptionError(`modelConfig sets both ${given.join(" and ")}: give one`);
+  if (given.length === 0) return null;
+  const dim = modelConfig[given[0]];
+  if (!(typeof dim === "number" && Number.isInteger(dim) && dim >= 1)) throw new TrainerOptionError(`modelConfig.${given[0]} must be a positive integer or null, got ${String(dim)}`);
   return dim;
 }
 

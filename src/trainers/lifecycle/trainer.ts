@@ -10,7 +10,7 @@ import { setAsideEarlierRunMetrics, writeResumeMarker } from "../../logging/json
 import { MetricsLogger, type MetricsLoggerState } from "../../logging/metrics-logger.js";
 import { ProgressBar, type ProgressFields } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
-import type { WandbConfig } from "../../logging/wandb.js";
+import { mergeWandbResume, type WandbConfig, type WandbRunIdentity } from "../../logging/wandb.js";
 import type { DistributedContext } from "../../dist/context.js";
 import { checkRanksAgree } from "../../dist/fingerprint.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
@@ -40,6 +40,25 @@ export interface Stateful {
 // names), each formatter too as formatters.<i>.
 const DETECTED_STATEFUL_OPTIONS = ["trainDataset", "rewardFunc", "rewardProcessor", "externalTransition", "metricsCallback", "evalDataset", "evalLogger", "evalAggregator"];
 
+// Our spelling first, then Python's, which CoMLRL calls (a dataset or callback ported from Python keeps it).
+const STATE_METHOD_SPELLINGS = [
+  ["stateDict", "loadStateDict"],
+  ["state_dict", "load_state_dict"],
+] as const;
+
+/** An option's checkpoint methods under either spelling, or null when it has none; a save without a load is an error. */
+function asStateful(name: string, value: object): Stateful | null {
+  const methods = value as Record<string, unknown>;
+  for (const [save, load] of STATE_METHOD_SPELLINGS) {
+    const saveState = methods[save];
+    const loadState = methods[load];
+    if (typeof saveState !== "function") continue;
+    if (typeof loadState !== "function") throw new TypeError(`${name} provides ${save} but no ${load}, so a checkpoint could not restore it`);
+    return { stateDict: () => saveState.call(value) as unknown, loadStateDict: (state) => void loadState.call(value, state) };
+  }
+  return null;
+}
+
 /** Options every trainer takes beside its algorithm's own. */
 export interface LifecycleOptions {
   /** Where metrics, plots and saved models go (default runs/<algorithm>-<timestamp>). */
@@ -53,7 +72,8 @@ export interface LifecycleOptions {
   /**
    * Objects whose stateDict() checkpoints save and loadStateDict() resume restores, in this order. Datasets, reward
    * and transition functions, processors, formatters and evaluation callbacks given as options need not be listed:
-   * those with a stateDict are checkpointed under their option's name, as CoMLRL does.
+   * those with a stateDict (or Python's state_dict / load_state_dict) are checkpointed under their option's name, as
+   * CoMLRL does.
    */
   stateful?: Stateful[];
   /** Data-parallel training in this job (see src/dist); parallelTraining "ddp" joins the torchrun environment's. */
@@ -119,6 +139,8 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
   /** Where metrics go: outputDir, or a resume-* subdirectory when resuming over an earlier run's files. */
   protected logDir: string;
   private resumedLoggerState: MetricsLoggerState | null = null;
+  /** The W&B run the checkpoint resumed from was logging to, which the resumed run continues. */
+  private resumedWandbRun: WandbRunIdentity | null = null;
   private running = false;
   private readonly job: PendingJob | null;
   private replicas: Replicas | null = null;
@@ -424,10 +446,8 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     ];
     return candidates.flatMap(([name, value]): Array<[string, Stateful]> => {
       if (value === null || (typeof value !== "object" && typeof value !== "function") || listed.has(value)) return [];
-      const candidate = value as Partial<Stateful>;
-      if (typeof candidate.stateDict !== "function") return [];
-      if (typeof candidate.loadStateDict !== "function") throw new TypeError(`${name} provides stateDict but no loadStateDict, so a checkpoint could not restore it`);
-      return [[name, candidate as Stateful]];
+      const stateful = asStateful(name, value);
+      return stateful === null ? [] : [[name, stateful]];
     });
   }
 
@@ -457,6 +477,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       checkResumeConfig(dir, saved.state.config, this.config as object, allowedConfigChanges);
     });
     Object.assign(this.progress, restored.progress);
+    this.resumedWandbRun = restored.wandb ?? null;
     this.restoreCheckpointState(restored.state, dir);
     const saved = restored.state as { worldSize?: number; ranks?: RankState[] };
     if (this.replicas) {
@@ -480,13 +501,22 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
       outputDir: this.logDir,
       algorithm: this.algorithm,
       tensorboard: this.lifecycle.tensorboard ?? false,
-      wandb: this.lifecycle.wandbConfig ?? null,
+      wandb: this.wandbConfig(),
       runConfig: this.runConfig(),
       loggingSteps: this.config.loggingSteps,
       quiet: this.lifecycle.quiet ?? false,
     });
     if (this.resumedLoggerState) logger.loadState(this.resumedLoggerState);
     return logger;
+  }
+
+  /**
+   * The W&B config the logger opens: after a resume, the checkpoint's run continued (as CoMLRL does), unless
+   * wandbConfig names its own `id` or `resume` mode (`resume: "never"` starts a new run).
+   */
+  private wandbConfig(): WandbConfig | null {
+    const config = this.lifecycle.wandbConfig ?? null;
+    return config === null ? null : mergeWandbResume(config, this.resumedWandbRun);
   }
 
   /** What W&B records about the run: CoMLRL's keys for this trainer, and ours under OURS_RUN_CONFIG_KEY. */

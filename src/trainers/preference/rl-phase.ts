@@ -4,7 +4,7 @@
 // logs, checkpoints and data-parallel agreement cover it. Its config is built from the one field group the RL
 // phase shares with MARLHF's config: every field of the learner's config is read from MARLHF's by the same name
 // (a field MARLHF lacks is an error, never a silent default). Critics come from the first source given of
-// critics, criticModel, criticModelName and the agents' model ids; the host registers them.
+// critics, criticModel, criticModelName or the first agent's model id; the host registers them.
 import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput } from "../../config/index.js";
 import type { RlhfConfig } from "./base-config.js";
 import { IAC_FIELDS, MAAC_FIELDS } from "../../config/actor-critic.js";
@@ -79,14 +79,18 @@ export interface CriticOptions {
 
 const sourceGiven = (options: CriticOptions) => (options.criticModel ?? null) !== null || (options.critics ?? null) !== null;
 
-/** The critics' sources: critics or criticModel, else criticModelName, else the agents' model ids (one per critic). */
+/**
+ * The critics' sources: critics or criticModel, else criticModelName, else the first actor's model id for every
+ * critic (as CoMLRL does, so heterogeneous actors still get critics of one size).
+ */
 function criticSources(config: RlhfConfig, options: CriticOptions, actorSources: readonly ModelSource[], count: number): ModelSource[] {
   if (sourceGiven(options)) return config.rlAlgorithm === "maac" ? [resolveCentralCriticSource(options)] : resolveSeparateCriticSources(options, count);
   if (config.criticModelName !== null) return Array(count).fill(config.criticModelName);
-  if (actorSources.some((s) => typeof s !== "string")) {
-    throw new AgentResolutionError(`MARLHF: rlAlgorithm "${config.rlAlgorithm}" needs its critics' source: set criticModelName, criticModel or critics (the actors are loaded model objects, with no model id to load critics from)`);
+  const [first] = actorSources;
+  if (typeof first !== "string") {
+    throw new AgentResolutionError(`MARLHF: rlAlgorithm "${config.rlAlgorithm}" needs its critics' source: set criticModelName, criticModel or critics (the first actor is a loaded model object, with no model id to load critics from)`);
   }
-  return actorSources.slice(0, count);
+  return Array<ModelSource>(count).fill(first);
 }
 
 export interface RLPhaseSetUp {
