@@ -1,6 +1,7 @@
 // Hostile code in the sandbox: each attack ends as a failed test, the run returns, no process outlives it and the
 // machine's files are untouched. Timeouts are short so the file stays fast.
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkSandbox, runSandboxed, type SandboxRequest } from "../../src/sandbox/sandbox.js";
@@ -109,10 +110,25 @@ describe("sandboxed execution", () => {
     expect(r.results[0].errorType).toBe("FileNotFoundError");
   });
 
-  it("cannot open a network connection", async () => {
-    const r = await quick("import socket\ndef connect():\n    socket.create_connection(('1.1.1.1', 53), timeout=1)\n    return True", ["assert connect()"]);
-    expect(r.results[0].status).toBe("fail");
-    expect(r.results[0].errorType).toMatch(/OSError|gaierror|TimeoutError/);
+  it("cannot open a network connection that works outside it", async () => {
+    // A listener on this host's loopback: reachable from an unsandboxed python, so a refusal inside is the sandbox's.
+    const server = createServer((socket) => socket.end());
+    let accepted = 0;
+    server.on("connection", () => accepted++);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const connect = `import socket\ndef connect():\n    socket.create_connection(('127.0.0.1', ${port}), timeout=1).close()\n    return True`;
+      const unsandboxed = await quick(connect, ["assert connect()"], { mode: "none" });
+      expect(unsandboxed.results[0].status).toBe("pass");
+      expect(accepted).toBe(1);
+      const sandboxed = await quick(connect, ["assert connect()"]);
+      expect(sandboxed.results[0].status).toBe("fail");
+      expect(sandboxed.results[0].errorType).toBe("ConnectionRefusedError");
+      expect(accepted).toBe(1);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("a process that exits mid-run fails the remaining tests", async () => {
