@@ -168,11 +168,10 @@ describe("MARLHF", () => {
     expect(once.some((r) => typeof r["agent_0/drift/max_abs_logp_diff"] === "number")).toBe(false);
   }, 120_000);
 
-  // MARLHF learning on the demo's own task and base model (recipe: src/demo/preference.ts). Measured (2 cores,
-  // quiet): 2048 pairs, held-out accuracy 0.66 0.70 0.72 0.75 over the four epochs (training pairs: 1.00, so more
-  // pairs, not more epochs, is what helps), task reward 0.30 → 0.57 in about 150 s. Without the reference KL the policy drifts to where the reward
-  // model is wrong (0.36, then 0.20 after eight epochs), so the KL term is part of the recipe, as in RLHF. The figures here are from the
-  // five-epoch unfiltered recipe this test used before; the assertion below states the current recipe's numbers.
+  // MARLHF learning on the demo's own task and base model (recipe: src/demo/preference.ts). The reward model's held-out
+  // accuracy measured 0.66 0.70 0.72 0.75 over its four epochs (training pairs: 1.00, so more pairs, not more epochs,
+  // is what helps). Without the reference KL the policy drifts to where the reward model is wrong, so the KL term is
+  // part of the recipe, as in RLHF. The task reward's figures are at its assertion.
   it("on the demo task: the reward model ranks held-out pairs well above chance and RL against it raises the task reward", async () => {
     const demoBase = path.join(scratch, "demo-base");
     const demoTokenizer = await createDemoBaseModel(demoBase, 1);
