@@ -57,7 +57,7 @@ export interface CriticView {
 }
 
 /** The episode's nodes in turn order: the root, then (multi-turn) the single path of first children. */
-export function episodeNodes(root: RolloutNode): RolloutNode[] {
+function episodeNodes(root: RolloutNode): RolloutNode[] {
   const nodes: RolloutNode[] = [];
   for (let node: RolloutNode | null = root; node; node = node.children[0] ?? null) nodes.push(node);
   return nodes;
