@@ -14,6 +14,9 @@ export interface CriticRow {
   completion: Int32Array;
 }
 
+/** A critic row's completion where the critic values the prompt alone (a V critic, MAAC's joint text). */
+export const NO_TOKENS = new Int32Array(0);
+
 /** One agent's step of an actor-critic rollout: its prompt and completion, the reward, the critic's old value and the target. */
 export interface ActorCriticSample {
   /** Index of the agent that wrote the completion. */
