@@ -7,10 +7,10 @@
 // 3–30 µs a step, so the step bound is also one of seconds.
 import { Environment, Interpreter, Template } from "@huggingface/jinja";
 
-const TEMPLATE_MAX_STEPS = 250_000;
-const TEMPLATE_MAX_RANGE = 100_000;
+export const TEMPLATE_MAX_STEPS = 250_000;
+export const TEMPLATE_MAX_RANGE = 100_000;
 /** Characters of any one value (the output included). */
-const TEMPLATE_MAX_CHARS = 16 * 2 ** 20;
+export const TEMPLATE_MAX_CHARS = 16 * 2 ** 20;
 
 interface RuntimeValue {
   value: unknown;
