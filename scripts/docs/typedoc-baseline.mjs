@@ -20,7 +20,6 @@ writeFileSync(file, JSON.stringify({ ...options, treatWarningsAsErrors: false })
 const run = spawnSync(join(root, "node_modules", ".bin", "typedoc"), ["--options", file, "--emit", "none"], { cwd: root, encoding: "utf8" });
 rmSync(work, { recursive: true, force: true });
 const output = `${run.stdout}\n${run.stderr}`;
-// eslint-disable-next-line no-control-regex
 const lines = output.replace(/\x1b\[[0-9;]*m/g, "").split("\n");
 const undocumented = new Set();
 const unexported = new Set();

@@ -1,6 +1,6 @@
 // The preference trainers' recipes on the demo's task and base model, shared by examples/preference-cover-vowels.ts
 // and the learning tests: MADPO (joint DPO on pairs ranked by the task reward) and MARLHF (a joint reward model
-// trained on those pairs, then MAGRPO against it). Measured results are in the README ("Preference trainers").
+// trained on those pairs, then MAGRPO against it). Measured results are in docs/preference.md ("Measured on the demo task").
 import type { ComlrlTokenizer } from "../models/tokenizer.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../tasks/cover-vowels.js";
 import type { MADPOTrainerOptions } from "../trainers/preference/madpo.js";

@@ -59,7 +59,7 @@ export const TINY_ENGLISH_CORPUS: readonly string[] = [
 ];
 
 /** Special tokens of the Qwen ChatML convention, placed after the learned vocabulary by default. */
-export const CHATML_SPECIAL_TOKENS: readonly string[] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+const CHATML_SPECIAL_TOKENS: readonly string[] = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
 
 // Qwen's template reduced to the plain ChatML turn format (no tools, no system default).
 const CHATML_TEMPLATE =

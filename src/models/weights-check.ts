@@ -13,7 +13,7 @@ export class ModelLoadError extends Error {
 }
 
 /** The Python safetensors library's limit on a header: a longer one is refused there too. */
-export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
+const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
 /** A header nests three deep (tensor → entry → shape); past this it is not a safetensors header. */
 const MAX_HEADER_DEPTH = 16;
 /** config.json nests at most a few levels (rope_parameters by layer kind); past this it is not a model's. */

@@ -75,7 +75,7 @@ export async function setUpActors(
   });
   if (config.gradientCheckpointing) for (const agent of agents) agent.model.setGradientCheckpointing(true);
   // Agents whose updates take turns would overlap only their sampling, and lose the second intra-op thread in every
-  // update (README, Performance: "CPU agent lanes").
+  // update (docs/performance.md, "CPU agent lanes").
   const lanes = extra.updatesInTurn ? 1 : cpuLanesFor(config.parallelTraining, [...placement.agentDevices, ...(config.referenceKlEnabled ? placement.referenceDevices : [])], sources);
   agents.forEach((agent) => placeOnAgentLane(lanes, agent.index, [agent.model, agent.reference]));
   const environment: RolloutEnvironment = {

@@ -33,7 +33,7 @@ export interface Construction<T extends Trainer, A extends LoadedActors> {
 }
 
 /** A "ddp" run needs its job: the torchrun environment or a given context (checked before any model is loaded). */
-export function checkEnvironment(options: TaskOptions<unknown>, config: LifecycleConfig): void {
+function checkEnvironment(options: TaskOptions<unknown>, config: LifecycleConfig): void {
   if (config.parallelTraining === "ddp" && !options.distributed && !readDistributedEnvironment()) {
     throw new DistributedEnvironmentError(
       'parallelTraining "ddp" needs a data-parallel job: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are unset (start the script with comlrl launch --nproc N)',

@@ -26,7 +26,7 @@ export interface EvaluationHooks {
 }
 
 /** turn_t/reward_mean and turn_t/expected_return over the items (plus what evalAggregator adds), unprefixed. */
-export async function evaluateItems(
+async function evaluateItems(
   items: Item[],
   environment: RolloutEnvironment,
   settings: RolloutSettings,

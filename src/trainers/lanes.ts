@@ -1,4 +1,4 @@
-// Agents that share a CPU run concurrently on compute lanes of their own (README, Performance: "CPU agent lanes"):
+// Agents that share a CPU run concurrently on compute lanes of their own (docs/performance.md, "CPU agent lanes"):
 // agent i's actor, reference and critic run on lane i mod L with one intra-op thread each, so that two agents'
 // generation, critic readouts and updates overlap on two cores instead of taking turns on both. At a small model's
 // size an op is mostly libtorch's per-op overhead, which intra-op threads do not shorten. Results are those of one

@@ -17,7 +17,7 @@ import type { TaskOptions } from "./task-options.js";
 import { meanOrZero } from "../util/mean.js";
 
 /** The config fields the rollout plumbing reads. */
-export interface RolloutConfig extends LifecycleConfig {
+export interface RolloutLearnerConfig extends LifecycleConfig {
   readonly numGenerations: number;
   readonly numTurns: number;
   readonly numTrainEpochs: number;
@@ -43,7 +43,7 @@ const SHOWN_REWARDS = 50;
  * S: the algorithm's sample; M: one minibatch as its step takes it; P: what of a sample every rank sends rank 0 for
  * the train metrics.
  */
-export abstract class RolloutLearner<S extends RolloutSample, M, P extends RolloutSample, C extends RolloutConfig> {
+export abstract class RolloutLearner<S extends RolloutSample, M, P extends RolloutSample, C extends RolloutLearnerConfig> {
   protected readonly buffers: S[][];
   /** Where rollouts run, their phases timed into the host's stage timings. */
   readonly environment: RolloutEnvironment;

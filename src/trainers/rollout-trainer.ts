@@ -5,9 +5,9 @@ import type { Item } from "../rollout/types.js";
 import type { Agent } from "./agents.js";
 import type { StageHost, TrainingStage, UpdateRecord } from "./lifecycle/stage-host.js";
 import { Trainer, type LifecycleOptions } from "./lifecycle/trainer.js";
-import type { RolloutConfig, RolloutLearner, RolloutSample } from "./learner.js";
+import type { RolloutLearnerConfig, RolloutLearner, RolloutSample } from "./learner.js";
 
-export abstract class RolloutTrainer<S extends RolloutSample, C extends RolloutConfig, L extends RolloutLearner<S, unknown, RolloutSample, C>> extends Trainer<C> {
+export abstract class RolloutTrainer<S extends RolloutSample, C extends RolloutLearnerConfig, L extends RolloutLearner<S, unknown, RolloutSample, C>> extends Trainer<C> {
   /** The rollout/update half of the algorithm, running in this trainer's host. */
   readonly learner: L;
 

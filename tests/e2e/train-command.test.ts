@@ -65,7 +65,11 @@ it("trains a built-in task from a YAML file, checkpoints, resumes with more epoc
   const envSteps = Number(/2 epochs, (\d+) env steps/.exec(text)![1]);
   expect(envSteps).toBe(2 * stepsAfterOne);
   expect(readdirSync(path.join(out, "checkpoints")).sort()).toEqual(["checkpoint-1", "checkpoint-2"]);
-  expect(readdirSync(out).some((name) => name.startsWith("resume-"))).toBe(true);
+  // A restart from scratch would also end at twice the steps; a resume logs only the second epoch, in a folder of its own.
+  const resumed = readdirSync(out).filter((name) => name.startsWith("resume-"));
+  expect(resumed).toEqual([expect.stringMatching(/^resume-1-/)]);
+  const resumedSteps = readJsonlMetrics(path.join(out, resumed[0]!, "metrics.jsonl")).map((r) => r.step);
+  expect(Math.min(...resumedSteps)).toBeGreaterThan(stepsAfterOne);
   for (const agent of ["agent_0", "agent_1"]) expect(existsSync(path.join(out, "final_model", agent, "model.safetensors"))).toBe(true);
 }, 120_000);
 

@@ -37,6 +37,13 @@ function ourWandbConfig({ config_sections, ...rest }: Record<string, unknown>): 
   return { ...rest, ...(config_sections ? { configSections: config_sections as Record<string, unknown> } : {}) };
 }
 
+/** CoMLRL's args under our camelCase config names, leaving out the nulls our configs derive. */
+function ourNames(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args)
+    .filter(([, value]) => value !== null)
+    .map(([key, value]) => [key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()), value]));
+}
+
 describe.each(Object.entries<any>(golden.wandb_run_config))("CoMLRL 1.4.3 parity: the W&B run config of %s", (_, ref) => {
   it(`holds ${ref.trainer}'s keys and values, and ours under ${OURS_RUN_CONFIG_KEY}`, async () => {
     const loaded: CausalLM[] = [];
@@ -56,8 +63,12 @@ describe.each(Object.entries<any>(golden.wandb_run_config))("CoMLRL 1.4.3 parity
       const { [OURS_RUN_CONFIG_KEY]: ours, ...comlrl } = options.config as Record<string, unknown>;
       if (ref.actors === "path") comlrl.model_name = path.relative(REPO, comlrl.model_name as string);
       expect(comlrl).toEqual(ref.config);
-      // Ours: the trainer's own name and our whole config, whatever CoMLRL has no key for.
-      expect(ours).toEqual({ trainer: trainer.algorithm, ...trainer.config });
+      // Ours: the trainer's own name and our whole config, whatever CoMLRL has no key for. Every arg the trainer was
+      // built from is there under our name, as given, but for those ours resolves: a null ("derived") takes its value,
+      // and the centralized trainer's config counts its one joint actor.
+      const given = ourNames(ref.args);
+      expect(ours).toMatchObject({ trainer: trainer.algorithm, ...given, ...(ref.trainer === "CentralizedMAGRPOTrainer" ? { numAgents: 1 } : {}) });
+      expect(Object.keys(ours as object).sort()).toEqual(["trainer", ...Object.keys(trainer.config)].sort());
       // wandb.init's other arguments: as given; left unset, CoMLRL passes None (W&B's defaults) where we name them.
       expect({ project: options.project, name: options.name }).toEqual({
         project: ref.init.project ?? "comlrl",

@@ -21,16 +21,13 @@ it("keeps RSS flat over 1,000 generate/score/step iterations", async () => {
     await optimizer.step();
   };
   for (let i = 0; i < 200; i++) await iteration();
-  global.gc?.();
   const warm = process.memoryUsage().rss;
   for (let i = 0; i < 1000; i++) await iteration();
-  global.gc?.();
   const bytesPerIteration = (process.memoryUsage().rss - warm) / 1000;
   console.log(`RSS growth over 1,000 iterations: ${((bytesPerIteration * 1000) / 1e6).toFixed(1)} MB (${bytesPerIteration.toFixed(0)} bytes per iteration)`);
-  // Run to run of the same code this measured 3.4–7.1 KB per iteration on 2 cores (gc is not exposed, so the JS heap's
-  // settling is in it), so a 4 KiB budget failed at random; 8 KiB still catches a leaked logits block per call (2 × 6 ×
-  // 300 floats: 14 KB) or generate call's cache, but no longer a single small tensor: a sharper instrument (live tensor
-  // bytes from the allocator) is needed for that.
+  // The same code measures 3.4–7.1 KB per iteration from run to run on 2 cores (gc is not exposed, so the JS heap's
+  // settling is in it). 8 KiB catches a leaked logits block per call (2 × 6 × 300 floats: 14 KB) or a generate call's
+  // cache, but not a single small tensor: that needs a sharper instrument (live tensor bytes from the allocator).
   expect(bytesPerIteration).toBeLessThan(8192);
   optimizer.dispose();
   model.dispose();

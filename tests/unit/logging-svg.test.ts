@@ -117,8 +117,17 @@ describe("lineChartSvg", () => {
   });
 
   it("skips non-finite points and draws empty input as bare axes", () => {
-    const svg = lineChartSvg([{ name: "gappy", points: [[0, 1], [1, Number.NaN], [2, 3]] }], options);
-    finiteCoordinates(parseXml(svg));
+    const svg = lineChartSvg([{ name: "gappy", points: [[0, 1], [1, Number.NaN], [2, Number.POSITIVE_INFINITY], [3, 3]] }], options);
+    const drawn = parseXml(svg);
+    finiteCoordinates(drawn);
+    const lines = drawn.filter((e) => e.name === "polyline");
+    expect(lines).toHaveLength(1);
+    const points = lines[0]!.attributes.points!.split(" ").map((p) => p.split(",").map(Number));
+    expect(points).toHaveLength(2);
+    const [[x0, y0], [x1, y1]] = points as [[number, number], [number, number]];
+    expect(x0).toBeLessThan(x1);
+    // y grows downwards in SVG: the later, larger value sits higher.
+    expect(y0).toBeGreaterThan(y1);
     const empty = lineChartSvg([], options);
     const elements = parseXml(empty);
     finiteCoordinates(elements);

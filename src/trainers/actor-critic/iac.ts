@@ -7,23 +7,16 @@ import { iacRunConfig } from "../../logging/run-config.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
-import { AgentResolutionError, registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
+import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
 import { placeOnAgentLane, sharesModels } from "../lanes.js";
 import { adamW, checkOptionKeys } from "../options.js";
 import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
-import { headValues, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, requireTokenizerWithAgents, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
+import { headValues, NO_TOKENS, type CriticView } from "./samples.js";
 
 /** IACTrainer.create()'s options: the task and agents, and the critics (criticModel or critics; none with useSeparateCritic false). */
 export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
-
-const NO_TOKENS = new Int32Array(0);
-
-/** IAC and MAAC load tokenizers for agentModel only; with `agents`, even ids, the tokenizer is given (REQUIREMENTS). */
-export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>): void {
-  if (options.agents !== null && options.agents !== undefined && !options.tokenizer) throw new AgentResolutionError("Tokenizer must be provided when using agents.");
-}
 
 /** IAC: actors trained A2C-style against independent LLM critics, or value heads on the actors (docs/actor-critic.md). */
 export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {

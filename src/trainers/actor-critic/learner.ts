@@ -5,7 +5,7 @@
 import type { ActorCriticConfig } from "../../config/index.js";
 import type { Readout } from "../../native/binding.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
-import type { Agent, ModelSource } from "../agents.js";
+import { AgentResolutionError, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction, StepRequest } from "../lifecycle/stage-host.js";
 import { RolloutLearner } from "../learner.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
@@ -24,6 +24,11 @@ export interface ActorCriticOptions<ConfigInput> extends TaskOptions<ConfigInput
 }
 
 export const ACTOR_CRITIC_OPTION_KEYS = { ...TASK_OPTION_KEYS, criticModel: true, critics: true, metricsCallback: true } as const;
+
+/** IAC and MAAC load tokenizers for agentModel only; with `agents`, even ids, the tokenizer is given (REQUIREMENTS). */
+export function requireTokenizerWithAgents(options: ActorCriticOptions<unknown>): void {
+  if (options.agents !== null && options.agents !== undefined && !options.tokenizer) throw new AgentResolutionError("Tokenizer must be provided when using agents.");
+}
 
 /** One step's minibatch with its normalised advantages. */
 export interface ActorCriticMinibatch {

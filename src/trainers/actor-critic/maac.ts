@@ -12,9 +12,8 @@ import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from 
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
 import { adamW, checkOptionKeys, TrainerOptionError } from "../options.js";
 import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
-import { requireTokenizerWithAgents } from "./iac.js";
-import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
-import { headValues, type CriticRow, type CriticView } from "./samples.js";
+import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, requireTokenizerWithAgents, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
+import { headValues, NO_TOKENS, type CriticRow, type CriticView } from "./samples.js";
 
 export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput | MAACConfig> {
   /**
@@ -30,8 +29,6 @@ export interface MAACTrainerOptions extends ActorCriticOptions<MAACConfigInput |
 }
 
 const MAAC_OPTION_KEYS = { ...ACTOR_CRITIC_OPTION_KEYS, modelConfig: true } as const satisfies Record<keyof MAACTrainerOptions, true>;
-
-const NO_TOKENS = new Int32Array(0);
 
 /** The critic's text for a joint history (spec §3.5): prompts, and with `actions` the joint action, agents from 0. */
 export function jointCriticText(prompts: readonly string[], actions: readonly string[] | null): string {

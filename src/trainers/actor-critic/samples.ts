@@ -14,6 +14,9 @@ export interface CriticRow {
   completion: Int32Array;
 }
 
+/** A critic row's completion where the critic values the prompt alone (a V critic, MAAC's joint text). */
+export const NO_TOKENS = new Int32Array(0);
+
 /** One agent's step of an actor-critic rollout: its prompt and completion, the reward, the critic's old value and the target. */
 export interface ActorCriticSample {
   /** Index of the agent that wrote the completion. */
@@ -57,7 +60,7 @@ export interface CriticView {
 }
 
 /** The episode's nodes in turn order: the root, then (multi-turn) the single path of first children. */
-export function episodeNodes(root: RolloutNode): RolloutNode[] {
+function episodeNodes(root: RolloutNode): RolloutNode[] {
   const nodes: RolloutNode[] = [];
   for (let node: RolloutNode | null = root; node; node = node.children[0] ?? null) nodes.push(node);
   return nodes;

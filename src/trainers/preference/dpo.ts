@@ -12,7 +12,7 @@ export function negLogSigmoid(x: number): number {
   return x >= 0 ? Math.log1p(Math.exp(-x)) : -x + Math.log1p(Math.exp(x));
 }
 
-export function sigmoid(x: number): number {
+function sigmoid(x: number): number {
   return x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x));
 }
 

@@ -15,7 +15,7 @@ import { constructPreferenceTrainer, PreferenceTrainer } from "./preference-trai
 import type { JointRewardModel } from "./reward-model.js";
 import type { RewardModelStepMetrics } from "./reward-model-stage.js";
 import { RlhfPhases } from "./rlhf-phases.js";
-import { actorExtras, type ActorCriticLearner, type RlhfConfig, type RLLearner } from "./rl-phase.js";
+import { actorExtras, type IACOrMAACLearner, type RlhfConfig, type RLLearner } from "./rl-phase.js";
 import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, type PreferenceActors, type PreferenceOptions } from "./setup.js";
 
 export type { RewardModelStepMetrics };
@@ -68,7 +68,7 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
   }
 
   /** The IAC / MAAC learner of the RL phase (rlAlgorithm "iac" / "maac"); null for the MAGRPO family. */
-  get actorCritic(): ActorCriticLearner | null {
+  get actorCritic(): IACOrMAACLearner | null {
     const rl = this.phases.rl;
     return "critics" in rl ? rl : null;
   }

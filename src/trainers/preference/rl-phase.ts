@@ -24,7 +24,7 @@ import { MAGRPOLearner, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js
 export type RLLearner = MAGRPOLearner | IACLearner | MAACLearner;
 
 export type { RlhfConfig };
-export type ActorCriticLearner = IACLearner | MAACLearner;
+export type IACOrMAACLearner = IACLearner | MAACLearner;
 
 /**
  * What the RL phase asks of MARLHF's actors, as the standalone trainer of its algorithm does: IAC's value heads on
@@ -42,7 +42,7 @@ export function actorExtras(config: RlhfConfig, critics: CriticOptions): Paramet
  * The learner's config input: every field of `fields` from MARLHF's config, except `derived`. Data parallel is the
  * host's, so the learner runs as "none" (or "mp") in each rank.
  */
-export function rlPhaseInput<T>(fields: Record<keyof T & string, unknown>, c: RlhfConfig, derived: Partial<Record<keyof T & string, unknown>>): Partial<T> {
+function rlPhaseInput<T>(fields: Record<keyof T & string, unknown>, c: RlhfConfig, derived: Partial<Record<keyof T & string, unknown>>): Partial<T> {
   const source: Record<string, unknown> = Object.fromEntries(Object.entries(c));
   const input: Record<string, unknown> = { parallelTraining: c.parallelTraining === "mp" ? "mp" : "none" };
   for (const key of Object.keys(fields)) {

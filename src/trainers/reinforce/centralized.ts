@@ -53,7 +53,7 @@ export class TaggedAdapter implements CentralizedAdapter {
  * prompt, and the reward splits each joint response into roles (a response without structure gives every role "")
  * before calling the task reward, which sees one list per role exactly as in decentralized training.
  */
-export function centralizedTask(
+function centralizedTask(
   adapter: CentralizedAdapter,
   formatters: Formatter | Formatter[] | null | undefined,
   taskReward: RewardFunction,

@@ -184,7 +184,7 @@ export async function objectiveBackward(agent: Agent, minibatch: readonly NodeSa
  * "mismatch/" while the parameters are the sampler's (no optimizer step since the rows were sampled); after a step
  * the same figures measure how far the policy moved, under "drift/".
  */
-export function mismatchMetrics(sampler: Float32Array, trainer: Float32Array, completions: readonly Int32Array[], unmoved: boolean): Record<string, number> {
+function mismatchMetrics(sampler: Float32Array, trainer: Float32Array, completions: readonly Int32Array[], unmoved: boolean): Record<string, number> {
   let sum = 0;
   let max = 0;
   let ratioSum = 0;

@@ -14,7 +14,7 @@ import { CentralizedParseError, type CentralizedAdapter } from "../../reinforce/
 import type { Candidates } from "./candidates.js";
 import type { PolicyCheckpoints } from "./policy-checkpoints.js";
 
-export const COMPARATOR_STREAM = "comparator";
+const COMPARATOR_STREAM = "comparator";
 
 /** k completions of one agent's prompt; ids null when the sampler has text only. */
 export interface AgentSampler {

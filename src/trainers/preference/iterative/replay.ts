@@ -29,7 +29,7 @@ export interface IterativePair extends PreferencePair {
 }
 
 /** iteration_KKKK.json for zero-based iteration k (CoMLRL numbers shards from 1). */
-export function shardName(iteration: number): string {
+function shardName(iteration: number): string {
   return `iteration_${String(iteration + 1).padStart(4, "0")}.json`;
 }
 
@@ -45,7 +45,7 @@ export function iterativePairToJson(p: IterativePair): Record<string, unknown> {
   };
 }
 
-export function shardJson(iteration: number, pairs: readonly IterativePair[]): string {
+function shardJson(iteration: number, pairs: readonly IterativePair[]): string {
   return JSON.stringify({ iteration: iteration + 1, num_pairs: pairs.length, pairs: pairs.map(iterativePairToJson) });
 }
 

@@ -8,7 +8,7 @@ import type { RewardFunction } from "../../../rollout/types.js";
 import { writeFileAtomic } from "../../../util/atomic.js";
 import { makeDirs } from "../../../util/make-dirs.js";
 
-export const NUM_BINS = 16;
+const NUM_BINS = 16;
 
 /** The reward function's declared [min, max] (CoMLRL's reward_func.reward_range); an error without one. */
 export function declaredRewardRange(rewardFunc: RewardFunction): [number, number] {
@@ -28,7 +28,7 @@ export interface DistributionSeries {
   raw_rewards: number[];
 }
 
-export function histogram(values: readonly number[], [min, max]: [number, number]): DistributionSeries {
+function histogram(values: readonly number[], [min, max]: [number, number]): DistributionSeries {
   const counts = Array(NUM_BINS).fill(0);
   for (const v of values) {
     const clipped = Math.min(max, Math.max(min, v));
@@ -42,7 +42,7 @@ export interface RewardSamples {
   selected: { target: number[]; comparator: number[] };
 }
 
-export function rewardDistribution(iteration: number, range: [number, number], samples: RewardSamples) {
+function rewardDistribution(iteration: number, range: [number, number], samples: RewardSamples) {
   const [min, max] = range;
   const edges = Array.from({ length: NUM_BINS + 1 }, (_, i) => min + ((max - min) * i) / NUM_BINS);
   return {
