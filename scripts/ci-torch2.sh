@@ -120,7 +120,8 @@ build() {
 cuda_build() {
   LIBTORCH=$1 COMLRL_VARIANT=cuda timed "CUDA variant with NCCL against $(basename "$(dirname "$1")")" build "$2" --CDCOMLRL_NCCL=ON
   [[ $(readelf -d "$2/Release/comlrl.node") == *libtorch_cuda.so* ]] || { echo "ci: torch2: $2: the CUDA variant does not link libtorch_cuda"; exit 1; }
-  nm -D --undefined-only "$2/Release/comlrl.node" | grep -q ProcessGroupNCCL || { echo "ci: torch2: $2: no NCCL process group in the CUDA variant"; exit 1; }
+  # Captured whole, not piped into grep -q: under pipefail nm's SIGPIPE, once grep has its match, would fail the check.
+  [[ $(nm -D --undefined-only "$2/Release/comlrl.node") == *ProcessGroupNCCL* ]] || { echo "ci: torch2: $2: no NCCL process group in the CUDA variant"; exit 1; }
 }
 
 step "torch 2.11.0 (the GPU machine's) and the newest, with their CUDA headers (cached in $wheels and $sites)"
