@@ -5,7 +5,10 @@
 import { redactSecrets } from "../config/secrets.js";
 import { CheckpointError } from "./manifest.js";
 
-/** Config fields a resume may change: the run's length (epochs, iterations), what is logged and evaluated, and where it runs. */
+/**
+ * Config fields a resume may change: the run's length (epochs, iterations), what is logged and evaluated, and where it
+ * runs. `parallelTraining` is placement too; a data-parallel checkpoint's rank count is checked on its own, by name.
+ */
 export const RESUME_CHANGEABLE_FIELDS: ReadonlySet<string> = new Set([
   "numTrainEpochs",
   "numIterations",
@@ -14,6 +17,7 @@ export const RESUME_CHANGEABLE_FIELDS: ReadonlySet<string> = new Set([
   "evalNumSamples",
   "logRewardDistribution",
   "source",
+  "parallelTraining",
   "agentDevices",
   "criticDevices",
   "referenceDevices",
