@@ -5,7 +5,6 @@
 #include <sys/mman.h>
 
 #include <cstring>
-#include <tuple>
 
 #include "../bridge/bridge.h"
 #include "mapped_file.h"
@@ -265,22 +264,14 @@ std::string GgmlTypeName(uint32_t type) {
   return found ? found->name : "type " + std::to_string(type);
 }
 
-GgufFile::GgufFile(const std::string& path) : path_(path) {
-  std::tie(mapping_, size_) = MapReadOnly(path, 24, "a GGUF header");
-  try {
-    Parse();
-  } catch (...) {
-    // A constructor that throws runs no destructor: a corrupt file must not leave its mapping behind.
-    ::munmap(mapping_, size_);
-    throw;
-  }
-}
+GgufFile::GgufFile(const std::string& path) : path_(path), file_(path, 24, "a GGUF header") { Parse(); }
 
 void GgufFile::Parse() {
   const std::string& path = path_;
-  const auto* bytes = static_cast<const uint8_t*>(mapping_);
+  const uint8_t* bytes = file_.bytes();
+  const size_t size = file_.size();
   if (std::memcmp(bytes, "GGUF", 4) != 0) Fail(path, "not a GGUF file (it does not start with \"GGUF\")");
-  Cursor cursor(path, bytes, size_);
+  Cursor cursor(path, bytes, size);
   cursor.Read<uint32_t>("magic");
   const uint32_t version = cursor.Read<uint32_t>("version");
   if (version != 2 && version != 3) Fail(path, "GGUF version " + std::to_string(version) + " is not supported (2 and 3 are)");
@@ -314,7 +305,7 @@ void GgufFile::Parse() {
     uint64_t count = 1;
     for (uint32_t d = 0; d < dims; ++d) {
       const uint64_t extent = cursor.Read<uint64_t>(where);
-      if (extent > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(count, extent, &count) || count > size_ * 256) {
+      if (extent > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(count, extent, &count) || count > size * 256) {
         Fail(path, where + " has a shape larger than the file");
       }
       tensor.shape.insert(tensor.shape.begin(), static_cast<int64_t>(extent));
@@ -336,19 +327,15 @@ void GgufFile::Parse() {
     if (!tensors_.emplace(name, std::move(tensor)).second) Fail(path, where + " appears twice in the tensor table");
   }
   const size_t data_start = (cursor.offset() + alignment - 1) / alignment * alignment;
-  if (data_start > size_) Fail(path, "truncated: the data section would start at byte " + std::to_string(data_start) + " of " + std::to_string(size_));
+  if (data_start > size) Fail(path, "truncated: the data section would start at byte " + std::to_string(data_start) + " of " + std::to_string(size));
   data_ = bytes + data_start;
-  const size_t data_size = size_ - data_start;
+  const size_t data_size = size - data_start;
   for (const auto& [name, tensor] : tensors_) {
     if (tensor.end > data_size) {
       Fail(path, "truncated: tensor \"" + name + "\" ends at byte " + std::to_string(tensor.end) + " of the data section, which has " +
                      std::to_string(data_size));
     }
   }
-}
-
-GgufFile::~GgufFile() {
-  if (mapping_) ::munmap(mapping_, size_);
 }
 
 torch::Tensor GgufFile::Dequantize(const std::string& name) const {
@@ -367,8 +354,8 @@ torch::Tensor GgufFile::Dequantize(const std::string& name) const {
   at::parallel_for(0, blocks, 4096, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) DequantizeBlock(tensor.type, source + i * type.block_bytes, values + i * type.block_elements);
   });
-  const size_t start = static_cast<size_t>(source - static_cast<const uint8_t*>(mapping_));
-  ReleaseMappedPages(mapping_, size_, start, start + (tensor.end - tensor.begin));
+  const size_t start = static_cast<size_t>(source - file_.bytes());
+  file_.ReleasePages(start, start + (tensor.end - tensor.begin));
   return out;
 }
 

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "mapped_file.h"
+
 namespace comlrl {
 
 // One metadata value. Numbers of every GGUF integer and float type are held as double (token ids, sizes and counts
@@ -40,7 +42,6 @@ std::string GgmlTypeName(uint32_t type);
 class GgufFile {
  public:
   explicit GgufFile(const std::string& path);
-  ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
 
@@ -57,8 +58,7 @@ class GgufFile {
   void Parse();
 
   std::string path_;
-  void* mapping_ = nullptr;
-  size_t size_ = 0;
+  MappedFile file_;
   const uint8_t* data_ = nullptr;  // start of the data section
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::map<std::string, GgufTensorInfo> tensors_;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
-#include <tuple>
 
 #include "../bridge/bridge.h"
 #include "file_writer.h"
@@ -95,14 +94,14 @@ void CheckDisjoint(const std::string& path, const std::map<std::string, TensorEn
 
 }  // namespace
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  std::tie(mapping_, size_) = MapReadOnly(path, 8, "the 8-byte header length");
-  const auto* bytes = static_cast<const uint8_t*>(mapping_);
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), file_(path, 8, "the 8-byte header length") {
+  const uint8_t* bytes = file_.bytes();
+  const size_t size = file_.size();
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes, 8);
-  if (header_size > size_ - 8) {
+  if (header_size > size - 8) {
     Fail(path, "truncated or corrupt: header claims " + std::to_string(header_size) + " bytes but the file has " +
-                   std::to_string(size_ - 8) + " after the length");
+                   std::to_string(size - 8) + " after the length");
   }
   if (header_size > kMaxHeaderBytes) {
     Fail(path, "the header claims " + std::to_string(header_size) + " bytes, past the " + std::to_string(kMaxHeaderBytes) +
@@ -112,7 +111,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     Fail(path, "the header nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels: not a safetensors header");
   }
   data_ = bytes + 8 + header_size;
-  const size_t data_size = size_ - 8 - header_size;
+  const size_t data_size = size - 8 - header_size;
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_size);
@@ -141,7 +140,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       if (!dim.is_number_integer() || dim.get<int64_t>() < 0) Fail(path, where + " has an invalid shape " + Excerpt(value["shape"]));
       entry.shape.push_back(dim.get<int64_t>());
       // A wrapped product could match small data_offsets and hand from_blob a shape past the mapping.
-      if (__builtin_mul_overflow(count, static_cast<size_t>(dim.get<int64_t>()), &count) || count > size_) {
+      if (__builtin_mul_overflow(count, static_cast<size_t>(dim.get<int64_t>()), &count) || count > size) {
         Fail(path, where + " has a shape " + Excerpt(value["shape"]) + " larger than the file");
       }
     }
@@ -164,10 +163,6 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   CheckDisjoint(path, entries_);
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_) ::munmap(mapping_, size_);
-}
-
 torch::Tensor SafetensorsFile::view(const std::string& name) const {
   const auto found = entries_.find(name);
   if (found == entries_.end()) Fail(path_, "has no tensor \"" + name + "\"");
@@ -177,8 +172,8 @@ torch::Tensor SafetensorsFile::view(const std::string& name) const {
 }
 
 void SafetensorsFile::release(size_t begin, size_t end) const {
-  const size_t data_start = static_cast<size_t>(data_ - static_cast<const uint8_t*>(mapping_));
-  ReleaseMappedPages(mapping_, size_, data_start + begin, data_start + end);
+  const size_t data_start = static_cast<size_t>(data_ - file_.bytes());
+  file_.ReleasePages(data_start + begin, data_start + end);
 }
 
 void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors, torch::Dtype dtype) {

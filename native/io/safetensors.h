@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "mapped_file.h"
+
 namespace comlrl {
 
 struct TensorEntry {
@@ -24,7 +26,6 @@ struct TensorEntry {
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -43,8 +44,7 @@ class SafetensorsFile {
 
  private:
   std::string path_;
-  void* mapping_ = nullptr;
-  size_t size_ = 0;
+  MappedFile file_;
   const uint8_t* data_ = nullptr;  // start of the data section
   std::map<std::string, TensorEntry> entries_;
   std::map<std::string, std::string> metadata_;
