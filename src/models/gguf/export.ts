@@ -9,7 +9,7 @@ import { ComlrlTokenizer } from "../tokenizer.js";
 import { readSafetensorsHeader, type HeaderTensor } from "../weights-check.js";
 import { weightFiles } from "../causal-lm.js";
 import { encodeTensor } from "./encode.js";
-import { GGML_QUANTIZATION_VERSION, GgufTokenType, LlamaFileType, Q8_0_BLOCK, type GgmlTypeName } from "./format.js";
+import { GGML_QUANTIZATION_VERSION, GGUF_GLOBAL_TENSORS, GGUF_LAYER_MODULES, GgufTokenType, LlamaFileType, Q8_0_BLOCK, type GgmlTypeName } from "./format.js";
 import { writeGguf, type GgufTensor, type GgufValue } from "./writer.js";
 
 /** The type of a GGUF file's 2-D weights (1-D norms and biases stay F32, as llama.cpp keeps them). */
@@ -188,38 +188,22 @@ async function tokenizerMetadata(dir: string, vocabSize: number): Promise<[strin
   return metadata;
 }
 
-/** HF tensor names inside a decoder layer → llama.cpp's (llama-arch.cpp LLM_TENSOR_NAMES). */
-const LAYER_TENSORS: Record<string, string> = {
-  "input_layernorm.weight": "attn_norm.weight",
-  "self_attn.q_proj.weight": "attn_q.weight",
-  "self_attn.q_proj.bias": "attn_q.bias",
-  "self_attn.k_proj.weight": "attn_k.weight",
-  "self_attn.k_proj.bias": "attn_k.bias",
-  "self_attn.v_proj.weight": "attn_v.weight",
-  "self_attn.v_proj.bias": "attn_v.bias",
-  "self_attn.o_proj.weight": "attn_output.weight",
-  "self_attn.q_norm.weight": "attn_q_norm.weight",
-  "self_attn.k_norm.weight": "attn_k_norm.weight",
-  "post_attention_layernorm.weight": "ffn_norm.weight",
-  "mlp.gate_proj.weight": "ffn_gate.weight",
-  "mlp.up_proj.weight": "ffn_up.weight",
-  "mlp.down_proj.weight": "ffn_down.weight",
-};
-
-const OUTER_TENSORS: Record<string, string> = {
-  "model.embed_tokens.weight": "token_embd.weight",
-  "model.norm.weight": "output_norm.weight",
-  "lm_head.weight": "output.weight",
-};
+/** transformers' module inside a decoder layer → llama.cpp's name, for the llama family the export writes. */
+const LAYER_NAMES: Record<string, string> = Object.fromEntries(
+  Object.entries({ ...GGUF_LAYER_MODULES, ffn_norm: "post_attention_layernorm", ffn_up: "mlp.up_proj" }).map(([gguf, hf]) => [hf, gguf]),
+);
+/** Only the q, k and v projections may carry a bias llama.cpp reads. */
+const BIASED_MODULES = new Set(["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"]);
+const OUTER_NAMES: Record<string, string> = Object.fromEntries(Object.entries(GGUF_GLOBAL_TENSORS).map(([gguf, hf]) => [hf, gguf]));
 
 /** llama.cpp's name for an HF tensor, or null for one it has no use for (a tied LM head). */
 function ggufTensorName(name: string, config: ModelConfig, file: string): string | null {
   if (name === "lm_head.weight" && config.tieWordEmbeddings) return null;
-  const outer = OUTER_TENSORS[name];
+  const outer = OUTER_NAMES[name];
   if (outer !== undefined) return outer;
-  const layer = /^model\.layers\.(\d+)\.(.+)$/.exec(name);
-  const inner = layer ? LAYER_TENSORS[layer[2]!] : undefined;
-  if (layer && inner !== undefined) return `blk.${layer[1]}.${inner}`;
+  const layer = /^model\.layers\.(\d+)\.(.+)\.(weight|bias)$/.exec(name);
+  const inner = layer ? LAYER_NAMES[layer[2]!] : undefined;
+  if (layer && inner !== undefined && (layer[3] === "weight" || BIASED_MODULES.has(layer[2]!))) return `blk.${layer[1]}.${inner}.${layer[3]}`;
   throw new GgufExportError(`${file}: tensor ${name} has no llama.cpp name in the GGUF export`);
 }
 

@@ -1,6 +1,7 @@
 // The GGUF container as llama.cpp defines it (ggml/include/gguf.h, ggml.h; the `gguf` Python package's constants.py):
 // the magic and version the writer puts first, the metadata value types, the tensor types it writes, and the
-// default alignment of the tensor data. Only what the writer needs is here.
+// default alignment of the tensor data, and the tensor names llama.cpp gives a decoder's weights. The writer and the reader
+// (read.ts) share them.
 
 /** "GGUF" as the first four bytes of the file. */
 export const GGUF_MAGIC = Buffer.from("GGUF", "ascii");
@@ -29,3 +30,26 @@ export const GGML_QUANTIZATION_VERSION = 2;
 
 /** The tokenizer.ggml.token_type values (llama_token_type) the exporter writes and the reader takes added tokens from. */
 export const GgufTokenType = { NORMAL: 1, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5 } as const;
+
+/**
+ * llama.cpp's names for a decoder layer's tensors (gguf-py's constants.py TENSOR_NAMES) and transformers' module for
+ * each, where every family agrees; `ffn_norm`, `ffn_up` and the fused or extra norms differ per family.
+ */
+export const GGUF_LAYER_MODULES: Readonly<Record<string, string>> = {
+  attn_norm: "input_layernorm",
+  attn_q: "self_attn.q_proj",
+  attn_k: "self_attn.k_proj",
+  attn_v: "self_attn.v_proj",
+  attn_output: "self_attn.o_proj",
+  attn_q_norm: "self_attn.q_norm",
+  attn_k_norm: "self_attn.k_norm",
+  ffn_gate: "mlp.gate_proj",
+  ffn_down: "mlp.down_proj",
+};
+
+/** llama.cpp's names for the tensors outside the layers, and transformers' for the same weights. */
+export const GGUF_GLOBAL_TENSORS: Readonly<Record<string, string>> = {
+  "token_embd.weight": "model.embed_tokens.weight",
+  "output_norm.weight": "model.norm.weight",
+  "output.weight": "lm_head.weight",
+};

@@ -6,7 +6,7 @@ import type { GgufContents, GgufTensorSource, GgufValue } from "../../native/bin
 import { addon } from "../../native/loader.js";
 import { byteAlphabet } from "../tiny-tokenizer.js";
 import { ModelLoadError } from "../weights-check.js";
-import { GgufTokenType } from "./format.js";
+import { GGUF_GLOBAL_TENSORS, GGUF_LAYER_MODULES, GgufTokenType } from "./format.js";
 
 /** Whether a model source names a GGUF file (by its extension, as llama.cpp and transformers tell them). */
 export function isGgufPath(source: string): boolean {
@@ -119,25 +119,12 @@ export function ggufModelConfig(gguf: GgufContents, file: string): Record<string
   };
 }
 
-// llama.cpp's tensor names (gguf-py's constants.py TENSOR_NAMES) and transformers' for the same weight, per layer.
+// Per layer, beside the names every family shares: Phi-3's fused q/k/v and Gemma's extra norms.
 const LAYER_TENSORS: Record<string, string> = {
-  attn_norm: "input_layernorm",
-  attn_q: "self_attn.q_proj",
-  attn_k: "self_attn.k_proj",
-  attn_v: "self_attn.v_proj",
+  ...GGUF_LAYER_MODULES,
   attn_qkv: "self_attn.qkv_proj",
-  attn_output: "self_attn.o_proj",
-  attn_q_norm: "self_attn.q_norm",
-  attn_k_norm: "self_attn.k_norm",
   post_attention_norm: "post_attention_layernorm",
   post_ffw_norm: "post_feedforward_layernorm",
-  ffn_gate: "mlp.gate_proj",
-  ffn_down: "mlp.down_proj",
-};
-const GLOBAL_TENSORS: Record<string, string> = {
-  "token_embd.weight": "model.embed_tokens.weight",
-  "output_norm.weight": "model.norm.weight",
-  "output.weight": "lm_head.weight",
 };
 
 /** Which GGUF tensor fills which parameter; a tensor with no place in the architecture is an error naming it. */
@@ -146,7 +133,7 @@ export function ggufWeightPlan(gguf: GgufContents, config: Record<string, unknow
   // Phi-3 keeps gate and up fused, as llama.cpp does.
   const layerTensors: Record<string, string> = { ...LAYER_TENSORS, ffn_norm: architecture.ffnNorm, ffn_up: name === "phi3" ? "mlp.gate_up_proj" : "mlp.up_proj" };
   return gguf.tensors.map(({ name: tensor }) => {
-    let parameter = GLOBAL_TENSORS[tensor];
+    let parameter = GGUF_GLOBAL_TENSORS[tensor];
     const layer = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/.exec(tensor);
     if (layer && layerTensors[layer[2]!] !== undefined) parameter = `model.layers.${layer[1]}.${layerTensors[layer[2]!]}.${layer[3]}`;
     if (parameter === undefined) throw new ModelLoadError(`${file}: tensor "${tensor}" has no place in a ${architecture.hfClass}`);
