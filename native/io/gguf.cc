@@ -2,7 +2,6 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/Half.h>
-#include <sys/mman.h>
 
 #include <cstring>
 
@@ -11,8 +10,6 @@
 
 namespace comlrl {
 namespace {
-
-[[noreturn]] void Fail(const std::string& path, const std::string& message) { throw ArgumentError(path + ": " + message); }
 
 // ggml_type codes (ggml.h) with their block layout: elements per block and bytes per block.
 struct GgmlType {
@@ -78,7 +75,7 @@ class Cursor {
     if (bytes > size_ - offset_) Truncated(what);
   }
   [[noreturn]] void Truncated(const std::string& what) {
-    Fail(path_, "truncated or corrupt: " + what + " runs past the end of the file (" + std::to_string(size_) + " bytes)");
+    FailReading(path_, "truncated or corrupt: " + what + " runs past the end of the file (" + std::to_string(size_) + " bytes)");
   }
 
   const std::string& path_;
@@ -119,18 +116,18 @@ GgufValue ReadValue(Cursor& cursor, uint32_t type, const std::string& key, const
       value.text = cursor.ReadString(what);
       break;
     case kArray: {
-      if (depth >= kMaxArrayDepth) Fail(path, what + " nests arrays deeper than " + std::to_string(kMaxArrayDepth) + " levels");
+      if (depth >= kMaxArrayDepth) FailReading(path, what + " nests arrays deeper than " + std::to_string(kMaxArrayDepth) + " levels");
       value.kind = GgufValue::Kind::kArray;
       const uint32_t item_type = cursor.Read<uint32_t>(what);
       const uint64_t count = cursor.Read<uint64_t>(what);
-      if (item_type > kF64) Fail(path, what + " is an array of unknown value type " + std::to_string(item_type));
+      if (item_type > kF64) FailReading(path, what + " is an array of unknown value type " + std::to_string(item_type));
       cursor.NeedItems(count, MinimumBytes(item_type), what);
       value.items.reserve(count);
       for (uint64_t i = 0; i < count; ++i) value.items.push_back(ReadValue(cursor, item_type, key, path, depth + 1));
       break;
     }
     default:
-      Fail(path, what + " has unknown value type " + std::to_string(type));
+      FailReading(path, what + " has unknown value type " + std::to_string(type));
   }
   return value;
 }
@@ -270,11 +267,11 @@ void GgufFile::Parse() {
   const std::string& path = path_;
   const uint8_t* bytes = file_.bytes();
   const size_t size = file_.size();
-  if (std::memcmp(bytes, "GGUF", 4) != 0) Fail(path, "not a GGUF file (it does not start with \"GGUF\")");
+  if (std::memcmp(bytes, "GGUF", 4) != 0) FailReading(path, "not a GGUF file (it does not start with \"GGUF\")");
   Cursor cursor(path, bytes, size);
   cursor.Read<uint32_t>("magic");
   const uint32_t version = cursor.Read<uint32_t>("version");
-  if (version != 2 && version != 3) Fail(path, "GGUF version " + std::to_string(version) + " is not supported (2 and 3 are)");
+  if (version != 2 && version != 3) FailReading(path, "GGUF version " + std::to_string(version) + " is not supported (2 and 3 are)");
   const uint64_t tensor_count = cursor.Read<uint64_t>("tensor count");
   const uint64_t metadata_count = cursor.Read<uint64_t>("metadata count");
   cursor.NeedItems(metadata_count, 12, "the metadata table");
@@ -288,7 +285,7 @@ void GgufFile::Parse() {
     if (key == "general.alignment") {
       if (value.kind != GgufValue::Kind::kNumber || value.number < 1 || value.number > 65536 ||
           (static_cast<uint64_t>(value.number) & (static_cast<uint64_t>(value.number) - 1)) != 0) {
-        Fail(path, "metadata \"general.alignment\" must be a power of two");
+        FailReading(path, "metadata \"general.alignment\" must be a power of two");
       }
       alignment = static_cast<uint64_t>(value.number);
     }
@@ -300,39 +297,39 @@ void GgufFile::Parse() {
     std::string name = cursor.ReadString("tensor name " + std::to_string(i));
     const std::string where = "tensor \"" + name + "\"";
     const uint32_t dims = cursor.Read<uint32_t>(where);
-    if (dims > 4) Fail(path, where + " has " + std::to_string(dims) + " dimensions (GGUF allows at most 4)");
+    if (dims > 4) FailReading(path, where + " has " + std::to_string(dims) + " dimensions (GGUF allows at most 4)");
     GgufTensorInfo tensor;
     uint64_t count = 1;
     for (uint32_t d = 0; d < dims; ++d) {
       const uint64_t extent = cursor.Read<uint64_t>(where);
       if (extent > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(count, extent, &count) || count > size * 256) {
-        Fail(path, where + " has a shape larger than the file");
+        FailReading(path, where + " has a shape larger than the file");
       }
       tensor.shape.insert(tensor.shape.begin(), static_cast<int64_t>(extent));
     }
     tensor.type = cursor.Read<uint32_t>(where);
     const uint64_t offset = cursor.Read<uint64_t>(where);
     const GgmlType* type = FindType(tensor.type);
-    if (type == nullptr) Fail(path, where + " has unknown ggml type " + std::to_string(tensor.type));
+    if (type == nullptr) FailReading(path, where + " has unknown ggml type " + std::to_string(tensor.type));
     const int64_t row = tensor.shape.empty() ? 1 : tensor.shape.back();
     if (row % type->block_elements != 0) {
-      Fail(path, where + " has rows of " + std::to_string(row) + " values, not a multiple of " + type->name + "'s block of " +
+      FailReading(path, where + " has rows of " + std::to_string(row) + " values, not a multiple of " + type->name + "'s block of " +
                      std::to_string(type->block_elements));
     }
-    if (offset % alignment != 0) Fail(path, where + " starts at offset " + std::to_string(offset) + ", not aligned to " + std::to_string(alignment));
+    if (offset % alignment != 0) FailReading(path, where + " starts at offset " + std::to_string(offset) + ", not aligned to " + std::to_string(alignment));
     tensor.begin = offset;
     if (__builtin_add_overflow(offset, count / type->block_elements * type->block_bytes, &tensor.end)) {
-      Fail(path, where + " has an offset past any file (" + std::to_string(offset) + ")");
+      FailReading(path, where + " has an offset past any file (" + std::to_string(offset) + ")");
     }
-    if (!tensors_.emplace(name, std::move(tensor)).second) Fail(path, where + " appears twice in the tensor table");
+    if (!tensors_.emplace(name, std::move(tensor)).second) FailReading(path, where + " appears twice in the tensor table");
   }
   const size_t data_start = (cursor.offset() + alignment - 1) / alignment * alignment;
-  if (data_start > size) Fail(path, "truncated: the data section would start at byte " + std::to_string(data_start) + " of " + std::to_string(size));
+  if (data_start > size) FailReading(path, "truncated: the data section would start at byte " + std::to_string(data_start) + " of " + std::to_string(size));
   data_ = bytes + data_start;
   const size_t data_size = size - data_start;
   for (const auto& [name, tensor] : tensors_) {
     if (tensor.end > data_size) {
-      Fail(path, "truncated: tensor \"" + name + "\" ends at byte " + std::to_string(tensor.end) + " of the data section, which has " +
+      FailReading(path, "truncated: tensor \"" + name + "\" ends at byte " + std::to_string(tensor.end) + " of the data section, which has " +
                      std::to_string(data_size));
     }
   }
@@ -340,10 +337,10 @@ void GgufFile::Parse() {
 
 torch::Tensor GgufFile::Dequantize(const std::string& name) const {
   const auto found = tensors_.find(name);
-  if (found == tensors_.end()) Fail(path_, "has no tensor \"" + name + "\"");
+  if (found == tensors_.end()) FailReading(path_, "has no tensor \"" + name + "\"");
   const GgufTensorInfo& tensor = found->second;
   if (!Dequantizable(tensor.type)) {
-    Fail(path_, "tensor \"" + name + "\" is " + GgmlTypeName(tensor.type) +
+    FailReading(path_, "tensor \"" + name + "\" is " + GgmlTypeName(tensor.type) +
                     ", which comlrl does not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K are read)");
   }
   const GgmlType& type = *FindType(tensor.type);

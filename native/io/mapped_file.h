@@ -16,6 +16,9 @@
 
 namespace comlrl {
 
+// A weight file's reader refusing it: the message names the file first.
+[[noreturn]] inline void FailReading(const std::string& path, const std::string& message) { throw ArgumentError(path + ": " + message); }
+
 // A whole file mapped read-only, unmapped with its owner: also when the owner's constructor throws after mapping it (a
 // corrupt file leaves no mapping behind).
 class MappedFile {

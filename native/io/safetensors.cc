@@ -1,6 +1,5 @@
 #include "safetensors.h"
 
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
@@ -37,10 +36,6 @@ const DtypeCode& FindDtype(torch::Dtype dtype) {
     if (entry.dtype == dtype) return entry;
   }
   throw ArgumentError(std::string("safetensors cannot store dtype ") + c10::toString(dtype));
-}
-
-[[noreturn]] void Fail(const std::string& path, const std::string& message) {
-  throw ArgumentError(path + ": " + message);
 }
 
 // The Python safetensors library's limit on a header; a longer one is refused there too.
@@ -85,7 +80,7 @@ void CheckDisjoint(const std::string& path, const std::map<std::string, TensorEn
     const auto& [previous_name, previous] = by_offset[i - 1];
     const auto& [name, entry] = by_offset[i];
     if (entry->begin < previous->end) {
-      Fail(path, "tensors \"" + *previous_name + "\" (bytes " + std::to_string(previous->begin) + "-" + std::to_string(previous->end) +
+      FailReading(path, "tensors \"" + *previous_name + "\" (bytes " + std::to_string(previous->begin) + "-" + std::to_string(previous->end) +
                      ") and \"" + *name + "\" (bytes " + std::to_string(entry->begin) + "-" + std::to_string(entry->end) +
                      ") overlap in the data section");
     }
@@ -100,15 +95,15 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), file_(p
   uint64_t header_size = 0;
   std::memcpy(&header_size, bytes, 8);
   if (header_size > size - 8) {
-    Fail(path, "truncated or corrupt: header claims " + std::to_string(header_size) + " bytes but the file has " +
+    FailReading(path, "truncated or corrupt: header claims " + std::to_string(header_size) + " bytes but the file has " +
                    std::to_string(size - 8) + " after the length");
   }
   if (header_size > kMaxHeaderBytes) {
-    Fail(path, "the header claims " + std::to_string(header_size) + " bytes, past the " + std::to_string(kMaxHeaderBytes) +
+    FailReading(path, "the header claims " + std::to_string(header_size) + " bytes, past the " + std::to_string(kMaxHeaderBytes) +
                    " the safetensors format allows");
   }
   if (NestingDepth(bytes + 8, bytes + 8 + header_size) > kMaxHeaderDepth) {
-    Fail(path, "the header nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels: not a safetensors header");
+    FailReading(path, "the header nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels: not a safetensors header");
   }
   data_ = bytes + 8 + header_size;
   const size_t data_size = size - 8 - header_size;
@@ -116,12 +111,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), file_(p
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_size);
   } catch (const std::exception& error) {
-    Fail(path, std::string("header is not valid JSON (") + error.what() + ")");
+    FailReading(path, std::string("header is not valid JSON (") + error.what() + ")");
   }
-  if (!header.is_object()) Fail(path, "header is not a JSON object");
+  if (!header.is_object()) FailReading(path, "header is not a JSON object");
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
-      if (!value.is_object()) Fail(path, "__metadata__ is not an object");
+      if (!value.is_object()) FailReading(path, "__metadata__ is not an object");
       for (const auto& [key, text] : value.items()) {
         if (text.is_string()) metadata_[key] = text.get<std::string>();
       }
@@ -129,33 +124,33 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), file_(p
     }
     const std::string where = "tensor \"" + name + "\"";
     if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") || !value.contains("data_offsets")) {
-      Fail(path, where + " lacks dtype, shape or data_offsets");
+      FailReading(path, where + " lacks dtype, shape or data_offsets");
     }
     const DtypeCode* code = value["dtype"].is_string() ? FindCode(value["dtype"].get<std::string>()) : nullptr;
-    if (!code) Fail(path, where + " has an unsupported dtype " + Excerpt(value["dtype"]));
+    if (!code) FailReading(path, where + " has an unsupported dtype " + Excerpt(value["dtype"]));
     TensorEntry entry;
     entry.dtype = code->dtype;
     size_t count = 1;
     for (const auto& dim : value["shape"]) {
-      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) Fail(path, where + " has an invalid shape " + Excerpt(value["shape"]));
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) FailReading(path, where + " has an invalid shape " + Excerpt(value["shape"]));
       entry.shape.push_back(dim.get<int64_t>());
       // A wrapped product could match small data_offsets and hand from_blob a shape past the mapping.
       if (__builtin_mul_overflow(count, static_cast<size_t>(dim.get<int64_t>()), &count) || count > size) {
-        Fail(path, where + " has a shape " + Excerpt(value["shape"]) + " larger than the file");
+        FailReading(path, where + " has a shape " + Excerpt(value["shape"]) + " larger than the file");
       }
     }
     const auto& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
-      Fail(path, where + " has invalid data_offsets " + Excerpt(offsets));
+      FailReading(path, where + " has invalid data_offsets " + Excerpt(offsets));
     }
     entry.begin = offsets[0].get<size_t>();
     entry.end = offsets[1].get<size_t>();
     if (entry.end < entry.begin || entry.end - entry.begin != count * code->size) {
-      Fail(path, where + " data_offsets " + Excerpt(offsets) + " do not match its shape and dtype (" +
+      FailReading(path, where + " data_offsets " + Excerpt(offsets) + " do not match its shape and dtype (" +
                      std::to_string(count * code->size) + " bytes)");
     }
     if (entry.end > data_size) {
-      Fail(path, "truncated: " + where + " ends at byte " + std::to_string(entry.end) + " of the data section, which has " +
+      FailReading(path, "truncated: " + where + " ends at byte " + std::to_string(entry.end) + " of the data section, which has " +
                      std::to_string(data_size));
     }
     entries_.emplace(name, std::move(entry));
@@ -165,7 +160,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path), file_(p
 
 torch::Tensor SafetensorsFile::view(const std::string& name) const {
   const auto found = entries_.find(name);
-  if (found == entries_.end()) Fail(path_, "has no tensor \"" + name + "\"");
+  if (found == entries_.end()) FailReading(path_, "has no tensor \"" + name + "\"");
   const TensorEntry& entry = found->second;
   // from_blob needs a writable pointer; callers only read it.
   return torch::from_blob(const_cast<uint8_t*>(data_ + entry.begin), entry.shape, torch::TensorOptions().dtype(entry.dtype));
