@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { threadsPerRank } from "./src/dist/local-ranks.js";
+import { threadsPerRank } from "./src/distributed/local-ranks.js";
 
 // Each test process loads libtorch (~0.4 s, ~200 MB): few forked workers, long timeouts for real training runs.
 const maxWorkers = 2;

@@ -2,7 +2,7 @@
 #include <napi.h>
 
 #include "bridge/bridge.h"
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 #include "heads/head_binding.h"
 #include "heads/readout_binding.h"
 #include "losses/held_score_binding.h"

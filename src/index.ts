@@ -26,7 +26,8 @@ export type { GenerationKwargs } from "./trainers/generation-kwargs.js";
 export { NonFiniteError, Trainer, type LifecycleConfig, type LifecycleOptions, type NonFinitePolicy, type StageHost, type Stateful, type StepFunction, type StepRequest, type TrainingStage, type TrainOptions, type TrainProgress, type UpdateRecord } from "./trainers/lifecycle/trainer.js";
 export { StageTimings, PHASES, type Phase, type StageTime } from "./trainers/lifecycle/timings.js";
 export { StageMemory, type MemoryPhase, type PhaseMemory } from "./trainers/lifecycle/memory.js";
-export { ComponentRegistry, causalLMModule, valueHeadModule, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent, type SaveModelOptions } from "./trainers/lifecycle/components.js";
+export { ComponentRegistry, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent, type SaveModelOptions } from "./components/registry.js";
+export { causalLMModule, valueHeadModule } from "./models/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
 export type { TaskOptions } from "./trainers/task-options.js";
 export type { EvalLoggerInput, EvaluationHooks } from "./trainers/evaluation.js";
@@ -49,9 +50,9 @@ export { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "./trainers/pre
 export { readReplayDir, readShard, type IterativePair } from "./trainers/preference/iterative/replay.js";
 export { ComparatorApiError } from "./trainers/preference/iterative/api-comparator.js";
 
-export { DistributedContext, type CommunicationStats, type ReduceOp } from "./dist/context.js";
-export { readDistributedEnvironment, DistributedEnvironmentError, DEFAULT_TIMEOUT_SECONDS, type DistributedEnvironment } from "./dist/environment.js";
-export { ReplicaError, type RankState } from "./dist/replicas.js";
+export { DistributedContext, type CommunicationStats, type ReduceOp } from "./distributed/context.js";
+export { readDistributedEnvironment, DistributedEnvironmentError, DEFAULT_TIMEOUT_SECONDS, type DistributedEnvironment } from "./distributed/environment.js";
+export { ReplicaError, type RankState } from "./distributed/replicas.js";
 
 export { MetricsLogger, type Metrics, type MetricValue, type MetricsLoggerOptions, type MetricsLoggerState, type SampleRow } from "./logging/metrics-logger.js";
 export { readJsonlMetrics, readRunMetrics, type JsonlRecord, type MetricsKind } from "./logging/jsonl.js";

@@ -4,7 +4,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { demoTrainerOptions } from "../demo/recipes.js";
-import { DistributedContext } from "../dist/context.js";
+import { DistributedContext } from "../distributed/context.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
 import { secondsSince } from "./stats.js";

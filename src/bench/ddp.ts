@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDemoBaseModel } from "../demo/recipes.js";
-import { freeLoopbackPort } from "../dist/local-ranks.js";
+import { freeLoopbackPort } from "../distributed/local-ranks.js";
 import type { TrainerCase, WorkerOutput } from "./types.js";
 
 /** The rank script beside this file: ddp-rank.ts through tsx when running from source, ddp-rank.js when built. */

@@ -8,7 +8,7 @@ import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { redactSecrets } from "../config/secrets.js";
 import type { WandbRunIdentity } from "../logging/wandb.js";
-import type { ComponentRegistry, SavedComponent } from "../trainers/lifecycle/components.js";
+import type { ComponentRegistry, SavedComponent } from "../components/registry.js";
 import { writeDirAtomic, writeFileChecked } from "../util/atomic.js";
 import { processAlive } from "../util/run-lock.js";
 import { CheckpointError, MANIFEST, readCheckpointJson, verifyManifest, writeManifest } from "./manifest.js";

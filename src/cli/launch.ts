@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
-import { freeLoopbackPort, threadsPerRank } from "../dist/local-ranks.js";
+import { freeLoopbackPort, threadsPerRank } from "../distributed/local-ranks.js";
 import { UsageError } from "./args.js";
 
 export interface LaunchOptions {

@@ -56,7 +56,7 @@ export interface StepSamples {
   loss?: number;
 }
 
-/** Runs before every step over the optimizer's modules; data-parallel training reduces the gradients here (src/dist). */
+/** Runs before every step over the optimizer's modules; data-parallel training reduces the gradients here (src/distributed). */
 export type GradientSync = (modules: Array<NativeModel | NativeValueHead>, local: StepSamples) => Promise<StepSamples>;
 
 /** AdamW over parameter groups (a model, a value head, or several with their own learning rates), owning its native optimizer; the state saves to one file. */

@@ -3,7 +3,7 @@
 // the rollout tree runs in. Every trainer whose agents are causal LMs starts here.
 import path from "node:path";
 import { planPlacement, type Placement, type PlacementConfig, type RuntimeConfig, type SamplingConfig } from "../config/index.js";
-import { localRankOf } from "../dist/environment.js";
+import { localRankOf } from "../distributed/environment.js";
 import { runtimeInfo } from "../runtime.js";
 import { buildFormatters, checkItems } from "../rollout/formatters.js";
 import { RewardProcessors, withRewardTimeout } from "../rollout/rewards.js";

@@ -8,7 +8,8 @@ import { ValueHead } from "../models/value-head.js";
 import { resolveModelSource } from "../models/hub.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
-import { causalLMModule, ComponentRegistry, valueHeadModule } from "./lifecycle/components.js";
+import { ComponentRegistry } from "../components/registry.js";
+import { causalLMModule, valueHeadModule } from "../models/components.js";
 import { boundPrompt, promptTokenLimit } from "../rollout/prompt-length.js";
 
 export type { ModelSource } from "../models/causal-lm.js";

@@ -2,7 +2,7 @@
 // anything is loaded; then the actors, the trainer around them, its components registered, and what it loads beside
 // them (critics, a reward model, an iterative round). A failure at any step frees everything built so far: the
 // actors while no trainer holds them, the trainer's registry (and so everything registered) after.
-import { DistributedEnvironmentError, readDistributedEnvironment } from "../dist/environment.js";
+import { DistributedEnvironmentError, readDistributedEnvironment } from "../distributed/environment.js";
 import { checkTask } from "./actors.js";
 import { disposeAgents, type Agent, type ModelSource } from "./agents.js";
 import type { LifecycleConfig, Trainer } from "./lifecycle/trainer.js";

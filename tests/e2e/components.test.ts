@@ -11,7 +11,8 @@ import { Optimizer } from "../../src/models/optimizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { ValueHead } from "../../src/models/value-head.js";
-import { causalLMModule, ComponentRegistry, valueHeadModule } from "../../src/trainers/lifecycle/components.js";
+import { ComponentRegistry } from "../../src/components/registry.js";
+import { causalLMModule, valueHeadModule } from "../../src/models/components.js";
 import { runPython } from "../support/python.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-components-"));

@@ -13,7 +13,8 @@ import { Optimizer } from "../../src/models/optimizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { TINY_ENGLISH_CORPUS } from "../../src/models/tiny-tokenizer.js";
 import { ComlrlTokenizer } from "../../src/models/tokenizer.js";
-import { causalLMModule, ComponentRegistry, GGUF_EXPORT_FILE } from "../../src/trainers/lifecycle/components.js";
+import { ComponentRegistry } from "../../src/components/registry.js";
+import { causalLMModule, GGUF_EXPORT_FILE } from "../../src/models/components.js";
 import { agreeingPrefix, importNodeLlamaCpp, llamaCppGreedy, nodeLlamaCppMissing } from "../support/node-llama-cpp.js";
 import { SMOLLM2_GGUF, smollm2Missing } from "../support/smollm2.js";
 

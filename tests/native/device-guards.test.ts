@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { buildConfigJson } from "../../src/models/config.js";
 import { runtimeInfo } from "../../src/runtime.js";
-import { causalLMModule } from "../../src/trainers/lifecycle/components.js";
+import { causalLMModule } from "../../src/models/components.js";
 import { TINY_SHAPE, tinyLM } from "./tiny-lm.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-device-guards-"));

@@ -3,8 +3,8 @@
 // (more ranks than GPUs) offers no NCCL device, so that the job's collectives agree on Gloo.
 import { describe, expect, it } from "vitest";
 import { canonicalDevice, magrpoConfig, planPlacement, rankDevice, type CudaFacts } from "../../src/config/index.js";
-import { ncclDeviceFor } from "../../src/dist/context.js";
-import { localRankOf } from "../../src/dist/environment.js";
+import { ncclDeviceFor } from "../../src/distributed/context.js";
+import { localRankOf } from "../../src/distributed/environment.js";
 
 const noCuda: CudaFacts = { cudaAvailable: false, deviceCount: 0 };
 const oneGpu: CudaFacts = { cudaAvailable: true, deviceCount: 1 };

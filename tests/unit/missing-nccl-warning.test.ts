@@ -2,7 +2,7 @@
 // so at the start, and only then (one rank, no GPU, or NCCL present need no warning).
 import { describe, expect, it } from "vitest";
 import type { CudaFacts } from "../../src/config/index.js";
-import { missingNcclWarning } from "../../src/dist/context.js";
+import { missingNcclWarning } from "../../src/distributed/context.js";
 
 const noCuda: CudaFacts = { cudaAvailable: false, deviceCount: 0 };
 const eightGpus: CudaFacts = { cudaAvailable: true, deviceCount: 8 };

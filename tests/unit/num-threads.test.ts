@@ -3,7 +3,7 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { MAX_THREADS_PER_CORE, numThreadsFromEnvironment, threadsPerRank } from "../../src/dist/local-ranks.js";
+import { MAX_THREADS_PER_CORE, numThreadsFromEnvironment, threadsPerRank } from "../../src/distributed/local-ranks.js";
 
 const cli = path.join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
 

@@ -13,7 +13,9 @@ import { GGML_QUANTIZATION_VERSION, GGUF_GLOBAL_TENSORS, GGUF_LAYER_MODULES, Ggu
 import { writeGguf, type GgufTensor, type GgufValue } from "./writer.js";
 
 /** The type of a GGUF file's 2-D weights (1-D norms and biases stay F32, as llama.cpp keeps them). */
-export type GgufDtype = "f16" | "bf16" | "q8_0";
+import type { GgufDtype } from "../../components/registry.js";
+
+export type { GgufDtype };
 
 /** How exportGguf writes the file. */
 export interface GgufExportOptions {

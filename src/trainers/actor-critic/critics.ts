@@ -9,7 +9,8 @@ import { ValueHead } from "../../models/value-head.js";
 import { resolveDevices, type DeviceSpec } from "../../config/index.js";
 import { runtimeInfo } from "../../runtime.js";
 import { AgentResolutionError, resolveModelSources, type ModelSource } from "../agents.js";
-import { causalLMModule, valueHeadModule, type ComponentRegistry } from "../lifecycle/components.js";
+import type { ComponentRegistry } from "../../components/registry.js";
+import { causalLMModule, valueHeadModule } from "../../models/components.js";
 
 /** A critic LM with its value head and optimizer. */
 export interface Critic {

@@ -1,6 +1,6 @@
 // The lifecycle every trainer shares: a schedule of stages (each a number of epochs over a number of steps) run inside
 // iterations, periodic evaluation, per-update metrics, checkpoints with exact resume, saving and disposal. A trainer
-// registers its components (see components.ts) and supplies its stages and evaluate(); everything here iterates
+// registers its components (see src/components/registry.ts) and supplies its stages and evaluate(); everything here iterates
 // over those and never knows what an agent, a critic or a reward model is. The stages, and the learners they drive,
 // run inside the trainer's stage host (stage-host.ts).
 import { existsSync } from "node:fs";
@@ -11,11 +11,11 @@ import { MetricsLogger, type MetricsLoggerState } from "../../logging/metrics-lo
 import { ProgressBar, type ProgressFields } from "../../logging/progress.js";
 import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
 import { mergeWandbResume, type WandbConfig, type WandbRunIdentity } from "../../logging/wandb.js";
-import type { DistributedContext } from "../../dist/context.js";
-import { checkRanksAgree } from "../../dist/fingerprint.js";
-import { pendingJob, Replicas, type PendingJob, type RankState } from "../../dist/replicas.js";
+import type { DistributedContext } from "../../distributed/context.js";
+import { checkRanksAgree } from "../../distributed/fingerprint.js";
+import { pendingJob, Replicas, type PendingJob, type RankState } from "../../distributed/replicas.js";
 import { SeededRandom } from "../../util/random.js";
-import { ComponentRegistry, type SaveModelOptions } from "./components.js";
+import { ComponentRegistry, type SaveModelOptions } from "../../components/registry.js";
 import { StageTimings } from "./timings.js";
 import { StageMemory } from "./memory.js";
 import { memoryWindow, releaseFreedCpuMemory } from "../../runtime.js";
@@ -76,7 +76,7 @@ export interface LifecycleOptions {
    * CoMLRL does.
    */
   stateful?: Stateful[];
-  /** Data-parallel training in this job (see src/dist); parallelTraining "ddp" joins the torchrun environment's. */
+  /** Data-parallel training in this job (see src/distributed); parallelTraining "ddp" joins the torchrun environment's. */
   distributed?: DistributedContext | null;
   /**
    * A batch whose loss is not finite: "skip" (default) drops its gradient and says so, so that one bad batch never

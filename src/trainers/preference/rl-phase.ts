@@ -17,7 +17,7 @@ import { loadMAACCritic, MAACLearner } from "../actor-critic/maac.js";
 import { refuseCriticSources, registerCritics, resolveCentralCriticSource, resolveSeparateCriticSources } from "../actor-critic/critics.js";
 import { AgentResolutionError, type ModelSource } from "../agents.js";
 import { sharesModels } from "../lanes.js";
-import type { ComponentRegistry } from "../lifecycle/components.js";
+import type { ComponentRegistry } from "../../components/registry.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { MAGRPOLearner, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
 

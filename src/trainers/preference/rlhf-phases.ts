@@ -5,7 +5,7 @@ import type { CudaFacts } from "../../config/index.js";
 import { RewardProcessors } from "../../rollout/rewards.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { RewardFunction } from "../../rollout/types.js";
-import type { ComponentRegistry } from "../lifecycle/components.js";
+import type { ComponentRegistry } from "../../components/registry.js";
 import type { StageHost, TrainingStage, TrainProgress } from "../lifecycle/stage-host.js";
 import type { PreferencePairs } from "./pairs.js";
 import { RewardModelTraining } from "./reward-model-stage.js";

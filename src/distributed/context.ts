@@ -28,7 +28,7 @@ const decoder = new TextDecoder();
  * The CUDA device a rank's NCCL group may use: its local rank's own GPU (where auto placement puts it, rankDevice),
  * when this build has NCCL and that GPU exists; null for a rank that shares a GPU or has none. Each collective over
  * GPU tensors then runs on NCCL only if every rank's tensors are on its NCCL device, agreed by all ranks in the call
- * itself (native/dist/process_group.cc), so ranks never split between NCCL and Gloo.
+ * itself (native/distributed/process_group.cc), so ranks never split between NCCL and Gloo.
  */
 export function ncclDeviceFor(localRank: number, facts: CudaFacts, ncclAvailable: boolean): number | null {
   return ncclAvailable && facts.cudaAvailable && localRank < facts.deviceCount ? localRank : null;

@@ -1,8 +1,8 @@
 // One rank of the collective tests, as a child process: node --import tsx collectives-worker.ts <scenario> <outFile>
 // with the torchrun variables set by the test. Writes what it observed as JSON to outFile.
 import { writeFileSync } from "node:fs";
-import { DistributedContext } from "../../src/dist/context.js";
-import { readDistributedEnvironment } from "../../src/dist/environment.js";
+import { DistributedContext } from "../../src/distributed/context.js";
+import { readDistributedEnvironment } from "../../src/distributed/environment.js";
 import { addon } from "../../src/native/loader.js";
 import { tinyLM, batchOf } from "../native/tiny-lm.js";
 

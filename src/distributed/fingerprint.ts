@@ -5,7 +5,7 @@
 // every rank fails with the same error naming the rank and the field or component.
 import { createHash } from "node:crypto";
 import { redactSecrets } from "../config/secrets.js";
-import type { ComponentRegistry } from "../trainers/lifecycle/components.js";
+import type { ComponentRegistry } from "../components/registry.js";
 import type { DistributedContext } from "./context.js";
 import { nativeModuleOf } from "../models/native-module.js";
 

@@ -7,7 +7,7 @@
 import { CausalLM, DROPOUT_STREAM } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
 import { nativeModuleOf, type NativeModule } from "../models/native-module.js";
-import type { Component, ComponentRegistry } from "../trainers/lifecycle/components.js";
+import type { Component, ComponentRegistry } from "../components/registry.js";
 import type { TrainingStage } from "../trainers/lifecycle/stage-host.js";
 import { DistributedContext } from "./context.js";
 import { readDistributedEnvironment } from "./environment.js";

@@ -1,7 +1,7 @@
 // Starting real ranks on loopback for the data-parallel tests: a free port, the torchrun variables, one thread each,
 // and a registry of every child so that afterAll can kill whatever is left.
 import { spawn, type ChildProcess } from "node:child_process";
-import { freeLoopbackPort } from "../../src/dist/local-ranks.js";
+import { freeLoopbackPort } from "../../src/distributed/local-ranks.js";
 
 const children = new Set<ChildProcess>();
 

@@ -7,8 +7,8 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { splitPassthrough, type Command } from "../../src/cli/args.js";
 import { checkLaunchOptions, parseMaster } from "../../src/cli/launch.js";
-import { threadsPerRank } from "../../src/dist/local-ranks.js";
-import { readDistributedEnvironment } from "../../src/dist/environment.js";
+import { threadsPerRank } from "../../src/distributed/local-ranks.js";
+import { readDistributedEnvironment } from "../../src/distributed/environment.js";
 
 const cli = path.join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
 const dir = mkdtempSync(path.join(tmpdir(), "comlrl-launch-"));
