@@ -63,7 +63,22 @@ export type { ProgressFields } from "./logging/progress.js";
 
 export { loadDataset, streamDataset, datasetSplits, parseSplit, sliceRange, findSplitFiles, SplitError, DataFilesError, DataFileError, type LoadDatasetOptions, type SplitSlice, type SplitFiles } from "./data/index.js";
 export { loadTrainConfig, trainConfigFromObject, type TrainFileConfig, type TrainConfigOptions } from "./cli/config-file.js";
-export { registerTrainer, trainerDefinition, trainerDefinitions, trainerSections, type CriticNeeds, type FileCritics, type FileRun, type TrainerDefinition } from "./trainers/builtins.js";
+export {
+  registerTrainer,
+  rlAlgorithms,
+  trainerDefinition,
+  trainerDefinitions,
+  trainerSections,
+  type CriticNeeds,
+  type FileCritics,
+  type FileRun,
+  type RLBackEnd,
+  type RLPhaseActorExtras,
+  type RLPhaseCritics,
+  type RLPhaseLearner,
+  type RLPhaseSetUp,
+  type TrainerDefinition,
+} from "./trainers/builtins.js";
 
 export { getTask, listTasks, registerTask, type TaskDefinition, type DatasetOptions, type ChatTemplate } from "./tasks/registry.js";
 export type { TaskEntry } from "./tasks/task.js";

@@ -7,9 +7,11 @@ import { MADPOIterTrainer } from "./preference/iterative/madpo-iter.js";
 import { MARLHFIterTrainer } from "./preference/iterative/marlhf-iter.js";
 import { MADPOTrainer } from "./preference/madpo.js";
 import { MARLHFTrainer } from "./preference/marlhf.js";
+import { checkRLPhase } from "./preference/rl-phase.js";
 import { registerTrainer } from "./registry.js";
 
-export { registerTrainer, trainerDefinition, trainerDefinitions, trainerSections, type CriticNeeds, type FileCritics, type FileRun, type TrainerDefinition } from "./registry.js";
+export { registerTrainer, rlAlgorithms, trainerDefinition, trainerDefinitions, trainerSections, type CriticNeeds, type FileCritics, type FileRun, type TrainerDefinition } from "./registry.js";
+export type { RLBackEnd, RLPhaseActorExtras, RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp } from "./rl-back-end.js";
 
 /** Preference trainers train one actor for every role under centralized collaboration. */
 const centralized = (config: { collaborationMode: string }) => config.collaborationMode === "centralized";
@@ -30,7 +32,7 @@ registerTrainer<MARLHFConfig>({
   trainer: MARLHFTrainer,
   configName: "MARLHFConfig",
   fields: MARLHF_FIELDS,
-  config: marlhfConfig,
+  config: (input, options) => checkRLPhase(marlhfConfig(input, options), "MARLHFConfig", {}, options),
   centralized,
   critics: rlPhaseCritics,
   create: (run, config, critics) => MARLHFTrainer.create({ ...run, config, ...critics }),
@@ -49,7 +51,7 @@ registerTrainer<MARLHFIterConfig>({
   trainer: MARLHFIterTrainer,
   configName: "MARLHFIterConfig",
   fields: MARLHF_ITER_FIELDS,
-  config: marlhfIterConfig,
+  config: (input, options) => checkRLPhase(marlhfIterConfig(input, options), "MARLHFIterConfig", {}, options),
   centralized,
   critics: rlPhaseCritics,
   create: (run, config, critics) => MARLHFIterTrainer.create({ ...run, config, ...critics }),

@@ -1,13 +1,14 @@
 // The trainer registry: one definition per algorithm — the section a config file names it by, its class, its config
 // builder and field specs, how a config file's run builds it, which critics it takes — registered once, the way
 // tasks are (tasks/registry.ts). The CLI, config files, docs generator, bench and test tables read it;
-// builtins.ts registers the built-in trainers. docs/adding-a-trainer.md walks through adding one.
+// builtins.ts registers the built-in trainers. An entry with an RL back-end (rl-back-end.ts) is also a choice of
+// MARLHF's rlAlgorithm. docs/adding-a-trainer.md walks through adding one.
 import type { ConfigSource } from "../config/magrpo.js";
-import type { FieldSpec } from "../config/fields.js";
-import { closestField } from "../config/fields.js";
+import { closestField, ConfigError, type FieldSpec } from "../config/fields.js";
 import type { WandbConfig } from "../logging/wandb.js";
 import type { ExternalTransition, Formatter, Item, RewardFunction, RewardProcessor } from "../rollout/types.js";
 import type { LifecycleConfig, Trainer } from "./lifecycle/trainer.js";
+import type { RLBackEnd } from "./rl-back-end.js";
 
 /** What a config file's run hands every trainer's create (docs/cli.md): the agents' model directories and the task. */
 export interface FileRun {
@@ -56,6 +57,8 @@ export interface TrainerDefinition<C extends LifecycleConfig = LifecycleConfig> 
   readonly critics?: CriticNeeds<C>;
   /** Whether the config trains one actor for every role (the file's one model then loads once). */
   centralized?(config: C): boolean;
+  /** Present when its learner can be MARLHF's RL phase (rlAlgorithm: this section). */
+  readonly rlBackEnd?: RLBackEnd;
   /** Another trainer's section that selects this one when `when` holds of its body (magrpo with collaboration_mode centralized). */
   readonly selectedBy?: { readonly section: string; when(body: Readonly<Record<string, unknown>>): boolean };
 }
@@ -86,4 +89,17 @@ export function trainerDefinition(section: string): TrainerDefinition {
     throw new Error(`unknown trainer "${section}"${suggestion ? ` (did you mean "${suggestion}"?)` : ""}; known trainers: ${trainerSections().join(", ")}`);
   }
   return definition;
+}
+
+/** The sections of the registered trainers whose learner can be MARLHF's RL phase: the values of rlAlgorithm. */
+export function rlAlgorithms(): string[] {
+  return trainerDefinitions().flatMap((definition) => (definition.rlBackEnd ? [definition.section] : []));
+}
+
+/** The RL back-end rlAlgorithm names; another name is a ConfigError naming `configName`.rlAlgorithm and the choices. */
+export function rlBackEnd(rlAlgorithm: string, configName: string, options: ConfigSource = {}): RLBackEnd {
+  const backEnd = registry.get(rlAlgorithm)?.rlBackEnd;
+  if (backEnd !== undefined) return backEnd;
+  const prefix = options.source === undefined ? "" : `${options.source}: `;
+  throw new ConfigError(`${prefix}${configName}.rlAlgorithm must be one of ${rlAlgorithms().map((name) => `"${name}"`).join(", ")} (a trainer with an RL back-end), got ${JSON.stringify(rlAlgorithm)}`, "rlAlgorithm");
 }
