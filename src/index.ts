@@ -62,7 +62,23 @@ export { writeLineChartSvg, type LineChartOptions, type LineSeries, type Referen
 export type { ProgressFields } from "./logging/progress.js";
 
 export { loadDataset, streamDataset, datasetSplits, parseSplit, sliceRange, findSplitFiles, SplitError, DataFilesError, DataFileError, type LoadDatasetOptions, type SplitSlice, type SplitFiles } from "./data/index.js";
-export { loadTrainConfig, trainConfigFromObject, type TrainFileConfig, type TrainConfigOptions } from "./config/file-sections.js";
+export { loadTrainConfig, trainConfigFromObject, type TrainFileConfig, type TrainConfigOptions } from "./cli/config-file.js";
+export {
+  registerTrainer,
+  rlAlgorithms,
+  trainerDefinition,
+  trainerDefinitions,
+  trainerSections,
+  type CriticNeeds,
+  type FileCritics,
+  type FileRun,
+  type RLBackEnd,
+  type RLPhaseActorExtras,
+  type RLPhaseCritics,
+  type RLPhaseLearner,
+  type RLPhaseSetUp,
+  type TrainerDefinition,
+} from "./trainers/builtins.js";
 
 export { getTask, listTasks, registerTask, type TaskDefinition, type DatasetOptions, type ChatTemplate } from "./tasks/registry.js";
 export type { TaskEntry } from "./tasks/task.js";

@@ -13,8 +13,11 @@ const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OB
 export type CollaborationMode = "decentralized" | "centralized";
 /** Order in which an item's preference pairs are kept: largest reward gap first, all, or random. */
 export type PairSelection = "reward_gap" | "all" | "random";
-/** The algorithm of MARLHF's RL phase. */
-export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
+/**
+ * The algorithm of MARLHF's RL phase: the section of a registered trainer with an RL back-end (rlAlgorithms() lists
+ * them; the trainer checks the name when it is created).
+ */
+export type RLAlgorithm = string;
 
 /**
  * MADPO's fields. numTrainEpochs counts passes over the pairs (MARLHF: over the train items in its RL phase). The
@@ -171,7 +174,15 @@ function singleDevice() {
 
 export const MARLHF_FIELDS = {
   ...MADPO_FIELDS,
-  rlAlgorithm: oneOf(["magrpo", "mareinforce", "maremax", "marloo", "maac", "iac"], { default: "magrpo", aliases: { mareforce: "mareinforce" } }),
+  rlAlgorithm: field<RLAlgorithm>(
+    (raw) => {
+      if (typeof raw !== "string" || raw.trim() === "") reject('must name a trainer with an RL back-end, e.g. "magrpo"');
+      const name = raw.trim().toLowerCase();
+      return name === "mareforce" ? "mareinforce" : name;
+    },
+    "magrpo",
+    'the section of a trainer with an RL back-end (rlAlgorithms(); "mareforce" is read as "mareinforce")',
+  ),
   // ≥ 2 for the MAGRPO family is checked together with rlAlgorithm.
   numGenerations: int({ default: 4, min: 1 }),
   advantageMode: withDefault(nullable(MADPO_FIELDS.advantageMode), null),

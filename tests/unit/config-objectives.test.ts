@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, magrpoConfig, marlhfConfig, marlhfIterConfig } from "../../src/config/index.js";
-import { loadTrainConfig } from "../../src/config/file-sections.js";
+import { loadTrainConfig } from "../../src/cli/config-file.js";
 
 const fails = (input: Record<string, unknown>, field: string, message: RegExp, build: (input: never) => unknown = magrpoConfig) => {
   let error: unknown;

@@ -84,7 +84,6 @@ describe("MARLHFConfig", () => {
   });
 
   it.each([
-    [{ rlAlgorithm: "ppo" }, /rlAlgorithm must be one of/],
     [{ rewardLearningRate: 0 }, /rewardLearningRate must be > 0/],
     [{ rewardNumTrainEpochs: 0 }, /rewardNumTrainEpochs must be ≥ 1/],
     [{ rewardTrainBatchSize: -1 }, /rewardTrainBatchSize must be ≥ 1/],

@@ -22,7 +22,7 @@ export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {
   readonly algorithm = "IAC";
 
-  protected comlrlRunConfig(): Record<string, unknown> {
+  protected override comlrlRunConfig(): Record<string, unknown> {
     return iacRunConfig(this.config);
   }
 

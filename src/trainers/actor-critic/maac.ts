@@ -59,7 +59,7 @@ function headHiddenDim(options: MAACTrainerOptions): number | null {
 export class MAACTrainer extends ActorCriticTrainer<MAACConfig, MAACLearner> {
   readonly algorithm = "MAAC";
 
-  protected comlrlRunConfig(): Record<string, unknown> {
+  protected override comlrlRunConfig(): Record<string, unknown> {
     return maacRunConfig(this.config);
   }
 

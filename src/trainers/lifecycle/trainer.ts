@@ -524,8 +524,13 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     return { ...this.comlrlRunConfig(), [OURS_RUN_CONFIG_KEY]: { trainer: this.algorithm, ...(this.config as object) } };
   }
 
-  /** The keys CoMLRL's trainer of this algorithm logs (its _init_wandb), from our config (see logging/run-config.ts). */
-  protected abstract comlrlRunConfig(): Record<string, unknown>;
+  /**
+   * The keys CoMLRL's trainer of this algorithm logs (its _init_wandb), from our config (see logging/run-config.ts).
+   * None for an algorithm CoMLRL does not have: its run config is then ours alone, under OURS_RUN_CONFIG_KEY.
+   */
+  protected comlrlRunConfig(): Record<string, unknown> {
+    return {};
+  }
 
   /** Logs one optimizer step of a component (nanochat-style: loss, gradient norm, learning rate, every step). */
   private recordUpdate(component: string, update: UpdateRecord): void {

@@ -87,7 +87,7 @@ export abstract class PreferenceTrainer<C extends PreferenceBaseConfig, O extend
   }
 
   // CoMLRL's preference trainers inherit MAGRPO's _init_wandb; its actor count is theirs (one when centralized).
-  protected comlrlRunConfig(): Record<string, unknown> {
+  protected override comlrlRunConfig(): Record<string, unknown> {
     const c = this.config;
     return {
       ...magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: c }),

@@ -9,14 +9,14 @@ import type { ComponentRegistry } from "../../components/registry.js";
 import type { StageHost, TrainingStage, TrainProgress } from "../lifecycle/stage-host.js";
 import type { PreferencePairs } from "./pairs.js";
 import { RewardModelTraining } from "./reward-model-stage.js";
-import { backEndRenewal, buildRLLearner, type CriticOptions, type RLLearner, type RLPhaseSetUp, type RlhfConfig } from "./rl-phase.js";
+import { backEndRenewal, buildRLLearner, type RLPhaseCritics, type RLPhaseLearner, type RLPhaseSetUp, type RlhfConfig } from "./rl-phase.js";
 import type { PreferenceActors } from "./setup.js";
 
 export interface RlhfSetUp {
   config: RlhfConfig;
   actors: PreferenceActors;
   preferences: PreferencePairs;
-  critics: CriticOptions;
+  critics: RLPhaseCritics;
   options: RLPhaseSetUp["options"];
   host: StageHost;
   registry: ComponentRegistry;
@@ -26,7 +26,7 @@ export interface RlhfSetUp {
 export class RlhfPhases {
   private constructor(
     readonly rewardModel: RewardModelTraining,
-    readonly rl: RLLearner,
+    readonly rl: RLPhaseLearner,
     /** The task's environment with the reward model as its reward: where the RL phase's rollouts run. */
     readonly rewardEnvironment: RolloutEnvironment,
     private readonly progress: TrainProgress,

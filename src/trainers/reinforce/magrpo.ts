@@ -51,7 +51,7 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
     super(config, options, outputDir, (host) => new MAGRPOLearner(config, agents, options, environment, host));
   }
 
-  protected comlrlRunConfig(): Record<string, unknown> {
+  protected override comlrlRunConfig(): Record<string, unknown> {
     return magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: this.config });
   }
 
