@@ -99,7 +99,7 @@ export interface RLPhaseSetUp {
   /** Where the learner's rollouts run: MARLHF's reward-model environment. */
   environment: RolloutEnvironment;
   critics: CriticOptions;
-  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "scoring" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null };
+  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null };
   /** The trainer the learner runs inside; its registry takes the critics. */
   host: StageHost;
   registry: ComponentRegistry;
@@ -116,7 +116,7 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
   const environment = { ...setUp.environment };
   const options = { rewardFunc: environment.rewardFunc, ...setUp.options };
   if (c.rlAlgorithm === "iac") {
-    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
+    const derived = { numAgents: n, numIterations: c.rlNumIterations, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
     const iac = iacConfig(rlPhaseInput<IACConfigInput>(IAC_FIELDS, c, derived));
     const sources = iac.useSeparateCritic ? criticSources(c, setUp.critics, actors.sources, n) : (refuseCriticSources(setUp.critics), []);
     const critics = await loadIACCritics(iac, actors, sources);
@@ -130,7 +130,7 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
       throw new RangeError(`MARLHF: criticDevices must name one device with rlAlgorithm "maac" (its one centralized critic), got ${given.length}: ${given.join(", ")}`);
     }
     // Under "mp" the centralized critic takes one device (§10.16): criticDevices, else agent 0's.
-    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (given ?? actors.placement.agentDevices[0]) : given };
+    const derived = { numAgents: n, numIterations: c.rlNumIterations, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (given ?? actors.placement.agentDevices[0]) : given };
     const maac = maacConfig(rlPhaseInput<MAACConfigInput>(MAAC_FIELDS, c, derived));
     const [source] = criticSources(c, setUp.critics, actors.sources, 1);
     const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
