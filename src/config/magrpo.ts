@@ -51,7 +51,7 @@ export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig
    * (ours) Take each agent's AdamW step inside its backward, each parameter as soon as its gradient is complete, so
    * that an agent's gradients never all exist at once (docs/memory.md). The same update, bit for bit; it applies where
    * a step is one backward with nothing between it and the step: maxGradNorm null, one process (no data parallelism)
-   * and batched scoring. Elsewhere the step follows the backward.
+   * and a model no other agent shares. Elsewhere the step follows the backward.
    */
   readonly stepInBackward: boolean;
 }

@@ -184,7 +184,7 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
    * completion is the row CoMLRL scores (a row left empty scores nothing there either). Centralized MAGRPO there
    * scores every joint token up to EOS, as "exact" does.
    */
-  protected policyRows(minibatch: NodeSample[], agent: Agent): PolicyRow[] {
+  private policyRows(minibatch: NodeSample[], agent: Agent): PolicyRow[] {
     const comlrlRows = this.config.tokenAccounting === "comlrl" && (this.config as Partial<CentralizedMAGRPOConfig>).collaborationMode !== "centralized";
     return minibatch.flatMap((sample, group) => {
       const a = this.advantages.get(sample)!;
