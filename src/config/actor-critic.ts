@@ -4,12 +4,17 @@ import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, float, int, nullable, oneOf, type Fail, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, type GroupConfig } from "./groups.js";
 import type { ConfigSource } from "./magrpo.js";
+import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type AgentObjective, type ObjectiveConfig } from "./objectives.js";
 
 /** What a critic reads: "v" the prompt alone (V(h)), "q" prompt and completion (Q(h, a)). */
 export type CriticType = "v" | "q";
 
-/** The fields IAC and MAAC share (CoMLRL's IACConfig / MAACConfig); see docs/actor-critic.md for every default. */
-export interface ActorCriticConfig extends GroupConfig {
+/**
+ * The fields IAC and MAAC share (CoMLRL's IACConfig / MAACConfig); see docs/actor-critic.md for every default. The
+ * actors' loss is an objective of the MAGRPO family (docs/objectives.md) over the critic's advantages: CoMLRL's own
+ * ("comlrl", the default) or a clipped-ratio one, with numIterations passes per rollout.
+ */
+export interface ActorCriticConfig extends GroupConfig, Omit<ObjectiveConfig, keyof typeof ACTOR_OBJECTIVE_DEFAULTS> {
   /** Passes over the train dataset. */
   readonly numTrainEpochs: number;
   /** AdamW learning rate of every actor. */
@@ -40,6 +45,8 @@ export interface ActorCriticConfig extends GroupConfig {
   readonly criticType: CriticType;
   /** Devices of the critics; null = their agents' devices (MAAC: agent 0's). */
   readonly criticDevices: DeviceSpec | null;
+  /** (ours) Each actor's objective, resolved from the objective fields (docs/objectives.md). */
+  readonly objectives: readonly AgentObjective[];
 }
 
 /** IAC's config: ActorCriticConfig plus the critics' form (separate critic LMs or value heads on the actors). */
@@ -57,11 +64,27 @@ export interface IACConfig extends ActorCriticConfig {
 /** MAAC's config: the shared actor-critic fields; its one centralized critic is stepped in every agent's update. */
 export type MAACConfig = ActorCriticConfig;
 
-type Settable<C> = { readonly [K in keyof C]: K extends "trainBatchSize" | "criticLearningRate" ? number | null : C[K] };
+type Settable<C> = { readonly [K in Exclude<keyof C, "objectives">]: K extends "trainBatchSize" | "criticLearningRate" ? number | null : C[K] };
 /** What iacConfig accepts: any subset of IACConfig (trainBatchSize / criticLearningRate null = derived). */
 export type IACConfigInput = Partial<Settable<IACConfig>>;
 /** What maacConfig accepts: any subset of MAACConfig. */
 export type MAACConfigInput = Partial<Settable<MAACConfig>>;
+
+/**
+ * What an actor's objective takes of a MAGRPO-family objective's: the critic's advantage leaves no group to scale,
+ * filter or group by, and the reference KL is in the reward the critic learns (so the KL-in-the-loss fields go too).
+ */
+const {
+  scaleRewards: _scaleRewards,
+  zeroVarianceFilter: _zeroVarianceFilter,
+  advantageGrouping: _advantageGrouping,
+  klIn: _klIn,
+  klEstimator: _klEstimator,
+  useBiasCorrectionKl: _useBiasCorrectionKl,
+  ...ACTOR_OBJECTIVE_FIELDS
+} = OBJECTIVE_FIELDS;
+/** The fields an actor's objective leaves out, at their MAGRPO defaults. */
+const ACTOR_OBJECTIVE_DEFAULTS = { scaleRewards: null, zeroVarianceFilter: null, advantageGrouping: "joint", klIn: "reward", klEstimator: "k3", useBiasCorrectionKl: true } as const;
 
 const COMMON_FIELDS = {
   ...GROUP_FIELDS,
@@ -84,6 +107,7 @@ const COMMON_FIELDS = {
   advantageNormalization: bool({ default: true }),
   criticType: oneOf(["v", "q"], { default: "v" }),
   criticDevices: deviceSpec(),
+  ...ACTOR_OBJECTIVE_FIELDS,
 };
 
 /** IAC's and MAAC's fields (MARLHF's actor-critic RL phase builds its config from the same names). */
@@ -97,6 +121,7 @@ export const IAC_FIELDS = {
 
 export const MAAC_FIELDS = { ...COMMON_FIELDS, criticLearningRate: float({ default: 5e-6, min: 0 }) };
 
+
 function resolveCommon<V extends ValuesOf<typeof COMMON_FIELDS>>(values: V, fail: Fail<typeof COMMON_FIELDS>, criticsNeedDevices: boolean) {
   if (values.numTurns > 1 && values.numGenerations !== 1) fail("numGenerations", `must be 1 when numTurns > 1 (multi-turn actor-critic follows one trajectory), got ${values.numGenerations}`);
   if (values.parallelTraining === "mp") {
@@ -107,28 +132,38 @@ function resolveCommon<V extends ValuesOf<typeof COMMON_FIELDS>>(values: V, fail
     ...values,
     trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize,
     criticLearningRate: values.criticLearningRate ?? values.agentLearningRate,
+    objectives: agentObjectives({ ...values, ...ACTOR_OBJECTIVE_DEFAULTS }, values.numAgents, fail as (field: string, reason: string) => never),
   };
 }
 
 /** Builds a validated IAC config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
 export function iacConfig(input?: IACConfigInput, options: ConfigSource = {}): IACConfig {
-  return buildConfig(IAC_FIELDS, input, {
-    configName: "IACConfig",
-    source: options.source,
-    finish: (values, fail) => resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, values.useSeparateCritic),
-  });
+  return rebuildObjectives(input, "IACConfig", options.source, (rest) =>
+    buildConfig(IAC_FIELDS, rest as IACConfigInput | undefined, {
+      configName: "IACConfig",
+      source: options.source,
+      finish: (values, fail) => {
+        // A value head on the actor trains in CoMLRL's one actor-critic backward, which has no other policy loss.
+        if (!values.useSeparateCritic && [values.lossType].flat().some((t) => t !== "comlrl")) fail("lossType", "needs separate critics (useSeparateCritic true)");
+        if (!values.useSeparateCritic && [values.maskTruncatedCompletions].flat().some(Boolean)) fail("maskTruncatedCompletions", "needs separate critics (useSeparateCritic true)");
+        return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, values.useSeparateCritic);
+      },
+    }),
+  );
 }
 
 /** Builds a validated MAAC config with CoMLRL's defaults; criticDevices names at most one device. */
 export function maacConfig(input?: MAACConfigInput, options: ConfigSource = {}): MAACConfig {
-  return buildConfig(MAAC_FIELDS, input, {
-    configName: "MAACConfig",
-    source: options.source,
-    finish: (values, fail) => {
-      if (Array.isArray(values.criticDevices) && values.criticDevices.length > 1) {
-        fail("criticDevices", `must name one device: MAAC has one centralized critic, got ${values.criticDevices.length}`);
-      }
-      return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, true);
-    },
-  });
+  return rebuildObjectives(input, "MAACConfig", options.source, (rest) =>
+    buildConfig(MAAC_FIELDS, rest as MAACConfigInput | undefined, {
+      configName: "MAACConfig",
+      source: options.source,
+      finish: (values, fail) => {
+        if (Array.isArray(values.criticDevices) && values.criticDevices.length > 1) {
+          fail("criticDevices", `must name one device: MAAC has one centralized critic, got ${values.criticDevices.length}`);
+        }
+        return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, true);
+      },
+    }),
+  );
 }

@@ -145,11 +145,6 @@ export class Agent implements RolloutPolicy {
     readonly evalSampling: SamplingSettings = sampling,
   ) {}
 
-  /** Whether training samples record their tokens' log-probs (a clipped-ratio objective reads them). */
-  recordLogprobs = false;
-  /** Optimizer steps taken, so that a rollout's log-probs know whether the parameters have moved since. */
-  updates = 0;
-
   /**
    * What every optimizer step of the policy alone names (a StepRequest's part): component agent_i, its optimizer, its
    * gradients to drop.
@@ -159,8 +154,11 @@ export class Agent implements RolloutPolicy {
     return { component: `agent_${this.index}`, optimizer: this.optimizer, zeroGrad: () => this.model.zeroGrad() };
   }
 
-  /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
-  async sample(prompts: string[], k: number, stream = TRAINING_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
+  /**
+   * K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). With
+   * `recordAtPolicyStep`, the tokens' log-probs are recorded too, stamped with that count of the policy's steps.
+   */
+  async sample(prompts: string[], k: number, stream = TRAINING_STREAM, sampling = this.sampling, recordAtPolicyStep?: number): Promise<SampledCompletions> {
     const limit = promptTokenLimit(this.model.config.maxPositionEmbeddings, this.tokenizer, sampling);
     const promptIds = prompts.map((p) => boundPrompt(this.tokenizer.encode(p), p, limit, sampling.promptOverflow, this.tokenizer.truncationSide));
     const generation = await this.model.generate(promptIds, {
@@ -174,14 +172,14 @@ export class Agent implements RolloutPolicy {
       repetitionPenalty: sampling.repetitionPenalty,
       eosTokenIds: this.tokenizer.eosTokenIds,
       padTokenId: this.tokenizer.padTokenId,
-      returnLogprobs: this.recordLogprobs && stream === TRAINING_STREAM,
+      returnLogprobs: recordAtPolicyStep !== undefined,
     });
     const ofPrompt = <T>(rows: T[], p: number) => rows.slice(p * k, (p + 1) * k);
     const completionIds = prompts.map((_, p) => ofPrompt(generation.completions, p));
     const texts = completionIds.map((row) => row.map((ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true })));
     const { logprobs, processedLogprobs } = generation;
-    if (!logprobs || !processedLogprobs) return { promptIds, completionIds, texts };
-    const recorded = prompts.map((_, p) => ({ policy: ofPrompt(logprobs, p), processed: ofPrompt(processedLogprobs, p), updates: this.updates }));
+    if (!logprobs || !processedLogprobs || recordAtPolicyStep === undefined) return { promptIds, completionIds, texts };
+    const recorded = prompts.map((_, p) => ({ policy: ofPrompt(logprobs, p), processed: ofPrompt(processedLogprobs, p), updates: recordAtPolicyStep }));
     return { promptIds, completionIds, texts, logprobs: recorded };
   }
 

@@ -64,7 +64,7 @@ const IAC_BACK_END: RLBackEnd = {
   learner: async ({ config: c, actors, critics: given, environment, options, host, registry }) => {
     const n = actors.agents.length;
     const criticDevices = c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices;
-    const iac = iacConfig(learnerConfigInput(IAC_FIELDS, c, { numAgents: n, criticLearningRate: criticLearningRate(c), criticDevices }));
+    const iac = iacConfig(learnerConfigInput(IAC_FIELDS, c, { numAgents: n, numIterations: c.rlNumIterations, criticLearningRate: criticLearningRate(c), criticDevices }));
     const sources = !iac.useSeparateCritic ? (refuseCriticSources(given), []) : criticSourceGiven(given) ? resolveSeparateCriticSources(given, n) : defaultCriticSources(c, actors.sources, n);
     const learner = new IACLearner(iac, actors.agents, await loadIACCritics(iac, actors, sources), { rewardFunc: environment.rewardFunc, ...options }, environment, host);
     registerCritics(registry, learner.critics, (i) => `agent_${i}/critic`, (i) => `agent_${i}/critic`);
@@ -82,7 +82,7 @@ const MAAC_BACK_END: RLBackEnd = {
     }
     // Under "mp" the centralized critic takes one device (§10.16): criticDevices, else agent 0's.
     const criticDevices = c.parallelTraining === "mp" ? (c.criticDevices ?? actors.placement.agentDevices[0]) : c.criticDevices;
-    const maac = maacConfig(learnerConfigInput(MAAC_FIELDS, c, { numAgents: actors.agents.length, criticLearningRate: criticLearningRate(c), criticDevices }));
+    const maac = maacConfig(learnerConfigInput(MAAC_FIELDS, c, { numAgents: actors.agents.length, numIterations: c.rlNumIterations, criticLearningRate: criticLearningRate(c), criticDevices }));
     const [source] = criticSourceGiven(given) ? [resolveCentralCriticSource(given)] : defaultCriticSources(c, actors.sources, 1);
     const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
     const learner = new MAACLearner(maac, actors.agents, critic, { rewardFunc: environment.rewardFunc, ...options }, environment, host);

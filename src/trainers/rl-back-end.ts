@@ -29,7 +29,7 @@ export interface RLPhaseSetUp {
   /** Where the learner's rollouts run: MARLHF's reward-model environment. */
   environment: RolloutEnvironment;
   critics: RLPhaseCritics;
-  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "scoring" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null };
+  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null };
   /** The trainer the learner runs inside; its registry takes the critics. */
   host: StageHost;
   registry: ComponentRegistry;

@@ -54,7 +54,6 @@ describe("guards", () => {
   it("refuses unknown options with the nearest valid name, and bad enum-like options", async () => {
     await expect(MAGRPOTrainer.create({ ...options(), formatter: () => "x" } as never)).rejects.toThrow(/has no option "formatter" \(did you mean "formatters"\?\)/);
     await expect(MAGRPOTrainer.create(options({ rewardBatching: "perNode" as never }))).rejects.toThrow(/rewardBatching must be one of "node", "jointAction", got "perNode"/);
-    await expect(MAGRPOTrainer.create(options({ scoring: "fast" as never }))).rejects.toThrow(/scoring must be one of "batched", "perCompletion"/);
   });
 
   it("refuses a second train() while one runs, and bad train() options", async () => {

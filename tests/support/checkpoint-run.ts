@@ -41,7 +41,7 @@ const magrpoFamily = (create: (o: MAGRPOTrainerOptions) => Promise<MAGRPOTrainer
 // pairs each; evaluation every 2 steps, whose task-reward calls the killed child slows, so it cannot outrun the kill.
 const preference = <T extends Trainer & { agents: { model: MAGRPOTrainer["agents"][number]["model"] }[] }>(kind: "MADPO" | "MARLHF", create: (o: never) => Promise<T>) => async (o: MAGRPOTrainerOptions) => {
   const { numGenerations, ...config } = o.config as Record<string, unknown>;
-  const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
+  const { rewardBatching: _batching, sampleLogInterval: _log, ...task } = o;
   const trainer = await create({
     ...task,
     evalDataset: coverVowelsDataset(2),
@@ -52,7 +52,7 @@ const preference = <T extends Trainer & { agents: { model: MAGRPOTrainer["agents
 
 // Actor-critic trainers take the suite's tokenizer explicitly (agents are given) and every weight includes the critics'.
 const actorCritic = (create: (o: IACTrainerOptions) => Promise<IACTrainer | MAACTrainer>) => async (o: MAGRPOTrainerOptions) => {
-  const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
+  const { rewardBatching: _batching, sampleLogInterval: _log, ...task } = o;
   const { ComlrlTokenizer } = await import("../../src/models/tokenizer.js");
   const trainer = await create({ ...task, tokenizer: await ComlrlTokenizer.fromDirectory(o.agents![0] as string), config: { ...(o.config as object), criticLearningRate: 2e-3 } } as never);
   const lms = [...trainer.agents.map((a) => a.model), ...trainer.critics.map((c) => c.model)];

@@ -233,6 +233,7 @@ describe("MAGRPOConfig enums", () => {
     const objective = configError(() => magrpoConfig({ tokenAccounting: "comlrl", lossType: "dapo" }));
     expect(objective.field).toBe("tokenAccounting");
     expect(objective.message).toContain('lossType "dapo" needs tokenAccounting "exact"');
+    expect(() => magrpoConfig({ tokenAccounting: "comlrl", maskTruncatedCompletions: true })).toThrow(/MAGRPOConfig\.tokenAccounting "comlrl" scores CoMLRL's rows, which maskTruncatedCompletions cannot tell truncated/);
     expect(marlhfConfig({ tokenAccounting: "comlrl" }).tokenAccounting).toBe("comlrl");
     const backEnd = configError(() => marlhfConfig({ tokenAccounting: "comlrl", rlAlgorithm: "iac" }));
     expect(backEnd.field).toBe("tokenAccounting");

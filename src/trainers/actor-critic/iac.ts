@@ -90,11 +90,10 @@ export class IACLearner extends ActorCriticLearner<IACConfig> {
 
   protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
     const c = this.config;
-    const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
     const name = `agent_${agent.index}`;
     const head = agent.valueHead;
     if (!head) {
-      await this.actorStep(step, agent, minibatch, weights);
+      await this.actorStep(step, agent, minibatch, advantages);
       await this.criticStep(step, agent, minibatch, this.critics[agent.index], `${name}/critic`, c.criticType);
       return;
     }
@@ -102,7 +101,7 @@ export class IACLearner extends ActorCriticLearner<IACConfig> {
     const backward = async () => {
       if (minibatch.length === 0) return 0;
       const result = await head.actorCriticBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), {
-        advantages: weights,
+        advantages: Float32Array.from(advantages, (a) => a / minibatch.length),
         targets: Float32Array.from(minibatch, (s) => s.target),
         valueLossCoef: c.valueLossCoef,
         readout: c.criticType,

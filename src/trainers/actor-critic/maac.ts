@@ -143,7 +143,7 @@ export class MAACLearner extends ActorCriticLearner<MAACConfig> {
   }
 
   protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
-    await this.actorStep(step, agent, minibatch, Float32Array.from(advantages, (a) => a / minibatch.length));
+    await this.actorStep(step, agent, minibatch, advantages);
     await this.criticStep(step, agent, minibatch, this.critics[0], "critic", "v");
   }
 }

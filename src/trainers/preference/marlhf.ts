@@ -127,7 +127,6 @@ export function rlhfSetUp(
     critics: { criticModel: options.criticModel, critics: options.critics },
     options: {
       rewardBatching: options.rewardBatching,
-      scoring: options.scoring,
       sampleLogInterval: options.sampleLogInterval,
       trainDataset: options.trainDataset,
       evalDataset: options.evalDataset ?? null,
