@@ -6,7 +6,6 @@ import { DistributedEnvironmentError, readDistributedEnvironment } from "../dist
 import { checkTask } from "./actors.js";
 import { disposeAgents, type Agent, type ModelSource } from "./agents.js";
 import type { LifecycleConfig, Trainer } from "./lifecycle/trainer.js";
-import { checkRunMemory } from "./memory-check.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** What construction needs of the loaded actors to free them. */
@@ -22,7 +21,7 @@ export interface Construction<T extends Trainer, A extends LoadedActors> {
   config: LifecycleConfig & { numTurns: number };
   /** Checks of the algorithm's own beside the task's and the environment's, before anything is loaded. */
   check?(): void;
-  /** Loads the actors (freeing what it loaded when it fails). */
+  /** Plans the placement, checks the memory and loads the actors (setUpActors; freeing what it loaded when it fails). */
   load(): Promise<A>;
   /** The trainer around the actors; may load what the constructor takes (critics), freeing it when it fails. */
   make(actors: A): T | Promise<T>;
@@ -45,7 +44,6 @@ export async function construct<T extends Trainer, A extends LoadedActors>(steps
   checkTask(steps.options, steps.config, steps.algorithm);
   steps.check?.();
   checkEnvironment(steps.options, steps.config);
-  await checkRunMemory(steps.options, steps.config);
   const actors = await steps.load();
   let trainer: T;
   try {

@@ -6,8 +6,6 @@ import { CausalLM, type Dtype } from "../../models/causal-lm.js";
 import { Optimizer, type AdamWOptions } from "../../models/optimizer.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { ValueHead } from "../../models/value-head.js";
-import { resolveDevices, type DeviceSpec } from "../../config/index.js";
-import { runtimeInfo } from "../../runtime.js";
 import { AgentResolutionError, resolveModelSources, type ModelSource } from "../agents.js";
 import type { ComponentRegistry } from "../../components/registry.js";
 import { causalLMModule, valueHeadModule } from "../../models/components.js";
@@ -60,19 +58,10 @@ export function resolveCentralCriticSource(options: CriticSourceOptions): ModelS
   return criticSources(options, 1, "1 critic (MAAC has one centralized critic)")[0];
 }
 
-/**
- * The critics' devices (COMLRL-SPEC §5.4): with "mp", criticDevices (default: the agents' devices) one per critic;
- * otherwise everything shares the agents' one device.
- */
-export function criticDevices(config: { parallelTraining: "none" | "mp" | "ddp"; criticDevices: DeviceSpec | null }, agentDevices: readonly string[], count: number): string[] {
-  if (config.parallelTraining !== "mp") return Array(count).fill(agentDevices[0]);
-  const info = runtimeInfo();
-  return resolveDevices(config.criticDevices ?? [...agentDevices].slice(0, count), count, "criticDevices", { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount });
-}
-
 export interface LoadCriticsOptions {
-  sources: ModelSource[];
-  devices: string[];
+  sources: readonly ModelSource[];
+  /** One per critic, as the placement plan gives them. */
+  devices: readonly string[];
   dtype: Dtype;
   seed: number;
   headHiddenDim: number | null;

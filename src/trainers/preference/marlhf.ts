@@ -4,7 +4,6 @@
 // over the train items (numTrainEpochs) with the frozen reward model scoring every node's joint actions in one
 // pass. Both learned phases run inside this trainer's host (rlhf-phases.ts). Evaluation always uses the task reward.
 import { marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
-import { runtimeInfo } from "../../runtime.js";
 import { resolveAgentCount, type ModelSource } from "../agents.js";
 import type { Trainer, TrainingStage } from "../lifecycle/trainer.js";
 import { checkOptionKeys } from "../options.js";
@@ -15,7 +14,7 @@ import { constructPreferenceTrainer, PreferenceTrainer } from "./preference-trai
 import type { JointRewardModel } from "./reward-model.js";
 import type { RewardModelStepMetrics } from "./reward-model-stage.js";
 import { RlhfPhases } from "./rlhf-phases.js";
-import { actorExtras, type IACOrMAACLearner, type RlhfConfig, type RLLearner } from "./rl-phase.js";
+import { rlhfActorExtras, type IACOrMAACLearner, type RlhfConfig, type RLLearner } from "./rl-phase.js";
 import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, type PreferenceActors, type PreferenceOptions } from "./setup.js";
 
 export type { RewardModelStepMetrics };
@@ -38,6 +37,10 @@ export function marlhfTrainerConfig<C extends RlhfConfig, I>(options: { config?:
   const config = build(resolveAgentCount(options.config as object | undefined, options.numAgents, centralized ? undefined : options.agents) as I);
   const actorCritic = config.rlAlgorithm === "iac" || config.rlAlgorithm === "maac";
   if (!actorCritic && (options.criticModel != null || options.critics != null)) throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm "maac" or "iac"`);
+  const criticDevices = config.criticDevices;
+  if (config.rlAlgorithm === "maac" && Array.isArray(criticDevices) && criticDevices.length > 1) {
+    throw new RangeError(`MARLHF: criticDevices must name one device with rlAlgorithm "maac" (its one centralized critic), got ${criticDevices.length}: ${criticDevices.join(", ")}`);
+  }
   return config;
 }
 
@@ -54,7 +57,7 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
       algorithm: "MARLHF",
       options,
       config,
-      actorExtras: actorExtras(config, options),
+      actorExtras: rlhfActorExtras(config, options),
       make: (actors, outputDir) => new MARLHFTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));
@@ -116,7 +119,6 @@ export function rlhfSetUp(
   actors: PreferenceActors,
   options: Omit<MARLHFTrainerOptions, "config">,
 ): Parameters<typeof RlhfPhases.build>[0] {
-  const info = runtimeInfo();
   return {
     config,
     actors,
@@ -131,6 +133,5 @@ export function rlhfSetUp(
     },
     host: trainer.host,
     registry: trainer.components,
-    facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },
   };
 }

@@ -5,18 +5,19 @@
 // phase shares with MARLHF's config: every field of the learner's config is read from MARLHF's by the same name
 // (a field MARLHF lacks is an error, never a silent default). Critics come from the first source given of
 // critics, criticModel, criticModelName or the first agent's model id; the host registers them.
-import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput } from "../../config/index.js";
+import { iacConfig, maacConfig, magrpoConfig, rewardModelDeviceGiven, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput } from "../../config/index.js";
 import type { RlhfConfig } from "./base-config.js";
+import { rewardModelSource } from "./reward-model-stage.js";
 import { IAC_FIELDS, MAAC_FIELDS } from "../../config/actor-critic.js";
 import { MAGRPO_FIELDS } from "../../config/magrpo.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
-import type { Actors, setUpActors } from "../actors.js";
-import { IACLearner, loadIACCritics } from "../actor-critic/iac.js";
-import { loadMAACCritic, MAACLearner } from "../actor-critic/maac.js";
+import type { ActorExtras, Actors } from "../actors.js";
+import { iacActorExtras, IACLearner, iacModules, loadIACCritics } from "../actor-critic/iac.js";
+import { loadMAACCritic, MAACLearner, maacModules } from "../actor-critic/maac.js";
 import { refuseCriticSources, registerCritics, resolveCentralCriticSource, resolveSeparateCriticSources } from "../actor-critic/critics.js";
 import { AgentResolutionError, type ModelSource } from "../agents.js";
-import { sharesModels } from "../lanes.js";
+import { actorsOnly, type RewardModelDeclaration } from "../placement.js";
 import type { ComponentRegistry } from "../../components/registry.js";
 import type { StageHost } from "../lifecycle/stage-host.js";
 import { MAGRPOLearner, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
@@ -27,15 +28,21 @@ export type { RlhfConfig };
 export type IACOrMAACLearner = IACLearner | MAACLearner;
 
 /**
- * What the RL phase asks of MARLHF's actors, as the standalone trainer of its algorithm does: IAC's value heads on
- * the actors and copied references, its updates in turn when agents share one critic model; MAAC's updates in turn
- * (no CPU agent lanes).
+ * What MARLHF asks of its actors and declares beside them: the reward model, and the RL phase's modules as the
+ * standalone trainer of its algorithm declares them (IAC's critics, value heads and copied references; MAAC's
+ * centralized critic).
  */
-export function actorExtras(config: RlhfConfig, critics: CriticOptions): Parameters<typeof setUpActors>[2] {
-  if (config.rlAlgorithm === "maac") return { updatesInTurn: true };
-  if (config.rlAlgorithm !== "iac") return {};
-  const sharedCritic = config.useSeparateCritic && sourceGiven(critics) && sharesModels(resolveSeparateCriticSources(critics, config.numAgents));
-  return { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim }, updatesInTurn: sharedCritic };
+export function rlhfActorExtras(config: RlhfConfig, critics: CriticOptions): ActorExtras {
+  const rewardModel = (actors: readonly ModelSource[]): RewardModelDeclaration => ({
+    source: rewardModelSource(config, actors[0]),
+    trainsBackbone: !config.rewardFreezeBackbone,
+    device: config.rewardModelDevice,
+    deviceGiven: rewardModelDeviceGiven(config),
+  });
+  if (config.rlAlgorithm === "maac") return { modules: (actors) => ({ ...maacModules(config, criticSources(config, critics, actors, 1)[0]), rewardModel: rewardModel(actors) }) };
+  if (config.rlAlgorithm !== "iac") return { modules: (actors) => ({ ...actorsOnly(config), rewardModel: rewardModel(actors) }) };
+  const sources = (actors: readonly ModelSource[]) => (config.useSeparateCritic ? criticSources(config, critics, actors, actors.length) : (refuseCriticSources(critics), []));
+  return { ...iacActorExtras(config), modules: (actors) => ({ ...iacModules(config, sources(actors)), rewardModel: rewardModel(actors) }) };
 }
 
 /**
@@ -95,7 +102,7 @@ function criticSources(config: RlhfConfig, options: CriticOptions, actorSources:
 
 export interface RLPhaseSetUp {
   config: RlhfConfig;
-  actors: Pick<Actors, "agents" | "sources" | "placement" | "lanes">;
+  actors: Pick<Actors, "agents" | "sources" | "placement">;
   /** Where the learner's rollouts run: MARLHF's reward-model environment. */
   environment: RolloutEnvironment;
   critics: CriticOptions;
@@ -125,12 +132,8 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     return learner;
   }
   if (c.rlAlgorithm === "maac") {
-    const given = c.criticDevices;
-    if (Array.isArray(given) && given.length > 1) {
-      throw new RangeError(`MARLHF: criticDevices must name one device with rlAlgorithm "maac" (its one centralized critic), got ${given.length}: ${given.join(", ")}`);
-    }
-    // Under "mp" the centralized critic takes one device (§10.16): criticDevices, else agent 0's.
-    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (given ?? actors.placement.agentDevices[0]) : given };
+    // Under "mp" the centralized critic takes one device (§10.16), where the placement put it.
+    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? actors.placement.criticDevices : c.criticDevices };
     const maac = maacConfig(rlPhaseInput<MAACConfigInput>(MAAC_FIELDS, c, derived));
     const [source] = criticSources(c, setUp.critics, actors.sources, 1);
     const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
