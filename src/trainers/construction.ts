@@ -4,14 +4,13 @@
 // actors while no trainer holds them, the trainer's registry (and so everything registered) after.
 import { DistributedEnvironmentError, readDistributedEnvironment } from "../distributed/environment.js";
 import { checkTask } from "./actors.js";
-import { disposeAgents, type Agent, type ModelSource } from "./agents.js";
+import type { Agent } from "./agents.js";
 import type { LifecycleConfig, Trainer } from "./lifecycle/trainer.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** What construction needs of the loaded actors to free them. */
 export interface LoadedActors {
   agents: Agent[];
-  sources: ModelSource[];
 }
 
 export interface Construction<T extends Trainer, A extends LoadedActors> {
@@ -49,7 +48,7 @@ export async function construct<T extends Trainer, A extends LoadedActors>(steps
   try {
     trainer = await steps.make(actors);
   } catch (error) {
-    disposeAgents(actors.agents, actors.sources);
+    for (const agent of actors.agents) agent.dispose();
     throw error;
   }
   try {

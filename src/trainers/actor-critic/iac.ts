@@ -49,7 +49,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {
       },
       register: (trainer, actors) => {
         // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
-        registerAgents(trainer.components, actors.agents, actors.sources, (i) => (n === 1 ? "" : `agent_${i}`));
+        registerAgents(trainer.components, actors.agents, (i) => (n === 1 ? "" : `agent_${i}`));
         registerCritics(trainer.components, trainer.critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
       },
     });

@@ -85,7 +85,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig, MAACLearner> {
         return new MAACTrainer(config, options, defaultOutputDir("MAACTrainer", options.outputDir), (host) => new MAACLearner(config, actors.agents, critic, options, actors.environment, host));
       },
       register: (trainer, actors) => {
-        registerAgents(trainer.components, actors.agents, actors.sources);
+        registerAgents(trainer.components, actors.agents);
         registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
       },
     });

@@ -47,7 +47,7 @@ export function constructPreferenceTrainer<T extends Trainer>(steps: {
     config,
     load: () => setUpPreferenceActors(steps.actorOptions ?? options, config, algorithm, steps.actorExtras),
     make: (actors) => steps.make(actors, defaultOutputDir(`${algorithm}Trainer`, options.outputDir)),
-    register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+    register: (trainer, actors) => registerAgents(trainer.components, actors.agents),
     ...(steps.attach ? { attach: steps.attach } : {}),
   });
 }
