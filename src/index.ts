@@ -29,6 +29,7 @@ export { StageMemory, type MemoryPhase, type PhaseMemory } from "./trainers/life
 export { ComponentRegistry, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent, type SaveModelOptions } from "./components/registry.js";
 export { causalLMModule, valueHeadModule } from "./models/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
+export { actorsOnly, planPlacement, type MachineFacts, type ModuleDeclaration, type Placement, type PlacementConfig, type PlacementRequest, type RewardModelDeclaration, type RewardModelPlace } from "./trainers/placement.js";
 export type { TaskOptions } from "./trainers/task-options.js";
 export type { EvalLoggerInput, EvaluationHooks } from "./trainers/evaluation.js";
 export { MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./trainers/reinforce/magrpo.js";
@@ -73,7 +74,7 @@ export {
   type FileCritics,
   type FileRun,
   type RLBackEnd,
-  type RLPhaseActorExtras,
+  type ActorExtras,
   type RLPhaseCritics,
   type RLPhaseLearner,
   type RLPhaseSetUp,

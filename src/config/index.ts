@@ -2,14 +2,11 @@
 export { ConfigError } from "./fields.js";
 export {
   canonicalDevice,
-  planPlacement,
   rankDevice,
   resolveDevices,
   resolveSingleDevice,
   type CudaFacts,
   type DeviceSpec,
-  type Placement,
-  type PlacementConfig,
 } from "./devices.js";
 export { resolvePrecision, trainingBytes, type Precision, type ResolvedPrecision, type TrainingBytes } from "./precision.js";
 export {

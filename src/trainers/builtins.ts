@@ -11,7 +11,8 @@ import { checkRLPhase } from "./preference/rl-phase.js";
 import { registerTrainer } from "./registry.js";
 
 export { registerTrainer, rlAlgorithms, trainerDefinition, trainerDefinitions, trainerSections, type CriticNeeds, type FileCritics, type FileRun, type TrainerDefinition } from "./registry.js";
-export type { RLBackEnd, RLPhaseActorExtras, RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp } from "./rl-back-end.js";
+export type { ActorExtras } from "./actors.js";
+export type { RLBackEnd, RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp } from "./rl-back-end.js";
 
 /** Preference trainers train one actor for every role under centralized collaboration. */
 const centralized = (config: { collaborationMode: string }) => config.collaborationMode === "centralized";

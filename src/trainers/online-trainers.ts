@@ -16,16 +16,16 @@ import {
   type ConfigSource,
   type MAGRPOConfig,
 } from "../config/magrpo.js";
+import type { ModelSource } from "../models/causal-lm.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import { registerCritics, refuseCriticSources, resolveCentralCriticSource, resolveSeparateCriticSources } from "./actor-critic/critics.js";
-import { IACLearner, IACTrainer, loadIACCritics } from "./actor-critic/iac.js";
-import { loadMAACCritic, MAACLearner, MAACTrainer } from "./actor-critic/maac.js";
-import { sharesModels } from "./lanes.js";
+import { iacActorExtras, IACLearner, iacModules, IACTrainer, loadIACCritics } from "./actor-critic/iac.js";
+import { loadMAACCritic, MAACLearner, maacModules, MAACTrainer } from "./actor-critic/maac.js";
 import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./reinforce/baselines.js";
 import { CentralizedMAGRPOTrainer } from "./reinforce/centralized.js";
 import { MAGRPOLearner, MAGRPOTrainer } from "./reinforce/magrpo.js";
 import { registerTrainer, type FileRun, type TrainerDefinition } from "./registry.js";
-import { criticSourceGiven, defaultCriticSources, learnerConfigInput, type RLBackEnd, type RLPhaseSetUp } from "./rl-back-end.js";
+import { criticSourceGiven, defaultCriticSources, learnerConfigInput, type RLBackEnd, type RLPhaseCritics, type RLPhaseSetUp } from "./rl-back-end.js";
 
 /** A MAGRPO-family entry: the trainer built from `config`; `documentedOn`: the interface describing its fields, when not its own. */
 function magrpoFamily(
@@ -54,37 +54,48 @@ function magrpoBackEnd(fields: TrainerDefinition["fields"], config: (input: Reco
 /** The actor-critic RL phases' critics learn at criticLearningRate (default MARLHF's agentLearningRate). */
 const criticLearningRate = (c: RLPhaseSetUp["config"]) => c.criticLearningRate ?? c.agentLearningRate;
 
-/** IAC as MARLHF's RL phase: value heads on the actors or separate critics, updates in turn when critics share a model. */
+/** IAC's critic sources in MARLHF's RL phase: none with the value heads on the actors, else one per agent. */
+function iacCriticSources(c: RLPhaseSetUp["config"], given: RLPhaseCritics, actors: readonly ModelSource[]): ModelSource[] {
+  if (!c.useSeparateCritic) return (refuseCriticSources(given), []);
+  return criticSourceGiven(given) ? resolveSeparateCriticSources(given, actors.length) : defaultCriticSources(c, actors, actors.length);
+}
+
+/** MAAC's centralized critic's source in MARLHF's RL phase. */
+function maacCriticSource(c: RLPhaseSetUp["config"], given: RLPhaseCritics, actors: readonly ModelSource[]): ModelSource {
+  return criticSourceGiven(given) ? resolveCentralCriticSource(given) : defaultCriticSources(c, actors, 1)[0]!;
+}
+
+/** IAC as MARLHF's RL phase: value heads on the actors or separate critics (one per agent), copied references. */
 const IAC_BACK_END: RLBackEnd = {
   critics: true,
   actorExtras: (c, given) => {
-    const sharedCritic = c.useSeparateCritic && criticSourceGiven(given) && sharesModels(resolveSeparateCriticSources(given, c.numAgents));
-    return { referencesAsCopies: true, valueHeads: c.useSeparateCritic ? null : { hiddenDim: c.valueHeadHiddenDim }, updatesInTurn: sharedCritic };
+    return { ...iacActorExtras(c), modules: (actors) => iacModules(c, iacCriticSources(c, given, actors)) };
   },
   learner: async ({ config: c, actors, critics: given, environment, options, host, registry }) => {
     const n = actors.agents.length;
-    const criticDevices = c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices;
+    const criticDevices = c.parallelTraining === "mp" ? actors.placement.criticDevices : c.criticDevices;
     const iac = iacConfig(learnerConfigInput(IAC_FIELDS, c, { numAgents: n, numIterations: c.rlNumIterations, criticLearningRate: criticLearningRate(c), criticDevices }));
-    const sources = !iac.useSeparateCritic ? (refuseCriticSources(given), []) : criticSourceGiven(given) ? resolveSeparateCriticSources(given, n) : defaultCriticSources(c, actors.sources, n);
+    const sources = iacCriticSources(c, given, actors.sources);
     const learner = new IACLearner(iac, actors.agents, await loadIACCritics(iac, actors, sources), { rewardFunc: environment.rewardFunc, ...options }, environment, host);
     registerCritics(registry, learner.critics, (i) => `agent_${i}/critic`, (i) => `agent_${i}/critic`);
     return learner;
   },
 };
 
-/** MAAC as MARLHF's RL phase: one centralized critic, the agents' updates in turn (no CPU agent lanes). */
+/** MAAC as MARLHF's RL phase: one centralized critic, so the agents' updates take turns (no CPU agent lanes). */
 const MAAC_BACK_END: RLBackEnd = {
   critics: true,
-  actorExtras: () => ({ updatesInTurn: true }),
-  learner: async ({ config: c, actors, critics: given, environment, options, host, registry }) => {
+  actorExtras: (c, given) => {
     if (Array.isArray(c.criticDevices) && c.criticDevices.length > 1) {
       throw new RangeError(`MARLHF: criticDevices must name one device with rlAlgorithm "maac" (its one centralized critic), got ${c.criticDevices.length}: ${c.criticDevices.join(", ")}`);
     }
-    // Under "mp" the centralized critic takes one device (§10.16): criticDevices, else agent 0's.
-    const criticDevices = c.parallelTraining === "mp" ? (c.criticDevices ?? actors.placement.agentDevices[0]) : c.criticDevices;
+    return { modules: (actors) => maacModules(c, maacCriticSource(c, given, actors)) };
+  },
+  learner: async ({ config: c, actors, critics: given, environment, options, host, registry }) => {
+    // Under "mp" the centralized critic takes one device (§10.16), where the placement put it.
+    const criticDevices = c.parallelTraining === "mp" ? actors.placement.criticDevices : c.criticDevices;
     const maac = maacConfig(learnerConfigInput(MAAC_FIELDS, c, { numAgents: actors.agents.length, numIterations: c.rlNumIterations, criticLearningRate: criticLearningRate(c), criticDevices }));
-    const [source] = criticSourceGiven(given) ? [resolveCentralCriticSource(given)] : defaultCriticSources(c, actors.sources, 1);
-    const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
+    const critic = await loadMAACCritic(maac, actors, maacCriticSource(c, given, actors.sources), c.criticValueHeadHiddenDim);
     const learner = new MAACLearner(maac, actors.agents, critic, { rewardFunc: environment.rewardFunc, ...options }, environment, host);
     registerCritics(registry, learner.critics, () => "critic", () => "critic");
     return learner;

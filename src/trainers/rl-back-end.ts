@@ -7,7 +7,7 @@ import type { MARLHFConfig } from "../config/preference.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import type { Item } from "../rollout/types.js";
 import type { ComponentRegistry } from "../components/registry.js";
-import type { Actors, setUpActors } from "./actors.js";
+import type { ActorExtras, Actors } from "./actors.js";
 import { AgentResolutionError, type ModelSource } from "./agents.js";
 import type { RolloutLearner, RolloutLearnerConfig, RolloutSample } from "./learner.js";
 import type { StageHost } from "./lifecycle/stage-host.js";
@@ -25,7 +25,7 @@ export interface RLPhaseCritics {
 /** What MARLHF's RL phase hands the back-end that builds its learner. */
 export interface RLPhaseSetUp {
   config: RlhfConfig;
-  actors: Pick<Actors, "agents" | "sources" | "placement" | "lanes">;
+  actors: Pick<Actors, "agents" | "sources" | "placement">;
   /** Where the learner's rollouts run: MARLHF's reward-model environment. */
   environment: RolloutEnvironment;
   critics: RLPhaseCritics;
@@ -38,15 +38,13 @@ export interface RLPhaseSetUp {
 /** A learner MARLHF's RL phase can run. */
 export type RLPhaseLearner = RolloutLearner<RolloutSample, unknown, RolloutSample, RolloutLearnerConfig>;
 
-/** What MARLHF's actors load with, for a back-end (value heads on them, copied references, updates in turn). */
-export type RLPhaseActorExtras = NonNullable<Parameters<typeof setUpActors>[2]>;
 
 /** How a trainer's learner runs as MARLHF's RL phase: its registry entry's `rlBackEnd`. */
 export interface RLBackEnd {
   /** Whether its learner has critics: MARLHF's criticModel / critics are for these back-ends only. */
   readonly critics: boolean;
-  /** What it asks of MARLHF's actors as they load, as its standalone trainer does. */
-  actorExtras(config: RlhfConfig, critics: RLPhaseCritics): RLPhaseActorExtras;
+  /** What it asks of MARLHF's actors as they load and declares beside them (its critics), as its standalone trainer does. */
+  actorExtras(config: RlhfConfig, critics: RLPhaseCritics): ActorExtras;
   /**
    * Builds the learner over MARLHF's actors and registers its critics in setUp.registry. The learner registers
    * nothing else and is never closed on its own: the host's registry frees what it loaded.

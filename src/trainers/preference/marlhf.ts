@@ -4,7 +4,6 @@
 // over the train items (numTrainEpochs) with the frozen reward model scoring every node's joint actions in one
 // pass. Both learned phases run inside this trainer's host (rlhf-phases.ts). Evaluation always uses the task reward.
 import { marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
-import { runtimeInfo } from "../../runtime.js";
 import { resolveAgentCount, type ModelSource } from "../agents.js";
 import type { Trainer, TrainingStage } from "../lifecycle/trainer.js";
 import { checkOptionKeys } from "../options.js";
@@ -16,7 +15,7 @@ import type { JointRewardModel } from "./reward-model.js";
 import type { RewardModelStepMetrics } from "./reward-model-stage.js";
 import { RlhfPhases } from "./rlhf-phases.js";
 import { ActorCriticLearner } from "../actor-critic/learner.js";
-import { actorExtras, checkRLPhase, type RlhfConfig, type RLPhaseLearner } from "./rl-phase.js";
+import { rlhfActorExtras, checkRLPhase, type RlhfConfig, type RLPhaseLearner } from "./rl-phase.js";
 import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, type PreferenceActors, type PreferenceOptions } from "./setup.js";
 
 export type { RewardModelStepMetrics };
@@ -57,7 +56,7 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
       algorithm: "MARLHF",
       options,
       config,
-      actorExtras: actorExtras(config, options),
+      actorExtras: rlhfActorExtras(config, options),
       make: (actors, outputDir) => new MARLHFTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));
@@ -119,7 +118,6 @@ export function rlhfSetUp(
   actors: PreferenceActors,
   options: Omit<MARLHFTrainerOptions, "config">,
 ): Parameters<typeof RlhfPhases.build>[0] {
-  const info = runtimeInfo();
   return {
     config,
     actors,
@@ -133,6 +131,5 @@ export function rlhfSetUp(
     },
     host: trainer.host,
     registry: trainer.components,
-    facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },
   };
 }

@@ -4,11 +4,16 @@
 // logs, checkpoints and data-parallel agreement cover it. The back-end builds the learner's config from MARLHF's
 // values and registers its critics in the host's registry.
 import type { ConfigSource } from "../../config/magrpo.js";
+import { rewardModelDeviceGiven } from "../../config/index.js";
+import type { ActorExtras } from "../actors.js";
+import type { ModelSource } from "../agents.js";
+import { actorsOnly, type RewardModelDeclaration } from "../placement.js";
+import { rewardModelSource } from "./reward-model-stage.js";
 import type { RlhfConfig } from "./base-config.js";
 import { ActorCriticLearner } from "../actor-critic/learner.js";
 import "../online-trainers.js";
 import { rlBackEnd, trainerDefinitions } from "../registry.js";
-import type { RLPhaseActorExtras, RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp } from "../rl-back-end.js";
+import type { RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp } from "../rl-back-end.js";
 
 export type { RlhfConfig, RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp };
 
@@ -25,9 +30,20 @@ export function checkRLPhase<C extends RlhfConfig>(config: C, configName: string
   return config;
 }
 
-/** What the RL phase asks of MARLHF's actors, as the standalone trainer of its algorithm does. */
-export function actorExtras(config: RlhfConfig, critics: RLPhaseCritics): RLPhaseActorExtras {
-  return rlBackEnd(config.rlAlgorithm, "MARLHFConfig").actorExtras(config, critics);
+/**
+ * What MARLHF asks of its actors and declares beside them: the RL phase's modules as the standalone trainer of its
+ * algorithm declares them (IAC's critics, value heads and copied references; MAAC's centralized critic), and the
+ * reward model.
+ */
+export function rlhfActorExtras(config: RlhfConfig, critics: RLPhaseCritics): ActorExtras {
+  const extras = rlBackEnd(config.rlAlgorithm, "MARLHFConfig").actorExtras(config, critics);
+  const rewardModel = (actors: readonly ModelSource[]): RewardModelDeclaration => ({
+    source: rewardModelSource(config, actors[0]),
+    trainsBackbone: !config.rewardFreezeBackbone,
+    device: config.rewardModelDevice,
+    deviceGiven: rewardModelDeviceGiven(config),
+  });
+  return { ...extras, modules: (actors) => ({ ...(extras.modules?.(actors) ?? actorsOnly(config)), rewardModel: rewardModel(actors) }) };
 }
 
 /**

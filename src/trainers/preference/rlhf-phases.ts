@@ -1,7 +1,6 @@
 // The two learned phases MARLHF and MARLHFIter share, composed inside their trainer's host: the reward-model stage
 // (reward-model-stage.ts) and the RL phase (rl-phase.ts), whose rollouts run in an environment scored by the
 // current reward model. The host's trainer holds the agents, the pairs and its schedule; this holds what learns.
-import type { CudaFacts } from "../../config/index.js";
 import { RewardProcessors } from "../../rollout/rewards.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { RewardFunction } from "../../rollout/types.js";
@@ -20,7 +19,6 @@ export interface RlhfSetUp {
   options: RLPhaseSetUp["options"];
   host: StageHost;
   registry: ComponentRegistry;
-  facts: CudaFacts;
 }
 
 export class RlhfPhases {
@@ -37,7 +35,9 @@ export class RlhfPhases {
   /** Loads the reward model, registers it (after the agents), then builds the RL learner and registers its critics. */
   static async build(setUp: RlhfSetUp): Promise<RlhfPhases> {
     const { actors, registry } = setUp;
-    const rewardModel = new RewardModelTraining(setUp.host, setUp.config, setUp.preferences, { source: actors.sources[0], device: actors.placement.agentDevices[0] }, setUp.facts);
+    const placed = actors.placement.rewardModel;
+    if (!placed) throw new TypeError("MARLHF's actors were placed without their reward model (setUpActors' modules)");
+    const rewardModel = new RewardModelTraining(setUp.host, setUp.config, setUp.preferences, actors.sources[0], placed);
     await rewardModel.load((spec) => registry.register(spec));
     // Reads the reward model when called, so that a reward model put in place later (MARLHFIter's) scores.
     const rewardFunc: RewardFunction = async (completions, context) => Array.from(await rewardModel.model.scoreJoint(context.prompts, completions));

@@ -72,7 +72,7 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
       config,
       load: () => setUpActors(options, config),
       make: (actors) => new this(config, actors.agents, options, actors.environment, defaultOutputDir(this.name, options.outputDir)),
-      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents),
     });
   }
 }

@@ -15,7 +15,7 @@ import type { PreferencePair } from "../pairs.js";
 import { constructPreferenceTrainer, PreferenceTrainer } from "../preference-trainer.js";
 import type { RewardModelStepMetrics } from "../reward-model-stage.js";
 import { RlhfPhases } from "../rlhf-phases.js";
-import { actorExtras, type RLPhaseLearner } from "../rl-phase.js";
+import { rlhfActorExtras, type RLPhaseLearner } from "../rl-phase.js";
 import { scoreCandidates, type Candidates } from "./candidates.js";
 import { iterationStages, IterativeRound } from "./round.js";
 import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
@@ -46,7 +46,7 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
       options,
       config,
       actorOptions: marlhfOptions,
-      actorExtras: actorExtras(config, options),
+      actorExtras: rlhfActorExtras(config, options),
       make: (actors, outputDir) => new MARLHFIterTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
