@@ -1,6 +1,7 @@
 // The baseline the batched policy loss has to beat: MAGRPO scoring one completion per forward and backward, as
 // CoMLRL does. The bench suite times a demo epoch under it and under the batched loss (trainer/demo/perCompletion).
 import type { MAGRPOConfig } from "../config/index.js";
+import type { TokenRows } from "../models/causal-lm.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import type { Agent } from "../trainers/agents.js";
 import type { StageHost } from "../trainers/lifecycle/stage-host.js";
@@ -13,7 +14,7 @@ class PerCompletionLoss extends PolicyLoss {
     return false;
   }
 
-  protected override async weightedLogprobBackward(agent: Agent, prompts: number[][], completions: Int32Array[], weights: number[]): Promise<number> {
+  protected override async weightedLogprobBackward(agent: Agent, prompts: TokenRows, completions: Int32Array[], weights: number[]): Promise<number> {
     let loss = 0;
     for (let i = 0; i < completions.length; i++) loss += (await agent.model.policyGradientBackward([prompts[i]], [completions[i]], [weights[i]], 1)).loss;
     return loss;

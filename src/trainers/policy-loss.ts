@@ -5,6 +5,7 @@
 // log-probs as the old ones, truncated completions masked, the reference KL in the loss and the sampler/trainer
 // agreement measured on the same tokens. It takes no optimizer step: the learner's step request runs its backward.
 import type { AgentObjective } from "../config/objectives.js";
+import type { TokenRows } from "../models/causal-lm.js";
 import type { NativeObjectiveOptions } from "../native/binding.js";
 import type { Agent } from "./agents.js";
 
@@ -111,18 +112,18 @@ export class PolicyLoss {
     const scored = rows.filter((row) => row.completion.length > 0);
     if (scored.length === 0) return 0;
     const weights = scored.map((row) => (masked(row) ? 0 : row.advantage / (sizes.get(row.group)! * sizes.size)));
-    return this.weightedLogprobBackward(agent, scored.map((row) => row.prompt as number[]), scored.map((row) => row.completion), weights);
+    return this.weightedLogprobBackward(agent, scored.map((row) => row.prompt), scored.map((row) => row.completion), weights);
   }
 
   /** Accumulates ∇ Σ_rows −weight · log π(completion); returns that loss. */
-  protected async weightedLogprobBackward(agent: Agent, prompts: number[][], completions: Int32Array[], weights: number[]): Promise<number> {
+  protected async weightedLogprobBackward(agent: Agent, prompts: TokenRows, completions: Int32Array[], weights: number[]): Promise<number> {
     return (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss;
   }
 
   /** One of TRL's clipped-ratio losses through the native objective kernel. */
   private async clippedBackward(agent: Agent, rows: readonly PolicyRow[], objective: AgentObjective, policySteps: number): Promise<PolicyLossResult> {
     if (rows.length === 0) return { loss: 0, metrics: {} };
-    const prompts = rows.map((row) => row.prompt as number[]);
+    const prompts = rows.map((row) => row.prompt);
     const completions = rows.map((row) => row.completion);
     const masked = this.masked(agent, objective);
     const mask = rows.flatMap((row) => Array<number>(row.completion.length).fill(masked(row) ? 0 : 1));
