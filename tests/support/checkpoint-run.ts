@@ -60,13 +60,13 @@ const PREFERENCE_EVALUATION = { evalInterval: 2, evalNumSamples: 2 };
 function suiteConfig(definition: TrainerDefinition, config: Record<string, unknown>): Record<string, unknown> {
   const fields = definition.fields;
   const preference = "preferenceNumCandidates" in fields;
-  const given = Object.entries({ ...config, ...SUITE_SETTINGS, ...(preference ? PREFERENCE_EVALUATION : {}) }).filter(([key]) => key in fields);
-  const input: Record<string, unknown> = Object.fromEntries(given);
+  // Iterative trainers: the suite's epochs are iterations (three epochs each), so resuming raises numIterations.
+  const iterative = "preferenceReplayMode" in fields ? { numIterations: config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 } : {};
+  const suite = { ...config, ...SUITE_SETTINGS, ...(preference ? PREFERENCE_EVALUATION : {}), ...iterative };
+  const input: Record<string, unknown> = Object.fromEntries(Object.entries(suite).filter(([key]) => key in fields));
   // A baseline of its own (raw returns, the group max, leave-one-out) differs from MAGRPO's only unnormalized.
   const { advantageMode } = definition.config({ numAgents: 2 }, {}) as { advantageMode?: string };
   if (advantageMode !== undefined && advantageMode !== "mean") input.advantageNormalization = false;
-  // Iterative trainers: the suite's epochs are iterations (three epochs each), so resuming raises numIterations.
-  if ("replayMode" in fields) Object.assign(input, { numIterations: config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 });
   return input;
 }
 

@@ -83,8 +83,8 @@ describe("MARLHF's RL phase objective", () => {
     fails({ lossType: ["grpo", "dapo", "bnpo"] }, "lossType", /has 3 values for 2 agents/, marlhfConfig);
     // A back-end whose learner has no objective fields takes MARLHF's at their defaults (the trainer's check, as a config file's run makes it).
     const marlhfRun = (input: never) => trainerDefinition("marlhf").config(input, {});
-    fails({ rlAlgorithm: "iac", numGenerations: 1, lossType: "grpo" }, "lossType", /MARLHFConfig\.lossType has no effect with rlAlgorithm "iac", whose learner has no lossType/, marlhfRun);
-    fails({ rlAlgorithm: "maac", numGenerations: 1, rlNumIterations: 2 }, "rlNumIterations", /rlNumIterations has no effect with rlAlgorithm "maac", whose learner has no numIterations: leave it at 1/, marlhfRun);
+    fails({ rlAlgorithm: "iac", numGenerations: 1, klEstimator: "k1" }, "klEstimator", /MARLHFConfig\.klEstimator has no effect with rlAlgorithm "iac", whose learner has no klEstimator/, marlhfRun);
+    fails({ rlAlgorithm: "maac", numGenerations: 1, scaleRewards: "group" }, "scaleRewards", /scaleRewards has no effect with rlAlgorithm "maac", whose learner has no scaleRewards: leave it at null/, marlhfRun);
     fails({ numIterations: 2, rlNumIterations: 2 }, "rlNumIterations", /MARLHFIterConfig\.rlNumIterations must be 1 with lossType "comlrl"/, marlhfIterConfig);
   });
 });
