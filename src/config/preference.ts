@@ -248,22 +248,16 @@ export function resolveMarlhf<V extends ValuesOf<typeof MARLHF_FIELDS>>(
 ) {
   const algorithm = values.rlAlgorithm;
   if (isMagrpoFamily(algorithm) && values.numGenerations < 2) fail("numGenerations", `must be ≥ 2 for rlAlgorithm "${algorithm}" (the group baseline)`);
-  // The RL phase's objective is checked here, so that its errors name MARLHF's fields before any model loads.
+  // The MAGRPO family's objective is checked here, so that its errors name MARLHF's fields before any model loads
+  // (a back-end whose learner has no objective fields refuses them when the trainer checks its RL phase).
   if (isMagrpoFamily(algorithm)) {
     // A centralized RL phase trains one actor for every role.
     const actors = values.collaborationMode === "centralized" ? 1 : values.numAgents;
     agentObjectives({ ...values, numIterations: values.rlNumIterations }, actors, (field, reason) => fail(field === "numIterations" ? "rlNumIterations" : field, reason));
-  } else {
-    const onlyDefault = <T>(value: PerAgent<T>, byDefault: T) => (Array.isArray(value) ? value : [value]).every((v) => v === byDefault);
-    if (!onlyDefault(values.lossType, "comlrl")) fail("lossType", `applies to a MAGRPO-family RL phase; rlAlgorithm "${algorithm}" trains with its own actor-critic loss`);
-    if (!onlyDefault(values.rlNumIterations, 1)) fail("rlNumIterations", `applies to a MAGRPO-family RL phase; rlAlgorithm "${algorithm}" takes one update per rollout`);
   }
   const expected = MAGRPO_FAMILY_MODES[algorithm];
   if (expected !== undefined && values.advantageMode !== null && values.advantageMode !== expected) {
     fail("advantageMode", `must be "${expected}" for rlAlgorithm "${algorithm}" (or left unset)`);
-  }
-  if (values.tokenAccounting === "comlrl" && !isMagrpoFamily(algorithm)) {
-    fail("tokenAccounting", `"comlrl" is the MAGRPO family's accounting: rlAlgorithm "${algorithm}" needs "exact"`);
   }
   const resolved = { ...resolveMadpo({ ...values, advantageMode: values.advantageMode ?? expected ?? "mean" }, fail), rlAlgorithm: algorithm };
   return Object.defineProperty(resolved, REWARD_DEVICE_GIVEN, { value: given, enumerable: false });

@@ -3,7 +3,10 @@
 // its rollouts scored by the reward model, running inside its trainer's host, so that the host's schedule, counters,
 // logs, checkpoints and data-parallel agreement cover it. The back-end builds the learner's config from MARLHF's
 // values and registers its critics in the host's registry.
+import { ConfigError } from "../../config/fields.js";
 import type { ConfigSource } from "../../config/magrpo.js";
+import { OBJECTIVE_FIELDS } from "../../config/objectives.js";
+import { MARLHF_FIELDS } from "../../config/preference.js";
 import { rewardModelDeviceGiven } from "../../config/index.js";
 import type { ActorExtras } from "../actors.js";
 import type { ModelSource } from "../agents.js";
@@ -12,17 +15,37 @@ import { rewardModelSource } from "./reward-model-stage.js";
 import type { RlhfConfig } from "./base-config.js";
 import { ActorCriticLearner } from "../actor-critic/learner.js";
 import "../online-trainers.js";
-import { rlBackEnd, trainerDefinitions } from "../registry.js";
+import { rlBackEnd, trainerDefinition, trainerDefinitions } from "../registry.js";
 import type { RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp } from "../rl-back-end.js";
 
 export type { RlhfConfig, RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp };
 
 /**
+ * MARLHF's fields for its RL phase's objective, each with the learner's field it stands for: a back-end whose learner
+ * lacks that field (an actor-critic one) must get it at its default.
+ */
+const OBJECTIVE_FIELD_NAMES: ReadonlyArray<readonly [keyof typeof MARLHF_FIELDS, string]> = [
+  ...Object.keys(OBJECTIVE_FIELDS).flatMap((field) => (field === "numIterations" ? [] : [[field as keyof typeof MARLHF_FIELDS, field] as const])),
+  ["rlNumIterations", "numIterations"],
+  ["tokenAccounting", "tokenAccounting"],
+];
+
+/**
  * MARLHF's config, its rlAlgorithm checked against the registered RL back-ends (an unknown one is a ConfigError
- * naming `configName`.rlAlgorithm and the choices), and its critic sources against the back-end's need of them.
+ * naming `configName`.rlAlgorithm and the choices), its objective fields against the back-end's learner (one without
+ * them takes them at their defaults), and its critic sources against the back-end's need of them.
  */
 export function checkRLPhase<C extends RlhfConfig>(config: C, configName: string, critics: RLPhaseCritics = {}, options: ConfigSource = {}): C {
   const backEnd = rlBackEnd(config.rlAlgorithm, configName, options);
+  const learnerFields = trainerDefinition(config.rlAlgorithm).fields;
+  const values: Readonly<Record<string, unknown>> = config;
+  for (const [field, learnerField] of OBJECTIVE_FIELD_NAMES) {
+    const byDefault = MARLHF_FIELDS[field].default;
+    const given = values[field];
+    if (learnerField in learnerFields || (Array.isArray(given) ? given : [given]).every((value) => value === byDefault)) continue;
+    const prefix = options.source === undefined ? "" : `${options.source}: `;
+    throw new ConfigError(`${prefix}${configName}.${field} has no effect with rlAlgorithm "${config.rlAlgorithm}", whose learner has no ${learnerField}: leave it at ${JSON.stringify(byDefault)}`, field);
+  }
   if (!backEnd.critics && ((critics.criticModel ?? null) !== null || (critics.critics ?? null) !== null)) {
     const withCritics = trainerDefinitions().flatMap((definition) => (definition.rlBackEnd?.critics ? [`"${definition.section}"`] : []));
     throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm ${withCritics.join(" or ")} (the RL phases with critics)`);
