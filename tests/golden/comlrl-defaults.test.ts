@@ -53,7 +53,7 @@ describe("CoMLRL 1.4.3 defaults", () => {
     });
     const root = node(0, 1, node(1, 2, node(2, 4, null)));
     const critics = { shared: false, row: () => ({ prompt: [1], completion: Int32Array.from([2]) }), values: async () => [0.5, 0.5, 0.5] };
-    const samples = await actorCriticSamples(root, 0, critics, { numAgents: 1, discount: 0.5, referenceKlCoef: 0 });
+    const samples = await actorCriticSamples(root, 0, critics, { numAgents: 1, discount: 0.5, referenceKlCoef: 0, gaeLambda: 0 });
     expect(samples.map((s) => s.return)).toEqual([7, 6, 4]);
     expect(samples.map((s) => s.target)).toEqual([1 + 0.5 * 0.5, 2 + 0.5 * 0.5, 4]);
   });

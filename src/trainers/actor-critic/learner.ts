@@ -1,9 +1,9 @@
-// What IAC and MAAC share (COMLRL-SPEC §3.5): episodes through the rollout tree (numGenerations completions at one
-// node, or one trajectory of numTurns), actor-critic samples with TD(0) targets, advantages A = y − V_old (z-scored
-// over a turn's samples), shuffled minibatches. By default A2C-style, as CoMLRL: no ratio, no clipping of the policy,
-// no entropy bonus, one pass; an objective of the MAGRPO family (docs/objectives.md) makes the actor's loss a
-// clipped-ratio one over several passes. The rollout plumbing is RolloutLearner's, the actor's loss PolicyLoss's;
-// subclasses say how their critics read an episode and take one step.
+// What IAC, MAAC and MAPPO share (COMLRL-SPEC §3.5): episodes through the rollout tree (numGenerations completions
+// at one node, or one trajectory of numTurns), actor-critic samples with TD(0) targets (MAPPO's: GAE(λ)'s λ-returns),
+// advantages A = y − V_old (z-scored over a turn's samples), shuffled minibatches. By default A2C-style, as CoMLRL:
+// no ratio, no clipping of the policy, no entropy bonus, one pass; an objective of the MAGRPO family
+// (docs/objectives.md) makes the actor's loss a clipped-ratio one over several passes. The rollout plumbing is
+// RolloutLearner's, the actor's loss PolicyLoss's; subclasses say how their critics read an episode and take one step.
 import type { ActorCriticConfig } from "../../config/index.js";
 import type { Readout } from "../../native/binding.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
@@ -78,12 +78,18 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
     return this.rolloutSettings;
   }
 
+  /** λ of the samples' λ-return targets: 0, CoMLRL's TD(0) targets; a PPO learner's GAE(λ) sets its own. */
+  protected get gaeLambda(): number {
+    return 0;
+  }
+
   protected async samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<ActorCriticSample[]> {
     const samples = await this.host.timings.time("critic", () =>
       actorCriticSamples(rollout.root, itemIndex, this.criticView, {
         numAgents: this.agents.length,
         discount: this.config.discount,
         referenceKlCoef: this.config.referenceKlEnabled ? this.config.referenceKlCoef : 0,
+        gaeLambda: this.gaeLambda,
       }),
     );
     const domain = this.options.metricsCallback?.(samples);
@@ -117,13 +123,17 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
     return this.policyStep(agent, rows, (backward) => this.stepOn(step, agent, minibatch, { ...agent.policyStep(), backward }));
   }
 
-  /** A critic's step (logged as `component`): valueLossCoef · its value loss at `readout` over the minibatch's critic rows, toward their targets. */
-  protected criticStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], critic: Critic, component: string, readout: Readout): Promise<unknown> {
+  /**
+   * A critic's step (logged as `component`): valueLossCoef · its value loss at `readout` over the minibatch's critic
+   * rows, toward their targets; with clipRange, PPO's clipped value loss around their old values.
+   */
+  protected criticStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], critic: Critic, component: string, readout: Readout, clipRange: number | null = null): Promise<unknown> {
     const coef = this.config.valueLossCoef;
     const targets = minibatch.map((s) => s.target);
+    const clip = clipRange === null ? {} : { oldValues: minibatch.map((s) => s.oldValue), clipRange };
     const backward = async () =>
       minibatch.length > 0
-        ? coef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout, targets, scale: coef })).loss
+        ? coef * (await critic.valueHead.valueLossBackward(minibatch.map((s) => s.critic.prompt), minibatch.map((s) => s.critic.completion), { readout, targets, scale: coef, ...clip })).loss
         : 0;
     return this.stepOn(step, agent, minibatch, { component, optimizer: critic.optimizer, zeroGrad: () => Promise.all([critic.model.zeroGrad(), critic.valueHead.zeroGrad()]), backward });
   }

@@ -1,7 +1,8 @@
 // From a rolled-out episode to actor-critic samples (COMLRL-SPEC §3.5): one sample per agent per completion, with the
-// reward less the reference-KL penalty, the critic's old value, the TD(0) target y_t = r_t + γ·V_old(h_{t+1}) (the last
-// turn's target is its reward) and the Monte-Carlo return, logged as a metric and undiscounted, as CoMLRL 1.4.3 logs
-// it. Single-turn episodes have numGenerations completions at one node; multi-turn ones follow one completion per turn.
+// reward less the reference-KL penalty, the critic's old value, the λ-return target (λ = 0, IAC's and MAAC's: the TD(0)
+// target y_t = r_t + γ·V_old(h_{t+1}); MAPPO's GAE(λ): y_t − V_old(h_t) is the GAE advantage) and the Monte-Carlo
+// return, logged as a metric and undiscounted, as CoMLRL 1.4.3 logs it. Single-turn episodes have numGenerations
+// completions at one node; multi-turn ones follow one completion per turn.
 import type { Readout, ValueHead } from "../../models/value-head.js";
 import type { RolloutNode } from "../../rollout/tree.js";
 import { NonFiniteError } from "../lifecycle/stage-host.js";
@@ -44,7 +45,7 @@ export interface ActorCriticSample {
   reward: number;
   /** The critic's value of the sample before the update, without gradients. */
   oldValue: number;
-  /** TD(0) target: reward + discount · next turn's old value (the last turn's target is its reward). */
+  /** λ-return target: reward + discount · ((1 − λ) · next turn's old value + λ · next turn's target); the last turn's is its reward. */
   target: number;
   /** Undiscounted Monte-Carlo return from this turn on; logged only. */
   return: number;
@@ -69,11 +70,24 @@ function episodeNodes(root: RolloutNode): RolloutNode[] {
   return nodes;
 }
 
+/**
+ * The λ-returns of one episode, backwards from its last turn (where the episode ends, the next value is 0):
+ * G_t = r_t + γ·((1 − λ)·V(h_{t+1}) + λ·G_{t+1}). G_t − V(h_t) is the GAE(λ) advantage Σ_k (γλ)^k δ_{t+k}; λ = 0 gives
+ * the TD(0) target r_t + γ·V(h_{t+1}) exactly, λ = 1 the discounted Monte-Carlo return.
+ */
+export function lambdaReturns(rewards: readonly number[], values: readonly number[], discount: number, lambda: number): number[] {
+  const returns = new Array<number>(rewards.length);
+  for (let t = rewards.length - 1; t >= 0; t--) {
+    returns[t] = t === rewards.length - 1 ? rewards[t] : rewards[t] + discount * ((1 - lambda) * values[t + 1] + lambda * returns[t + 1]);
+  }
+  return returns;
+}
+
 export async function actorCriticSamples(
   root: RolloutNode,
   itemIndex: number,
   critics: CriticView,
-  settings: { numAgents: number; discount: number; referenceKlCoef: number },
+  settings: { numAgents: number; discount: number; referenceKlCoef: number; gaeLambda: number },
 ): Promise<ActorCriticSample[]> {
   const nodes = episodeNodes(root);
   const width = root.completionIds[0].length;
@@ -89,17 +103,17 @@ export async function actorCriticSamples(
       return v;
     };
     for (let g = 0; g < width; g++) {
-      let futureReturn = 0;
-      const episode: ActorCriticSample[] = [];
-      for (let t = nodes.length - 1; t >= 0; t--) {
-        const node = nodes[t];
+      const rewards = nodes.map((node) => {
         const environmentReward = node.agentRewards ? node.agentRewards[agent][g] : node.rewards[g];
         const referenceKl = node.referenceKl[agent][g] ?? 0;
-        const reward = environmentReward - settings.referenceKlCoef * referenceKl;
-        futureReturn = reward + futureReturn; // only the TD target is discounted
-        const target = t === nodes.length - 1 ? reward : reward + settings.discount * valueAt(t + 1, g);
-        const recorded = node.samplerLogprobs?.[agent];
-        episode.unshift({
+        return { environmentReward, referenceKl, reward: environmentReward - settings.referenceKlCoef * referenceKl };
+      });
+      const oldValues = nodes.map((_, t) => valueAt(t, g));
+      const targets = lambdaReturns(rewards.map((r) => r.reward), oldValues, settings.discount, settings.gaeLambda);
+      let futureReturn = 0; // only the target is discounted
+      const returns = rewards.map((r) => r.reward).reverse().map((r) => (futureReturn += r)).reverse();
+      nodes.forEach((node, t) =>
+        samples.push({
           agent,
           turn: node.turn,
           itemIndex,
@@ -108,16 +122,13 @@ export async function actorCriticSamples(
           completionIds: node.completionIds[agent][g],
           completion: node.texts[agent][g],
           critic: rows[agent][t * width + g],
-          environmentReward,
-          referenceKl,
-          reward,
-          oldValue: valueAt(t, g),
-          target,
-          return: futureReturn,
-          ...(recorded ? { sampled: { logprobs: recorded.policy[g], policySteps: recorded.updates } } : {}),
-        });
-      }
-      samples.push(...episode);
+          ...rewards[t],
+          oldValue: oldValues[t],
+          target: targets[t],
+          return: returns[t],
+          ...(node.samplerLogprobs?.[agent] ? { sampled: { logprobs: node.samplerLogprobs[agent].policy[g], policySteps: node.samplerLogprobs[agent].updates } } : {}),
+        }),
+      );
     }
   }
   return samples;
