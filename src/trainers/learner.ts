@@ -56,7 +56,9 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   readonly policySteps: number[];
 
   protected constructor(
+    /** The algorithm's config. */
     readonly config: C,
+    /** The agents it rolls out and trains, in index order. */
     readonly agents: Agent[],
     protected readonly options: TaskOptions<unknown>,
     /** The task's environment, or (MARLHF's RL phase) one whose reward is a reward model. */
