@@ -39,6 +39,8 @@ export { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./trainers/re
 export { CentralizedMAGRPOTrainer, CentralizedParseError, TaggedAdapter, type CentralizedAdapter, type CentralizedMAGRPOTrainerOptions } from "./trainers/reinforce/centralized.js";
 export { IACTrainer, type IACTrainerOptions } from "./trainers/actor-critic/iac.js";
 export { MAACTrainer, jointCriticText, type MAACTrainerOptions } from "./trainers/actor-critic/maac.js";
+export { MAPPOLearner, MAPPOTrainer, type MAPPOTrainerOptions } from "./trainers/actor-critic/mappo.js";
+export { mappoConfig, type MAPPOConfig, type MAPPOConfigInput } from "./config/actor-critic.js";
 export type { ActorCriticOptions } from "./trainers/actor-critic/learner.js";
 export type { ActorCriticSample, CriticRow } from "./trainers/actor-critic/samples.js";
 export type { Critic } from "./trainers/actor-critic/critics.js";

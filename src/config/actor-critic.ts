@@ -1,10 +1,11 @@
-// Actor-critic configs (COMLRL-SPEC §2.2, §2.3): IAC (independent critics, or a value head on each actor) and MAAC
-// (one centralized critic). Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
+// Actor-critic configs (COMLRL-SPEC §2.2, §2.3): IAC (independent critics, or a value head on each actor), MAAC
+// (one centralized critic) and MAPPO (ours: PPO over either). Defaults are CoMLRL's; fields marked "(ours)" are
+// additions of this port.
 import { deviceSpec, type DeviceSpec } from "./devices.js";
 import { bool, buildConfig, float, int, nullable, oneOf, type Fail, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, type GroupConfig } from "./groups.js";
 import type { ConfigSource } from "./magrpo.js";
-import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type AgentObjective, type ObjectiveConfig } from "./objectives.js";
+import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type AgentObjective, type LossType, type ObjectiveConfig } from "./objectives.js";
 
 /** What a critic reads: "v" the prompt alone (V(h)), "q" prompt and completion (Q(h, a)). */
 export type CriticType = "v" | "q";
@@ -64,11 +65,23 @@ export interface IACConfig extends ActorCriticConfig {
 /** MAAC's config: the shared actor-critic fields; its one centralized critic is stepped in every agent's update. */
 export type MAACConfig = ActorCriticConfig;
 
+/** MAPPO's config (ours): MAAC's fields with PPO's defaults for the actors' objective, and PPO's own (docs/mappo.md). */
+export interface MAPPOConfig extends ActorCriticConfig {
+  /** λ of the GAE(λ) advantages and their λ-return targets (0: TD(0), 1: Monte Carlo). */
+  readonly gaeLambda: number;
+  /** PPO's value clipping around the old values (null: none). */
+  readonly valueClipRange: number | null;
+  /** true: MAAC's one critic on the joint text; false: one critic per agent on its own prompt (IAC's). */
+  readonly centralizedCritic: boolean;
+}
+
 type Settable<C> = { readonly [K in Exclude<keyof C, "objectives">]: K extends "trainBatchSize" | "criticLearningRate" ? number | null : C[K] };
 /** What iacConfig accepts: any subset of IACConfig (trainBatchSize / criticLearningRate null = derived). */
 export type IACConfigInput = Partial<Settable<IACConfig>>;
 /** What maacConfig accepts: any subset of MAACConfig. */
 export type MAACConfigInput = Partial<Settable<MAACConfig>>;
+/** What mappoConfig accepts: any subset of MAPPOConfig. */
+export type MAPPOConfigInput = Partial<Settable<MAPPOConfig>>;
 
 /**
  * What an actor's objective takes of a MAGRPO-family objective's: the critic's advantage leaves no group to scale,
@@ -121,6 +134,15 @@ export const IAC_FIELDS = {
 
 export const MAAC_FIELDS = { ...COMMON_FIELDS, criticLearningRate: float({ default: 5e-6, min: 0 }) };
 
+/** MAPPO's fields: MAAC's, with PPO's defaults for the actors' objective, and PPO's own. */
+export const MAPPO_FIELDS = {
+  ...MAAC_FIELDS,
+  lossType: { ...OBJECTIVE_FIELDS.lossType, default: "dapo" as LossType },
+  numIterations: { ...OBJECTIVE_FIELDS.numIterations, default: 4 },
+  gaeLambda: float({ default: 0.95, min: 0, max: 1 }),
+  valueClipRange: nullable(float({ default: 0.2, above: 0 })),
+  centralizedCritic: bool({ default: true }),
+};
 
 function resolveCommon<V extends ValuesOf<typeof COMMON_FIELDS>>(values: V, fail: Fail<typeof COMMON_FIELDS>, criticsNeedDevices: boolean) {
   if (values.numTurns > 1 && values.numGenerations !== 1) fail("numGenerations", `must be 1 when numTurns > 1 (multi-turn actor-critic follows one trajectory), got ${values.numGenerations}`);
@@ -163,6 +185,22 @@ export function maacConfig(input?: MAACConfigInput, options: ConfigSource = {}):
           fail("criticDevices", `must name one device: MAAC has one centralized critic, got ${values.criticDevices.length}`);
         }
         return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, true);
+      },
+    }),
+  );
+}
+
+/** Builds a validated MAPPO config; the critics default to their agents' devices (the centralized one to agent 0's). */
+export function mappoConfig(input?: MAPPOConfigInput, options: ConfigSource = {}): MAPPOConfig {
+  return rebuildObjectives(input, "MAPPOConfig", options.source, (rest) =>
+    buildConfig(MAPPO_FIELDS, rest as MAPPOConfigInput | undefined, {
+      configName: "MAPPOConfig",
+      source: options.source,
+      finish: (values, fail) => {
+        if (values.centralizedCritic && Array.isArray(values.criticDevices) && values.criticDevices.length > 1) {
+          fail("criticDevices", `must name one device with centralizedCritic, got ${values.criticDevices.length}`);
+        }
+        return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, false);
       },
     }),
   );

@@ -1,7 +1,7 @@
 // The online trainers' registry entries, registered: the MAGRPO family and the actor-critic trainers. Each trains on
 // its own, and those with an RL back-end (rl-back-end.ts) also as MARLHF's RL phase, which draws them from here; so
 // this file registers nothing that builds on MARLHF (the preference trainers register in builtins.ts).
-import { IAC_FIELDS, iacConfig, MAAC_FIELDS, maacConfig, type IACConfig, type MAACConfig } from "../config/actor-critic.js";
+import { IAC_FIELDS, iacConfig, MAAC_FIELDS, maacConfig, MAPPO_FIELDS, mappoConfig, type IACConfig, type MAACConfig, type MAPPOConfig } from "../config/actor-critic.js";
 import {
   CENTRALIZED_FIELDS,
   centralizedMagrpoConfig,
@@ -21,6 +21,7 @@ import { ComlrlTokenizer } from "../models/tokenizer.js";
 import { registerCritics, refuseCriticSources, resolveCentralCriticSource, resolveSeparateCriticSources } from "./actor-critic/critics.js";
 import { iacActorExtras, IACLearner, iacModules, IACTrainer, loadIACCritics } from "./actor-critic/iac.js";
 import { loadMAACCritic, MAACLearner, maacModules, MAACTrainer } from "./actor-critic/maac.js";
+import { MAPPOTrainer } from "./actor-critic/mappo.js";
 import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./reinforce/baselines.js";
 import { CentralizedMAGRPOTrainer } from "./reinforce/centralized.js";
 import { MAGRPOLearner, MAGRPOTrainer } from "./reinforce/magrpo.js";
@@ -138,4 +139,13 @@ registerTrainer<MAACConfig>({
   critics: { required: () => true },
   rlBackEnd: MAAC_BACK_END,
   create: async (run, config, critics) => MAACTrainer.create({ ...(await withTokenizers(run)), config, ...critics }),
+});
+registerTrainer<MAPPOConfig>({
+  section: "mappo",
+  trainer: MAPPOTrainer,
+  configName: "MAPPOConfig",
+  fields: MAPPO_FIELDS,
+  config: mappoConfig,
+  critics: { required: () => true },
+  create: async (run, config, critics) => MAPPOTrainer.create({ ...(await withTokenizers(run)), config, ...critics }),
 });

@@ -6,6 +6,7 @@ import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import { MAPPOTrainer } from "../../src/trainers/actor-critic/mappo.js";
 import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
 import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
 import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
@@ -16,12 +17,13 @@ export function makeDdpBase(dir: string): Promise<ComlrlTokenizer> {
   return createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
 }
 
-export type DdpKind = "MAGRPO" | "IAC" | "MAAC" | "MADPO" | "MARLHF-IAC" | "MARLHF-MAAC" | "MARLHF-ITER" | "MADPO-ITER";
+export type DdpKind = "MAGRPO" | "IAC" | "MAAC" | "MAPPO" | "MADPO" | "MARLHF-IAC" | "MARLHF-MAAC" | "MARLHF-ITER" | "MADPO-ITER";
 
 export interface DdpTrainerOptions {
   ddp: boolean;
   /**
    * MAGRPO (default); IAC runs two turns that end early on some items, so ranks hold different sample counts;
+   * MAPPO: the same two turns with per-agent critics, GAE(λ) targets and two passes per update;
    * MADPO: pairs, then DPO epochs over them;
    * MARLHF-IAC / MARLHF-MAAC: MARLHF with an actor-critic RL phase, hosted in MARLHF's data-parallel job;
    * MARLHF-ITER: three MARLHFIter iterations against the history comparator (which loads the policy checkpoint rank 0
@@ -48,12 +50,12 @@ function ddpTask(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o:
 }
 
 /** A trainer of any of the data-parallel kinds. */
-export type DdpTrainer = MAGRPOTrainer | IACTrainer | MAACTrainer | MADPOTrainer | MARLHFTrainer | MARLHFIterTrainer | MADPOIterTrainer;
+export type DdpTrainer = MAGRPOTrainer | IACTrainer | MAACTrainer | MAPPOTrainer | MADPOTrainer | MARLHFTrainer | MARLHFIterTrainer | MADPOIterTrainer;
 
 export function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions & { kind?: "MAGRPO" }): Promise<MAGRPOTrainer>;
 export function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<DdpTrainer>;
 export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<DdpTrainer> {
-  if (o.kind === "IAC" || o.kind === "MAAC") return makeActorCritic(base, tokenizer, outputDir, o);
+  if (o.kind === "IAC" || o.kind === "MAAC" || o.kind === "MAPPO") return makeActorCritic(base, tokenizer, outputDir, o);
   if (o.kind === "MARLHF-IAC" || o.kind === "MARLHF-MAAC") return makeMarlhf(base, tokenizer, outputDir, o);
   if (o.kind === "MARLHF-ITER") return makeMarlhfIter(base, tokenizer, outputDir, o);
   if (o.kind === "MADPO-ITER") return makeMadpoIter(base, tokenizer, outputDir, o);
@@ -79,7 +81,7 @@ export async function makeDdpTrainer(base: string, tokenizer: ComlrlTokenizer, o
   });
 }
 
-function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<IACTrainer | MAACTrainer> {
+function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: string, o: DdpTrainerOptions): Promise<IACTrainer | MAACTrainer | MAPPOTrainer> {
   const options = {
     agents: [base, base],
     tokenizer,
@@ -92,11 +94,13 @@ function makeActorCritic(base: string, tokenizer: ComlrlTokenizer, outputDir: st
   };
   const config = { ...(o.ddp ? { parallelTraining: "ddp" as const } : {}), numTrainEpochs: o.epochs, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 2e-3, criticLearningRate: 2e-3, rolloutBufferSize: 2, loggingSteps: 1, evalInterval: 0, seed: 3 };
   if (o.kind === "MAAC") return MAACTrainer.create({ ...options, config: { ...config, numTurns: 1, numGenerations: 2 } });
-  return IACTrainer.create({
+  const twoTurns = {
     ...options,
-    externalTransition: ({ agentCompletions }) => agentCompletions.map((c) => `again: ${c}`),
+    externalTransition: ({ agentCompletions }: { agentCompletions: string[] }) => agentCompletions.map((c) => `again: ${c}`),
     config: { ...config, numTurns: 2, numGenerations: 1, earlyTerminationThreshold: 0.3 },
-  });
+  };
+  if (o.kind === "MAPPO") return MAPPOTrainer.create({ ...twoTurns, config: { ...twoTurns.config, centralizedCritic: false, gaeLambda: 0.9, numIterations: 2 } });
+  return IACTrainer.create(twoTurns);
 }
 
 /** The preference trainers' settings: four candidates per item, two pairs kept of each. */

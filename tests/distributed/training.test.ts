@@ -94,7 +94,7 @@ describe("data-parallel MAGRPO (2 ranks × 1 thread on 127.0.0.1)", () => {
     await alone.close();
   });
 
-  it.each(["IAC", "MAAC"])("%s: a 2-rank run keeps its actors and critics bit-identical, even when ranks hold different sample counts", async (kind) => {
+  it.each(["IAC", "MAAC", "MAPPO"])("%s: a 2-rank run keeps its actors and critics bit-identical, even when ranks hold different sample counts", async (kind) => {
     const run = await runRanks(`train-${kind}`, ["train", "2", path.join(root, `train-${kind}`, "checkpoints"), "", "0", "6", kind]);
     expect(run.ranks[0].weights.length).toBeGreaterThan(0);
     expect(run.ranks[1].weights).toEqual(run.ranks[0].weights);

@@ -14,6 +14,7 @@ import type { RewardFunction } from "../../src/rollout/types.js";
 import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
 import { jointCriticText, MAACTrainer, type MAACTrainerOptions } from "../../src/trainers/actor-critic/maac.js";
 import { normalizedAdvantages } from "../../src/trainers/actor-critic/learner.js";
+import { smallActorCriticRun } from "../support/actor-critic-run.js";
 import { runPython } from "../support/python.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-ac-"));
@@ -26,21 +27,8 @@ beforeAll(async () => {
   await createTinyModel(other, { seed: 18, hiddenSize: 48, numLayers: 1, vocabSize: 300 });
 });
 
-const lengths: RewardFunction = (completions) => completions[0].map((a, j) => (a.length + completions[1][j].length) / 10);
-const run = () => path.join(scratch, `run-${Math.random().toString(36).slice(2)}`);
-
 function iac(overrides: Partial<IACTrainerOptions> = {}): IACTrainerOptions {
-  return {
-    agentModel: base,
-    criticModel: base,
-    numAgents: 2,
-    rewardFunc: lengths,
-    trainDataset: [{ prompt: "one" }, { prompt: "two" }],
-    outputDir: run(),
-    quiet: true,
-    ...overrides,
-    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...(overrides.config ?? {}) },
-  };
+  return smallActorCriticRun(base, scratch, overrides as never) as IACTrainerOptions;
 }
 
 function maac(overrides: Partial<MAACTrainerOptions> = {}): MAACTrainerOptions {

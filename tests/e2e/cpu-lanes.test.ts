@@ -58,12 +58,14 @@ async function run(kind: string, lanes: string | undefined) {
 
 // Where each kind's actors (then critics, MARLHF's reward model) run: a critic per agent on its agent's lane; what the
 // agents share (MAAC's critic, the reward model) on the CPU's own lane with all the intra-op threads. MAAC, alone
-// or as MARLHF's RL phase, keeps its agents in turn: its updates step the one critic in each, so they take turns anyway.
+// or as MARLHF's RL phase, and MAPPO with its centralized critic keep their agents in turn: their updates step the
+// one critic in each, so they take turns anyway.
 const PLACED: Record<string, string[]> = {
   MAGRPO: ["cpu#0", "cpu#1"],
   IAC: ["cpu#0", "cpu#1", "cpu#0", "cpu#1"],
   "IAC (shared heads)": ["cpu#0", "cpu#1"],
   MAAC: ["cpu", "cpu", "cpu"],
+  MAPPO: ["cpu", "cpu", "cpu"],
   MADPO: ["cpu#0", "cpu#1"],
   MARLHF: ["cpu#0", "cpu#1", "cpu"],
   "MARLHF (MAAC)": ["cpu", "cpu", "cpu", "cpu"],

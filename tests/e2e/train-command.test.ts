@@ -153,7 +153,22 @@ it("trains IAC with a critic per agent from critic_model, and saves agents with 
   const noCritic = write("iac-no-critic.yaml", sectionConfig(path.join(scratch, "iac-none"), "iac", ""));
   await expect(runTrain({ config: noCritic, wandb: false, quiet: true })).rejects.toThrow(/iac-no-critic\.yaml: iac needs critics; set critic_model\.name/);
   const critic = write("magrpo-critic.yaml", sectionConfig(path.join(scratch, "magrpo-critic"), "magrpo", "", `critic_model:\n  name: ${modelDir}\n`));
-  await expect(runTrain({ config: critic, wandb: false, quiet: true })).rejects.toThrow(/critic_model is for actor-critic trainers \(iac, maac, marlhf, marlhf_iter\); magrpo has no critic/);
+  await expect(runTrain({ config: critic, wandb: false, quiet: true })).rejects.toThrow(/critic_model is for actor-critic trainers \(iac, maac, mappo, marlhf, marlhf_iter\); magrpo has no critic/);
+}, 120_000);
+
+it("trains MAPPO from its section, one critic per agent from critic_model, and saves agents and critics", async () => {
+  const out = path.join(scratch, "mappo-run");
+  const fields = "  num_generations: 2\n  rollout_buffer_size: 4\n  num_iterations: 2\n  gae_lambda: 0.9\n  centralized_critic: false\n  loss_type: grpo\n";
+  const config = write("mappo.yaml", sectionConfig(out, "mappo", fields, `critic_model:\n  name: ${modelDir}\n`));
+  const { lines } = await quietly(() => runTrain({ config, wandb: false, quiet: false }));
+  expect(lines.join("\n")).toMatch(/MAPPOTrainer on task "cover-vowels", 2 agents, 16 train items/);
+  const updates = readJsonlMetrics(path.join(out, "metrics.jsonl")).filter((r) => r.kind === "update");
+  expect(updates.some((r) => typeof r["critic_1/loss"] === "number")).toBe(true);
+  for (const dir of ["critic_0", "critic_1"]) expect(existsSync(path.join(out, "final_model", dir, "value_head.pt"))).toBe(true);
+  const noCritic = write("mappo-no-critic.yaml", sectionConfig(path.join(scratch, "mappo-none"), "mappo", ""));
+  await expect(runTrain({ config: noCritic, wandb: false, quiet: true })).rejects.toThrow(/mappo-no-critic\.yaml: mappo needs critics; set critic_model\.name/);
+  const typo = write("mappo-typo.yaml", sectionConfig(path.join(scratch, "mappo-typo"), "mappo", "  gae_lamda: 0.9\n", `critic_model:\n  name: ${modelDir}\n`));
+  await expect(runTrain({ config: typo, wandb: false, quiet: true })).rejects.toThrow(/mappo-typo\.yaml.*gae_lamda.*gae_lambda/);
 }, 120_000);
 
 it("trains MADPO from pairs it collects, with snake_case fields validated against the file", async () => {
