@@ -72,11 +72,6 @@ export {
   type CriticNeeds,
   type FileCritics,
   type FileRun,
-  type RLBackEnd,
-  type RLPhaseActorExtras,
-  type RLPhaseCritics,
-  type RLPhaseLearner,
-  type RLPhaseSetUp,
   type TrainerDefinition,
 } from "./trainers/builtins.js";
 
