@@ -73,11 +73,6 @@ export {
   type CriticNeeds,
   type FileCritics,
   type FileRun,
-  type RLBackEnd,
-  type ActorExtras,
-  type RLPhaseCritics,
-  type RLPhaseLearner,
-  type RLPhaseSetUp,
   type TrainerDefinition,
 } from "./trainers/builtins.js";
 
