@@ -122,8 +122,10 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
   const n = actors.agents.length;
   const environment = { ...setUp.environment };
   const options = { rewardFunc: environment.rewardFunc, ...setUp.options };
+  // Under "mp" the critics' config names the devices the placement gave them (MAAC's one critic: one, §10.16).
+  const placedCritics = actors.placement.criticDevices;
+  const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" && placedCritics.length > 0 ? placedCritics : c.criticDevices };
   if (c.rlAlgorithm === "iac") {
-    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
     const iac = iacConfig(rlPhaseInput<IACConfigInput>(IAC_FIELDS, c, derived));
     const sources = iac.useSeparateCritic ? criticSources(c, setUp.critics, actors.sources, n) : (refuseCriticSources(setUp.critics), []);
     const critics = await loadIACCritics(iac, actors, sources);
@@ -132,8 +134,6 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     return learner;
   }
   if (c.rlAlgorithm === "maac") {
-    // Under "mp" the centralized critic takes one device (§10.16), where the placement put it.
-    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? actors.placement.criticDevices : c.criticDevices };
     const maac = maacConfig(rlPhaseInput<MAACConfigInput>(MAAC_FIELDS, c, derived));
     const [source] = criticSources(c, setUp.critics, actors.sources, 1);
     const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
