@@ -1,9 +1,8 @@
 // MAPPO end to end on tiny models made here: its config and errors, numIterations passes per update, every objective
 // of the MAGRPO family, the clipped value loss, GAE(λ) targets over a multi-turn episode by hand, and per-agent
-// critics.
-// Checkpoint/resume is in the exact-resume suite (tests/support/checkpoint-run.ts); the comparison with MAAC over
-// seeds in tests/e2e/actor-critic-learning.test.ts.
-import { mkdtempSync } from "node:fs";
+// critics, their resume included. With its centralized critic MAPPO is in the house's suites through its registry
+// entry (exact resume, CPU lanes); the comparison with MAAC over seeds is in tests/e2e/actor-critic-learning.test.ts.
+import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -126,5 +125,25 @@ describe("critics", () => {
     await trainer.train();
     await trainer.close();
     expect(updates(trainer).some((u) => "critic_1/loss" in u)).toBe(true);
+  });
+
+  it("per-agent critics resume from a checkpoint to the weights of an uninterrupted run", async () => {
+    const config = { centralizedCritic: false, numTrainEpochs: 2, numIterations: 2 };
+    const straight = await MAPPOTrainer.create(mappo({ config }));
+    await straight.train();
+    const expected = weights(straight);
+    await straight.close();
+    const outputDir = path.join(scratch, "resumed");
+    const first = await MAPPOTrainer.create(mappo({ outputDir, config: { ...config, numTrainEpochs: 1 } }));
+    await first.train({ checkpointDir: path.join(outputDir, "checkpoints") });
+    await first.close();
+    const resumed = await MAPPOTrainer.create(mappo({ outputDir, config }));
+    await resumed.train({ checkpointDir: path.join(outputDir, "checkpoints"), resumeFromCheckpoint: "latest" });
+    expect(weights(resumed)).toEqual(expected);
+    await resumed.close();
+    // It resumed rather than started over: its own log holds the second epoch's updates alone.
+    const [resumeDir] = readdirSync(outputDir).filter((name) => name.startsWith("resume-"));
+    const logged = readJsonlMetrics(path.join(outputDir, resumeDir, "metrics.jsonl")).filter((r) => r.kind === "update");
+    expect(logged.length).toBe(updates(straight).length / 2);
   });
 });
