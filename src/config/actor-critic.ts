@@ -137,10 +137,15 @@ export const MAAC_FIELDS = { ...COMMON_FIELDS, criticLearningRate: float({ defau
 /** MAPPO's fields: MAAC's, with PPO's defaults for the actors' objective, and PPO's own. */
 export const MAPPO_FIELDS = {
   ...MAAC_FIELDS,
+  /** The actors' policy loss; PPO's token-mean clipped ratio by default (docs/objectives.md). */
   lossType: { ...OBJECTIVE_FIELDS.lossType, default: "dapo" as LossType },
+  /** PPO's epochs: passes over each update's minibatches, with ratios against the rollout's own log-probs. */
   numIterations: { ...OBJECTIVE_FIELDS.numIterations, default: 4 },
+  /** λ of the GAE(λ) advantages and their λ-return targets (0: TD(0), 1: Monte Carlo). */
   gaeLambda: float({ default: 0.95, min: 0, max: 1 }),
+  /** PPO's value clipping around the old values (null: none). */
   valueClipRange: nullable(float({ default: 0.2, above: 0 })),
+  /** true: MAAC's one critic on the joint text; false: one critic per agent on its own prompt (IAC's). */
   centralizedCritic: bool({ default: true }),
 };
 
