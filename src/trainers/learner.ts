@@ -54,6 +54,8 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   protected readonly policyLoss: PolicyLoss;
   /** Each agent's policy optimizer steps so far; recorded log-probs carry the count they were sampled at. */
   readonly policySteps: number[];
+  /** Each agent's objective metrics of the steps taken in the update under way, logged when it ends. */
+  private readonly policyMetrics: Record<string, number>[][];
 
   protected constructor(
     /** The algorithm's config. */
@@ -69,6 +71,7 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
     this.buffers = agents.map(() => []);
     this.policyLoss = this.createPolicyLoss(config);
     this.policySteps = agents.map(() => 0);
+    this.policyMetrics = agents.map(() => []);
     const policies = environment.policies.map((policy, i) => (this.policyLoss.recordsLogprobs(i) ? this.recordingPolicy(agents[i], policy) : policy));
     this.environment = { ...environment, policies, timings: host.timings };
   }
@@ -123,9 +126,7 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
       metrics = result.metrics;
       return result.loss;
     });
-    if (Object.keys(metrics).length > 0) {
-      this.host.logger?.log("update", Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`agent_${agent.index}/${k}`, v])), this.progress.envStep);
-    }
+    if (Object.keys(metrics).length > 0) this.policyMetrics[agent.index].push(Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`agent_${agent.index}/${k}`, v])));
   }
 
   /** What of a sample the train metrics need, sent from every rank to rank 0. */
@@ -194,6 +195,8 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
         this.policySteps[i]++;
       }
     });
+    // Logged once every agent has stepped, in agent order, so that agents on lanes of their own log as agents in turn.
+    for (const records of this.policyMetrics) for (const record of records.splice(0)) this.host.logger?.log("update", record, this.progress.envStep);
     this.logTrainMetrics(await this.host.gather(samples.map((s) => this.metricFields(s))));
     return results;
   }

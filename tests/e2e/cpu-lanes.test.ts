@@ -66,6 +66,7 @@ const PLACED: Record<string, string[]> = {
   "IAC (shared heads)": ["cpu#0", "cpu#1"],
   MAAC: ["cpu", "cpu", "cpu"],
   MAPPO: ["cpu", "cpu", "cpu"],
+  "MAPPO (per-agent critics)": ["cpu#0", "cpu#1", "cpu#0", "cpu#1"],
   MADPO: ["cpu#0", "cpu#1"],
   MARLHF: ["cpu#0", "cpu#1", "cpu"],
   "MARLHF (MAAC)": ["cpu", "cpu", "cpu", "cpu"],

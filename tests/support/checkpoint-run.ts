@@ -90,8 +90,10 @@ const registered =
 
 export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Promise<ResumableTrainer>> = {
   ...Object.fromEntries(trainerDefinitions().map((definition) => [definition.trainer.name.replace(/Trainer$/, ""), registered(definition.section)])),
-  // Variants: IAC with value heads on its actors, and MARLHF with an actor-critic RL phase (critics from the agents' model).
+  // Variants: IAC with value heads on its actors, MAPPO with a critic per agent and a clipped-ratio objective, and
+  // MARLHF with an actor-critic RL phase (critics from the agents' model).
   "IAC (shared heads)": registered("iac", { useSeparateCritic: false, valueHeadHiddenDim: 4 }),
+  "MAPPO (per-agent critics)": registered("mappo", { centralizedCritic: false, lossType: "dapo" }),
   "MARLHF (IAC)": registered("marlhf", { rlAlgorithm: "iac", criticType: "q" }),
   "MARLHF (MAAC)": registered("marlhf", { rlAlgorithm: "maac" }),
 };
