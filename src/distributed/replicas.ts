@@ -8,7 +8,6 @@ import { CausalLM, DROPOUT_STREAM } from "../models/causal-lm.js";
 import { Optimizer } from "../models/optimizer.js";
 import { nativeModuleOf, type NativeModule } from "../models/native-module.js";
 import type { Component, ComponentRegistry } from "../components/registry.js";
-import type { TrainingStage } from "../trainers/lifecycle/stage-host.js";
 import { DistributedContext } from "./context.js";
 import { readDistributedEnvironment } from "./environment.js";
 
@@ -97,42 +96,6 @@ export class Replicas {
     const given = local.loss !== undefined;
     const { totalWeight, values } = await this.context.allReduceGradients(modules, local.samples, [given ? local.samples * local.loss! : 0, given ? 1 : 0]);
     return { samples: totalWeight, ...(values[1] === this.context.worldSize ? { loss: totalWeight > 0 ? values[0] / totalWeight : 0 } : {}) };
-  }
-
-  /**
-   * The stage as this rank runs it: step k of ⌈steps / worldSize⌉ is the stage's step (rank + k·worldSize) mod
-   * steps — item b on rank b mod worldSize, the last round padded with the epoch's first items so that every rank
-   * runs the same number of steps. Evaluation follows rank 0's steps, on every rank at once.
-   */
-  shard(stage: TrainingStage): TrainingStage {
-    const { rank, worldSize } = this.context;
-    // The shard rule needs one list of steps on every rank; a stage over data only one rank holds (a dataset that
-    // differs between ranks, collected pairs not gathered) may differ in length, which would leave ranks waiting for
-    // each other: say so instead.
-    const checkSameSteps = async () => {
-      const [most, negatedLeast] = await this.context.allReduce([stage.steps, -stage.steps], "max");
-      if (most !== -negatedLeast) {
-        throw new ReplicaError(
-          `stage "${stage.name}" has ${stage.steps} steps on rank ${rank} but between ${-negatedLeast} and ${most} over the ranks: data-parallel training shards one list of steps (the dataset's items) across the ranks, and this stage's steps come from each rank's own data`,
-        );
-      }
-    };
-    return {
-      name: stage.name,
-      get epochs() {
-        return stage.epochs;
-      },
-      get steps() {
-        return Math.ceil(stage.steps / worldSize);
-      },
-      runStep: async (k) => {
-        if (k === 0) await checkSameSteps();
-        return stage.runStep((rank + k * worldSize) % stage.steps);
-      },
-      ...(stage.beginEpoch ? { beginEpoch: () => stage.beginEpoch!() } : {}),
-      ...(stage.endEpoch ? { endEpoch: () => stage.endEpoch!() } : {}),
-      ...(stage.evaluateBefore ? { evaluateBefore: (k: number) => stage.evaluateBefore!(k * worldSize) } : {}),
-    };
   }
 
   /** The element-wise maximum over the ranks. */

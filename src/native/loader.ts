@@ -7,7 +7,7 @@ import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NativeAddon } from "./binding.js";
-import { numThreadsFromEnvironment } from "../distributed/local-ranks.js";
+import { numThreadsFromEnvironment } from "./threads.js";
 
 export const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 

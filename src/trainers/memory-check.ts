@@ -1,10 +1,10 @@
 // The memory check of setUpActors: what the placement plan will load (the actors from their sources, reference
 // copies when the KL term is on, the critics, a reward model), each on its planned device, estimated by
-// config/memory-estimate.ts before any model loads. A rollout's rows hold their prompt's tokens as well as the
+// models/memory-estimate.ts before any model loads. A rollout's rows hold their prompt's tokens as well as the
 // completion's: the first items' prompts are tokenized with the agents' tokenizers (small files, loaded again by the
 // trainer) for the longest.
 import type { RuntimeConfig, SamplingConfig } from "../config/index.js";
-import { checkMemoryPlan, localModelShape, modelShape, type ModelRole, type ModelShape, type PlannedModel } from "../config/memory-estimate.js";
+import { checkMemoryPlan, localModelShape, modelShape, type ModelRole, type ModelShape, type PlannedModel } from "../models/memory-estimate.js";
 import { CausalLM, type ModelSource } from "../models/causal-lm.js";
 import { buildFormatters, formatPrompt } from "../rollout/formatters.js";
 import { promptTokenLimit, type PromptBounds } from "../rollout/prompt-length.js";

@@ -6,7 +6,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { localModelShape } from "../../src/config/memory-estimate.js";
+import { localModelShape } from "../../src/models/memory-estimate.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { decoderConfigOf, parseModelConfig } from "../../src/models/config.js";
 import { ggufModelConfig, ggufTokenizerFiles, ggufWeightPlan, readGguf } from "../../src/models/gguf/read.js";

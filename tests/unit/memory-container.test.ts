@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { availableMemory, checkMemoryPlan, estimateMemory, modelShape } from "../../src/config/memory-estimate.js";
+import { availableMemory, checkMemoryPlan, estimateMemory, modelShape } from "../../src/models/memory-estimate.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir, totalmem } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { estimateMemory, modelShape, parameterCount } from "../../src/config/memory-estimate.js";
+import { estimateMemory, modelShape, parameterCount } from "../../src/models/memory-estimate.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";

@@ -3,7 +3,8 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { MAX_THREADS_PER_CORE, numThreadsFromEnvironment, threadsPerRank } from "../../src/distributed/local-ranks.js";
+import { threadsPerRank } from "../../src/distributed/local-ranks.js";
+import { MAX_THREADS_PER_CORE, numThreadsFromEnvironment } from "../../src/native/threads.js";
 
 const cli = path.join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
 

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { iacConfig, maacConfig, magrpoConfig, marlhfConfig, rewardModelDeviceGiven, type CudaFacts } from "../../src/config/index.js";
-import { checkMemoryPlan, estimateMemory, type MemoryPlan } from "../../src/config/memory-estimate.js";
+import { checkMemoryPlan, estimateMemory, type MemoryPlan } from "../../src/models/memory-estimate.js";
 import type { CausalLM } from "../../src/models/causal-lm.js";
 import { iacModules } from "../../src/trainers/actor-critic/iac.js";
 import { maacModules } from "../../src/trainers/actor-critic/maac.js";

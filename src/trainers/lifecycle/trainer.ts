@@ -13,6 +13,7 @@ import { OURS_RUN_CONFIG_KEY } from "../../logging/run-config.js";
 import { mergeWandbResume, type WandbConfig, type WandbRunIdentity } from "../../logging/wandb.js";
 import type { DistributedContext } from "../../distributed/context.js";
 import { checkRanksAgree } from "../../distributed/fingerprint.js";
+import { shardStage } from "./shard.js";
 import { pendingJob, Replicas, type PendingJob, type RankState } from "../../distributed/replicas.js";
 import { SeededRandom } from "../../util/random.js";
 import { ComponentRegistry, type SaveModelOptions } from "../../components/registry.js";
@@ -320,7 +321,7 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
 
   private async runSchedule(options: TrainOptions, interval: number): Promise<void> {
     const p = this.progress;
-    const stages = this.stages().map((stage) => this.replicas?.shard(stage) ?? stage);
+    const stages = this.stages().map((stage) => (this.replicas ? shardStage(stage, this.replicas.context) : stage));
     const iterations = this.iterations();
     if (p.stage >= stages.length || p.iteration >= iterations) {
       throw new CheckpointError(`the checkpoint resumed stands at stage ${p.stage + 1} of iteration ${p.iteration + 1}, but this ${this.algorithm} trainer runs ${stages.length} stages in ${iterations} iterations`);

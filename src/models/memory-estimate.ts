@@ -13,9 +13,9 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { freemem, totalmem } from "node:os";
 import path from "node:path";
 import { cgroupMemoryLimit } from "../util/cgroup-memory.js";
-import { ConfigError } from "./fields.js";
-import { resolvePrecision, trainingBytes, type Precision } from "./precision.js";
-import { ggufModelConfig, isGgufPath, readGguf } from "../models/gguf/read.js";
+import { ConfigError } from "../config/fields.js";
+import { resolvePrecision, trainingBytes, type Precision } from "../config/precision.js";
+import { ggufModelConfig, isGgufPath, readGguf } from "./gguf/read.js";
 
 export class MemoryEstimateError extends ConfigError {
   override name = "MemoryEstimateError";
