@@ -3,7 +3,8 @@
 // marks each part with <!-- generated: KIND ARGS --> … <!-- /generated -->:
 //   config-table MAGRPOConfig            every field of a trainer config: name, file key, default, accepted values,
 //                                        description (fields and defaults from the compiled builders in dist/config —
-//                                        run `npm run build:ts` first — descriptions from the interfaces' doc comments)
+//                                        run `npm run build:ts` first — descriptions from the doc comments on the
+//                                        field specs, which each config's derived type carries)
 //   config-table MAACConfig vs IACConfig only the fields that are new or differ
 //   task-table                           the built-in tasks (dist/tasks/registry.js)
 //   example examples/quickstart.ts       the file as a code block (every example is type-checked and smoke-run in CI)
@@ -25,22 +26,22 @@ const preference = await dist("preference.js");
 const iterative = await dist("iterative.js");
 const tasks = await import(join(root, "dist", "tasks", "registry.js"));
 
-/** Each config: its field table, its builder (for the resolved defaults) and the interface its fields are documented on. */
+/** Each config: its field table and its builder (for the resolved defaults); its type, named as the key, carries the fields' doc comments. */
 const CONFIGS = {
   MAGRPOConfig: { fields: magrpo.MAGRPO_FIELDS, build: magrpo.magrpoConfig },
-  MAREINFORCEConfig: { fields: magrpo.MAREINFORCE_FIELDS, build: magrpo.mareinforceConfig, documentedOn: "MAGRPOConfig" },
-  MAReMaxConfig: { fields: magrpo.MAREMAX_FIELDS, build: magrpo.maremaxConfig, documentedOn: "MAGRPOConfig" },
-  MARLOOConfig: { fields: magrpo.MARLOO_FIELDS, build: magrpo.marlooConfig, documentedOn: "MAGRPOConfig" },
+  MAREINFORCEConfig: { fields: magrpo.MAREINFORCE_FIELDS, build: magrpo.mareinforceConfig },
+  MAReMaxConfig: { fields: magrpo.MAREMAX_FIELDS, build: magrpo.maremaxConfig },
+  MARLOOConfig: { fields: magrpo.MARLOO_FIELDS, build: magrpo.marlooConfig },
   CentralizedMAGRPOConfig: { fields: magrpo.CENTRALIZED_FIELDS, build: magrpo.centralizedMagrpoConfig },
   IACConfig: { fields: actorCritic.IAC_FIELDS, build: actorCritic.iacConfig },
-  MAACConfig: { fields: actorCritic.MAAC_FIELDS, build: actorCritic.maacConfig, documentedOn: "ActorCriticConfig" },
+  MAACConfig: { fields: actorCritic.MAAC_FIELDS, build: actorCritic.maacConfig },
   MADPOConfig: { fields: preference.MADPO_FIELDS, build: preference.madpoConfig },
   MARLHFConfig: { fields: preference.MARLHF_FIELDS, build: preference.marlhfConfig },
   MADPOIterConfig: { fields: iterative.MADPO_ITER_FIELDS, build: iterative.madpoIterConfig },
   MARLHFIterConfig: { fields: iterative.MARLHF_ITER_FIELDS, build: iterative.marlhfIterConfig },
 };
 
-/** Doc comments of every property of the config interfaces, inherited ones included, read with the type checker. */
+/** Doc comments of every property of the config types, read with the type checker from the field specs they derive from. */
 function fieldDocs() {
   const files = readdirSync(join(root, "src", "config")).filter((f) => f.endsWith(".ts")).map((f) => join(root, "src", "config", f));
   const program = ts.createProgram(files, { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true });
@@ -83,12 +84,12 @@ function rows(configName) {
   const config = CONFIGS[configName];
   if (config === undefined) throw new Error(`docs: unknown config ${configName} (known: ${Object.keys(CONFIGS).join(", ")})`);
   const resolved = config.build({});
-  const docs = DOCS.get(config.documentedOn ?? configName);
-  if (docs === undefined) throw new Error(`docs: no interface ${config.documentedOn ?? configName} in src/config`);
+  const docs = DOCS.get(configName);
+  if (docs === undefined) throw new Error(`docs: no type ${configName} in src/config`);
   return Object.entries(config.fields).map(([field, spec]) => {
     if (spec.accepts === undefined) undocumented.add(`${configName}.${field}: no accepts description (give field() its third argument)`);
     const description = docs.get(field) ?? "";
-    if (!description) undocumented.add(`${configName}.${field}: no doc comment on its interface in src/config`);
+    if (!description) undocumented.add(`${configName}.${field}: no doc comment on its field spec in src/config`);
     const given = shown(spec.default);
     const derived = shown(resolved[field]);
     const defaultCell = derived === given || spec.default === undefined ? given : `${given} (→ ${derived})`;

@@ -1,6 +1,7 @@
 // Small deterministic runs of every trainer kind, shared by the checkpoint tests and their child processes. A new
 // trainer joins the exact-resume suite by one entry in TRAINER_KINDS.
 import path from "node:path";
+import type { IACConfigInput, MAACConfigInput, MADPOConfigInput, MAGRPOConfigInput, MARLHFConfigInput } from "../../src/config/index.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
@@ -31,30 +32,37 @@ const halves: CentralizedAdapter = {
   parseCompletion: (text) => [text.slice(0, Math.ceil(text.length / 2)), text.slice(Math.ceil(text.length / 2))],
 };
 
-type Extra = Partial<MAGRPOTrainerOptions>;
-const magrpoFamily = (create: (o: MAGRPOTrainerOptions) => Promise<MAGRPOTrainer>) => async (options: MAGRPOTrainerOptions) => {
+type Extra = Partial<MAGRPOTrainerOptions> & { config?: MAGRPOConfigInput };
+/** What each trainer kind is built from: the MAGRPO options of a small run, its config fields as given. */
+type SuiteRun = MAGRPOTrainerOptions & { config: MAGRPOConfigInput };
+/** The suite's run as the actor-critic trainers take it: the task, and the config fields IAC and MAAC share. */
+type ActorCriticRun = Omit<IACTrainerOptions, "config"> & { config: IACConfigInput & MAACConfigInput };
+const withoutTransition = ({ externalTransition: _transition, ...options }: SuiteRun) => options;
+const magrpoFamily = (create: (o: SuiteRun) => Promise<MAGRPOTrainer>) => async (options: SuiteRun) => {
   const trainer = await create(options);
   return Object.assign(trainer, { weights: () => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => a.model.native.getParameter(name))) });
 };
 
 // Preference trainers: 4 candidates per item (24 env steps of collection, as the suite expects of checkpoint-1), 2
 // pairs each; evaluation every 2 steps, whose task-reward calls the killed child slows, so it cannot outrun the kill.
-const preference = <T extends Trainer & { agents: { model: MAGRPOTrainer["agents"][number]["model"] }[] }>(kind: "MADPO" | "MARLHF", create: (o: never) => Promise<T>) => async (o: MAGRPOTrainerOptions) => {
-  const { numGenerations, ...config } = o.config as Record<string, unknown>;
+/** The suite's run as every preference trainer takes it: the task, and the config fields they all have. */
+type PreferenceRun = Omit<MAGRPOTrainerOptions, "config" | "rewardBatching" | "scoring" | "sampleLogInterval"> & { config: MADPOConfigInput & Pick<MARLHFConfigInput, "numGenerations" | "rewardTrainBatchSize" | "rewardHeldOutFraction"> };
+const preference = <T extends Trainer & { agents: { model: MAGRPOTrainer["agents"][number]["model"] }[] }>(kind: "MADPO" | "MARLHF", create: (o: PreferenceRun) => Promise<T>) => async (o: SuiteRun) => {
+  const { numGenerations, ...config } = o.config;
   const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
   const trainer = await create({
     ...task,
     evalDataset: coverVowelsDataset(2),
     config: { ...config, ...(kind === "MARLHF" ? { numGenerations, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0 } : {}), preferenceNumCandidates: 4, preferencePairsPerSample: 2, evalInterval: 2, evalNumSamples: 2 },
-  } as never);
+  });
   return Object.assign(trainer, { weights: () => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => a.model.native.getParameter(name))) });
 };
 
 // Actor-critic trainers take the suite's tokenizer explicitly (agents are given) and every weight includes the critics'.
-const actorCritic = (create: (o: IACTrainerOptions) => Promise<IACTrainer | MAACTrainer>) => async (o: MAGRPOTrainerOptions) => {
+const actorCritic = (create: (o: ActorCriticRun) => Promise<IACTrainer | MAACTrainer>) => async (o: SuiteRun) => {
   const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
   const { ComlrlTokenizer } = await import("../../src/models/tokenizer.js");
-  const trainer = await create({ ...task, tokenizer: await ComlrlTokenizer.fromDirectory(o.agents![0] as string), config: { ...(o.config as object), criticLearningRate: 2e-3 } } as never);
+  const trainer = await create({ ...task, tokenizer: await ComlrlTokenizer.fromDirectory(o.agents![0] as string), config: { ...o.config, criticLearningRate: 2e-3 } });
   const lms = [...trainer.agents.map((a) => a.model), ...trainer.critics.map((c) => c.model)];
   const heads = [...trainer.agents.flatMap((a) => (a.valueHead ? [a.valueHead] : [])), ...trainer.critics.map((c) => c.valueHead)];
   return Object.assign(trainer, {
@@ -63,25 +71,25 @@ const actorCritic = (create: (o: IACTrainerOptions) => Promise<IACTrainer | MAAC
 };
 
 // MARLHF with an actor-critic RL phase: every weight includes its critics'.
-const marlhfActorCritic = (rlAlgorithm: "iac" | "maac") => async (o: MAGRPOTrainerOptions) => {
-  const trainer = await preference("MARLHF", (p: MAGRPOTrainerOptions) => MARLHFTrainer.create({ ...p, config: { ...p.config, rlAlgorithm, criticLearningRate: 2e-3 } }))(o);
+const marlhfActorCritic = (rlAlgorithm: "iac" | "maac") => async (o: SuiteRun) => {
+  const trainer = await preference("MARLHF", (p) => MARLHFTrainer.create({ ...p, config: { ...p.config, rlAlgorithm, criticLearningRate: 2e-3 } }))(o);
   const agents = trainer.weights;
   const critics = trainer.actorCritic!.critics.flatMap(({ model, valueHead }) => [model.native, valueHead.native]);
   return Object.assign(trainer, { weights: () => [...agents(), ...critics.flatMap((m) => m.parameterNames().map(({ name }) => m.getParameter(name)))] });
 };
 
-export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Promise<ResumableTrainer>> = {
+export const TRAINER_KINDS: Record<string, (options: SuiteRun) => Promise<ResumableTrainer>> = {
   MAGRPO: magrpoFamily((o) => MAGRPOTrainer.create(o)),
   MAREINFORCE: magrpoFamily((o) => MAREINFORCETrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
   MAReMax: magrpoFamily((o) => MAReMaxTrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
   MARLOO: magrpoFamily((o) => MARLOOTrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
-  CentralizedMAGRPO: magrpoFamily((o) => CentralizedMAGRPOTrainer.create({ ...o, agents: [o.agents![0]], numAgents: undefined, adapter: halves, externalTransition: undefined } as never)),
+  CentralizedMAGRPO: magrpoFamily((o) => CentralizedMAGRPOTrainer.create({ ...withoutTransition(o), agents: [o.agents![0]], numAgents: undefined, adapter: halves })),
   MADPO: preference("MADPO", (o) => MADPOTrainer.create(o)),
   MARLHF: preference("MARLHF", (o) => MARLHFTrainer.create(o)),
   // Iterative: the suite's epochs are iterations (three DPO epochs each), so resuming raises numIterations.
-  MADPOIter: preference("MADPO", (o: { config: Record<string, unknown> }) => MADPOIterTrainer.create({ ...(o as object), config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3 } } as never)),
-  MARLHFIter: preference("MARLHF", (o: { config: Record<string, unknown> }) =>
-    MARLHFIterTrainer.create({ ...(o as object), config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 } } as never),
+  MADPOIter: preference("MADPO", (o) => MADPOIterTrainer.create({ ...o, config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3 } })),
+  MARLHFIter: preference("MARLHF", (o) =>
+    MARLHFIterTrainer.create({ ...o, config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 } }),
   ),
   "MARLHF (IAC)": marlhfActorCritic("iac"),
   "MARLHF (MAAC)": marlhfActorCritic("maac"),

@@ -5,7 +5,8 @@
 // phase shares with MARLHF's config: every field of the learner's config is read from MARLHF's by the same name
 // (a field MARLHF lacks is an error, never a silent default). Critics come from the first source given of
 // critics, criticModel, criticModelName or the first agent's model id; the host registers them.
-import { iacConfig, maacConfig, magrpoConfig, type IACConfigInput, type MAACConfigInput, type MAGRPOConfigInput } from "../../config/index.js";
+import { iacConfig, maacConfig, magrpoConfig } from "../../config/index.js";
+import type { ConfigInput, FieldSpecs } from "../../config/fields.js";
 import type { RlhfConfig } from "./base-config.js";
 import { IAC_FIELDS, MAAC_FIELDS } from "../../config/actor-critic.js";
 import { MAGRPO_FIELDS } from "../../config/magrpo.js";
@@ -42,16 +43,16 @@ export function actorExtras(config: RlhfConfig, critics: CriticOptions): Paramet
  * The learner's config input: every field of `fields` from MARLHF's config, except `derived`. Data parallel is the
  * host's, so the learner runs as "none" (or "mp") in each rank.
  */
-function rlPhaseInput<T>(fields: Record<keyof T & string, unknown>, c: RlhfConfig, derived: Partial<Record<keyof T & string, unknown>>): Partial<T> {
+function rlPhaseInput<S extends FieldSpecs>(fields: S, c: RlhfConfig, derived: Partial<Record<keyof S & string, unknown>>): ConfigInput<S> {
   const source: Record<string, unknown> = Object.fromEntries(Object.entries(c));
   const input: Record<string, unknown> = { parallelTraining: c.parallelTraining === "mp" ? "mp" : "none" };
   for (const key of Object.keys(fields)) {
     if (key in input) continue;
-    if (key in derived) input[key] = derived[key as keyof T & string];
+    if (key in derived) input[key] = derived[key as keyof S & string];
     else if (key in source) input[key] = source[key];
     else throw new TypeError(`MARLHF's RL phase: the ${c.rlAlgorithm} config has a field "${key}" that MARLHFConfig lacks; add it to MARLHF's fields`);
   }
-  return input as Partial<T>;
+  return input as ConfigInput<S>;
 }
 
 /**
@@ -117,7 +118,7 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
   const options = { rewardFunc: environment.rewardFunc, ...setUp.options };
   if (c.rlAlgorithm === "iac") {
     const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
-    const iac = iacConfig(rlPhaseInput<IACConfigInput>(IAC_FIELDS, c, derived));
+    const iac = iacConfig(rlPhaseInput(IAC_FIELDS, c, derived));
     const sources = iac.useSeparateCritic ? criticSources(c, setUp.critics, actors.sources, n) : (refuseCriticSources(setUp.critics), []);
     const critics = await loadIACCritics(iac, actors, sources);
     const learner = new IACLearner(iac, actors.agents, critics, options, environment, host);
@@ -131,13 +132,13 @@ export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
     }
     // Under "mp" the centralized critic takes one device (§10.16): criticDevices, else agent 0's.
     const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (given ?? actors.placement.agentDevices[0]) : given };
-    const maac = maacConfig(rlPhaseInput<MAACConfigInput>(MAAC_FIELDS, c, derived));
+    const maac = maacConfig(rlPhaseInput(MAAC_FIELDS, c, derived));
     const [source] = criticSources(c, setUp.critics, actors.sources, 1);
     const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
     const learner = new MAACLearner(maac, actors.agents, critic, options, environment, host);
     registerCritics(setUp.registry, learner.critics, () => "critic", () => "critic");
     return learner;
   }
-  const magrpo = magrpoConfig(rlPhaseInput<MAGRPOConfigInput>(MAGRPO_FIELDS, c, { numAgents: n, numIterations: c.rlNumIterations }));
+  const magrpo = magrpoConfig(rlPhaseInput(MAGRPO_FIELDS, c, { numAgents: n, numIterations: c.rlNumIterations }));
   return new MAGRPOLearner(magrpo, actors.agents, options, environment, host);
 }
