@@ -248,6 +248,24 @@ export function buildConfig<S extends FieldSpecs, R = ValuesOf<S>>(
   return Object.freeze(result) as Readonly<R>;
 }
 
+/**
+ * A field's value as buildConfig would read it from input (under either spelling), or its default when absent;
+ * undefined when the value is invalid, which building the config then refuses by name. For the one field a trainer
+ * must know before it builds its config (whether a preference trainer's agents count its roles).
+ */
+export function fieldValue<S extends FieldSpecs, K extends keyof S & string>(specs: S, input: unknown, name: K): ValueOf<S[K]> | undefined {
+  const fields = (typeof input === "object" && input !== null ? input : {}) as Record<string, unknown>;
+  const raw = fields[name] !== undefined ? fields[name] : fields[camelToSnake(name)];
+  const spec = specs[name] as FieldSpec<ValueOf<S[K]>>;
+  if (raw === undefined) return spec.default;
+  try {
+    return spec.parse(raw);
+  } catch (error) {
+    if (error instanceof FieldProblem) return undefined;
+    throw error;
+  }
+}
+
 /** A CoMLRL field that comlrl does not take: the value that means what comlrl always does, and why no other can be taken. */
 export interface UnsupportedField {
   /** CoMLRL's default, which is what comlrl does without the field; a config file that sets this value loads (the field is reported as having no effect). */

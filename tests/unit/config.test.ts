@@ -4,6 +4,7 @@ import { adamW } from "../../src/trainers/options.js";
 import { describe, expect, it } from "vitest";
 import {
   ConfigError,
+  MADPO_FIELDS,
   centralizedMagrpoConfig,
   magrpoConfig,
   mareinforceConfig,
@@ -12,7 +13,7 @@ import {
   marlhfConfig,
   type MAGRPOConfig,
 } from "../../src/config/index.js";
-import { buildConfig, int } from "../../src/config/fields.js";
+import { buildConfig, fieldValue, int } from "../../src/config/fields.js";
 import { illTyped } from "../support/ill-typed.js";
 
 /** Runs fn and returns the ConfigError it throws. */
@@ -259,6 +260,14 @@ describe("MAGRPOConfig enums", () => {
 });
 
 describe("keys", () => {
+  it("fieldValue reads one field as the builder would: either spelling, its default, undefined when invalid", () => {
+    expect(fieldValue(MADPO_FIELDS, { collaborationMode: " Centralized " }, "collaborationMode")).toBe("centralized");
+    expect(fieldValue(MADPO_FIELDS, { collaboration_mode: "centralized" }, "collaborationMode")).toBe("centralized");
+    expect(fieldValue(MADPO_FIELDS, { numAgents: 3 }, "collaborationMode")).toBe("decentralized");
+    expect(fieldValue(MADPO_FIELDS, undefined, "collaborationMode")).toBe("decentralized");
+    expect(fieldValue(MADPO_FIELDS, { collaborationMode: "both" }, "collaborationMode")).toBeUndefined();
+  });
+
   it("a built config builds again to itself (trainers and config files pass built configs back in)", () => {
     const built = magrpoConfig({ lossType: "dapo", epsilonHigh: 0.28 });
     expect(magrpoConfig(built)).toEqual(built);

@@ -3,7 +3,8 @@
 // (rewardNumTrainEpochs), then the RL phase — MAGRPO's learner, or IAC's / MAAC's with rlAlgorithm "iac" / "maac" —
 // over the train items (numTrainEpochs) with the frozen reward model scoring every node's joint actions in one
 // pass. Both learned phases run inside this trainer's host (rlhf-phases.ts). Evaluation always uses the task reward.
-import { marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
+import { fieldValue } from "../../config/fields.js";
+import { MADPO_FIELDS, marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
 import { runtimeInfo } from "../../runtime.js";
 import { resolveAgentCount, type ModelSource } from "../agents.js";
 import type { Trainer, TrainingStage } from "../lifecycle/trainer.js";
@@ -34,7 +35,7 @@ export const MARLHF_OPTION_KEYS = { ...MAGRPO_OPTION_KEYS, ...PREFERENCE_OPTION_
 
 /** MARLHF's config with its agent count settled; options.criticModel / critics only with an actor-critic RL phase. */
 export function marlhfTrainerConfig<C extends RlhfConfig, I>(options: { config?: I; numAgents?: number; agents?: ModelSource[] | null; criticModel?: unknown; critics?: unknown }, build: (input: I | undefined) => C): C {
-  const centralized = build(options.config).collaborationMode === "centralized";
+  const centralized = fieldValue(MADPO_FIELDS, options.config, "collaborationMode") === "centralized";
   const config = build(resolveAgentCount(options.config as object | undefined, options.numAgents, centralized ? undefined : options.agents) as I);
   const actorCritic = config.rlAlgorithm === "iac" || config.rlAlgorithm === "maac";
   if (!actorCritic && (options.criticModel != null || options.critics != null)) throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm "maac" or "iac"`);
