@@ -1,6 +1,13 @@
 // The field-spec machinery every trainer config is built with: a config is a table of field specs, and buildConfig
 // turns a user's object (camelCase from TypeScript, snake_case from CoMLRL-style files) into a validated, frozen value.
 // Errors always name the field, because that is what users search their config for (and what tests match on).
+// A config is declared once, by its table: each field's doc comment sits on its spec, and the config's types derive
+// from the table —
+//   export const X_FIELDS = { ...GROUP_FIELDS, /** What it does. */ someField: int({ default: 1, min: 1 }) };
+//   export interface XConfig extends ConfigOf<typeof X_FIELDS> {}
+//   export type XConfigInput = ConfigInput<typeof X_FIELDS>;
+// and its builder is buildConfig(X_FIELDS, input, { configName: "XConfig", finish }); TypeDoc and the generated config
+// tables read the same doc comments.
 import { redactSecrets, scrubSecrets, secretValues } from "./secrets.js";
 
 /** A configuration problem; the message names the config and field (and the file, when it came from one). */

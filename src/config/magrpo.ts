@@ -22,6 +22,7 @@ export interface ConfigSource {
   readonly source?: string;
 }
 
+/** How MAGRPO rolls out and buffers: its rollout group (MARLHF's RL phase shares some of it). */
 export const ROLLOUT_FIELDS = {
   /** >1 needs an external transition. */
   numTurns: int({ default: 2, min: 1 }),
