@@ -1,20 +1,14 @@
 // Checkpoints and exact resume: train one epoch with checkpoints on, then a new trainer continues from the latest
 // checkpoint to the second epoch, and readRunMetrics stitches both runs' metrics into one stream.
 //   npx tsx examples/checkpoint-resume.ts [--model DIR] [--out runs/checkpoint-resume]
-import { getTask, MAGRPOTrainer, readCheckpointMetadata, readRunMetrics } from "../src/index.js";
-import { exampleArgs } from "./common.js";
+import { MAGRPOTrainer, readCheckpointMetadata, readRunMetrics } from "../src/index.js";
+import { taskExample } from "./common.js";
 
-const task = getTask("cover-vowels");
-const args = await exampleArgs("checkpoint-resume", { epochs: 2 });
+const { args, inputs } = await taskExample("cover-vowels", "checkpoint-resume", { epochs: 2 });
 const checkpointDir = `${args.out}/checkpoints`;
 const create = (numTrainEpochs: number) =>
   MAGRPOTrainer.create({
-    agentModel: args.model,
-    numAgents: 2,
-    rewardFunc: task.rewardFunc,
-    formatters: task.formatters,
-    trainDataset: task.dataset({ limit: args.items }),
-    outputDir: args.out,
+    ...inputs,
     quiet: true,
     config: { numTurns: 1, numTrainEpochs, numGenerations: 4, maxNewTokens: 3, agentLearningRate: 1e-3, evalInterval: 0, seed: 5 },
   });

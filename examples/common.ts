@@ -1,8 +1,9 @@
-// Shared bits of the examples: argument parsing, JSONL datasets, and a model to train when none is named.
+// Shared bits of the examples: argument parsing, JSONL datasets, a model to train when none is named, and the
+// trainer inputs every registered-task example starts from.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { createTinyModel, type Item } from "../src/index.js";
+import { createTinyModel, getTask, type Item } from "../src/index.js";
 
 export function readJsonl(file: string): Item[] {
   return readFileSync(file, "utf8")
@@ -41,4 +42,22 @@ export async function exampleArgs(name: string, defaults: { epochs: number }) {
   const items = values.items === undefined ? undefined : Number(values.items);
   if (items !== undefined && !(Number.isInteger(items) && items >= 1)) throw new RangeError(`--items must be a positive integer, got ${values.items}`);
   return { model, epochs: Number(values.epochs), items, out: values.out! };
+}
+
+/**
+ * An example on a registered task: its arguments, and the trainer inputs it shares with every such example (two
+ * agents of --model on the task's first --items items, reward and formatters, writing into --out).
+ */
+export async function taskExample(taskName: string, exampleName: string, defaults: { epochs: number }) {
+  const task = getTask(taskName);
+  const args = await exampleArgs(exampleName, defaults);
+  const inputs = {
+    agentModel: args.model,
+    numAgents: 2,
+    rewardFunc: task.rewardFunc,
+    formatters: task.formatters,
+    trainDataset: task.dataset({ limit: args.items }),
+    outputDir: args.out,
+  };
+  return { args, inputs };
 }

@@ -2,18 +2,12 @@
 // compare each with a candidate of the comparator (here the agents themselves on their own sampling stream), and
 // train joint DPO on the iteration's pairs, replayed with older iterations' shards weighted by (1−λ)λ^age.
 //   npx tsx examples/iterative-madpo.ts [--model DIR] [--epochs 3]   (--epochs: iterations)
-import { getTask, MADPOIterTrainer } from "../src/index.js";
-import { exampleArgs } from "./common.js";
+import { MADPOIterTrainer } from "../src/index.js";
+import { taskExample } from "./common.js";
 
-const task = getTask("cover-vowels");
-const args = await exampleArgs("iterative-madpo", { epochs: 3 });
+const { args, inputs } = await taskExample("cover-vowels", "iterative-madpo", { epochs: 3 });
 const trainer = await MADPOIterTrainer.create({
-  agentModel: args.model,
-  numAgents: 2,
-  rewardFunc: task.rewardFunc,
-  formatters: task.formatters,
-  trainDataset: task.dataset({ limit: args.items }),
-  outputDir: args.out,
+  ...inputs,
   config: {
     numIterations: args.epochs,
     comparatorPolicy: "current",

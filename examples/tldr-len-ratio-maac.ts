@@ -1,18 +1,12 @@
 // CoMLRL's TLDR dual-length task with MAAC: one centralized LLM critic (CoMLRL ships it for MAGRPO, IAC and MAAC).
 //   npx tsx examples/tldr-len-ratio-maac.ts [--model Qwen/Qwen2.5-0.5B] [--epochs 3]
-import { getTask, MAACTrainer } from "../src/index.js";
-import { exampleArgs } from "./common.js";
+import { MAACTrainer } from "../src/index.js";
+import { taskExample } from "./common.js";
 
-const task = getTask("tldr-len-ratio");
-const args = await exampleArgs("tldr-len-ratio-maac", { epochs: 3 });
+const { args, inputs } = await taskExample("tldr-len-ratio", "tldr-len-ratio-maac", { epochs: 3 });
 const trainer = await MAACTrainer.create({
-  agentModel: args.model,
+  ...inputs,
   criticModel: args.model, // one centralized critic over both agents' prompts
-  numAgents: 2,
-  rewardFunc: task.rewardFunc,
-  formatters: task.formatters,
-  trainDataset: task.dataset({ limit: args.items }),
-  outputDir: args.out,
   config: { numAgents: 2, numTurns: 1, numTrainEpochs: args.epochs, agentLearningRate: 5e-5, criticLearningRate: 5e-5, numGenerations: 4, maxNewTokens: 96, evalInterval: 0 },
 });
 await trainer.train();

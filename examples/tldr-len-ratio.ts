@@ -1,17 +1,11 @@
 // CoMLRL's TLDR dual-length task, ported: a concise summary (~220 characters) and a detailed one 2–3× longer.
 //   npx tsx examples/tldr-len-ratio.ts [--model Qwen/Qwen2.5-0.5B] [--epochs 3]
-import { getTask, MAGRPOTrainer } from "../src/index.js";
-import { exampleArgs } from "./common.js";
+import { MAGRPOTrainer } from "../src/index.js";
+import { taskExample } from "./common.js";
 
-const task = getTask("tldr-len-ratio");
-const args = await exampleArgs("tldr-len-ratio", { epochs: 3 });
+const { args, inputs } = await taskExample("tldr-len-ratio", "tldr-len-ratio", { epochs: 3 });
 const trainer = await MAGRPOTrainer.create({
-  agentModel: args.model,
-  numAgents: 2,
-  rewardFunc: task.rewardFunc,
-  formatters: task.formatters,
-  trainDataset: task.dataset({ limit: args.items }),
-  outputDir: args.out,
+  ...inputs,
   config: { numAgents: 2, numTurns: 1, numTrainEpochs: args.epochs, agentLearningRate: 5e-5, numGenerations: 4, maxNewTokens: 96, evalInterval: 0 },
 });
 await trainer.train();

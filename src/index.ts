@@ -29,6 +29,7 @@ export { StageMemory, type MemoryPhase, type PhaseMemory } from "./trainers/life
 export { ComponentRegistry, type Component, type ComponentModule, type ComponentOptimizer, type ComponentSpec, type SavedComponent, type SaveModelOptions } from "./components/registry.js";
 export { causalLMModule, valueHeadModule } from "./models/components.js";
 export { TrainerOptionError } from "./trainers/options.js";
+export { actorsOnly, planPlacement, type MachineFacts, type ModuleDeclaration, type Placement, type PlacementConfig, type PlacementRequest, type RewardModelDeclaration, type RewardModelPlace } from "./trainers/placement.js";
 export type { TaskOptions } from "./trainers/task-options.js";
 export type { EvalLoggerInput, EvaluationHooks } from "./trainers/evaluation.js";
 export { MAGRPOTrainer, type MAGRPOTrainerOptions, type TrainerClass } from "./trainers/reinforce/magrpo.js";
@@ -62,7 +63,23 @@ export { writeLineChartSvg, type LineChartOptions, type LineSeries, type Referen
 export type { ProgressFields } from "./logging/progress.js";
 
 export { loadDataset, streamDataset, datasetSplits, parseSplit, sliceRange, findSplitFiles, SplitError, DataFilesError, DataFileError, type LoadDatasetOptions, type SplitSlice, type SplitFiles } from "./data/index.js";
-export { loadTrainConfig, trainConfigFromObject, type TrainFileConfig, type TrainConfigOptions } from "./config/file-sections.js";
+export { loadTrainConfig, trainConfigFromObject, type TrainFileConfig, type TrainConfigOptions } from "./cli/config-file.js";
+export {
+  registerTrainer,
+  rlAlgorithms,
+  trainerDefinition,
+  trainerDefinitions,
+  trainerSections,
+  type CriticNeeds,
+  type FileCritics,
+  type FileRun,
+  type RLBackEnd,
+  type ActorExtras,
+  type RLPhaseCritics,
+  type RLPhaseLearner,
+  type RLPhaseSetUp,
+  type TrainerDefinition,
+} from "./trainers/builtins.js";
 
 export { getTask, listTasks, registerTask, type TaskDefinition, type DatasetOptions, type ChatTemplate } from "./tasks/registry.js";
 export type { TaskEntry } from "./tasks/task.js";

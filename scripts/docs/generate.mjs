@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // Writes the generated parts of README.md and docs/*.md, so that they cannot drift from what they describe. A page
 // marks each part with <!-- generated: KIND ARGS --> … <!-- /generated -->:
-//   config-table MAGRPOConfig            every field of a trainer config: name, file key, default, accepted values,
-//                                        description (fields and defaults from the compiled builders in dist/config —
-//                                        run `npm run build:ts` first — descriptions from the doc comments on the
-//                                        field specs, which each config's derived type carries)
+//   config-table MAGRPOConfig            every field of a registered trainer's config: name, file key, default, accepted
+//                                        values, description (fields and defaults from the compiled trainer registry,
+//                                        dist/trainers/builtins.js — run `npm run build:ts` first — descriptions from
+//                                        the doc comments on the field specs, which each config's derived type carries)
 //   config-table MAACConfig vs IACConfig only the fields that are new or differ
 //   task-table                           the built-in tasks (dist/tasks/registry.js)
 //   example examples/quickstart.ts       the file as a code block (every example is type-checked and smoke-run in CI)
@@ -18,28 +18,13 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const dist = (file) => import(join(root, "dist", "config", file));
-
-const magrpo = await dist("magrpo.js");
-const actorCritic = await dist("actor-critic.js");
-const preference = await dist("preference.js");
-const iterative = await dist("iterative.js");
+const trainers = await import(join(root, "dist", "trainers", "builtins.js"));
 const tasks = await import(join(root, "dist", "tasks", "registry.js"));
 
-/** Each config: its field table and its builder (for the resolved defaults); its type, named as the key, carries the fields' doc comments. */
-const CONFIGS = {
-  MAGRPOConfig: { fields: magrpo.MAGRPO_FIELDS, build: magrpo.magrpoConfig },
-  MAREINFORCEConfig: { fields: magrpo.MAREINFORCE_FIELDS, build: magrpo.mareinforceConfig },
-  MAReMaxConfig: { fields: magrpo.MAREMAX_FIELDS, build: magrpo.maremaxConfig },
-  MARLOOConfig: { fields: magrpo.MARLOO_FIELDS, build: magrpo.marlooConfig },
-  CentralizedMAGRPOConfig: { fields: magrpo.CENTRALIZED_FIELDS, build: magrpo.centralizedMagrpoConfig },
-  IACConfig: { fields: actorCritic.IAC_FIELDS, build: actorCritic.iacConfig },
-  MAACConfig: { fields: actorCritic.MAAC_FIELDS, build: actorCritic.maacConfig },
-  MADPOConfig: { fields: preference.MADPO_FIELDS, build: preference.madpoConfig },
-  MARLHFConfig: { fields: preference.MARLHF_FIELDS, build: preference.marlhfConfig },
-  MADPOIterConfig: { fields: iterative.MADPO_ITER_FIELDS, build: iterative.madpoIterConfig },
-  MARLHFIterConfig: { fields: iterative.MARLHF_ITER_FIELDS, build: iterative.marlhfIterConfig },
-};
+/** Each registered trainer's config: its field table, its builder (for the resolved defaults) and the interface its fields are documented on. */
+const CONFIGS = Object.fromEntries(
+  trainers.trainerDefinitions().map((definition) => [definition.configName, { fields: definition.fields, build: definition.config, documentedOn: definition.documentedOn }]),
+);
 
 /** Doc comments of every property of the config types, read with the type checker from the field specs they derive from. */
 function fieldDocs() {
@@ -84,8 +69,8 @@ function rows(configName) {
   const config = CONFIGS[configName];
   if (config === undefined) throw new Error(`docs: unknown config ${configName} (known: ${Object.keys(CONFIGS).join(", ")})`);
   const resolved = config.build({});
-  const docs = DOCS.get(configName);
-  if (docs === undefined) throw new Error(`docs: no type ${configName} in src/config`);
+  const docs = DOCS.get(config.documentedOn ?? configName);
+  if (docs === undefined) throw new Error(`docs: no interface ${config.documentedOn ?? configName} in src/config`);
   return Object.entries(config.fields).map(([field, spec]) => {
     if (spec.accepts === undefined) undocumented.add(`${configName}.${field}: no accepts description (give field() its third argument)`);
     const description = docs.get(field) ?? "";

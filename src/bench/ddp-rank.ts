@@ -7,6 +7,7 @@ import { demoTrainerOptions } from "../demo/recipes.js";
 import { DistributedContext } from "../distributed/context.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
+import { PerCompletionMAGRPOTrainer } from "./per-completion.js";
 import { secondsSince } from "./stats.js";
 
 const [baseDir, outDir, items, repeats, scoring] = process.argv.slice(2);
@@ -16,7 +17,7 @@ const tokenizer = await ComlrlTokenizer.fromDirectory(baseDir);
 
 async function epoch(run: string, count: number) {
   const options = demoTrainerOptions(baseDir, tokenizer, { outputDir: path.join(outDir, run), epochs: 1, seed: 7, quiet: true, items: count });
-  const trainer = await MAGRPOTrainer.create({ ...options, scoring: scoring as "batched" | "perCompletion", config: { ...options.config, ...(ddp ? { parallelTraining: "ddp" } : {}) } });
+  const trainer = await (scoring === "perCompletion" ? PerCompletionMAGRPOTrainer : MAGRPOTrainer).create({ ...options, config: { ...options.config, ...(ddp ? { parallelTraining: "ddp" } : {}) } });
   try {
     const before = dist ? { ...dist.stats } : null;
     const started = performance.now();

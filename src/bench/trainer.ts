@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createDemoBaseModel, demoTrainerOptions } from "../demo/recipes.js";
 import { MAGRPOTrainer } from "../trainers/reinforce/magrpo.js";
+import { PerCompletionMAGRPOTrainer } from "./per-completion.js";
 import { measureLayoutEpoch } from "./ddp.js";
 import { secondsSince } from "./stats.js";
 import { PHASE_PEAK_PREFIX, type TrainerCase, type WorkerOutput } from "./types.js";
@@ -36,7 +37,7 @@ export async function measureTrainerEpoch(spec: TrainerCase): Promise<WorkerOutp
     const tokenizer = await createDemoBaseModel(baseDir, SEED);
     const epoch = async (run: string, items: number) => {
       const options = demoTrainerOptions(baseDir, tokenizer, { outputDir: path.join(scratch, run), epochs: 1, seed: SEED, quiet: true, items });
-      const trainer = await MAGRPOTrainer.create({ ...options, scoring: spec.scoring });
+      const trainer = await (spec.scoring === "perCompletion" ? PerCompletionMAGRPOTrainer : MAGRPOTrainer).create(options);
       try {
         const started = performance.now();
         await trainer.train();

@@ -3,52 +3,13 @@
 // the run trains with progress, checkpoints (resumable with --resume latest) and saves the agents.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { isModulePath, loadTrainConfig, type TrainFileConfig, type TrainerSection } from "../config/file-sections.js";
 import { ConfigError } from "../config/fields.js";
-import {
-  centralizedMagrpoConfig,
-  iacConfig,
-  maacConfig,
-  madpoConfig,
-  madpoIterConfig,
-  magrpoConfig,
-  mareinforceConfig,
-  maremaxConfig,
-  marlhfConfig,
-  marlhfIterConfig,
-  marlooConfig,
-  type IACConfig,
-  type MAACConfig,
-  type MADPOConfig,
-  type MAGRPOConfig,
-  type MARLHFConfig,
-  type MADPOIterConfig,
-  type MARLHFIterConfig,
-} from "../config/index.js";
 import { loadDataset } from "../data/index.js";
-import {
-  CentralizedMAGRPOTrainer,
-  ComlrlTokenizer,
-  IACTrainer,
-  MAACTrainer,
-  MADPOTrainer,
-  MADPOIterTrainer,
-  MAGRPOTrainer,
-  MARLHFTrainer,
-  MARLHFIterTrainer,
-  MAREINFORCETrainer,
-  MAReMaxTrainer,
-  MARLOOTrainer,
-  resolveModelSource,
-  type ExternalTransition,
-  type GgufDtype,
-  type Formatter,
-  type Item,
-  type RewardFunction,
-  type RewardProcessor,
-} from "../index.js";
+import { resolveModelSource, type ExternalTransition, type GgufDtype, type Formatter, type Item, type RewardFunction } from "../index.js";
 import { checkItems } from "../rollout/formatters.js";
 import { getTask } from "../tasks/registry.js";
+import { trainerDefinition, type FileCritics, type FileRun } from "../trainers/builtins.js";
+import { isModulePath, loadTrainConfig, type TrainFileConfig } from "./config-file.js";
 
 export interface TrainCommandOptions {
   config: string;
@@ -74,86 +35,6 @@ interface RunTask {
   formatters: Formatter[];
   externalTransition: ExternalTransition | null;
 }
-
-/** What every trainer of a config file is built from. */
-interface RunOptions {
-  agents: string[];
-  rewardFunc: RewardFunction;
-  rewardProcessor: RewardProcessor | undefined;
-  formatters: Formatter[];
-  externalTransition: ExternalTransition | null;
-  trainDataset: Item[];
-  evalDataset: Item[] | null;
-  outputDir: string;
-  quiet: boolean;
-  wandbConfig: TrainFileConfig["wandb"];
-}
-
-interface Critics {
-  criticModel: string | null;
-  critics: string[] | null;
-}
-
-interface TrainerEntry {
-  /** The class, named on the run's first line. */
-  name: string;
-  config: (input: Record<string, unknown>, options: { source: string }) => object;
-  /** Whether the trainer trains one actor for every role (centralized collaboration). */
-  centralized: (config: object) => boolean;
-  /** With the trainer's config: whether it must have a critic source (critic_model or critics) from the file. */
-  needsCritics: (config: object) => boolean;
-  create: (options: RunOptions, config: object, critics: Critics) => Promise<Trainer>;
-}
-
-type Trainer = Awaited<ReturnType<typeof MAGRPOTrainer.create>> | IACTrainer | MAACTrainer | MADPOTrainer | MARLHFTrainer | MADPOIterTrainer | MARLHFIterTrainer;
-
-const tokenizers = (dirs: readonly string[]) => Promise.all(dirs.map((dir) => ComlrlTokenizer.fromDirectory(dir)));
-const never = () => false;
-const collaboration = (config: object) => (config as { collaborationMode?: string }).collaborationMode === "centralized";
-
-function magrpoFamily(trainer: typeof MAGRPOTrainer, config: (input: Record<string, unknown>, options: { source: string }) => MAGRPOConfig, centralized = false): TrainerEntry {
-  return { name: trainer.name, config, centralized: () => centralized, needsCritics: never, create: (options, built) => trainer.create({ ...options, config: built as MAGRPOConfig }) };
-}
-
-const TRAINERS: Record<TrainerSection, TrainerEntry> = {
-  magrpo: magrpoFamily(MAGRPOTrainer, magrpoConfig),
-  mareinforce: magrpoFamily(MAREINFORCETrainer, mareinforceConfig),
-  maremax: magrpoFamily(MAReMaxTrainer, maremaxConfig),
-  marloo: magrpoFamily(MARLOOTrainer, marlooConfig),
-  centralized_magrpo: magrpoFamily(CentralizedMAGRPOTrainer, centralizedMagrpoConfig, true),
-  // The actor-critic trainers take loaded tokenizers with `agents` (COMLRL-SPEC §5.2).
-  iac: {
-    name: IACTrainer.name,
-    config: iacConfig,
-    centralized: never,
-    needsCritics: (config) => (config as IACConfig).useSeparateCritic,
-    create: async (options, config, critics) => IACTrainer.create({ ...options, tokenizer: await tokenizers(options.agents), config: config as IACConfig, ...critics }),
-  },
-  maac: {
-    name: MAACTrainer.name,
-    config: maacConfig,
-    centralized: never,
-    needsCritics: () => true,
-    create: async (options, config, critics) => MAACTrainer.create({ ...options, tokenizer: await tokenizers(options.agents), config: config as MAACConfig, ...critics }),
-  },
-  madpo: { name: MADPOTrainer.name, config: madpoConfig, centralized: collaboration, needsCritics: never, create: (options, config) => MADPOTrainer.create({ ...options, config: config as MADPOConfig }) },
-  // Critics are optional: without critic_model / critics the back-end loads them from critic_model_name or the agents' models.
-  marlhf: { name: MARLHFTrainer.name, config: marlhfConfig, centralized: collaboration, needsCritics: never, create: (options, config, critics) => MARLHFTrainer.create({ ...options, config: config as MARLHFConfig, ...critics }) },
-  madpo_iter: {
-    name: MADPOIterTrainer.name,
-    config: madpoIterConfig,
-    centralized: collaboration,
-    needsCritics: never,
-    create: (options, config) => MADPOIterTrainer.create({ ...options, config: config as MADPOIterConfig }),
-  },
-  marlhf_iter: {
-    name: MARLHFIterTrainer.name,
-    config: marlhfIterConfig,
-    centralized: collaboration,
-    needsCritics: never,
-    create: (options, config, critics) => MARLHFIterTrainer.create({ ...options, config: config as MARLHFIterConfig, ...critics }),
-  },
-};
 
 /** A user's task module: named exports (or a default export object) dataset, rewardFunc, formatters, … */
 async function moduleTask(file: string): Promise<RunTask> {
@@ -202,19 +83,19 @@ function builtinTask(name: string, options: Readonly<Record<string, unknown>>): 
   };
 }
 
-function rewardProcessor(config: TrainFileConfig): RewardProcessor | undefined {
+function rewardProcessor(config: TrainFileConfig): FileRun["rewardProcessor"] {
   const processor = config.rewardProcessor;
   if (processor === null) return undefined;
   return (reward) => reward * processor.scaleFactor + processor.shift;
 }
 
 /** The trainer config, validated against the file (errors name it), with the task's agent count. */
-function trainerConfig(config: TrainFileConfig, task: RunTask): object {
+function trainerConfig(config: TrainFileConfig, task: RunTask) {
   const given = config.trainerConfig.num_agents ?? config.trainerConfig.numAgents;
   if (given !== undefined && given !== task.numAgents) {
     throw new ConfigError(`${config.source}: ${config.trainer}.num_agents is ${JSON.stringify(given)}, but task "${config.task}" has ${task.numAgents} agents`, "numAgents");
   }
-  return TRAINERS[config.trainer].config({ ...config.trainerConfig, num_agents: task.numAgents }, { source: config.source });
+  return trainerDefinition(config.trainer).config({ ...config.trainerConfig, num_agents: task.numAgents }, { source: config.source });
 }
 
 export async function runTrain(options: TrainCommandOptions): Promise<void> {
@@ -241,20 +122,20 @@ export async function runTrain(options: TrainCommandOptions): Promise<void> {
     if (evalDataset) checkItems(evalDataset, `dataset ${datasetName} split ${config.dataset.evalSplit}`, true);
   }
 
-  const entry = TRAINERS[config.trainer];
-  if (entry.needsCritics(trainConfig) && config.criticModel === null && config.critics === null) {
+  const entry = trainerDefinition(config.trainer);
+  if (entry.critics?.required(trainConfig) && config.criticModel === null && config.critics === null) {
     throw new ConfigError(`${config.source}: ${config.trainer} needs critics; set critic_model.name (a hub id or a local model directory) or list critics`, "criticModel");
   }
-  const models = config.agents ?? (entry.centralized(trainConfig) ? [config.model!] : Array.from({ length: task.numAgents }, () => config.model!));
+  const models = config.agents ?? (entry.centralized?.(trainConfig) ? [config.model!] : Array.from({ length: task.numAgents }, () => config.model!));
   const resolve = (model: string) => resolveModelSource(model, { revision: config.modelRevision });
   const dirs = await Promise.all(models.map(resolve));
-  const critics: Critics = {
+  const critics: FileCritics = {
     criticModel: config.criticModel === null ? null : await resolve(config.criticModel),
     critics: config.critics === null ? null : await Promise.all(config.critics.map(resolve)),
   };
-  say(`comlrl train: ${entry.name} on task "${path.basename(config.task)}", ${task.numAgents} agents, ${trainDataset.length} train items`);
+  say(`comlrl train: ${entry.trainer.name} on task "${path.basename(config.task)}", ${task.numAgents} agents, ${trainDataset.length} train items`);
 
-  const run: RunOptions = {
+  const run: FileRun = {
     agents: dirs,
     rewardFunc: task.rewardFunc,
     rewardProcessor: rewardProcessor(config),

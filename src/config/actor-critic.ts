@@ -4,9 +4,26 @@ import { deviceSpec } from "./devices.js";
 import { bool, buildConfig, float, int, nullable, oneOf, type ConfigInput, type ConfigOf, type Fail, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS } from "./groups.js";
 import type { ConfigSource } from "./magrpo.js";
+import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type DerivedObjectives } from "./objectives.js";
 
 /** What a critic reads: "v" the prompt alone (V(h)), "q" prompt and completion (Q(h, a)). */
 export type CriticType = "v" | "q";
+
+/**
+ * What an actor's objective takes of a MAGRPO-family objective's: the critic's advantage leaves no group to scale,
+ * filter or group by, and the reference KL is in the reward the critic learns (so the KL-in-the-loss fields go too).
+ */
+const {
+  scaleRewards: _scaleRewards,
+  zeroVarianceFilter: _zeroVarianceFilter,
+  advantageGrouping: _advantageGrouping,
+  klIn: _klIn,
+  klEstimator: _klEstimator,
+  useBiasCorrectionKl: _useBiasCorrectionKl,
+  ...ACTOR_OBJECTIVE_FIELDS
+} = OBJECTIVE_FIELDS;
+/** The fields an actor's objective leaves out, at their MAGRPO defaults. */
+const ACTOR_OBJECTIVE_DEFAULTS = { scaleRewards: null, zeroVarianceFilter: null, advantageGrouping: "joint", klIn: "reward", klEstimator: "k3", useBiasCorrectionKl: true } as const;
 
 const COMMON_FIELDS = {
   ...GROUP_FIELDS,
@@ -46,13 +63,18 @@ const COMMON_FIELDS = {
   criticType: oneOf<CriticType>(["v", "q"], { default: "v" }),
   /** Devices of the critics; null = their agents' devices (MAAC: agent 0's). */
   criticDevices: deviceSpec(),
+  ...ACTOR_OBJECTIVE_FIELDS,
 };
 
 /** The fields the actor-critic builders settle: trainBatchSize null takes rolloutBufferSize, criticLearningRate null agentLearningRate. */
 type ActorCriticResolved = { readonly trainBatchSize: number; readonly criticLearningRate: number };
 
-/** The fields IAC and MAAC share (CoMLRL's IACConfig / MAACConfig); see docs/actor-critic.md for every default. */
-export interface ActorCriticConfig extends ConfigOf<typeof COMMON_FIELDS, ActorCriticResolved> {}
+/**
+ * The fields IAC and MAAC share (CoMLRL's IACConfig / MAACConfig); see docs/actor-critic.md for every default. The
+ * actors' loss is an objective of the MAGRPO family (docs/objectives.md) over the critic's advantages: CoMLRL's own
+ * ("comlrl", the default) or a clipped-ratio one, with numIterations passes per rollout.
+ */
+export interface ActorCriticConfig extends ConfigOf<typeof COMMON_FIELDS, ActorCriticResolved>, DerivedObjectives {}
 
 /** IAC's and MAAC's fields (MARLHF's actor-critic RL phase builds its config from the same names). */
 export const IAC_FIELDS = {
@@ -68,7 +90,7 @@ export const IAC_FIELDS = {
 };
 
 /** IAC's config: ActorCriticConfig plus the critics' form (separate critic LMs or value heads on the actors). */
-export interface IACConfig extends ConfigOf<typeof IAC_FIELDS, ActorCriticResolved> {}
+export interface IACConfig extends ConfigOf<typeof IAC_FIELDS, ActorCriticResolved>, DerivedObjectives {}
 
 /** MAAC's fields: the shared actor-critic fields, its critic's learning rate always set. */
 export const MAAC_FIELDS = {
@@ -78,7 +100,7 @@ export const MAAC_FIELDS = {
 };
 
 /** MAAC's config: the shared actor-critic fields; its one centralized critic is stepped in every agent's update. */
-export interface MAACConfig extends ConfigOf<typeof MAAC_FIELDS, ActorCriticResolved> {}
+export interface MAACConfig extends ConfigOf<typeof MAAC_FIELDS, ActorCriticResolved>, DerivedObjectives {}
 
 /** What iacConfig accepts: any subset of IACConfig's fields, camelCase or snake_case (trainBatchSize / criticLearningRate null = derived). */
 export type IACConfigInput = ConfigInput<typeof IAC_FIELDS>;
@@ -95,28 +117,38 @@ function resolveCommon<V extends ValuesOf<typeof COMMON_FIELDS>>(values: V, fail
     ...values,
     trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize,
     criticLearningRate: values.criticLearningRate ?? values.agentLearningRate,
+    objectives: agentObjectives({ ...values, ...ACTOR_OBJECTIVE_DEFAULTS }, values.numAgents, fail as (field: string, reason: string) => never),
   };
 }
 
 /** Builds a validated IAC config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
-export function iacConfig(input?: IACConfigInput, options: ConfigSource = {}): IACConfig {
-  return buildConfig(IAC_FIELDS, input, {
-    configName: "IACConfig",
-    source: options.source,
-    finish: (values, fail) => resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, values.useSeparateCritic),
-  });
+export function iacConfig(input?: IACConfigInput | IACConfig, options: ConfigSource = {}): IACConfig {
+  return rebuildObjectives(input, "IACConfig", options.source, (rest) =>
+    buildConfig(IAC_FIELDS, rest as IACConfigInput | undefined, {
+      configName: "IACConfig",
+      source: options.source,
+      finish: (values, fail) => {
+        // A value head on the actor trains in CoMLRL's one actor-critic backward, which has no other policy loss.
+        if (!values.useSeparateCritic && [values.lossType].flat().some((t) => t !== "comlrl")) fail("lossType", "needs separate critics (useSeparateCritic true)");
+        if (!values.useSeparateCritic && [values.maskTruncatedCompletions].flat().some(Boolean)) fail("maskTruncatedCompletions", "needs separate critics (useSeparateCritic true)");
+        return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, values.useSeparateCritic);
+      },
+    }),
+  );
 }
 
 /** Builds a validated MAAC config with CoMLRL's defaults; criticDevices names at most one device. */
-export function maacConfig(input?: MAACConfigInput, options: ConfigSource = {}): MAACConfig {
-  return buildConfig(MAAC_FIELDS, input, {
-    configName: "MAACConfig",
-    source: options.source,
-    finish: (values, fail) => {
-      if (Array.isArray(values.criticDevices) && values.criticDevices.length > 1) {
-        fail("criticDevices", `must name one device: MAAC has one centralized critic, got ${values.criticDevices.length}`);
-      }
-      return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, true);
-    },
-  });
+export function maacConfig(input?: MAACConfigInput | MAACConfig, options: ConfigSource = {}): MAACConfig {
+  return rebuildObjectives(input, "MAACConfig", options.source, (rest) =>
+    buildConfig(MAAC_FIELDS, rest as MAACConfigInput | undefined, {
+      configName: "MAACConfig",
+      source: options.source,
+      finish: (values, fail) => {
+        if (Array.isArray(values.criticDevices) && values.criticDevices.length > 1) {
+          fail("criticDevices", `must name one device: MAAC has one centralized critic, got ${values.criticDevices.length}`);
+        }
+        return resolveCommon(values, fail as Fail<typeof COMMON_FIELDS>, true);
+      },
+    }),
+  );
 }

@@ -1,6 +1,6 @@
-// Device specs and placement (CoMLRL spec §5.4). Pure: what CUDA offers is passed in as CudaFacts, so placement is
-// decided and tested without loading libtorch. Get the facts from runtimeInfo():
-// { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }.
+// Device specs and how one machine reads them (CoMLRL spec §5.4), the parts trainers/placement.ts plans from. Pure:
+// what CUDA offers is passed in as CudaFacts, so placement is decided and tested without loading libtorch. Get the
+// facts from runtimeInfo(): { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }.
 import { ConfigError, field, reject, show, type FieldSpec } from "./fields.js";
 
 /** "cpu", "cuda", "cuda:N", "auto", or a list of devices (one for all, or one per model). */
@@ -44,7 +44,7 @@ function availableDevice(raw: string, kind: string, facts: CudaFacts): string {
 
 /**
  * The config field for a device spec: null (the default) means auto; lists are copied and frozen. Devices are spelt
- * canonically except an index-less "cuda", kept as written: under ddp it means each rank's own GPU (planPlacement),
+ * canonically except an index-less "cuda", kept as written: under ddp it means each rank's own GPU (forRank),
  * elsewhere cuda:0.
  */
 export function deviceSpec(): FieldSpec<DeviceSpec | null> {
@@ -63,7 +63,7 @@ function isIndexlessCuda(raw: string): boolean {
   return raw.trim().toLowerCase() === "cuda";
 }
 
-function isAuto(spec: DeviceSpec | null | undefined): spec is "auto" | null | undefined {
+export function isAuto(spec: DeviceSpec | null | undefined): spec is "auto" | null | undefined {
   return spec == null || (typeof spec === "string" && spec.trim().toLowerCase() === "auto");
 }
 
@@ -97,30 +97,6 @@ export function resolveSingleDevice(
   return availableDevice(spec[0]!, kind, facts);
 }
 
-/** The parts of a MAGRPO-family config that decide placement. */
-export interface PlacementConfig {
-  /** "none": one device for all actors; "mp": one per actor; "ddp": "none" in each data-parallel process. */
-  readonly parallelTraining: "none" | "mp" | "ddp";
-  /** Actors to place (the config's count; the trainer may pass its own). */
-  readonly numAgents: number;
-  /** The actors' devices; null or "auto" places them automatically. */
-  readonly agentDevices: DeviceSpec | null;
-  /** The frozen references' devices; null = their actors'. */
-  readonly referenceDevices: DeviceSpec | null;
-  /** Centralized configs train one joint actor, so they place one model (and one reference). */
-  readonly collaborationMode?: "centralized";
-}
-
-/** Where each model of a trainer goes, as planPlacement decides. */
-export interface Placement {
-  /** One device per actor. */
-  readonly agentDevices: string[];
-  /** One device per reference model (used when reference KL is enabled). */
-  readonly referenceDevices: string[];
-  /** Whether per-agent generation and updates may run at the same time. */
-  readonly concurrent: boolean;
-}
-
 /**
  * A data-parallel rank's device when placement is auto: the GPU of its local rank, as torchrun jobs place ranks
  * (ranks past the GPU count share them round-robin; their collectives then run on Gloo, see DistributedContext);
@@ -137,7 +113,7 @@ export function rankDevice(localRank: number, facts: CudaFacts): string {
  * rank has a GPU of its own: every rank would share cuda:N (and out of memory, or reduce over Gloo, see
  * DistributedContext). Auto is left to the caller.
  */
-function specForRank(spec: DeviceSpec | null, kind: string, localRank: number, facts: CudaFacts): DeviceSpec | null {
+export function forRank(spec: DeviceSpec | null, kind: string, localRank: number, facts: CudaFacts): DeviceSpec | null {
   if (isAuto(spec)) return spec;
   const own = rankDevice(localRank, facts);
   const read = (entry: string): string => {
@@ -152,24 +128,4 @@ function specForRank(spec: DeviceSpec | null, kind: string, localRank: number, f
     return entry;
   };
   return typeof spec === "string" ? read(spec) : spec.map(read);
-}
-
-/**
- * Where a MAGRPO-family trainer puts its models. "none": every actor on one device, the first of agentDevices.
- * "mp": one device per actor from agentDevices. "ddp": as "none" on each rank, auto and an index-less "cuda" meaning
- * the rank's own GPU (rankDevice of localRank; see specForRank). References default to their actors' devices; an
- * explicit referenceDevices is honoured in every mode (a second GPU can hold the frozen copies even when actors share
- * one). numAgents is the trainer's agent count, which wins over the config's (spec §1.2).
- */
-export function planPlacement(config: PlacementConfig, facts: CudaFacts, numAgents = config.numAgents, localRank = 0): Placement {
-  const actors = config.collaborationMode === "centralized" ? 1 : numAgents;
-  const ddp = config.parallelTraining === "ddp";
-  const forRank = (spec: DeviceSpec | null, kind: string) => (ddp ? specForRank(spec, kind, localRank, facts) : spec);
-  const agentSpec = forRank(config.agentDevices, "agentDevices");
-  const single = (): string => (ddp && isAuto(agentSpec) ? rankDevice(localRank, facts) : resolveSingleDevice([agentSpec], facts, "agentDevices"));
-  const agentDevices = config.parallelTraining === "mp" ? resolveDevices(agentSpec, actors, "agentDevices", facts) : Array<string>(actors).fill(single());
-  const referenceSpec = forRank(config.referenceDevices, "referenceDevices");
-  const referenceDevices = referenceSpec === null ? [...agentDevices] : resolveDevices(referenceSpec, actors, "referenceDevices", facts);
-  const concurrent = config.parallelTraining === "mp" && actors > 1 && new Set(agentDevices).size > 1;
-  return { agentDevices, referenceDevices, concurrent };
 }

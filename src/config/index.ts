@@ -12,14 +12,11 @@ export {
 } from "./fields.js";
 export {
   canonicalDevice,
-  planPlacement,
   rankDevice,
   resolveDevices,
   resolveSingleDevice,
   type CudaFacts,
   type DeviceSpec,
-  type Placement,
-  type PlacementConfig,
 } from "./devices.js";
 export { resolvePrecision, trainingBytes, type Precision, type ResolvedPrecision, type TrainingBytes } from "./precision.js";
 export {

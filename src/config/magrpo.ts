@@ -1,8 +1,8 @@
 // MAGRPO-family configs (CoMLRL spec §2.1): MAGRPO, its REINFORCE / ReMax / RLOO baselines, and centralized MAGRPO.
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
-import { bool, buildConfig, ConfigError, field, float, int, nullable, oneOf, reject, withDefaults, type ConfigInput, type ConfigOf, type ValuesOf } from "./fields.js";
+import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefaults, type ConfigInput, type ConfigOf, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS } from "./groups.js";
-import { agentObjectives, OBJECTIVE_FIELDS, type AgentObjective } from "./objectives.js";
+import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type DerivedObjectives } from "./objectives.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
 /** How agents' completions form joint actions: same-index ("aligned", K) or every combination ("cross", K^N). */
@@ -67,19 +67,13 @@ export const MAGRPO_FIELDS = {
    * (ours) Take each agent's AdamW step inside its backward, each parameter as soon as its gradient is complete, so
    * that an agent's gradients never all exist at once (docs/memory.md). The same update, bit for bit; it applies where
    * a step is one backward with nothing between it and the step: maxGradNorm null, one process (no data parallelism)
-   * and batched scoring. Elsewhere the step follows the backward.
+   * and a model no other agent shares. Elsewhere the step follows the backward.
    */
   stepInBackward: bool({ default: true }),
 };
 
-/** What MAGRPO's builder derives beside the fields. */
-interface MAGRPODerived {
-  /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
-  readonly objectives: readonly AgentObjective[];
-}
-
 /** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
-export interface MAGRPOConfig extends ConfigOf<typeof MAGRPO_FIELDS, RolloutResolved>, MAGRPODerived {}
+export interface MAGRPOConfig extends ConfigOf<typeof MAGRPO_FIELDS, RolloutResolved>, DerivedObjectives {}
 
 /** Aliases that document which algorithm a config is for; the fields are MAGRPO's. */
 export type MAREINFORCEConfig = MAGRPOConfig;
@@ -101,22 +95,16 @@ function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (fie
   if (values.tokenAccounting === "comlrl" && other) {
     fail("tokenAccounting", `"comlrl" reproduces CoMLRL's own objective only: lossType "${other.lossType}" needs tokenAccounting "exact"`);
   }
+  // CoMLRL's rows drop each completion's last position, so none of them reads as cut by maxNewTokens.
+  if (values.tokenAccounting === "comlrl" && objectives.some((o) => o.maskTruncatedCompletions)) {
+    fail("tokenAccounting", `"comlrl" scores CoMLRL's rows, which maskTruncatedCompletions cannot tell truncated: it needs tokenAccounting "exact"`);
+  }
   return { ...values, trainBatchSize: values.trainBatchSize ?? values.rolloutBufferSize, objectives };
 }
 
-/**
- * A built config can be built again (trainers and config files pass them back in): its derived `objectives` is
- * recomputed from the objective fields, and refused when it says something those fields do not.
- */
+/** Builds a MAGRPO-family config (a built one again too, see rebuildObjectives). */
 function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, input: ConfigInput<S> | MAGRPOConfig | undefined, options: ConfigSource) {
-  if (typeof input !== "object" || input === null || !("objectives" in input)) return buildConfig(fields, input, { configName, source: options.source, finish: resolve });
-  const { objectives: given, ...rest } = input;
-  const built = buildConfig(fields, rest, { configName, source: options.source, finish: resolve });
-  if (JSON.stringify(given) !== JSON.stringify(built.objectives)) {
-    const prefix = options.source === undefined ? "" : `${options.source}: `;
-    throw new ConfigError(`${prefix}${configName}.objectives is derived from the objective fields (lossType, epsilon, ...): set those instead`, "objectives");
-  }
-  return built;
+  return rebuildObjectives(input, configName, options.source, (rest) => buildConfig(fields, rest as ConfigInput<S> | undefined, { configName, source: options.source, finish: resolve }));
 }
 
 /** Builds a validated MAGRPO config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
@@ -161,7 +149,7 @@ export const CENTRALIZED_FIELDS = {
 };
 
 /** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
-export interface CentralizedMAGRPOConfig extends ConfigOf<typeof CENTRALIZED_FIELDS, RolloutResolved>, MAGRPODerived {}
+export interface CentralizedMAGRPOConfig extends ConfigOf<typeof CENTRALIZED_FIELDS, RolloutResolved>, DerivedObjectives {}
 
 /** What centralizedMagrpoConfig accepts: MAGRPOConfigInput and collaborationMode. */
 export type CentralizedMAGRPOConfigInput = ConfigInput<typeof CENTRALIZED_FIELDS>;

@@ -1,6 +1,6 @@
 // What a run will hold in memory, estimated from the models' config.json files and the trainer config before any
-// model is loaded: weights, and for trained models their gradients and AdamW's two moments; a frozen reference copy
-// when the KL term is on; and the larger of a rollout's two phases, per row (numGenerations rows of the longest
+// model is loaded: weights, and for trained models (actors, critics, a reward model) their gradients and AdamW's two
+// moments; a frozen reference copy when the KL term is on; and for each actor the larger of a rollout's two phases, per row (numGenerations rows of the longest
 // prompt seen plus maxNewTokens): generation (the KV cache of every row's prompt and completion, one layer of it
 // twice while a step appends to it, and the float32 logits of the completions) and the update (each layer's input kept for the backward, and the completions' float32
 // logits). On top comes what the process holds already (Node.js, libtorch, the datasets). Every term is a lower bound
@@ -100,9 +100,27 @@ export function localModelShape(dir: string): ModelShape | null {
   }
 }
 
+/**
+ * What a model is to the run: an actor samples the rollouts (its cache and logits counted), a reference scores them
+ * frozen, a critic and a reward model are trained on rows but never sample (their activations are left out: the
+ * estimate stays a lower bound).
+ */
+export type ModelRole = "actor" | "reference" | "critic" | "reward model";
+
+/** One model a run loads, as the estimate counts it. */
+export interface PlannedModel {
+  shape: ModelShape;
+  device: string;
+  role: ModelRole;
+  /** Whether its weights train (gradients, AdamW); false for references and a reward model's frozen backbone. */
+  trained: boolean;
+  /** Whether it is a model object the caller loaded already (its weights are not counted). */
+  loaded: boolean;
+}
+
 export interface MemoryPlan {
-  /** Each model the run loads, with its device, whether it is trained (gradients, AdamW) and whether it samples. */
-  models: Array<{ shape: ModelShape; device: string; trained: boolean; loaded: boolean }>;
+  /** Each model the run loads, on the device its placement gives it. */
+  models: PlannedModel[];
   /** The models' dtype. */
   dtype: string;
   /** How trained bf16 models step: bf16-mixed adds a float32 master and float32 moments (see precision.ts). */
@@ -123,17 +141,23 @@ interface DeviceShare {
   lines: string[];
 }
 
+function roleName(role: ModelRole, trained: boolean, count: number): string {
+  const plural = count > 1 ? "s" : "";
+  if (role === "actor" || role === "reference") return `${trained ? "trained" : "frozen"} model${plural}`;
+  return `${role}${plural}${trained ? "" : " with a frozen backbone"}`;
+}
+
 /** Bytes each device would hold, with the terms that make them up (as lines naming fields and numbers). */
 export function estimateMemory(plan: MemoryPlan): Map<string, DeviceShare> {
   const shares = new Map<string, DeviceShare>();
-  const groups = new Map<string, { device: string; shape: ModelShape; trained: boolean; loaded: boolean; count: number }>();
+  const groups = new Map<string, PlannedModel & { count: number }>();
   for (const model of plan.models) {
-    const key = JSON.stringify([model.device, model.shape, model.trained, model.loaded]);
+    const key = JSON.stringify([model.device, model.shape, model.role, model.trained, model.loaded]);
     const group = groups.get(key) ?? { ...model, count: 0 };
     group.count++;
     groups.set(key, group);
   }
-  for (const { device, shape, trained, loaded, count } of groups.values()) {
+  for (const { device, shape, role, trained, loaded, count } of groups.values()) {
     const share = shares.get(device) ?? { total: 0, lines: [] };
     const parameters = parameterCount(shape);
     const precision = resolvePrecision(plan.precision, plan.dtype, device);
@@ -141,15 +165,14 @@ export function estimateMemory(plan: MemoryPlan): Map<string, DeviceShare> {
     // Weights (unless already loaded), then gradients, AdamW's exp_avg and exp_avg_sq, and any master for a trained model.
     const perParameter = (loaded ? 0 : bytes.weight) + (trained ? bytes.gradient + bytes.moments + bytes.master : 0);
     const weights = count * parameters * perParameter;
-    const role = trained ? "trained" : "frozen";
     const held = [loaded ? null : "weights", trained ? "gradients, AdamW's two moments" : null, trained && bytes.master > 0 ? `${precision}'s float32 master weights` : null];
     share.lines.push(
-      `${count} ${role} model${count > 1 ? "s" : ""} of ${(parameters / 1e9).toFixed(3)}B parameters (${shape.source}: hidden_size ${shape.hiddenSize}, ` +
+      `${count} ${roleName(role, trained, count)} of ${(parameters / 1e9).toFixed(3)}B parameters (${shape.source}: hidden_size ${shape.hiddenSize}, ` +
         `num_hidden_layers ${shape.numLayers}, vocab_size ${shape.vocabSize}) × ${perParameter} bytes ` +
         `(${held.filter(Boolean).join(", ")}) = ${gb(weights)}`,
     );
     share.total += weights;
-    if (trained) {
+    if (role === "actor") {
       const { numGenerations, maxNewTokens, promptTokens } = plan;
       const rowTokens = numGenerations * (promptTokens + maxNewTokens);
       const logits = numGenerations * maxNewTokens * shape.vocabSize * 4;

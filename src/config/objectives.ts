@@ -2,7 +2,7 @@
 // clipped-ratio losses TRL's GRPOTrainer offers, with its ratios, clipping, KL, entropy, reward scaling, masking,
 // zero-variance filtering and the team's advantage groupings. Every field takes one value for all agents or a list
 // with one per agent, as `agents` does; config files use TRL's snake_case names (loss_type, epsilon_high, …).
-import { bool, field, float, int, nullable, oneOf, reject, show, type FieldSpec } from "./fields.js";
+import { bool, ConfigError, field, float, int, nullable, oneOf, reject, show, type FieldSpec } from "./fields.js";
 
 /** The policy loss: CoMLRL's on-policy sum ("comlrl") or one of TRL's clipped-ratio losses (docs/objectives.md). */
 export type LossType = "comlrl" | "grpo" | "dapo" | "dr_grpo" | "bnpo" | "cispo" | "sapo";
@@ -154,6 +154,27 @@ export function agentObjectives(values: ObjectiveValues, numAgents: number, fail
     }
     return Object.freeze(objective);
   });
+}
+
+/** What a config with objective fields derives beside them. */
+export interface DerivedObjectives {
+  /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
+  readonly objectives: readonly AgentObjective[];
+}
+
+/**
+ * A built config can be built again (trainers and config files pass them back in): its derived `objectives` is
+ * recomputed from the objective fields by `build`, and refused when it says something those fields do not.
+ */
+export function rebuildObjectives<C extends { readonly objectives: readonly AgentObjective[] }>(input: unknown, configName: string, source: string | undefined, build: (input: unknown) => C): C {
+  if (typeof input !== "object" || input === null || !("objectives" in input)) return build(input);
+  const { objectives: given, ...rest } = input as { objectives: unknown };
+  const built = build(rest);
+  if (JSON.stringify(given) !== JSON.stringify(built.objectives)) {
+    const prefix = source === undefined ? "" : `${source}: `;
+    throw new ConfigError(`${prefix}${configName}.objectives is derived from the objective fields (lossType, epsilon, ...): set those instead`, "objectives");
+  }
+  return built;
 }
 
 export type { ObjectiveValues };

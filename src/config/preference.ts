@@ -6,7 +6,7 @@ import { deviceSpec } from "./devices.js";
 import { bool, buildConfig, field, float, int, nullable, oneOf, pickFields, reject, text, withDefault, type ConfigInput, type ConfigOf, type FieldSpecs, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS, TRAINING_FIELDS } from "./groups.js";
 import { ROLLOUT_FIELDS, type AdvantageMode, type ConfigSource, type TokenAccounting } from "./magrpo.js";
-import { agentObjectives, OBJECTIVE_FIELDS, type PerAgent } from "./objectives.js";
+import { agentObjectives, OBJECTIVE_FIELDS } from "./objectives.js";
 
 const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OBJECTIVE_FIELDS;
 
@@ -14,8 +14,11 @@ const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OB
 export type CollaborationMode = "decentralized" | "centralized";
 /** Order in which an item's preference pairs are kept: largest reward gap first, all, or random. */
 export type PairSelection = "reward_gap" | "all" | "random";
-/** The algorithm of MARLHF's RL phase. */
-export type RLAlgorithm = "magrpo" | "mareinforce" | "maremax" | "marloo" | "maac" | "iac";
+/**
+ * The algorithm of MARLHF's RL phase: the section of a registered trainer with an RL back-end (rlAlgorithms() lists
+ * them; the trainer checks the name when it is created).
+ */
+export type RLAlgorithm = string;
 
 const { numGenerations: _generationsAreMarlhfs, ...CANDIDATE_GROUP_FIELDS } = GROUP_FIELDS;
 
@@ -108,7 +111,15 @@ export const MARLHF_FIELDS = {
   /** Derived from rlAlgorithm (magrpo: mean, mareinforce: raw, maremax: max, marloo: rloo); when given it must agree. */
   advantageMode: withDefault(nullable(ROLLOUT_FIELDS.advantageMode), null),
   /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
-  rlAlgorithm: oneOf(["magrpo", "mareinforce", "maremax", "marloo", "maac", "iac"], { default: "magrpo", aliases: { mareforce: "mareinforce" } }),
+  rlAlgorithm: field<RLAlgorithm>(
+    (raw) => {
+      if (typeof raw !== "string" || raw.trim() === "") reject('must name a trainer with an RL back-end, e.g. "magrpo"');
+      const name = raw.trim().toLowerCase();
+      return name === "mareforce" ? "mareinforce" : name;
+    },
+    "magrpo",
+    'the section of a trainer with an RL back-end (rlAlgorithms(); "mareforce" is read as "mareinforce")',
+  ),
   // ≥ 2 for the MAGRPO family is checked together with rlAlgorithm.
   /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
   numGenerations: int({ default: 4, min: 1 }),
@@ -211,22 +222,16 @@ export function resolveMarlhf<V extends PairedValues<typeof MARLHF_FIELDS>>(
 ) {
   const algorithm = values.rlAlgorithm;
   if (isMagrpoFamily(algorithm) && values.numGenerations < 2) fail("numGenerations", `must be ≥ 2 for rlAlgorithm "${algorithm}" (the group baseline)`);
-  // The RL phase's objective is checked here, so that its errors name MARLHF's fields before any model loads.
+  // The MAGRPO family's objective is checked here, so that its errors name MARLHF's fields before any model loads
+  // (a back-end whose learner has no objective fields refuses them when the trainer checks its RL phase).
   if (isMagrpoFamily(algorithm)) {
     // A centralized RL phase trains one actor for every role.
     const actors = values.collaborationMode === "centralized" ? 1 : values.numAgents;
     agentObjectives({ ...values, numIterations: values.rlNumIterations }, actors, (field, reason) => fail(field === "numIterations" ? "rlNumIterations" : field, reason));
-  } else {
-    const onlyDefault = <T>(value: PerAgent<T>, byDefault: T) => (Array.isArray(value) ? value : [value]).every((v) => v === byDefault);
-    if (!onlyDefault(values.lossType, "comlrl")) fail("lossType", `applies to a MAGRPO-family RL phase; rlAlgorithm "${algorithm}" trains with its own actor-critic loss`);
-    if (!onlyDefault(values.rlNumIterations, 1)) fail("rlNumIterations", `applies to a MAGRPO-family RL phase; rlAlgorithm "${algorithm}" takes one update per rollout`);
   }
   const expected = MAGRPO_FAMILY_MODES[algorithm];
   if (expected !== undefined && values.advantageMode !== null && values.advantageMode !== expected) {
     fail("advantageMode", `must be "${expected}" for rlAlgorithm "${algorithm}" (or left unset)`);
-  }
-  if (values.tokenAccounting === "comlrl" && !isMagrpoFamily(algorithm)) {
-    fail("tokenAccounting", `"comlrl" is the MAGRPO family's accounting: rlAlgorithm "${algorithm}" needs "exact"`);
   }
   const resolved = { ...resolveMadpo({ ...values, advantageMode: values.advantageMode ?? expected ?? "mean" }, fail), rlAlgorithm: algorithm };
   return Object.defineProperty(resolved, REWARD_DEVICE_GIVEN, { value: given, enumerable: false });

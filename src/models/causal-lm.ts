@@ -504,7 +504,7 @@ export class CausalLM {
   /**
    * Accumulates ∇ of scale · (a clipped-ratio objective over the completion tokens + router aux loss), from one
    * scoring forward (native/losses/objective.h: GRPO's, DAPO's, Dr. GRPO's … losses); the token log-probs it returns
-   * are this model's, before the update. The clipped-ratio objectives' own path (trainers/reinforce/objectives.ts).
+   * are this model's, before the update. The clipped-ratio losses of the policy loss (trainers/policy-loss.ts).
    * @internal
    */
   async objectiveBackward(

@@ -1,8 +1,10 @@
 // Setting up a trainer's actors and its rollout environment from TaskOptions (COMLRL-SPEC §5): the task checks, the
-// model sources and tokenizers, placement on devices, loading with optimizers and references, and the environment
-// the rollout tree runs in. Every trainer whose agents are causal LMs starts here.
+// model sources and tokenizers, the placement plan of every module the algorithm declares (placement.ts) and the
+// memory check on it, loading with optimizers and references, and the environment the rollout tree runs in. Every
+// trainer whose agents are causal LMs starts here; what it loads beside them (critics, a reward model) goes where
+// the returned placement says.
 import path from "node:path";
-import { planPlacement, type Placement, type PlacementConfig, type RuntimeConfig, type SamplingConfig } from "../config/index.js";
+import type { RuntimeConfig, SamplingConfig } from "../config/index.js";
 import { localRankOf } from "../distributed/environment.js";
 import { runtimeInfo } from "../runtime.js";
 import { buildFormatters, checkItems } from "../rollout/formatters.js";
@@ -10,24 +12,33 @@ import { RewardProcessors, withRewardTimeout } from "../rollout/rewards.js";
 import type { RolloutEnvironment } from "../rollout/tree.js";
 import { buildAgents, resolveModelSources, resolveTokenizers, type Agent, type BuildAgentsOptions, type ModelSource } from "./agents.js";
 import { withGenerationKwargs } from "./generation-kwargs.js";
-import { cpuLanesFor, placeOnAgentLane } from "./lanes.js";
+import { placeOnAgentLane } from "./lanes.js";
+import { checkRunMemory } from "./memory-check.js";
 import { adamW, checkOneOf } from "./options.js";
+import { actorsOnly, planPlacement, type ModuleDeclaration, type Placement, type PlacementConfig } from "./placement.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** The config fields actor setup reads. */
 export interface ActorConfig extends PlacementConfig, SamplingConfig, RuntimeConfig {
+  /** Actors to load (the trainer's count; one in centralized collaboration). */
+  readonly numAgents: number;
   readonly numTurns: number;
   readonly agentLearningRate: number;
   readonly referenceKlEnabled: boolean;
 }
 
+/** What an algorithm asks of actor setup beyond the actors themselves. */
+export interface ActorExtras extends Pick<BuildAgentsOptions, "referencesAsCopies" | "valueHeads"> {
+  /** What the algorithm loads beside the actors, given their sources (default: actorsOnly). */
+  modules?: (actors: readonly ModelSource[]) => ModuleDeclaration;
+}
+
 export interface Actors {
   agents: Agent[];
   sources: ModelSource[];
+  /** Where every declared module goes: the actors are there, the caller loads the rest where it says. */
   placement: Placement;
   environment: RolloutEnvironment;
-  /** CPU agent lanes (lanes.ts): agent i's models run on lane i mod lanes; 1: none. */
-  lanes: number;
 }
 
 /** The checks every task gets before anything is loaded. */
@@ -41,14 +52,7 @@ export function checkTask(options: TaskOptions<unknown>, config: { numTurns: num
   if (Array.isArray(options.evalDataset)) checkItems(options.evalDataset, "evalDataset", defaultPrompts);
 }
 
-export async function setUpActors(
-  options: TaskOptions<unknown>,
-  config: ActorConfig,
-  extra: Pick<BuildAgentsOptions, "referencesAsCopies" | "valueHeads"> & {
-    /** The agents' updates take turns (MAAC steps its one critic in each): no CPU agent lanes (lanes.ts). */
-    updatesInTurn?: boolean;
-  } = {},
-): Promise<Actors> {
+export async function setUpActors(options: TaskOptions<unknown>, config: ActorConfig, extra: ActorExtras = {}): Promise<Actors> {
   const n = config.numAgents;
   const evalSampling = {
     maxNewTokens: config.maxNewTokens, temperature: config.temperature, topP: config.topP, topK: config.topK, repetitionPenalty: null,
@@ -56,15 +60,18 @@ export async function setUpActors(
   };
   const sampling = withGenerationKwargs(evalSampling, options.generationKwargs);
   const sources = resolveModelSources(options.agentModel, options.agents, n);
-  const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
+  const modules = extra.modules?.(sources) ?? actorsOnly(config);
   const info = runtimeInfo();
   const localRank = config.parallelTraining === "ddp" ? localRankOf(options.distributed) : 0;
-  const placement = planPlacement(config, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, n, localRank);
+  const machine = { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount, threads: info.numThreads };
+  const placement = planPlacement(config, machine, { modules, actors: sources, localRank });
+  await checkRunMemory(options, config, { actors: sources, modules, placement });
+  const tokenizers = await resolveTokenizers(options.agentModel, options.agents, options.tokenizer, sources);
   const agents = await buildAgents({
     sources,
     tokenizers,
     devices: placement.agentDevices,
-    referenceDevices: config.referenceKlEnabled ? placement.referenceDevices : null,
+    referenceDevices: modules.references ? placement.referenceDevices : null,
     dtype: config.dtype,
     seed: config.seed,
     optimizer: adamW(config, config.agentLearningRate),
@@ -74,19 +81,16 @@ export async function setUpActors(
     valueHeads: extra.valueHeads,
   });
   if (config.gradientCheckpointing) for (const agent of agents) agent.model.setGradientCheckpointing(true);
-  // Agents whose updates take turns would overlap only their sampling, and lose the second intra-op thread in every
-  // update (docs/performance.md, "CPU agent lanes").
-  const lanes = extra.updatesInTurn ? 1 : cpuLanesFor(config.parallelTraining, [...placement.agentDevices, ...(config.referenceKlEnabled ? placement.referenceDevices : [])], sources);
-  agents.forEach((agent) => placeOnAgentLane(lanes, agent.index, [agent.model, agent.reference]));
+  agents.forEach((agent) => placeOnAgentLane(placement.lanes, agent.index, [agent.model, agent.reference]));
   const environment: RolloutEnvironment = {
     policies: agents,
     formatters: buildFormatters(options.formatters, n),
     rewardFunc: withRewardTimeout(options.rewardFunc, config.rewardTimeoutSeconds),
     rewardProcessor: options.rewardProcessor ?? RewardProcessors.identity(),
     externalTransition: options.externalTransition ?? null,
-    concurrent: placement.concurrent || lanes > 1,
+    concurrent: placement.concurrent,
   };
-  return { agents, sources, placement, environment, lanes };
+  return { agents, sources, placement, environment };
 }
 
 /** runs/<algorithm>-<timestamp> unless the user chose a directory. */

@@ -8,7 +8,7 @@ import { ValueHead } from "../models/value-head.js";
 import { resolveModelSource } from "../models/hub.js";
 import { ComlrlTokenizer } from "../models/tokenizer.js";
 import type { RolloutPolicy, SampledCompletions } from "../rollout/tree.js";
-import { ComponentRegistry } from "../components/registry.js";
+import type { ComponentRegistry } from "../components/registry.js";
 import { causalLMModule, valueHeadModule } from "../models/components.js";
 import { boundPrompt, promptTokenLimit } from "../rollout/prompt-length.js";
 
@@ -143,12 +143,9 @@ export class Agent implements RolloutPolicy {
     readonly valueHead: ValueHead | null = null,
     /** What evaluation samples with: `sampling` without the trainer's generationKwargs. */
     readonly evalSampling: SamplingSettings = sampling,
+    /** Whether the trainer loaded the model (and frees it); false for a model object the caller passed in. */
+    readonly ownsModel = false,
   ) {}
-
-  /** Whether training samples record their tokens' log-probs (a clipped-ratio objective reads them). */
-  recordLogprobs = false;
-  /** Optimizer steps taken, so that a rollout's log-probs know whether the parameters have moved since. */
-  updates = 0;
 
   /**
    * What every optimizer step of the policy alone names (a StepRequest's part): component agent_i, its optimizer, its
@@ -159,8 +156,11 @@ export class Agent implements RolloutPolicy {
     return { component: `agent_${this.index}`, optimizer: this.optimizer, zeroGrad: () => this.model.zeroGrad() };
   }
 
-  /** K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). */
-  async sample(prompts: string[], k: number, stream = TRAINING_STREAM, sampling = this.sampling): Promise<SampledCompletions> {
+  /**
+   * K samples per prompt from the model's `stream` (evaluation samples from its own, see evalPolicy). With
+   * `recordAtPolicyStep`, the tokens' log-probs are recorded too, stamped with that count of the policy's steps.
+   */
+  async sample(prompts: string[], k: number, stream = TRAINING_STREAM, sampling = this.sampling, recordAtPolicyStep?: number): Promise<SampledCompletions> {
     const limit = promptTokenLimit(this.model.config.maxPositionEmbeddings, this.tokenizer, sampling);
     const promptIds = prompts.map((p) => boundPrompt(this.tokenizer.encode(p), p, limit, sampling.promptOverflow, this.tokenizer.truncationSide));
     const generation = await this.model.generate(promptIds, {
@@ -174,15 +174,27 @@ export class Agent implements RolloutPolicy {
       repetitionPenalty: sampling.repetitionPenalty,
       eosTokenIds: this.tokenizer.eosTokenIds,
       padTokenId: this.tokenizer.padTokenId,
-      returnLogprobs: this.recordLogprobs && stream === TRAINING_STREAM,
+      returnLogprobs: recordAtPolicyStep !== undefined,
     });
     const ofPrompt = <T>(rows: T[], p: number) => rows.slice(p * k, (p + 1) * k);
     const completionIds = prompts.map((_, p) => ofPrompt(generation.completions, p));
     const texts = completionIds.map((row) => row.map((ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true })));
     const { logprobs, processedLogprobs } = generation;
-    if (!logprobs || !processedLogprobs) return { promptIds, completionIds, texts };
-    const recorded = prompts.map((_, p) => ({ policy: ofPrompt(logprobs, p), processed: ofPrompt(processedLogprobs, p), updates: this.updates }));
+    if (!logprobs || !processedLogprobs || recordAtPolicyStep === undefined) return { promptIds, completionIds, texts };
+    const recorded = prompts.map((_, p) => ({ policy: ofPrompt(logprobs, p), processed: ofPrompt(processedLogprobs, p), updates: recordAtPolicyStep }));
     return { promptIds, completionIds, texts, logprobs: recorded };
+  }
+
+  /**
+   * Frees what the agent holds: its optimizer, value head and reference, and its model when the trainer loaded it; a
+   * caller's model is kept, only taken off the agent's compute lane.
+   */
+  dispose(): void {
+    this.optimizer.dispose();
+    this.valueHead?.dispose();
+    this.reference?.dispose();
+    if (this.ownsModel) this.model.dispose();
+    else this.model.setComputeLane(null);
   }
 
   /** The same agent sampling from the evaluation stream with its evaluation settings, without reference KL. */
@@ -226,55 +238,69 @@ export async function allOrFree<T>(promises: Promise<T>[], free: (value: T, inde
   throw failure.reason;
 }
 
+/** Registers something a build made, to be freed if the build fails; returns it. */
+export type Own = <D extends { dispose(): void }>(made: D) => D;
+
 /**
- * Loads each id onto its agent's device (an id repeated loads independent copies), keeps given model objects
- * (the same object twice is shared), and attaches an AdamW optimizer per agent and, when asked, a frozen reference:
- * a fresh load of the same id, or a deep copy of a given model. If any load fails, everything loaded is freed.
+ * Runs a build, freeing everything it registered with `own` — latest first — when it fails, and rethrows; a model
+ * the caller passed in is never registered, so never freed.
  */
-export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]> {
-  const loaded = (source: ModelSource) => typeof source === "string";
-  const models = await allOrFree(
-    options.sources.map(async (source, i) => {
-      if (typeof source !== "string") return source;
-      try {
-        return await CausalLM.load(source, { dtype: options.dtype, device: options.devices[i], seed: options.seed + i });
-      } catch (error) {
-        throw new AgentResolutionError(`Failed to load actor model from identifier '${source}': ${(error as Error).message}`, { cause: error });
-      }
-    }),
-    (model, i) => loaded(options.sources[i]) && model.dispose(),
-  );
-  const freeModels = () => models.forEach((m, i) => loaded(options.sources[i]) && m.dispose());
-  let references: (CausalLM | null)[] = models.map(() => null);
-  let heads: (ValueHead | null)[] = [];
+export async function freeOnFailure<T>(build: (own: Own) => Promise<T>): Promise<T> {
+  const made: Array<{ dispose(): void }> = [];
+  const own: Own = (item) => {
+    made.push(item);
+    return item;
+  };
   try {
-    models.forEach((m, i) => m.seedTraining(options.seed + i, TRAINING_STREAM));
-    if (options.referenceDevices) {
-      const devices = options.referenceDevices;
-      references = await allOrFree(
-        options.sources.map(async (source, i) =>
-          (typeof source === "string" && !options.referencesAsCopies
-            ? await CausalLM.load(source, { dtype: options.dtype, device: devices[i] })
-            : await models[i].clone({ device: devices[i] })
-          ).freeze(),
-        ),
-        (reference) => reference.dispose(),
-      );
-    }
-    heads = models.map((model, i) => (options.valueHeads ? ValueHead.create(model, { hiddenDim: options.valueHeads.hiddenDim, seed: options.seed + 1000 + i }) : null));
-    return models.map((model, i) => {
-      const source = options.sources[i];
-      const referenceSource = references[i] && typeof source === "string" && !options.referencesAsCopies ? source : null;
-      const head = heads[i];
-      const optimizer = new Optimizer(head ? [{ module: model }, { module: head }] : model, options.optimizer);
-      return new Agent(i, model, options.tokenizers[i], optimizer, options.sampling, references[i], referenceSource, head, options.evalSampling);
-    });
+    return await build(own);
   } catch (error) {
-    heads.forEach((h) => h?.dispose());
-    references.forEach((r) => r?.dispose());
-    freeModels();
+    for (const item of made.reverse()) item.dispose();
     throw error;
   }
+}
+
+/**
+ * Each source's model: an id loaded by `load` (an id repeated loads independent copies; a failed load is an
+ * AgentResolutionError naming the role and the id) and owned, a given model object taken as it is (the same object
+ * twice is shared). The loads run together; when one fails the others' models are freed.
+ */
+export async function loadOrTake(sources: readonly ModelSource[], role: string, load: (id: string, index: number) => Promise<CausalLM>, own: Own): Promise<CausalLM[]> {
+  const models = await allOrFree(
+    sources.map(async (source, i) => {
+      if (typeof source !== "string") return source;
+      try {
+        return await load(source, i);
+      } catch (error) {
+        throw new AgentResolutionError(`Failed to load ${role} model from identifier '${source}': ${(error as Error).message}`, { cause: error });
+      }
+    }),
+    (model, i) => typeof sources[i] === "string" && model.dispose(),
+  );
+  return models.map((model, i) => (typeof sources[i] === "string" ? own(model) : model));
+}
+
+/**
+ * The agents over their sources' models (loadOrTake), each with an AdamW optimizer and, when asked, a frozen
+ * reference (a fresh load of the same id, or a deep copy of a given model) and a value head. If anything fails,
+ * everything made is freed.
+ */
+export function buildAgents(options: BuildAgentsOptions): Promise<Agent[]> {
+  const { sources, dtype, seed } = options;
+  return freeOnFailure(async (own) => {
+    const models = await loadOrTake(sources, "actor", (id, i) => CausalLM.load(id, { dtype, device: options.devices[i], seed: seed + i }), own);
+    models.forEach((m, i) => m.seedTraining(seed + i, TRAINING_STREAM));
+    const reloads = (i: number) => typeof sources[i] === "string" && !options.referencesAsCopies;
+    const devices = options.referenceDevices;
+    const references = devices
+      ? (await allOrFree(models.map(async (model, i) => (reloads(i) ? await CausalLM.load(sources[i] as string, { dtype, device: devices[i] }) : await model.clone({ device: devices[i] })).freeze()), (r) => r.dispose())).map(own)
+      : models.map(() => null);
+    return models.map((model, i) => {
+      const head = options.valueHeads ? own(ValueHead.create(model, { hiddenDim: options.valueHeads.hiddenDim, seed: seed + 1000 + i })) : null;
+      const optimizer = own(new Optimizer(head ? [{ module: model }, { module: head }] : model, options.optimizer));
+      const referenceSource = references[i] && reloads(i) ? (sources[i] as string) : null;
+      return new Agent(i, model, options.tokenizers[i], optimizer, options.sampling, references[i], referenceSource, head, options.evalSampling, typeof sources[i] === "string");
+    });
+  });
 }
 
 /**
@@ -285,7 +311,6 @@ export async function buildAgents(options: BuildAgentsOptions): Promise<Agent[]>
 export function registerAgents(
   registry: ComponentRegistry,
   agents: readonly Agent[],
-  sources: readonly ModelSource[],
   exportDirOf: (agent: number) => string = (i) => `agent_${i}`,
 ): void {
   for (const agent of agents) {
@@ -294,7 +319,7 @@ export function registerAgents(
       name,
       module: causalLMModule(agent.model, agent.tokenizer, TRAINING_STREAM),
       optimizer: agent.optimizer,
-      ownsModule: typeof sources[agent.index] === "string",
+      ownsModule: agent.ownsModel,
       exportDir: exportDirOf(agent.index),
     });
     if (agent.valueHead) {
@@ -328,11 +353,4 @@ export function resolveAgentCount<C extends object>(config: C | undefined, numAg
   }
   const count = numAgents ?? (Array.isArray(agents) ? agents.length : undefined);
   return (count === undefined ? input : { ...input, numAgents: count }) as C;
-}
-
-/** Frees agents built by buildAgents (their optimizers, heads, references, and the models the trainer loaded). */
-export function disposeAgents(agents: readonly Agent[], sources: readonly ModelSource[]): void {
-  const registry = new ComponentRegistry();
-  registerAgents(registry, agents, sources);
-  registry.dispose();
 }

@@ -4,15 +4,13 @@
 // actors while no trainer holds them, the trainer's registry (and so everything registered) after.
 import { DistributedEnvironmentError, readDistributedEnvironment } from "../distributed/environment.js";
 import { checkTask } from "./actors.js";
-import { disposeAgents, type Agent, type ModelSource } from "./agents.js";
+import type { Agent } from "./agents.js";
 import type { LifecycleConfig, Trainer } from "./lifecycle/trainer.js";
-import { checkRunMemory } from "./memory-check.js";
 import type { TaskOptions } from "./task-options.js";
 
 /** What construction needs of the loaded actors to free them. */
 export interface LoadedActors {
   agents: Agent[];
-  sources: ModelSource[];
 }
 
 export interface Construction<T extends Trainer, A extends LoadedActors> {
@@ -22,7 +20,7 @@ export interface Construction<T extends Trainer, A extends LoadedActors> {
   config: LifecycleConfig & { numTurns: number };
   /** Checks of the algorithm's own beside the task's and the environment's, before anything is loaded. */
   check?(): void;
-  /** Loads the actors (freeing what it loaded when it fails). */
+  /** Plans the placement, checks the memory and loads the actors (setUpActors; freeing what it loaded when it fails). */
   load(): Promise<A>;
   /** The trainer around the actors; may load what the constructor takes (critics), freeing it when it fails. */
   make(actors: A): T | Promise<T>;
@@ -45,13 +43,12 @@ export async function construct<T extends Trainer, A extends LoadedActors>(steps
   checkTask(steps.options, steps.config, steps.algorithm);
   steps.check?.();
   checkEnvironment(steps.options, steps.config);
-  await checkRunMemory(steps.options, steps.config);
   const actors = await steps.load();
   let trainer: T;
   try {
     trainer = await steps.make(actors);
   } catch (error) {
-    disposeAgents(actors.agents, actors.sources);
+    for (const agent of actors.agents) agent.dispose();
     throw error;
   }
   try {

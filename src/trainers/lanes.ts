@@ -5,10 +5,9 @@
 // intra-op thread: each lane runs its agent's ops in the order they were issued, every agent draws from its own
 // sampling stream, and the trainers plan (and shuffle) before agents run. What the agents share (MARLHF's reward
 // model, an IAC critic given for several agents) stays on the CPU's own lane with all the intra-op threads: it runs
-// while the agents wait, and the reward model's epoch needs them (demo: 0.58 s on two threads, 0.86 s on one). MAAC
-// asks for none (setUpActors' updatesInTurn).
+// while the agents wait, and the reward model's epoch needs them (demo: 0.58 s on two threads, 0.86 s on one).
+// Agents whose updates take turns (a centralized critic) get none: placement.ts decides.
 import type { CausalLM, ModelSource } from "../models/causal-lm.js";
-import { runtimeInfo } from "../runtime.js";
 
 /** The knob: a count of lanes (1: none, the agents take turns on the CPU's one lane). */
 export const CPU_LANES_ENV = "COMLRL_CPU_LANES";
@@ -43,11 +42,6 @@ export function planCpuLanes(facts: LaneFacts, env: Record<string, string | unde
 /** Whether one model object is given for two agents (their calls must then take turns on one module). */
 export function sharesModels(sources: readonly ModelSource[]): boolean {
   return sources.some((s, i) => typeof s !== "string" && sources.indexOf(s) !== i);
-}
-
-/** Agent lanes for actors set up from `sources` on `devices`, in this process's thread count. */
-export function cpuLanesFor(parallelTraining: LaneFacts["parallelTraining"], devices: readonly string[], sources: readonly ModelSource[]): number {
-  return planCpuLanes({ parallelTraining, devices, sources, threads: runtimeInfo().numThreads });
 }
 
 /**

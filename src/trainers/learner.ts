@@ -3,21 +3,24 @@
 // counts, logs, checkpoints and synchronises it. It rolls the train items out through the rollout tree, buffers
 // per-agent samples and drains them into updates once they hold rolloutBufferSize (the rest at an epoch's end),
 // plans updates per agent and per turn (ascending) as shuffled minibatches, padded under data parallelism to the
-// ranks' most, gathers per-turn train metrics from every rank, and evaluates on the agents' own streams. An
-// algorithm file says how an episode becomes samples, how a turn's samples become minibatches, what one minibatch
-// step does, and which per-turn metrics it logs.
+// ranks' most and repeated for each pass the agent's objective asks, gathers per-turn train metrics from every rank,
+// and evaluates on the agents' own streams. It holds the agents' policy loss (policy-loss.ts) and what that loss needs
+// of the rollouts: the sampler's log-probs where an objective takes ratios to them, stamped with the agent's policy
+// steps so far. An algorithm file says how an episode becomes samples, how a turn's samples become minibatches, what
+// one minibatch step does (its policy rows go through policyStep), and which per-turn metrics it logs.
 import { formatPrompt } from "../rollout/formatters.js";
-import { rolloutItem, type RolloutEnvironment, type RolloutSettings } from "../rollout/tree.js";
+import { rolloutItem, type RolloutEnvironment, type RolloutPolicy, type RolloutSettings } from "../rollout/tree.js";
 import type { Item } from "../rollout/types.js";
-import type { Agent } from "./agents.js";
+import { TRAINING_STREAM, type Agent } from "./agents.js";
 import { evaluateAgents } from "./evaluation.js";
 import type { LifecycleConfig } from "./lifecycle/trainer.js";
 import type { StageHost, StepFunction, TrainingStage, TrainProgress, UpdateRecord } from "./lifecycle/stage-host.js";
+import { PolicyLoss, type PolicyLossConfig, type PolicyRow } from "./policy-loss.js";
 import type { TaskOptions } from "./task-options.js";
 import { meanOrZero } from "../util/mean.js";
 
 /** The config fields the rollout plumbing reads. */
-export interface RolloutLearnerConfig extends LifecycleConfig {
+export interface RolloutLearnerConfig extends LifecycleConfig, PolicyLossConfig {
   readonly numGenerations: number;
   readonly numTurns: number;
   readonly numTrainEpochs: number;
@@ -47,6 +50,10 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   protected readonly buffers: S[][];
   /** Where rollouts run, their phases timed into the host's stage timings. */
   readonly environment: RolloutEnvironment;
+  /** The agents' policy loss: the one path every actor's gradient takes (docs/objectives.md). */
+  protected readonly policyLoss: PolicyLoss;
+  /** Each agent's policy optimizer steps so far; recorded log-probs carry the count they were sampled at. */
+  readonly policySteps: number[];
 
   protected constructor(
     readonly config: C,
@@ -58,7 +65,23 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
     protected readonly host: StageHost,
   ) {
     this.buffers = agents.map(() => []);
-    this.environment = { ...environment, timings: host.timings };
+    this.policyLoss = this.createPolicyLoss(config);
+    this.policySteps = agents.map(() => 0);
+    const policies = environment.policies.map((policy, i) => (this.policyLoss.recordsLogprobs(i) ? this.recordingPolicy(agents[i], policy) : policy));
+    this.environment = { ...environment, policies, timings: host.timings };
+  }
+
+  /** The agents' policy loss (a learner with a loss of its own overrides this). */
+  protected createPolicyLoss(config: PolicyLossConfig): PolicyLoss {
+    return new PolicyLoss(config);
+  }
+
+  /** The agent's training policy, recording the sampler's log-probs stamped with the agent's policy steps at sampling. */
+  private recordingPolicy(agent: Agent, policy: RolloutPolicy): RolloutPolicy {
+    return {
+      sample: (prompts, k) => agent.sample(prompts, k, TRAINING_STREAM, agent.sampling, this.policySteps[agent.index]),
+      ...(policy.referenceKl ? { referenceKl: (promptIds, completions) => policy.referenceKl!(promptIds, completions) } : {}),
+    };
   }
 
   protected get progress(): TrainProgress {
@@ -81,8 +104,27 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   /** A minibatch with no samples: a rank with fewer minibatches still steps with its peers. */
   protected abstract emptyMinibatch(): M;
 
-  /** One minibatch's optimizer steps, each taken through `step` (the host's, which checks, counts and logs them). */
+  /**
+   * One minibatch's optimizer steps, each taken through `step` (the host's, which checks, counts and logs them), the
+   * policy's one through policyStep.
+   */
   protected abstract step(agent: Agent, minibatch: M, step: StepFunction): Promise<void>;
+
+  /**
+   * The agent's policy step: `take` runs a step request with the given backward, which accumulates the policy loss
+   * of `rows`; the loss's metrics are logged under agent_i/ after the step.
+   */
+  protected async policyStep(agent: Agent, rows: readonly PolicyRow[], take: (backward: () => Promise<number>) => Promise<unknown>): Promise<void> {
+    let metrics: Record<string, number> = {};
+    await take(async () => {
+      const result = await this.policyLoss.backward(agent, rows, this.policySteps[agent.index]);
+      metrics = result.metrics;
+      return result.loss;
+    });
+    if (Object.keys(metrics).length > 0) {
+      this.host.logger?.log("update", Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`agent_${agent.index}/${k}`, v])), this.progress.envStep);
+    }
+  }
 
   /** What of a sample the train metrics need, sent from every rank to rank 0. */
   protected abstract metricFields(sample: S): P;
@@ -126,19 +168,29 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   }
 
   /**
-   * One pass of updates: per agent, per turn (ascending), the turn's minibatches, one step each. Minibatches are
-   * planned (and shuffled) in agent order before any agent runs, so concurrent agents train as sequential ones do.
+   * One update: per agent, per turn (ascending), the turn's minibatches, once per pass of the agent's objective
+   * (numIterations), one step each. Minibatches are planned (and shuffled) in agent order before any agent runs, so
+   * concurrent agents train as sequential ones do.
    */
   async update(samples: S[]): Promise<UpdateRecord[]> {
     const plans = this.agents.map((agent) => {
       const mine = samples.filter((s) => s.agent === agent.index);
-      return [...new Set(mine.map((s) => s.turn))].sort((a, b) => a - b).flatMap((turn) => this.minibatchesOf(mine.filter((s) => s.turn === turn)));
+      const passes = this.policyLoss.passes(agent.index);
+      return [...new Set(mine.map((s) => s.turn))]
+        .sort((a, b) => a - b)
+        .flatMap((turn) => {
+          const minibatches = this.minibatchesOf(mine.filter((s) => s.turn === turn));
+          return Array.from({ length: passes }, () => minibatches).flat();
+        });
     });
     // Data parallel: every rank takes as many steps per agent as the rank with the most minibatches; the extra ones add nothing.
     const counts = await this.host.agreeMax(plans.map((plan) => plan.length));
     plans.forEach((plan, i) => plan.push(...Array.from({ length: counts[i] - plan.length }, () => this.emptyMinibatch())));
     const results = await this.host.stepAgents(this.agents.length, this.concurrentUpdates, async (i, step) => {
-      for (const minibatch of plans[i]) await this.step(this.agents[i], minibatch, step);
+      for (const minibatch of plans[i]) {
+        await this.step(this.agents[i], minibatch, step);
+        this.policySteps[i]++;
+      }
     });
     this.logTrainMetrics(await this.host.gather(samples.map((s) => this.metricFields(s))));
     return results;

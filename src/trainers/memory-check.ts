@@ -1,28 +1,18 @@
-// The construction pipeline's memory check: the plan of what a trainer will load (its actors from their sources and
-// placement, reference copies when the KL term is on) estimated by config/memory-estimate.ts before any model loads.
-// A rollout's rows hold their prompt's tokens as well as the completion's: the first items' prompts are tokenized
-// with the agents' tokenizers (small files, loaded again by the trainer) for the longest.
-import { planPlacement, type PlacementConfig } from "../config/devices.js";
-import type { PromptOverflow } from "../config/index.js";
-import { checkMemoryPlan, localModelShape, modelShape, type MemoryPlan, type ModelShape } from "../config/memory-estimate.js";
-import type { Precision } from "../config/precision.js";
-import { CausalLM } from "../models/causal-lm.js";
-import { runtimeInfo } from "../runtime.js";
+// The memory check of setUpActors: what the placement plan will load (the actors from their sources, reference
+// copies when the KL term is on, the critics, a reward model), each on its planned device, estimated by
+// config/memory-estimate.ts before any model loads. A rollout's rows hold their prompt's tokens as well as the
+// completion's: the first items' prompts are tokenized with the agents' tokenizers (small files, loaded again by the
+// trainer) for the longest.
+import type { RuntimeConfig, SamplingConfig } from "../config/index.js";
+import { checkMemoryPlan, localModelShape, modelShape, type ModelRole, type ModelShape, type PlannedModel } from "../config/memory-estimate.js";
+import { CausalLM, type ModelSource } from "../models/causal-lm.js";
 import { buildFormatters, formatPrompt } from "../rollout/formatters.js";
 import { promptTokenLimit, type PromptBounds } from "../rollout/prompt-length.js";
-import { AgentResolutionError, resolveModelSources, resolveTokenizers, type ModelSource } from "./agents.js";
+import { resolveTokenizers } from "./agents.js";
+import type { ModuleDeclaration, Placement } from "./placement.js";
 import type { TaskOptions } from "./task-options.js";
 
-interface EstimatedConfig extends Partial<PlacementConfig> {
-  numAgents?: number;
-  dtype?: string;
-  precision?: Precision;
-  numGenerations?: number;
-  maxNewTokens?: number;
-  referenceKlEnabled?: boolean;
-  maxPromptTokens?: number | null;
-  promptOverflow?: PromptOverflow;
-}
+type EstimatedConfig = Pick<SamplingConfig, "numGenerations" | "maxNewTokens" | "maxPromptTokens" | "promptOverflow"> & Pick<RuntimeConfig, "dtype" | "precision">;
 
 function shapeOf(source: ModelSource) {
   if (source instanceof CausalLM) return modelShape(source.config.raw, source.source ?? "a model built in memory");
@@ -54,36 +44,45 @@ async function longestPrompt(options: TaskOptions<unknown>, sources: ModelSource
   }
 }
 
-/** Refuses a run whose estimate is over a device's memory (see memory-estimate.ts); options.memoryLimitBytes overrides. */
-export async function checkRunMemory(options: TaskOptions<unknown>, config: object): Promise<void> {
-  const c = config as EstimatedConfig;
-  if (c.numAgents === undefined || c.parallelTraining === undefined) return;
-  // One actor writes every role's part in centralized collaboration; numAgents then counts the roles. Sources that
-  // do not resolve are the load's to report, with the algorithm's own message (e.g. "exactly one actor model").
-  const actors = c.collaborationMode === "centralized" ? 1 : c.numAgents;
-  let sources: ModelSource[];
-  try {
-    sources = resolveModelSources(options.agentModel, options.agents, actors);
-  } catch (error) {
-    if (error instanceof AgentResolutionError) return;
-    throw error;
-  }
-  const info = runtimeInfo();
-  const placement = planPlacement(c as PlacementConfig, { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount }, sources.length);
-  const models: MemoryPlan["models"] = [];
-  const shapes = sources.map(shapeOf);
-  sources.forEach((source, i) => {
-    const shape = shapes[i];
-    if (!shape) return;
-    const loaded = source instanceof CausalLM;
-    models.push({ shape, device: placement.agentDevices[i] ?? placement.agentDevices[0], trained: true, loaded });
-    if (c.referenceKlEnabled) models.push({ shape, device: placement.referenceDevices[i] ?? placement.referenceDevices[0], trained: false, loaded: false });
+/** What setUpActors knows before it loads anything: the actors' sources, the declaration and its placement. */
+export interface RunPlan {
+  actors: ModelSource[];
+  modules: ModuleDeclaration;
+  placement: Placement;
+}
+
+/** Every model the plan loads, on its planned device, with its shape; models whose shape cannot be read are left out. */
+export function plannedModels({ actors, modules, placement }: RunPlan): PlannedModel[] {
+  const models: PlannedModel[] = [];
+  const add = (source: ModelSource, shape: ModelShape | null, device: string, role: ModelRole, trained: boolean) => {
+    if (shape) models.push({ shape, device, role, trained, loaded: role !== "reference" && source instanceof CausalLM });
+  };
+  actors.forEach((source, i) => {
+    const shape = shapeOf(source);
+    add(source, shape, placement.agentDevices[i], "actor", true);
+    if (modules.references) add(source, shape, placement.referenceDevices[i], "reference", false);
   });
+  // A critic model given for several agents is one module (each agent's critic is a head on it).
+  modules.criticSources.forEach((source, i) => {
+    if (typeof source === "string" || modules.criticSources.indexOf(source) === i) add(source, shapeOf(source), placement.criticDevices[i], "critic", true);
+  });
+  const rewardModel = modules.rewardModel;
+  if (rewardModel?.source != null && placement.rewardModel) add(rewardModel.source, shapeOf(rewardModel.source), placement.rewardModel.device, "reward model", rewardModel.trainsBackbone);
+  return models;
+}
+
+/**
+ * Refuses a run whose estimate, from its placement plan, is over a device's memory (see memory-estimate.ts);
+ * options.memoryLimitBytes overrides.
+ */
+export async function checkRunMemory(options: TaskOptions<unknown>, config: EstimatedConfig, plan: RunPlan): Promise<void> {
   if (options.memoryLimitBytes === Infinity) return;
-  const bounds: PromptBounds = { maxNewTokens: c.maxNewTokens ?? 0, maxPromptTokens: c.maxPromptTokens ?? null, promptOverflow: c.promptOverflow ?? "truncate" };
-  const promptTokens = await longestPrompt(options, sources, shapes, bounds);
+  const models = plannedModels(plan);
+  const actorShapes = plan.actors.map(shapeOf);
+  const bounds: PromptBounds = { maxNewTokens: config.maxNewTokens, maxPromptTokens: config.maxPromptTokens, promptOverflow: config.promptOverflow };
+  const promptTokens = await longestPrompt(options, plan.actors, actorShapes, bounds);
   checkMemoryPlan(
-    { models, dtype: c.dtype ?? "float32", precision: c.precision ?? "auto", numGenerations: c.numGenerations ?? 1, maxNewTokens: c.maxNewTokens ?? 0, promptTokens, processBytes: process.memoryUsage().rss },
+    { models, dtype: config.dtype, precision: config.precision, numGenerations: config.numGenerations, maxNewTokens: config.maxNewTokens, promptTokens, processBytes: process.memoryUsage().rss },
     options.memoryLimitBytes,
   );
 }

@@ -61,7 +61,7 @@ async function run(kind: string, lanes: string | undefined) {
 // or as MARLHF's RL phase, keeps its agents in turn: its updates step the one critic in each, so they take turns anyway.
 const PLACED: Record<string, string[]> = {
   MAGRPO: ["cpu#0", "cpu#1"],
-  "IAC (separate critics)": ["cpu#0", "cpu#1", "cpu#0", "cpu#1"],
+  IAC: ["cpu#0", "cpu#1", "cpu#0", "cpu#1"],
   "IAC (shared heads)": ["cpu#0", "cpu#1"],
   MAAC: ["cpu", "cpu", "cpu"],
   MADPO: ["cpu#0", "cpu#1"],

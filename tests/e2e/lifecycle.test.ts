@@ -13,7 +13,8 @@ import { addon } from "../../src/native/loader.js";
 import type { NodeSample, RewardFunction } from "../../src/rollout/types.js";
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 import { ValueHead } from "../../src/models/value-head.js";
-import type { Agent } from "../../src/trainers/agents.js";
+import { buildAgents, type Agent } from "../../src/trainers/agents.js";
+import { Optimizer } from "../../src/models/optimizer.js";
 import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
@@ -55,7 +56,6 @@ describe("guards", () => {
   it("refuses unknown options with the nearest valid name, and bad enum-like options", async () => {
     await expect(MAGRPOTrainer.create(illTyped({ ...options(), formatter: () => "x" }))).rejects.toThrow(/has no option "formatter" \(did you mean "formatters"\?\)/);
     await expect(MAGRPOTrainer.create(options({ rewardBatching: illTyped("perNode") }))).rejects.toThrow(/rewardBatching must be one of "node", "jointAction", got "perNode"/);
-    await expect(MAGRPOTrainer.create(options({ scoring: illTyped("fast") }))).rejects.toThrow(/scoring must be one of "batched", "perCompletion"/);
   });
 
   it("refuses a second train() while one runs, and bad train() options", async () => {
@@ -129,6 +129,28 @@ describe("ownership", () => {
     expect(new Set(dispose.mock.contexts)).toEqual(new Set(owned));
     expect(shared.info().parameterCount).toBeGreaterThan(0);
     shared.dispose();
+  });
+
+  it("Agent.dispose frees its optimizer, value head, reference and the model the trainer loaded; a caller's model is only taken off its lane", async () => {
+    const given = await CausalLM.fromDirectory(base);
+    const sampling = { maxNewTokens: 4, temperature: 1, topP: 1, topK: null, repetitionPenalty: null, maxPromptTokens: null, promptOverflow: "truncate" as const };
+    const agents = await buildAgents({
+      sources: [given, base], tokenizers: [tokenizer, tokenizer], devices: ["cpu", "cpu"], referenceDevices: ["cpu", "cpu"],
+      dtype: "float32", seed: 1, optimizer: { lr: 1e-3 }, sampling, valueHeads: { hiddenDim: null },
+    });
+    const models = vi.spyOn(CausalLM.prototype, "dispose");
+    const heads = vi.spyOn(ValueHead.prototype, "dispose");
+    const optimizers = vi.spyOn(Optimizer.prototype, "dispose");
+    const lanes = vi.spyOn(CausalLM.prototype, "setComputeLane");
+    for (const agent of agents) agent.dispose();
+    expect(models.mock.contexts).toHaveLength(3);
+    expect(new Set(models.mock.contexts)).toEqual(new Set([agents[1].model, agents[0].reference, agents[1].reference]));
+    expect(heads.mock.contexts).toEqual(agents.map((a) => a.valueHead));
+    expect(optimizers.mock.contexts).toEqual(agents.map((a) => a.optimizer));
+    expect(lanes.mock.contexts).toEqual([given]);
+    expect(lanes).toHaveBeenCalledWith(null);
+    expect(given.info().parameterCount).toBeGreaterThan(0);
+    given.dispose();
   });
 
   it("`await using` closes the trainer when its scope ends", async () => {

@@ -1,21 +1,19 @@
-// Small deterministic runs of every trainer kind, shared by the checkpoint tests and their child processes. A new
-// trainer joins the exact-resume suite by one entry in TRAINER_KINDS.
+// Small deterministic runs of every trainer kind, shared by the checkpoint tests and their child processes: every
+// registered trainer, built as a config file builds it (its registry entry's config and create), and a few
+// variants of them. A new trainer joins the exact-resume suite by being registered.
 import path from "node:path";
-import type { IACConfigInput, MAACConfigInput, MADPOConfigInput, MAGRPOConfigInput, MARLHFConfigInput } from "../../src/config/index.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
 import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
-import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "../../src/trainers/reinforce/baselines.js";
-import { CentralizedMAGRPOTrainer, type CentralizedAdapter } from "../../src/trainers/reinforce/centralized.js";
-import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
-import { MADPOTrainer } from "../../src/trainers/preference/madpo.js";
-import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
-import { MADPOIterTrainer } from "../../src/trainers/preference/iterative/madpo-iter.js";
-import { MARLHFIterTrainer } from "../../src/trainers/preference/iterative/marlhf-iter.js";
+import { ActorCriticLearner } from "../../src/trainers/actor-critic/learner.js";
+import type { Agent } from "../../src/trainers/agents.js";
+import { trainerDefinition, trainerDefinitions, type TrainerDefinition } from "../../src/trainers/builtins.js";
 import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
-import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
-import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import type { RLPhaseLearner } from "../../src/trainers/rl-back-end.js";
+import { RolloutTrainer } from "../../src/trainers/rollout-trainer.js";
+import type { CentralizedAdapter } from "../../src/trainers/reinforce/centralized.js";
+import type { MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 
 export async function makeBase(dir: string): Promise<ComlrlTokenizer> {
   return createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
@@ -32,70 +30,70 @@ const halves: CentralizedAdapter = {
   parseCompletion: (text) => [text.slice(0, Math.ceil(text.length / 2)), text.slice(Math.ceil(text.length / 2))],
 };
 
-type Extra = Partial<MAGRPOTrainerOptions> & { config?: MAGRPOConfigInput };
-/** What each trainer kind is built from: the MAGRPO options of a small run, its config fields as given. */
-type SuiteRun = MAGRPOTrainerOptions & { config: MAGRPOConfigInput };
-/** The suite's run as the actor-critic trainers take it: the task, and the config fields IAC and MAAC share. */
-type ActorCriticRun = Omit<IACTrainerOptions, "config"> & { config: IACConfigInput & MAACConfigInput };
-const withoutTransition = ({ externalTransition: _transition, ...options }: SuiteRun) => options;
-const magrpoFamily = (create: (o: SuiteRun) => Promise<MAGRPOTrainer>) => async (options: SuiteRun) => {
-  const trainer = await create(options);
-  return Object.assign(trainer, { weights: () => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => a.model.native.getParameter(name))) });
-};
+type Extra = Partial<MAGRPOTrainerOptions>;
+type Built = Trainer & { agents: Agent[] };
 
-// Preference trainers: 4 candidates per item (24 env steps of collection, as the suite expects of checkpoint-1), 2
-// pairs each; evaluation every 2 steps, whose task-reward calls the killed child slows, so it cannot outrun the kill.
-/** The suite's run as every preference trainer takes it: the task, and the config fields they all have. */
-type PreferenceRun = Omit<MAGRPOTrainerOptions, "config" | "rewardBatching" | "scoring" | "sampleLogInterval"> & { config: MADPOConfigInput & Pick<MARLHFConfigInput, "numGenerations" | "rewardTrainBatchSize" | "rewardHeldOutFraction"> };
-const preference = <T extends Trainer & { agents: { model: MAGRPOTrainer["agents"][number]["model"] }[] }>(kind: "MADPO" | "MARLHF", create: (o: PreferenceRun) => Promise<T>) => async (o: SuiteRun) => {
-  const { numGenerations, ...config } = o.config;
-  const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
-  const trainer = await create({
-    ...task,
-    evalDataset: coverVowelsDataset(2),
-    config: { ...config, ...(kind === "MARLHF" ? { numGenerations, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0 } : {}), preferenceNumCandidates: 4, preferencePairsPerSample: 2, evalInterval: 2, evalNumSamples: 2 },
-  });
-  return Object.assign(trainer, { weights: () => trainer.agents.flatMap((a) => a.model.native.parameterNames().map(({ name }) => a.model.native.getParameter(name))) });
-};
+/** The learner of a trainer that has one: its own (the online trainers) or its RL phase's (MARLHF's). */
+function learnerOf(trainer: Built): RLPhaseLearner | null {
+  if (trainer instanceof RolloutTrainer) return trainer.learner as RLPhaseLearner;
+  return "rl" in trainer ? (trainer.rl as RLPhaseLearner) : null;
+}
 
-// Actor-critic trainers take the suite's tokenizer explicitly (agents are given) and every weight includes the critics'.
-const actorCritic = (create: (o: ActorCriticRun) => Promise<IACTrainer | MAACTrainer>) => async (o: SuiteRun) => {
-  const { rewardBatching: _batching, scoring: _scoring, sampleLogInterval: _log, ...task } = o;
-  const { ComlrlTokenizer } = await import("../../src/models/tokenizer.js");
-  const trainer = await create({ ...task, tokenizer: await ComlrlTokenizer.fromDirectory(o.agents![0] as string), config: { ...o.config, criticLearningRate: 2e-3 } });
-  const lms = [...trainer.agents.map((a) => a.model), ...trainer.critics.map((c) => c.model)];
-  const heads = [...trainer.agents.flatMap((a) => (a.valueHead ? [a.valueHead] : [])), ...trainer.critics.map((c) => c.valueHead)];
-  return Object.assign(trainer, {
-    weights: () => [...lms, ...heads].flatMap((m) => m.native.parameterNames().map(({ name }) => m.native.getParameter(name))),
-  });
-};
+/** Every trained weight: the agents' (and their value heads'), and the critics' when the learner has them. */
+function withWeights(trainer: Built): ResumableTrainer {
+  const learner = learnerOf(trainer);
+  const critics = learner instanceof ActorCriticLearner ? learner.critics : [];
+  const modules = [...trainer.agents.map((a) => a.model.native), ...trainer.agents.flatMap((a) => (a.valueHead ? [a.valueHead.native] : [])), ...critics.flatMap((c) => [c.model.native, c.valueHead.native])];
+  return Object.assign(trainer, { weights: () => modules.flatMap((m) => m.parameterNames().map(({ name }) => m.getParameter(name))) });
+}
 
-// MARLHF with an actor-critic RL phase: every weight includes its critics'.
-const marlhfActorCritic = (rlAlgorithm: "iac" | "maac") => async (o: SuiteRun) => {
-  const trainer = await preference("MARLHF", (p) => MARLHFTrainer.create({ ...p, config: { ...p.config, rlAlgorithm, criticLearningRate: 2e-3 } }))(o);
-  const agents = trainer.weights;
-  const critics = trainer.actorCritic!.critics.flatMap(({ model, valueHead }) => [model.native, valueHead.native]);
-  return Object.assign(trainer, { weights: () => [...agents(), ...critics.flatMap((m) => m.parameterNames().map(({ name }) => m.getParameter(name)))] });
-};
+/**
+ * The suite's settings beyond makeTrainer's, each given to the trainers whose config has the field: preference
+ * trainers take 4 candidates per item (24 env steps of collection, as the suite expects of checkpoint-1), 2 pairs
+ * each, and evaluate every 2 steps, whose task-reward calls the killed child slows, so it cannot outrun the kill;
+ * critics learn fast enough to move.
+ */
+const SUITE_SETTINGS: Record<string, unknown> = { preferenceNumCandidates: 4, preferencePairsPerSample: 2, rewardTrainBatchSize: 4, rewardHeldOutFraction: 0, criticLearningRate: 2e-3 };
+const PREFERENCE_EVALUATION = { evalInterval: 2, evalNumSamples: 2 };
 
-export const TRAINER_KINDS: Record<string, (options: SuiteRun) => Promise<ResumableTrainer>> = {
-  MAGRPO: magrpoFamily((o) => MAGRPOTrainer.create(o)),
-  MAREINFORCE: magrpoFamily((o) => MAREINFORCETrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
-  MAReMax: magrpoFamily((o) => MAReMaxTrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
-  MARLOO: magrpoFamily((o) => MARLOOTrainer.create({ ...o, config: { ...o.config, advantageNormalization: false } })),
-  CentralizedMAGRPO: magrpoFamily((o) => CentralizedMAGRPOTrainer.create({ ...withoutTransition(o), agents: [o.agents![0]], numAgents: undefined, adapter: halves })),
-  MADPO: preference("MADPO", (o) => MADPOTrainer.create(o)),
-  MARLHF: preference("MARLHF", (o) => MARLHFTrainer.create(o)),
-  // Iterative: the suite's epochs are iterations (three DPO epochs each), so resuming raises numIterations.
-  MADPOIter: preference("MADPO", (o) => MADPOIterTrainer.create({ ...o, config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3 } })),
-  MARLHFIter: preference("MARLHF", (o) =>
-    MARLHFIterTrainer.create({ ...o, config: { ...o.config, numIterations: o.config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 } }),
-  ),
-  "MARLHF (IAC)": marlhfActorCritic("iac"),
-  "MARLHF (MAAC)": marlhfActorCritic("maac"),
-  "IAC (separate critics)": actorCritic((o) => IACTrainer.create({ ...o, criticModel: o.agents![0], config: { ...o.config, criticType: "q" } })),
-  "IAC (shared heads)": actorCritic((o) => IACTrainer.create({ ...o, config: { ...o.config, useSeparateCritic: false, valueHeadHiddenDim: 4 } })),
-  MAAC: actorCritic((o) => MAACTrainer.create({ ...o, criticModel: o.agents![0] })),
+/** The config input of `definition` from the suite's: the fields its config has, the suite's settings among them. */
+function suiteConfig(definition: TrainerDefinition, config: Record<string, unknown>): Record<string, unknown> {
+  const fields = definition.fields;
+  const preference = "preferenceNumCandidates" in fields;
+  // Iterative trainers: the suite's epochs are iterations (three epochs each), so resuming raises numIterations.
+  const iterative = "preferenceReplayMode" in fields ? { numIterations: config.numTrainEpochs, numTrainEpochs: 3, rewardNumTrainEpochs: 1 } : {};
+  const suite = { ...config, ...SUITE_SETTINGS, ...(preference ? PREFERENCE_EVALUATION : {}), ...iterative };
+  const input: Record<string, unknown> = Object.fromEntries(Object.entries(suite).filter(([key]) => key in fields));
+  // A baseline of its own (raw returns, the group max, leave-one-out) differs from MAGRPO's only unnormalized.
+  const { advantageMode } = definition.config({ numAgents: 2 }, {}) as { advantageMode?: string };
+  if (advantageMode !== undefined && advantageMode !== "mean") input.advantageNormalization = false;
+  return input;
+}
+
+/** Builds `section`'s trainer as a config file does, from the suite's options and `config` over the suite's config. */
+const registered =
+  (section: string, config: Record<string, unknown> = {}) =>
+  async (o: MAGRPOTrainerOptions): Promise<ResumableTrainer> => {
+    const definition = trainerDefinition(section);
+    const built = definition.config(suiteConfig(definition, { ...(o.config as Record<string, unknown>), ...config }), {});
+    const centralized = definition.centralized?.(built) ?? false;
+    const { rewardBatching: _batching, sampleLogInterval: _log, config: _config, ...task } = o;
+    const run = {
+      ...task,
+      agents: centralized ? [o.agents![0]] : o.agents,
+      ...(centralized && { adapter: halves }),
+      ...("preferenceNumCandidates" in definition.fields && { evalDataset: coverVowelsDataset(2) }),
+    } as Parameters<TrainerDefinition["create"]>[0];
+    const critics = definition.critics?.required(built) ? { criticModel: o.agents![0] as string, critics: null } : { criticModel: null, critics: null };
+    return withWeights((await definition.create(run, built, critics)) as Built);
+  };
+
+export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Promise<ResumableTrainer>> = {
+  ...Object.fromEntries(trainerDefinitions().map((definition) => [definition.trainer.name.replace(/Trainer$/, ""), registered(definition.section)])),
+  // Variants: IAC with value heads on its actors, and MARLHF with an actor-critic RL phase (critics from the agents' model).
+  "IAC (shared heads)": registered("iac", { useSeparateCritic: false, valueHeadHiddenDim: 4 }),
+  "MARLHF (IAC)": registered("marlhf", { rlAlgorithm: "iac", criticType: "q" }),
+  "MARLHF (MAAC)": registered("marlhf", { rlAlgorithm: "maac" }),
 };
 
 export async function makeTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, epochs: number, extra: Extra = {}, kind = "MAGRPO"): Promise<ResumableTrainer> {

@@ -1,6 +1,6 @@
-// Device resolution and placement (spec §5.4), with the machine's CUDA facts given by hand.
+// Device resolution (spec §5.4), with the machine's CUDA facts given by hand; placement.test.ts plans from it.
 import { describe, expect, it } from "vitest";
-import { ConfigError, magrpoConfig, centralizedMagrpoConfig, planPlacement, resolveDevices, resolveSingleDevice } from "../../src/config/index.js";
+import { ConfigError, resolveDevices, resolveSingleDevice } from "../../src/config/index.js";
 import type { CudaFacts, DeviceSpec } from "../../src/config/index.js";
 
 const noCuda: CudaFacts = { cudaAvailable: false, deviceCount: 0 };
@@ -55,59 +55,5 @@ describe("resolveSingleDevice", () => {
   it("validates what it picks", () => {
     expect(() => resolveSingleDevice([["cuda:1"]], oneGpu, "agentDevices")).toThrow("agentDevices asks for cuda:1");
     expect(() => resolveSingleDevice([[]], oneGpu, "agentDevices")).toThrow("agentDevices must not be an empty list");
-  });
-});
-
-describe("planPlacement", () => {
-  it('"none" puts every actor on the first agent device and runs them in turn', () => {
-    const config = magrpoConfig({ numAgents: 3, agentDevices: ["cuda:1", "cuda:2", "cuda:3"] });
-    expect(planPlacement(config, fourGpus)).toEqual({
-      agentDevices: ["cuda:1", "cuda:1", "cuda:1"],
-      referenceDevices: ["cuda:1", "cuda:1", "cuda:1"],
-      concurrent: false,
-    });
-  });
-
-  it('"none" with auto devices takes one device', () => {
-    expect(planPlacement(magrpoConfig(), fourGpus).agentDevices).toEqual(["cuda:0", "cuda:0"]);
-    expect(planPlacement(magrpoConfig(), noCuda).agentDevices).toEqual(["cpu", "cpu"]);
-  });
-
-  it('"mp" gives one device per agent and runs them concurrently on distinct devices', () => {
-    const config = magrpoConfig({ parallelTraining: "mp", agentDevices: ["cuda:0", "cuda:1"] });
-    expect(planPlacement(config, fourGpus)).toEqual({
-      agentDevices: ["cuda:0", "cuda:1"],
-      referenceDevices: ["cuda:0", "cuda:1"],
-      concurrent: true,
-    });
-  });
-
-  it('"mp" is not concurrent when all agents share a device or there is one agent', () => {
-    expect(planPlacement(magrpoConfig({ parallelTraining: "mp", agentDevices: "cuda:0" }), fourGpus).concurrent).toBe(false);
-    expect(planPlacement(magrpoConfig({ parallelTraining: "mp", agentDevices: ["cpu", "cpu"] }), noCuda).concurrent).toBe(false);
-    const single = magrpoConfig({ parallelTraining: "mp", agentDevices: "auto", numAgents: 1 });
-    expect(planPlacement(single, fourGpus)).toEqual({ agentDevices: ["cuda:0"], referenceDevices: ["cuda:0"], concurrent: false });
-  });
-
-  it("the trainer's agent count wins over the config's", () => {
-    const config = magrpoConfig({ parallelTraining: "mp", agentDevices: "auto" });
-    expect(planPlacement(config, fourGpus, 3).agentDevices).toEqual(["cuda:0", "cuda:1", "cuda:2"]);
-    expect(() => planPlacement(magrpoConfig({ parallelTraining: "mp", agentDevices: ["cpu", "cpu"] }), noCuda, 3)).toThrow(
-      "agentDevices length (2) must be 1 or 3",
-    );
-  });
-
-  it("explicit referenceDevices are honoured in both modes and must fit the actor count", () => {
-    const none = magrpoConfig({ agentDevices: "cuda:0", referenceDevices: "cuda:1" });
-    expect(planPlacement(none, fourGpus).referenceDevices).toEqual(["cuda:1", "cuda:1"]);
-    const mp = magrpoConfig({ parallelTraining: "mp", agentDevices: ["cuda:0", "cuda:1"], referenceDevices: ["cuda:2", "cuda:3"] });
-    expect(planPlacement(mp, fourGpus).referenceDevices).toEqual(["cuda:2", "cuda:3"]);
-    const tooMany = magrpoConfig({ referenceDevices: ["cpu", "cpu", "cpu"] });
-    expect(() => planPlacement(tooMany, noCuda)).toThrow("referenceDevices length (3) must be 1 or 2");
-  });
-
-  it("centralized configs place one actor and one reference", () => {
-    const config = centralizedMagrpoConfig({ numAgents: 3, parallelTraining: "mp", agentDevices: ["cuda:2"] });
-    expect(planPlacement(config, fourGpus)).toEqual({ agentDevices: ["cuda:2"], referenceDevices: ["cuda:2"], concurrent: false });
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { centralizedMagrpoConfig, ConfigError, iacConfig, loadConfigFile, magrpoConfig, parseConfigText } from "../../src/config/index.js";
-import { loadTrainConfig, trainConfigFromObject } from "../../src/config/file-sections.js";
+import { loadTrainConfig, trainConfigFromObject } from "../../src/cli/config-file.js";
 
 let scratch: string;
 beforeEach(() => {

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, magrpoConfig, marlhfConfig, marlhfIterConfig } from "../../src/config/index.js";
-import { loadTrainConfig } from "../../src/config/file-sections.js";
+import { loadTrainConfig } from "../../src/cli/config-file.js";
+import { trainerDefinition } from "../../src/trainers/builtins.js";
 import { illTyped } from "../support/ill-typed.js";
 
 const fails = (input: Record<string, unknown>, field: string, message: RegExp, build: (input: never) => unknown = magrpoConfig) => {
@@ -81,8 +82,10 @@ describe("MARLHF's RL phase objective", () => {
     fails({ lossType: "dapo", epsilon: 0.3, epsilonHigh: 0.2 }, "epsilonHigh", /MARLHFConfig\.epsilonHigh must be ≥ epsilon/, marlhfConfig);
     fails({ lossType: "ppo" }, "lossType", /MARLHFConfig\.lossType must be one of/, marlhfConfig);
     fails({ lossType: ["grpo", "dapo", "bnpo"] }, "lossType", /has 3 values for 2 agents/, marlhfConfig);
-    fails({ rlAlgorithm: "iac", numGenerations: 1, lossType: "grpo" }, "lossType", /applies to a MAGRPO-family RL phase; rlAlgorithm "iac"/, marlhfConfig);
-    fails({ rlAlgorithm: "maac", numGenerations: 1, rlNumIterations: 2 }, "rlNumIterations", /rlAlgorithm "maac" takes one update per rollout/, marlhfConfig);
+    // A back-end whose learner has no objective fields takes MARLHF's at their defaults (the trainer's check, as a config file's run makes it).
+    const marlhfRun = (input: never) => trainerDefinition("marlhf").config(input, {});
+    fails({ rlAlgorithm: "iac", numGenerations: 1, klEstimator: "k1" }, "klEstimator", /MARLHFConfig\.klEstimator has no effect with rlAlgorithm "iac", whose learner has no klEstimator/, marlhfRun);
+    fails({ rlAlgorithm: "maac", numGenerations: 1, scaleRewards: "group" }, "scaleRewards", /scaleRewards has no effect with rlAlgorithm "maac", whose learner has no scaleRewards: leave it at null/, marlhfRun);
     fails({ numIterations: 2, rlNumIterations: 2 }, "rlNumIterations", /MARLHFIterConfig\.rlNumIterations must be 1 with lossType "comlrl"/, marlhfIterConfig);
   });
 });

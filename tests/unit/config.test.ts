@@ -1,6 +1,7 @@
 // MAGRPO-family configs: CoMLRL's defaults and constraints (spec §2.1, test_config_constraints.py), our additions,
 // and the field machinery's key handling (camelCase / snake_case, unknown keys, doubled spellings).
 import { adamW } from "../../src/trainers/options.js";
+import { trainerDefinition } from "../../src/trainers/builtins.js";
 import { describe, expect, it } from "vitest";
 import {
   ConfigError,
@@ -235,10 +236,11 @@ describe("MAGRPOConfig enums", () => {
     const objective = configError(() => magrpoConfig({ tokenAccounting: "comlrl", lossType: "dapo" }));
     expect(objective.field).toBe("tokenAccounting");
     expect(objective.message).toContain('lossType "dapo" needs tokenAccounting "exact"');
+    expect(() => magrpoConfig({ tokenAccounting: "comlrl", maskTruncatedCompletions: true })).toThrow(/MAGRPOConfig\.tokenAccounting "comlrl" scores CoMLRL's rows, which maskTruncatedCompletions cannot tell truncated/);
     expect(marlhfConfig({ tokenAccounting: "comlrl" }).tokenAccounting).toBe("comlrl");
-    const backEnd = configError(() => marlhfConfig({ tokenAccounting: "comlrl", rlAlgorithm: "iac" }));
+    const backEnd = configError(() => trainerDefinition("marlhf").config({ tokenAccounting: "comlrl", rlAlgorithm: "iac" }, {}));
     expect(backEnd.field).toBe("tokenAccounting");
-    expect(backEnd.message).toContain('rlAlgorithm "iac" needs "exact"');
+    expect(backEnd.message).toContain('tokenAccounting has no effect with rlAlgorithm "iac", whose learner has no tokenAccounting: leave it at "exact"');
   });
 
   it("precision is auto, bf16-mixed or pure-bf16, and reaches every optimizer a trainer makes", () => {

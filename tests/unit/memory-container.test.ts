@@ -60,7 +60,7 @@ describe("the container's memory limit", () => {
   it("2 agents of a 0.36B shape are refused in a 4 GB container, naming its limit file", () => {
     const root = fakeRoot("small", "0::/job\n", { "sys/fs/cgroup/job/memory.max": `${4 * 2 ** 30}\n` });
     const shape = modelShape(QWEN_036, "config.json")!;
-    const plan = { models: [0, 1].map(() => ({ shape, device: "cpu", trained: true, loaded: false })), dtype: "float32", precision: "auto" as const, numGenerations: 2, maxNewTokens: 8, promptTokens: 16, processBytes: 0 };
+    const plan = { models: [0, 1].map(() => ({ shape, device: "cpu", role: "actor" as const, trained: true, loaded: false })), dtype: "float32", precision: "auto" as const, numGenerations: 2, maxNewTokens: 8, promptTokens: 16, processBytes: 0 };
     expect(availableMemory(root)).toEqual({ bytes: 4 * 2 ** 30, what: `this container's memory limit of 4.29 GB (${path.join(root, "sys/fs/cgroup/job/memory.max")})` });
     expect(() => checkMemoryPlan(plan, undefined, () => availableMemory(root))).toThrow(/this run would hold at least 11\.\d GB on cpu, more than this container's memory limit of 4\.29 GB \(.*job\/memory\.max\)/);
   });
@@ -86,7 +86,7 @@ describe("the rollout's rows", () => {
   it("the update's layer inputs count where they are the larger phase", () => {
     // A wide model with few KV heads: the rows' hidden states outweigh their KV cache.
     const shape = modelShape({ hidden_size: 4096, num_hidden_layers: 2, num_attention_heads: 32, num_key_value_heads: 1, vocab_size: 100 }, "wide")!;
-    const cpu = estimateMemory({ models: [{ shape, device: "cpu", trained: true, loaded: true }], dtype: "float32", precision: "auto", numGenerations: 10, maxNewTokens: 10, promptTokens: 90, processBytes: 0 }).get("cpu")!;
+    const cpu = estimateMemory({ models: [{ shape, device: "cpu", role: "actor", trained: true, loaded: true }], dtype: "float32", precision: "auto", numGenerations: 10, maxNewTokens: 10, promptTokens: 90, processBytes: 0 }).get("cpu")!;
     const gradients = 3 * 4 * (100 * 4096 + 2 * (2 * 4096 * 32 * 128 + 2 * 4096 * 128 + 3 * 4096 * 4 * 4096));
     expect(cpu.total - gradients).toBe(10 * 100 * 2 * 4096 * 4 + 10 * 10 * 100 * 4);
     expect(cpu.lines[1]).toMatch(/rollout update: numGenerations 10 × \(prompt 90 \+ maxNewTokens 10 tokens\) × 2 layer inputs of 4096/);

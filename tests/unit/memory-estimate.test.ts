@@ -60,7 +60,7 @@ describe("memory estimate before loading", () => {
   it("a trained model's bytes per parameter follow its precision: bf16-mixed 2 + 2 + 8 + 4, pure-bf16 2 + 2 + 4, auto mixed only on a GPU", () => {
     const shape = modelShape(QWEN_036, "q")!;
     const perParameter = (dtype: string, precision: "auto" | "bf16-mixed" | "pure-bf16", device: string) => {
-      const share = estimateMemory({ models: [{ shape, device, trained: true, loaded: false }], dtype, precision, numGenerations: 1, maxNewTokens: 1, promptTokens: 0, processBytes: 0 }).get(device)!;
+      const share = estimateMemory({ models: [{ shape, device, role: "actor", trained: true, loaded: false }], dtype, precision, numGenerations: 1, maxNewTokens: 1, promptTokens: 0, processBytes: 0 }).get(device)!;
       return Number(/× (\d+) bytes/.exec(share.lines[0])![1]);
     };
     expect(perParameter("bfloat16", "bf16-mixed", "cpu")).toBe(16);
@@ -68,12 +68,12 @@ describe("memory estimate before loading", () => {
     expect(perParameter("bfloat16", "auto", "cpu")).toBe(8);
     expect(perParameter("bfloat16", "auto", "cuda:0")).toBe(16);
     expect(perParameter("float32", "bf16-mixed", "cuda:0")).toBe(16);
-    const mixed = estimateMemory({ models: [{ shape, device: "cuda:1", trained: true, loaded: false }], dtype: "bfloat16", precision: "auto", numGenerations: 1, maxNewTokens: 1, promptTokens: 0, processBytes: 0 });
+    const mixed = estimateMemory({ models: [{ shape, device: "cuda:1", role: "actor", trained: true, loaded: false }], dtype: "bfloat16", precision: "auto", numGenerations: 1, maxNewTokens: 1, promptTokens: 0, processBytes: 0 });
     expect(mixed.get("cuda:1")!.lines[0]).toContain("bf16-mixed's float32 master weights");
   });
 
   it("the estimate of an ordinary tiny run is far below the machine", () => {
-    const shares = estimateMemory({ models: [{ shape: modelShape(QWEN_036, "q")!, device: "cpu", trained: true, loaded: false }], dtype: "float32", precision: "auto", numGenerations: 4, maxNewTokens: 256, promptTokens: 64, processBytes: 0 });
+    const shares = estimateMemory({ models: [{ shape: modelShape(QWEN_036, "q")!, device: "cpu", role: "actor", trained: true, loaded: false }], dtype: "float32", precision: "auto", numGenerations: 4, maxNewTokens: 256, promptTokens: 64, processBytes: 0 });
     const cpu = shares.get("cpu")!;
     expect(cpu.total).toBeGreaterThan(16 * parameterCount(modelShape(QWEN_036, "q")!));
     expect(cpu.total).toBeLessThan(totalmem() * 4);

@@ -1,11 +1,12 @@
-// The advantages of the clipped-ratio objectives (src/trainers/reinforce/objectives.ts, docs/objectives.md): the
-// team groupings joint / agent / agent_turn, TRL's reward scaling group / batch / none, the KL in the reward or the
-// loss, the zero-variance filter and the truncation test, each against numbers worked out by hand here.
+// The advantages of the objectives (src/rollout/advantages.ts, docs/objectives.md): the team groupings joint / agent
+// / agent_turn, TRL's reward scaling group / batch / none, the KL in the reward or the loss, the zero-variance filter,
+// and the policy loss's truncation test (src/trainers/policy-loss.ts), each against numbers worked out by hand here.
 import { describe, expect, it } from "vitest";
 import { magrpoConfig } from "../../src/config/index.js";
 import type { AgentObjective } from "../../src/config/objectives.js";
 import type { NodeSample } from "../../src/rollout/types.js";
-import { isTruncated, updateAdvantages, type AdvantageSettings } from "../../src/trainers/reinforce/objectives.js";
+import { updateAdvantages, type AdvantageSettings } from "../../src/rollout/advantages.js";
+import { isTruncated } from "../../src/trainers/policy-loss.js";
 
 const settings: AdvantageSettings = { advantageMode: "mean", advantageNormalization: false, referenceKlEnabled: false, referenceKlCoef: 0 };
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { madpoConfig, marlhfConfig, rewardModelDeviceGiven } from "../../src/config/index.js";
 import { dpoObjective, negLogSigmoid } from "../../src/trainers/preference/dpo.js";
 import { gatherItems, selectPairs } from "../../src/trainers/preference/pairs.js";
-import { jointText, resolveRewardModelDevice } from "../../src/trainers/preference/reward-model.js";
+import { jointText } from "../../src/trainers/preference/reward-model.js";
 import { SeededRandom } from "../../src/util/random.js";
 import { illTyped } from "../support/ill-typed.js";
 
@@ -90,7 +90,6 @@ describe("MARLHFConfig", () => {
   });
 
   it.each([
-    [{ rlAlgorithm: "ppo" }, /rlAlgorithm must be one of/],
     [{ rewardLearningRate: 0 }, /rewardLearningRate must be > 0/],
     [{ rewardNumTrainEpochs: 0 }, /rewardNumTrainEpochs must be ≥ 1/],
     [{ rewardTrainBatchSize: -1 }, /rewardTrainBatchSize must be ≥ 1/],
@@ -110,17 +109,6 @@ describe("MARLHFConfig", () => {
     expect(rewardModelDeviceGiven(marlhfConfig(marlhfConfig()))).toBe(false);
     expect(rewardModelDeviceGiven(marlhfConfig({ reward_model_device: "cuda:0" }))).toBe(true);
     expect(JSON.stringify(marlhfConfig())).not.toContain("Given");
-  });
-
-  it("places the reward model: null = the trainer's device; the default falls back without CUDA, an explicit CUDA device does not", () => {
-    const noCuda = { cudaAvailable: false, deviceCount: 0 };
-    const notes: string[] = [];
-    expect(resolveRewardModelDevice(marlhfConfig({ rewardModelDevice: null }), "cpu", noCuda, (m) => notes.push(m))).toBe("cpu");
-    expect(resolveRewardModelDevice(marlhfConfig(), "cpu", noCuda, (m) => notes.push(m))).toBe("cpu");
-    expect(notes).toEqual([expect.stringMatching(/CUDA is not available, so the default "cuda:0" falls back/)]);
-    expect(() => resolveRewardModelDevice(marlhfConfig({ rewardModelDevice: "cuda:0" }), "cpu", noCuda, () => {})).toThrow(/rewardModelDevice asks for cuda:0 but CUDA is not available/);
-    expect(resolveRewardModelDevice(marlhfConfig(), "cpu", { cudaAvailable: true, deviceCount: 2 }, () => {})).toBe("cuda:0");
-    expect(resolveRewardModelDevice(marlhfConfig({ rewardModelDevice: "cuda:1" }), "cuda:0", { cudaAvailable: true, deviceCount: 2 }, () => {})).toBe("cuda:1");
   });
 });
 

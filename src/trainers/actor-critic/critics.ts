@@ -6,9 +6,7 @@ import { CausalLM, type Dtype } from "../../models/causal-lm.js";
 import { Optimizer, type AdamWOptions } from "../../models/optimizer.js";
 import type { ComlrlTokenizer } from "../../models/tokenizer.js";
 import { ValueHead } from "../../models/value-head.js";
-import { resolveDevices, type DeviceSpec } from "../../config/index.js";
-import { runtimeInfo } from "../../runtime.js";
-import { AgentResolutionError, resolveModelSources, type ModelSource } from "../agents.js";
+import { AgentResolutionError, freeOnFailure, loadOrTake, resolveModelSources, type ModelSource } from "../agents.js";
 import type { ComponentRegistry } from "../../components/registry.js";
 import { causalLMModule, valueHeadModule } from "../../models/components.js";
 
@@ -60,19 +58,10 @@ export function resolveCentralCriticSource(options: CriticSourceOptions): ModelS
   return criticSources(options, 1, "1 critic (MAAC has one centralized critic)")[0];
 }
 
-/**
- * The critics' devices (COMLRL-SPEC §5.4): with "mp", criticDevices (default: the agents' devices) one per critic;
- * otherwise everything shares the agents' one device.
- */
-export function criticDevices(config: { parallelTraining: "none" | "mp" | "ddp"; criticDevices: DeviceSpec | null }, agentDevices: readonly string[], count: number): string[] {
-  if (config.parallelTraining !== "mp") return Array(count).fill(agentDevices[0]);
-  const info = runtimeInfo();
-  return resolveDevices(config.criticDevices ?? [...agentDevices].slice(0, count), count, "criticDevices", { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount });
-}
-
 export interface LoadCriticsOptions {
-  sources: ModelSource[];
-  devices: string[];
+  sources: readonly ModelSource[];
+  /** One per critic, as the placement plan gives them. */
+  devices: readonly string[];
   dtype: Dtype;
   seed: number;
   headHiddenDim: number | null;
@@ -89,39 +78,28 @@ function checkVocabulary(model: CausalLM, tokenizer: ComlrlTokenizer, index: num
   }
 }
 
+/** One critic model object shared by agents must read one vocabulary: their tokenizers must agree on its size. */
+function checkSharedCritics(options: LoadCriticsOptions): void {
+  options.sources.forEach((source, i) => {
+    const earlier = typeof source === "string" ? -1 : options.sources.indexOf(source);
+    if (earlier >= 0 && earlier < i && options.tokenizers[i].vocabSize !== options.tokenizers[earlier].vocabSize) {
+      throw new AgentResolutionError(`critics[${earlier}] and critics[${i}] are one model shared by agents whose tokenizers differ in vocabulary`);
+    }
+  });
+}
+
 /** Loads (or takes) each critic, checks its vocabulary, and gives it a fresh head and optimizer; frees all on failure. */
-export async function loadCritics(options: LoadCriticsOptions): Promise<Critic[]> {
-  const critics: Critic[] = [];
-  try {
-    for (const [i, source] of options.sources.entries()) {
-      const earlier = typeof source === "string" ? -1 : options.sources.indexOf(source);
-      if (earlier >= 0 && earlier < i && options.tokenizers[i].vocabSize !== options.tokenizers[earlier].vocabSize) {
-        throw new AgentResolutionError(`critics[${earlier}] and critics[${i}] are one model shared by agents whose tokenizers differ in vocabulary`);
-      }
-      let model: CausalLM;
-      if (typeof source === "string") {
-        try {
-          model = await CausalLM.load(source, { dtype: options.dtype, device: options.devices[i], seed: options.seed + 500 + i });
-        } catch (error) {
-          throw new AgentResolutionError(`Failed to load critic model from identifier '${source}': ${(error as Error).message}`, { cause: error });
-        }
-      } else {
-        model = source;
-      }
-      const valueHead = ValueHead.create(model, { hiddenDim: options.headHiddenDim, seed: options.seed + 2000 + i });
-      const critic: Critic = { model, valueHead, optimizer: new Optimizer([{ module: model }, { module: valueHead }], options.optimizer), source };
-      critics.push(critic);
+export function loadCritics(options: LoadCriticsOptions): Promise<Critic[]> {
+  checkSharedCritics(options);
+  return freeOnFailure(async (own) => {
+    const load = (id: string, i: number) => CausalLM.load(id, { dtype: options.dtype, device: options.devices[i], seed: options.seed + 500 + i });
+    const models = await loadOrTake(options.sources, "critic", load, own);
+    return models.map((model, i) => {
       checkVocabulary(model, options.tokenizers[i], i);
-    }
-    return critics;
-  } catch (error) {
-    for (const c of critics) {
-      c.optimizer.dispose();
-      c.valueHead.dispose();
-      if (typeof c.source === "string") c.model.dispose();
-    }
-    throw error;
-  }
+      const valueHead = own(ValueHead.create(model, { hiddenDim: options.headHiddenDim, seed: options.seed + 2000 + i }));
+      return { model, valueHead, optimizer: own(new Optimizer([{ module: model }, { module: valueHead }], options.optimizer)), source: options.sources[i] };
+    });
+  });
 }
 
 /** Registers critics as <name>/ (LM + optimizer) and <name>/value_head, exported into the same directory. */

@@ -5,13 +5,14 @@
 import { iacConfig, type IACConfig, type IACConfigInput } from "../../config/index.js";
 import { iacRunConfig } from "../../logging/run-config.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
-import { defaultOutputDir, setUpActors, type Actors } from "../actors.js";
+import { defaultOutputDir, setUpActors, type ActorExtras, type Actors } from "../actors.js";
 import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
-import { placeOnAgentLane, sharesModels } from "../lanes.js";
+import { placeOnAgentLane } from "../lanes.js";
 import { adamW, checkOptionKeys } from "../options.js";
-import { criticDevices, loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
+import { actorsOnly, type ModuleDeclaration } from "../placement.js";
+import { loadCritics, refuseCriticSources, registerCritics, resolveSeparateCriticSources, type Critic } from "./critics.js";
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, requireTokenizerWithAgents, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
 import { headValues, NO_TOKENS, type CriticView } from "./samples.js";
 
@@ -22,7 +23,7 @@ export type IACTrainerOptions = ActorCriticOptions<IACConfigInput | IACConfig>;
 export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {
   readonly algorithm = "IAC";
 
-  protected comlrlRunConfig(): Record<string, unknown> {
+  protected override comlrlRunConfig(): Record<string, unknown> {
     return iacRunConfig(this.config);
   }
 
@@ -41,38 +42,47 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {
         criticSources = config.useSeparateCritic ? resolveSeparateCriticSources(options, n) : (refuseCriticSources(options), []);
       },
       // References are always deep copies of the agents in IAC (spec §3.6).
-      // A critic model shared by agents is one module: their updates then take turns, with no agent lanes.
-      load: () => setUpActors(options, config, { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim }, updatesInTurn: sharesModels(criticSources) }),
+      load: () => setUpActors(options, config, { ...iacActorExtras(config), modules: () => iacModules(config, criticSources) }),
       make: async (actors) => {
         const critics = await loadIACCritics(config, actors, criticSources);
         return new IACTrainer(config, options, defaultOutputDir("IACTrainer", options.outputDir), (host) => new IACLearner(config, actors.agents, critics, options, actors.environment, host));
       },
       register: (trainer, actors) => {
         // CoMLRL's layout (spec §7.1): agent_i/ (+ critic/ inside), or, for one agent, the output dir itself and critic/.
-        registerAgents(trainer.components, actors.agents, actors.sources, (i) => (n === 1 ? "" : `agent_${i}`));
+        registerAgents(trainer.components, actors.agents, (i) => (n === 1 ? "" : `agent_${i}`));
         registerCritics(trainer.components, trainer.critics, (i) => `agent_${i}/critic`, (i) => (n === 1 ? "critic" : `agent_${i}/critic`));
       },
     });
   }
 }
 
+/** What IAC asks of its actors: copied references, and value heads on them when the critics are not separate. */
+export function iacActorExtras(config: Pick<IACConfig, "useSeparateCritic" | "valueHeadHiddenDim">): Pick<ActorExtras, "referencesAsCopies" | "valueHeads"> {
+  return { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim } };
+}
+
+/** IAC's modules: a critic per agent from its sources, or none with the value heads on the actors. */
+export function iacModules(config: Pick<IACConfig, "useSeparateCritic" | "referenceKlEnabled">, criticSources: readonly ModelSource[]): ModuleDeclaration {
+  return { ...actorsOnly(config), critics: config.useSeparateCritic ? "per-agent" : "none", criticSources };
+}
+
 /**
  * IAC's critics for actors set up by setUpActors (IACTrainer's, or MARLHF's for its RL phase): one per source on
  * the agents' critic devices, none when the value heads sit on the actors. The caller registers them.
  */
-export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "agents" | "placement" | "lanes">, criticSources: ModelSource[]): Promise<Critic[]> {
+export async function loadIACCritics(config: IACConfig, actors: Pick<Actors, "agents" | "placement">, criticSources: readonly ModelSource[]): Promise<Critic[]> {
   if (!config.useSeparateCritic && actors.agents.some((a) => !a.valueHead)) throw new TypeError("IAC with useSeparateCritic false needs actors built with value heads (setUpActors' valueHeads)");
   const critics = await loadCritics({
     sources: criticSources,
-    devices: criticDevices(config, actors.placement.agentDevices, criticSources.length),
+    devices: actors.placement.criticDevices,
     dtype: config.dtype,
     seed: config.seed,
     headHiddenDim: config.criticValueHeadHiddenDim,
     optimizer: adamW(config, config.criticLearningRate),
     tokenizers: actors.agents.map((a) => a.tokenizer),
   });
-  // Each critic on its agent's lane (agents sharing one critic have none: setUpActors' updatesInTurn).
-  critics.forEach((critic, i) => placeOnAgentLane(actors.lanes, i, [critic.model]));
+  // Each critic on its agent's lane (agents sharing one critic model have none: their updates take turns).
+  critics.forEach((critic, i) => placeOnAgentLane(actors.placement.lanes, i, [critic.model]));
   return critics;
 }
 
@@ -90,11 +100,10 @@ export class IACLearner extends ActorCriticLearner<IACConfig> {
 
   protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
     const c = this.config;
-    const weights = Float32Array.from(advantages, (a) => a / minibatch.length);
     const name = `agent_${agent.index}`;
     const head = agent.valueHead;
     if (!head) {
-      await this.actorStep(step, agent, minibatch, weights);
+      await this.actorStep(step, agent, minibatch, advantages);
       await this.criticStep(step, agent, minibatch, this.critics[agent.index], `${name}/critic`, c.criticType);
       return;
     }
@@ -102,7 +111,7 @@ export class IACLearner extends ActorCriticLearner<IACConfig> {
     const backward = async () => {
       if (minibatch.length === 0) return 0;
       const result = await head.actorCriticBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), {
-        advantages: weights,
+        advantages: Float32Array.from(advantages, (a) => a / minibatch.length),
         targets: Float32Array.from(minibatch, (s) => s.target),
         valueLossCoef: c.valueLossCoef,
         readout: c.criticType,

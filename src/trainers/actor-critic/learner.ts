@@ -1,7 +1,9 @@
 // What IAC and MAAC share (COMLRL-SPEC §3.5): episodes through the rollout tree (numGenerations completions at one
 // node, or one trajectory of numTurns), actor-critic samples with TD(0) targets, advantages A = y − V_old (z-scored
-// over a turn's samples), shuffled minibatches. A2C-style: no ratio, no clipping of the policy, no entropy bonus, one
-// pass. The rollout plumbing is RolloutLearner's; subclasses say how their critics read an episode and take one step.
+// over a turn's samples), shuffled minibatches. By default A2C-style, as CoMLRL: no ratio, no clipping of the policy,
+// no entropy bonus, one pass; an objective of the MAGRPO family (docs/objectives.md) makes the actor's loss a
+// clipped-ratio one over several passes. The rollout plumbing is RolloutLearner's, the actor's loss PolicyLoss's;
+// subclasses say how their critics read an episode and take one step.
 import type { ActorCriticConfig } from "../../config/index.js";
 import type { Readout } from "../../native/binding.js";
 import type { RolloutEnvironment, RolloutSettings, rolloutItem } from "../../rollout/tree.js";
@@ -109,11 +111,10 @@ export abstract class ActorCriticLearner<C extends ActorCriticConfig = ActorCrit
     return step({ ...request, samples: minibatch.length, subject: `agent ${agent.index} (${request.component})`, batch: `the minibatch of ${where}`, maxGradNorm: this.config.maxGradNorm });
   }
 
-  /** The actor's policy-gradient step over the minibatch, each row weighted by `weights` (advantage / minibatch size). */
-  protected actorStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], weights: Float32Array): Promise<unknown> {
-    const backward = async () =>
-      minibatch.length > 0 ? (await agent.model.policyGradientBackward(minibatch.map((s) => s.promptIds), minibatch.map((s) => s.completionIds), weights)).loss : 0;
-    return this.stepOn(step, agent, minibatch, { ...agent.policyStep(), backward });
+  /** The actor's step: its policy loss over the minibatch, each sample a row (a group of its own) with its advantage. */
+  protected actorStep(step: StepFunction, agent: Agent, minibatch: ActorCriticSample[], advantages: readonly number[]): Promise<void> {
+    const rows = minibatch.map((s, i) => ({ prompt: s.promptIds, completion: s.completionIds, advantage: advantages[i], group: i, ...(s.sampled ? { sampled: s.sampled } : {}) }));
+    return this.policyStep(agent, rows, (backward) => this.stepOn(step, agent, minibatch, { ...agent.policyStep(), backward }));
   }
 
   /** A critic's step (logged as `component`): valueLossCoef · its value loss at `readout` over the minibatch's critic rows, toward their targets. */

@@ -11,7 +11,8 @@ import { construct } from "../construction.js";
 import { registerAgents, resolveAgentCount, type Agent, type ModelSource } from "../agents.js";
 import type { StageHost, StepFunction } from "../lifecycle/stage-host.js";
 import { adamW, checkOptionKeys, TrainerOptionError } from "../options.js";
-import { criticDevices, loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
+import { actorsOnly, type ModuleDeclaration } from "../placement.js";
+import { loadCritics, registerCritics, resolveCentralCriticSource, type Critic } from "./critics.js";
 import { ACTOR_CRITIC_OPTION_KEYS, ActorCriticLearner, ActorCriticTrainer, requireTokenizerWithAgents, type ActorCriticMinibatch, type ActorCriticOptions } from "./learner.js";
 import { headValues, NO_TOKENS, type CriticRow, type CriticView } from "./samples.js";
 
@@ -59,7 +60,7 @@ function headHiddenDim(options: MAACTrainerOptions): number | null {
 export class MAACTrainer extends ActorCriticTrainer<MAACConfig, MAACLearner> {
   readonly algorithm = "MAAC";
 
-  protected comlrlRunConfig(): Record<string, unknown> {
+  protected override comlrlRunConfig(): Record<string, unknown> {
     return maacRunConfig(this.config);
   }
 
@@ -78,17 +79,22 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig, MAACLearner> {
         source = resolveCentralCriticSource(options);
         dim = headHiddenDim(options);
       },
-      load: () => setUpActors(options, config, { updatesInTurn: true }),
+      load: () => setUpActors(options, config, { modules: () => maacModules(config, source) }),
       make: async (actors) => {
         const critic = await loadMAACCritic(config, actors, source, dim);
         return new MAACTrainer(config, options, defaultOutputDir("MAACTrainer", options.outputDir), (host) => new MAACLearner(config, actors.agents, critic, options, actors.environment, host));
       },
       register: (trainer, actors) => {
-        registerAgents(trainer.components, actors.agents, actors.sources);
+        registerAgents(trainer.components, actors.agents);
         registerCritics(trainer.components, trainer.critics, () => "critic", () => "critic");
       },
     });
   }
+}
+
+/** MAAC's modules: one centralized critic, stepped in every agent's update (so the agents update in turn). */
+export function maacModules(config: Pick<MAACConfig, "referenceKlEnabled">, criticSource: ModelSource): ModuleDeclaration {
+  return { ...actorsOnly(config), critics: "centralized", criticSources: [criticSource] };
 }
 
 /**
@@ -96,10 +102,9 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig, MAACLearner> {
  * MARLHF's for its RL phase); the caller registers it.
  */
 export async function loadMAACCritic(config: MAACConfig, actors: Pick<Actors, "agents" | "placement">, source: ModelSource, headHiddenDim: number | null): Promise<Critic> {
-  // One device: criticDevices (a single one) under "mp", else the agents' device; by default agent 0's.
   const [critic] = await loadCritics({
     sources: [source],
-    devices: criticDevices({ ...config, criticDevices: config.criticDevices ?? actors.placement.agentDevices[0] }, actors.placement.agentDevices, 1),
+    devices: actors.placement.criticDevices,
     dtype: config.dtype,
     seed: config.seed,
     headHiddenDim,
@@ -143,7 +148,7 @@ export class MAACLearner extends ActorCriticLearner<MAACConfig> {
   }
 
   protected async step(agent: Agent, { minibatch, advantages }: ActorCriticMinibatch, step: StepFunction): Promise<void> {
-    await this.actorStep(step, agent, minibatch, Float32Array.from(advantages, (a) => a / minibatch.length));
+    await this.actorStep(step, agent, minibatch, advantages);
     await this.criticStep(step, agent, minibatch, this.critics[0], "critic", "v");
   }
 }

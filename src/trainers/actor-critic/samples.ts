@@ -5,6 +5,7 @@
 import type { Readout, ValueHead } from "../../models/value-head.js";
 import type { RolloutNode } from "../../rollout/tree.js";
 import { NonFiniteError } from "../lifecycle/stage-host.js";
+import type { PolicyRow } from "../policy-loss.js";
 
 /** The token ids a critic reads for one completion. */
 export interface CriticRow {
@@ -47,6 +48,8 @@ export interface ActorCriticSample {
   target: number;
   /** Undiscounted Monte-Carlo return from this turn on; logged only. */
   return: number;
+  /** The sampler's log-probs of the completion, where the agent's objective records them (a clipped-ratio loss). */
+  sampled?: PolicyRow["sampled"];
 }
 
 /** How a trainer's critics see an episode. */
@@ -95,6 +98,7 @@ export async function actorCriticSamples(
         const reward = environmentReward - settings.referenceKlCoef * referenceKl;
         futureReturn = reward + futureReturn; // only the TD target is discounted
         const target = t === nodes.length - 1 ? reward : reward + settings.discount * valueAt(t + 1, g);
+        const recorded = node.samplerLogprobs?.[agent];
         episode.unshift({
           agent,
           turn: node.turn,
@@ -110,6 +114,7 @@ export async function actorCriticSamples(
           oldValue: valueAt(t, g),
           target,
           return: futureReturn,
+          ...(recorded ? { sampled: { logprobs: recorded.policy[g], policySteps: recorded.updates } } : {}),
         });
       }
       samples.push(...episode);

@@ -89,8 +89,9 @@ export interface StepRequest {
   /** Clips the gradients' total norm to this before stepping; null: no clipping. */
   maxGradNorm: number | null;
   /**
-   * The backward is one native backward of the whole loss, so the step may be taken inside it (Optimizer
-   * armStepInBackward); taken there when maxGradNorm is null and the optimizer synchronises no gradients.
+   * The backward is one native backward of the whole loss over modules no other optimizer steps, so the step may be
+   * taken inside it (Optimizer armStepInBackward); the host takes it there when its config's stepInBackward asks,
+   * maxGradNorm is null and the optimizer synchronises no gradients.
    */
   stepInBackward?: boolean;
 }

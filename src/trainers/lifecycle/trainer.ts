@@ -100,6 +100,8 @@ export interface LifecycleConfig {
   readonly loggingSteps: number;
   /** "ddp": data-parallel across the processes of a torchrun-style job. */
   readonly parallelTraining?: string;
+  /** Take a step inside its backward wherever it can be (see StepRequest.stepInBackward); absent: never. */
+  readonly stepInBackward?: boolean;
 }
 
 /** Checkpoint and resume options of train() (docs/checkpoints.md). */
@@ -197,7 +199,9 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     const { optimizer } = request;
     await request.zeroGrad();
     const known = request.loss;
-    const inBackward = request.stepInBackward === true && request.maxGradNorm === null && optimizer.gradientSync === null;
+    // The one place that decides: the config asks for it, the backward allows it, and nothing comes between the
+    // backward and the step (no clipping, no gradient synchronisation).
+    const inBackward = this.config.stepInBackward === true && request.stepInBackward === true && request.maxGradNorm === null && optimizer.gradientSync === null;
     let returned: number | void = undefined;
     if (known === undefined || Number.isFinite(known)) {
       if (inBackward) await optimizer.armStepInBackward();
@@ -524,8 +528,13 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
     return { ...this.comlrlRunConfig(), [OURS_RUN_CONFIG_KEY]: { trainer: this.algorithm, ...(this.config as object) } };
   }
 
-  /** The keys CoMLRL's trainer of this algorithm logs (its _init_wandb), from our config (see logging/run-config.ts). */
-  protected abstract comlrlRunConfig(): Record<string, unknown>;
+  /**
+   * The keys CoMLRL's trainer of this algorithm logs (its _init_wandb), from our config (see logging/run-config.ts).
+   * None for an algorithm CoMLRL does not have: its run config is then ours alone, under OURS_RUN_CONFIG_KEY.
+   */
+  protected comlrlRunConfig(): Record<string, unknown> {
+    return {};
+  }
 
   /** Logs one optimizer step of a component (nanochat-style: loss, gradient norm, learning rate, every step). */
   private recordUpdate(component: string, update: UpdateRecord): void {

@@ -1,11 +1,10 @@
 // MARLHF: preference-based RL (COMLRL-SPEC §6.1, §6.3, §6.4, §6.6), composed of three stages on the shared
 // lifecycle: MADPO's pair collection, Bradley–Terry training of a joint reward model on those pairs
-// (rewardNumTrainEpochs), then the RL phase — MAGRPO's learner, or IAC's / MAAC's with rlAlgorithm "iac" / "maac" —
+// (rewardNumTrainEpochs), then the RL phase — the learner of the trainer rlAlgorithm names (rl-phase.ts) —
 // over the train items (numTrainEpochs) with the frozen reward model scoring every node's joint actions in one
 // pass. Both learned phases run inside this trainer's host (rlhf-phases.ts). Evaluation always uses the task reward.
 import { fieldValue } from "../../config/fields.js";
 import { MADPO_FIELDS, marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
-import { runtimeInfo } from "../../runtime.js";
 import { resolveAgentCount, type ModelSource } from "../agents.js";
 import type { Trainer, TrainingStage } from "../lifecycle/trainer.js";
 import { checkOptionKeys } from "../options.js";
@@ -16,7 +15,8 @@ import { constructPreferenceTrainer, PreferenceTrainer } from "./preference-trai
 import type { JointRewardModel } from "./reward-model.js";
 import type { RewardModelStepMetrics } from "./reward-model-stage.js";
 import { RlhfPhases } from "./rlhf-phases.js";
-import { actorExtras, type IACOrMAACLearner, type RlhfConfig, type RLLearner } from "./rl-phase.js";
+import { ActorCriticLearner } from "../actor-critic/learner.js";
+import { rlhfActorExtras, checkRLPhase, type RlhfConfig, type RLPhaseLearner } from "./rl-phase.js";
 import { collectionEnvironment, pairStage, PREFERENCE_OPTION_KEYS, type PreferenceActors, type PreferenceOptions } from "./setup.js";
 
 export type { RewardModelStepMetrics };
@@ -33,13 +33,15 @@ export interface MARLHFTrainerOptions extends Omit<MAGRPOTrainerOptions, "config
 
 export const MARLHF_OPTION_KEYS = { ...MAGRPO_OPTION_KEYS, ...PREFERENCE_OPTION_KEYS, criticModel: true, critics: true } as const satisfies Record<keyof MARLHFTrainerOptions, true>;
 
-/** MARLHF's config with its agent count settled; options.criticModel / critics only with an actor-critic RL phase. */
-export function marlhfTrainerConfig<C extends RlhfConfig, I>(options: { config?: I; numAgents?: number; agents?: ModelSource[] | null; criticModel?: unknown; critics?: unknown }, build: (input: I | undefined) => C): C {
+/** MARLHF's config with its agent count settled and its RL phase checked (options.criticModel / critics only with one that has critics). */
+export function marlhfTrainerConfig<C extends RlhfConfig, I>(
+  options: { config?: I; numAgents?: number; agents?: ModelSource[] | null; criticModel?: ModelSource | null; critics?: ModelSource[] | null },
+  configName: string,
+  build: (input: I | undefined) => C,
+): C {
   const centralized = fieldValue(MADPO_FIELDS, options.config, "collaborationMode") === "centralized";
   const config = build(resolveAgentCount(options.config as object | undefined, options.numAgents, centralized ? undefined : options.agents) as I);
-  const actorCritic = config.rlAlgorithm === "iac" || config.rlAlgorithm === "maac";
-  if (!actorCritic && (options.criticModel != null || options.critics != null)) throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm "maac" or "iac"`);
-  return config;
+  return checkRLPhase(config, configName, options);
 }
 
 /** MARLHF: a joint Bradley–Terry reward model learned from preference pairs, then online RL against it (docs/preference.md). */
@@ -50,12 +52,12 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
   /** Builds the trainer: validates options and config, loads the agents, the reward model and the RL phase's parts. */
   static async create(options: MARLHFTrainerOptions): Promise<MARLHFTrainer> {
     checkOptionKeys(options, MARLHF_OPTION_KEYS, "MARLHFTrainer.create()");
-    const config = marlhfTrainerConfig(options, (input) => marlhfConfig(input));
+    const config = marlhfTrainerConfig(options, "MARLHFConfig", (input) => marlhfConfig(input));
     return constructPreferenceTrainer({
       algorithm: "MARLHF",
       options,
       config,
-      actorExtras: actorExtras(config, options),
+      actorExtras: rlhfActorExtras(config, options),
       make: (actors, outputDir) => new MARLHFTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, options));
@@ -63,15 +65,15 @@ export class MARLHFTrainer extends PreferenceTrainer<MARLHFConfig, MARLHFTrainer
     });
   }
 
-  /** The RL phase's learner (MAGRPO's, IAC's or MAAC's), running in this trainer's host. */
-  get rl(): RLLearner {
+  /** The RL phase's learner (that of the trainer rlAlgorithm names), running in this trainer's host. */
+  get rl(): RLPhaseLearner {
     return this.phases.rl;
   }
 
-  /** The IAC / MAAC learner of the RL phase (rlAlgorithm "iac" / "maac"); null for the MAGRPO family. */
-  get actorCritic(): IACOrMAACLearner | null {
+  /** The RL phase's learner when it has critics (rlAlgorithm "iac", "maac", …); null for the MAGRPO family. */
+  get actorCritic(): ActorCriticLearner | null {
     const rl = this.phases.rl;
-    return "critics" in rl ? rl : null;
+    return rl instanceof ActorCriticLearner ? rl : null;
   }
 
   /** The joint reward model trained on the collected pairs and then used as the RL reward. */
@@ -117,7 +119,6 @@ export function rlhfSetUp(
   actors: PreferenceActors,
   options: Omit<MARLHFTrainerOptions, "config">,
 ): Parameters<typeof RlhfPhases.build>[0] {
-  const info = runtimeInfo();
   return {
     config,
     actors,
@@ -125,13 +126,11 @@ export function rlhfSetUp(
     critics: { criticModel: options.criticModel, critics: options.critics },
     options: {
       rewardBatching: options.rewardBatching,
-      scoring: options.scoring,
       sampleLogInterval: options.sampleLogInterval,
       trainDataset: options.trainDataset,
       evalDataset: options.evalDataset ?? null,
     },
     host: trainer.host,
     registry: trainer.components,
-    facts: { cudaAvailable: info.cudaAvailable, deviceCount: info.cudaDeviceCount },
   };
 }

@@ -6,7 +6,7 @@
 import type { PreferenceBaseConfig } from "./base-config.js";
 import { centralizedRunConfig, comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
 import type { RolloutSettings } from "../../rollout/tree.js";
-import { defaultOutputDir } from "../actors.js";
+import { defaultOutputDir, type ActorExtras } from "../actors.js";
 import { registerAgents, type Agent } from "../agents.js";
 import { construct } from "../construction.js";
 import { evaluateAgents } from "../evaluation.js";
@@ -35,8 +35,8 @@ export function constructPreferenceTrainer<T extends Trainer>(steps: {
   options: TaskOptions<unknown> & PreferenceOptions;
   config: PreferenceBaseConfig;
   actorOptions?: TaskOptions<unknown> & PreferenceOptions;
-  /** What an actor-critic RL phase needs of the actors (see setUpPreferenceActors). */
-  actorExtras?: Parameters<typeof setUpPreferenceActors>[3];
+  /** What the algorithm declares beside the actors and asks of them (MARLHF: its reward model and RL phase, see setUpPreferenceActors). */
+  actorExtras?: ActorExtras;
   make(actors: PreferenceActors, outputDir: string): T;
   attach?(trainer: T, actors: PreferenceActors): Promise<void>;
 }): Promise<T> {
@@ -47,7 +47,7 @@ export function constructPreferenceTrainer<T extends Trainer>(steps: {
     config,
     load: () => setUpPreferenceActors(steps.actorOptions ?? options, config, algorithm, steps.actorExtras),
     make: (actors) => steps.make(actors, defaultOutputDir(`${algorithm}Trainer`, options.outputDir)),
-    register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+    register: (trainer, actors) => registerAgents(trainer.components, actors.agents),
     ...(steps.attach ? { attach: steps.attach } : {}),
   });
 }
@@ -88,7 +88,7 @@ export abstract class PreferenceTrainer<C extends PreferenceBaseConfig, O extend
 
   // CoMLRL's preference trainers inherit MAGRPO's _init_wandb; its actor count is theirs (one when centralized). MADPO's
   // config has no advantage fields, as it computes no advantage; CoMLRL's MADPOConfig logs its unused defaults.
-  protected comlrlRunConfig(): Record<string, unknown> {
+  protected override comlrlRunConfig(): Record<string, unknown> {
     const c = { advantageMode: "mean", advantageNormalization: true, ...this.config };
     return {
       ...magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: c }),

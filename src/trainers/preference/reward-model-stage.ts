@@ -2,15 +2,15 @@
 // registered as reward_model (+ reward_model/head), trained with Bradley–Terry on the run's preference pairs for
 // rewardNumTrainEpochs, with the last items' pairs held out to measure its pairwise accuracy. It runs inside its
 // trainer's host, which counts and logs its steps; MARLHFIter puts a fresh model in place every iteration.
-import type { CudaFacts } from "../../config/index.js";
 import { Optimizer } from "../../models/optimizer.js";
 import { adamW } from "../options.js";
 import type { ModelSource } from "../agents.js";
 import type { ComponentSpec } from "../../components/registry.js";
 import { causalLMModule, valueHeadModule } from "../../models/components.js";
 import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
+import type { RewardModelPlace } from "../placement.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
-import { jointText, JointRewardModel, resolveRewardModelDevice } from "./reward-model.js";
+import { jointText, JointRewardModel } from "./reward-model.js";
 import type { RlhfConfig } from "./rl-phase.js";
 import { meanOrZero } from "../../util/mean.js";
 
@@ -26,6 +26,11 @@ export interface RewardModelStepMetrics {
 
 const texts = (pairs: readonly PreferencePair[], side: "winnerTexts" | "loserTexts") => pairs.map((p) => jointText(p.prompts, p[side]));
 
+/** The reward model's backbone: rewardModelName, else the first actor's model id; null for an actor given as an object. */
+export function rewardModelSource(config: Pick<RlhfConfig, "rewardModelName">, firstActor: ModelSource | undefined): string | null {
+  return config.rewardModelName ?? (typeof firstActor === "string" ? firstActor : null);
+}
+
 export class RewardModelTraining {
   private current: { model: JointRewardModel; optimizer: Optimizer } | null = null;
   /** The current epoch's order of the training pairs. */
@@ -36,13 +41,15 @@ export class RewardModelTraining {
     private readonly host: StageHost,
     private readonly config: RlhfConfig,
     private readonly preferences: PreferencePairs,
-    /** The first actor's source (the backbone unless rewardModelName is set) and device. */
-    firstActor: { source: ModelSource; device: string },
-    facts: CudaFacts,
+    /** The first actor's source: the backbone unless rewardModelName is set. */
+    firstActor: ModelSource,
+    /** Where the placement plan puts the reward model, with the note of a device fallback. */
+    placed: RewardModelPlace,
   ) {
-    const source = config.rewardModelName ?? (typeof firstActor.source === "string" ? firstActor.source : null);
+    const source = rewardModelSource(config, firstActor);
     if (source === null) throw new TypeError("MARLHF: rewardModelName must be set when the actors are loaded model objects (there is no model id to load the reward model's backbone from)");
-    this.source = { source, device: resolveRewardModelDevice(config, firstActor.device, facts, (message) => host.console(message)) };
+    if (placed.note !== null) host.console(placed.note);
+    this.source = { source, device: placed.device };
   }
 
   get model(): JointRewardModel {

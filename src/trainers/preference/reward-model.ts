@@ -4,7 +4,6 @@
 // directory plus value_head.pt, and loads back from one, so it can score texts on its own.
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { resolveSingleDevice, rewardModelDeviceGiven, type CudaFacts, type MARLHFConfig } from "../../config/index.js";
 import { CausalLM, type Dtype, type TokenBatch } from "../../models/causal-lm.js";
 import { resolveModelSource } from "../../models/hub.js";
 import { ComlrlTokenizer } from "../../models/tokenizer.js";
@@ -190,18 +189,4 @@ export class JointRewardModel {
   [Symbol.dispose](): void {
     this.dispose();
   }
-}
-
-/**
- * config.rewardModelDevice on this machine: null means the trainer's device. The default "cuda:0" falls back to the
- * trainer's device where CUDA is unavailable (and says so through `note`), so that MARLHF's defaults run on a
- * CPU-only machine; an explicitly given CUDA device without CUDA is an error naming the field.
- */
-export function resolveRewardModelDevice(config: Pick<MARLHFConfig, "rewardModelDevice">, trainerDevice: string, facts: CudaFacts, note: (message: string) => void): string {
-  if (config.rewardModelDevice === null) return trainerDevice;
-  if (!rewardModelDeviceGiven(config) && !facts.cudaAvailable) {
-    note(`rewardModelDevice: CUDA is not available, so the default "cuda:0" falls back to the trainer's device (${trainerDevice})`);
-    return trainerDevice;
-  }
-  return resolveSingleDevice([config.rewardModelDevice], facts, "rewardModelDevice");
 }

@@ -1,69 +1,83 @@
-// The RL phase of MARLHF and MARLHFIter (COMLRL-SPEC §6.4): an online learner over MARLHF's own agents — MAGRPO for
-// the MAGRPO family (its advantage mode set by rlAlgorithm), IAC or MAAC for "iac" / "maac" — whose rollouts are
-// scored by the reward model and which runs inside its trainer's host, so that the host's schedule, counters,
-// logs, checkpoints and data-parallel agreement cover it. Its config is built from the one field group the RL
-// phase shares with MARLHF's config: every field of the learner's config is read from MARLHF's by the same name
-// (a field MARLHF lacks is an error, never a silent default). Critics come from the first source given of
-// critics, criticModel, criticModelName or the first agent's model id; the host registers them.
-import { iacConfig, maacConfig, magrpoConfig } from "../../config/index.js";
-import type { ConfigInput, FieldSpecs } from "../../config/fields.js";
+// The RL phase of MARLHF and MARLHFIter (COMLRL-SPEC §6.4): the learner of the trainer that rlAlgorithm names — any
+// registered trainer with an RL back-end (rl-back-end.ts): the MAGRPO family, IAC, MAAC — over MARLHF's own agents,
+// its rollouts scored by the reward model, running inside its trainer's host, so that the host's schedule, counters,
+// logs, checkpoints and data-parallel agreement cover it. The back-end builds the learner's config from MARLHF's
+// values and registers its critics in the host's registry.
+import { ConfigError } from "../../config/fields.js";
+import type { ConfigSource } from "../../config/magrpo.js";
+import { OBJECTIVE_FIELDS } from "../../config/objectives.js";
+import { MARLHF_FIELDS } from "../../config/preference.js";
+import { rewardModelDeviceGiven } from "../../config/index.js";
+import type { ActorExtras } from "../actors.js";
+import type { ModelSource } from "../agents.js";
+import { actorsOnly, type RewardModelDeclaration } from "../placement.js";
+import { rewardModelSource } from "./reward-model-stage.js";
 import type { RlhfConfig } from "./base-config.js";
-import { IAC_FIELDS, MAAC_FIELDS } from "../../config/actor-critic.js";
-import { MAGRPO_FIELDS } from "../../config/magrpo.js";
-import type { RolloutEnvironment } from "../../rollout/tree.js";
-import type { Item } from "../../rollout/types.js";
-import type { Actors, setUpActors } from "../actors.js";
-import { IACLearner, loadIACCritics } from "../actor-critic/iac.js";
-import { loadMAACCritic, MAACLearner } from "../actor-critic/maac.js";
-import { refuseCriticSources, registerCritics, resolveCentralCriticSource, resolveSeparateCriticSources } from "../actor-critic/critics.js";
-import { AgentResolutionError, type ModelSource } from "../agents.js";
-import { sharesModels } from "../lanes.js";
-import type { ComponentRegistry } from "../../components/registry.js";
-import type { StageHost } from "../lifecycle/stage-host.js";
-import { MAGRPOLearner, type MAGRPOTrainerOptions } from "../reinforce/magrpo.js";
+import { ActorCriticLearner } from "../actor-critic/learner.js";
+import "../online-trainers.js";
+import { rlBackEnd, trainerDefinition, trainerDefinitions } from "../registry.js";
+import type { RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp } from "../rl-back-end.js";
 
-export type RLLearner = MAGRPOLearner | IACLearner | MAACLearner;
-
-export type { RlhfConfig };
-export type IACOrMAACLearner = IACLearner | MAACLearner;
+export type { RlhfConfig, RLPhaseCritics, RLPhaseLearner, RLPhaseSetUp };
 
 /**
- * What the RL phase asks of MARLHF's actors, as the standalone trainer of its algorithm does: IAC's value heads on
- * the actors and copied references, its updates in turn when agents share one critic model; MAAC's updates in turn
- * (no CPU agent lanes).
+ * MARLHF's fields for its RL phase's objective, each with the learner's field it stands for: a back-end whose learner
+ * lacks that field (an actor-critic one) must get it at its default.
  */
-export function actorExtras(config: RlhfConfig, critics: CriticOptions): Parameters<typeof setUpActors>[2] {
-  if (config.rlAlgorithm === "maac") return { updatesInTurn: true };
-  if (config.rlAlgorithm !== "iac") return {};
-  const sharedCritic = config.useSeparateCritic && sourceGiven(critics) && sharesModels(resolveSeparateCriticSources(critics, config.numAgents));
-  return { referencesAsCopies: true, valueHeads: config.useSeparateCritic ? null : { hiddenDim: config.valueHeadHiddenDim }, updatesInTurn: sharedCritic };
-}
+const OBJECTIVE_FIELD_NAMES: ReadonlyArray<readonly [keyof typeof MARLHF_FIELDS, string]> = [
+  ...Object.keys(OBJECTIVE_FIELDS).flatMap((field) => (field === "numIterations" ? [] : [[field as keyof typeof MARLHF_FIELDS, field] as const])),
+  ["rlNumIterations", "numIterations"],
+  ["tokenAccounting", "tokenAccounting"],
+];
 
 /**
- * The learner's config input: every field of `fields` from MARLHF's config, except `derived`. Data parallel is the
- * host's, so the learner runs as "none" (or "mp") in each rank.
+ * MARLHF's config, its rlAlgorithm checked against the registered RL back-ends (an unknown one is a ConfigError
+ * naming `configName`.rlAlgorithm and the choices), its objective fields against the back-end's learner (one without
+ * them takes them at their defaults), and its critic sources against the back-end's need of them.
  */
-function rlPhaseInput<S extends FieldSpecs>(fields: S, c: RlhfConfig, derived: Partial<Record<keyof S & string, unknown>>): ConfigInput<S> {
-  const source: Record<string, unknown> = Object.fromEntries(Object.entries(c));
-  const input: Record<string, unknown> = { parallelTraining: c.parallelTraining === "mp" ? "mp" : "none" };
-  for (const key of Object.keys(fields)) {
-    if (key in input) continue;
-    if (key in derived) input[key] = derived[key as keyof S & string];
-    else if (key in source) input[key] = source[key];
-    else throw new TypeError(`MARLHF's RL phase: the ${c.rlAlgorithm} config has a field "${key}" that MARLHFConfig lacks; add it to MARLHF's fields`);
+export function checkRLPhase<C extends RlhfConfig>(config: C, configName: string, critics: RLPhaseCritics = {}, options: ConfigSource = {}): C {
+  const backEnd = rlBackEnd(config.rlAlgorithm, configName, options);
+  const learnerFields = trainerDefinition(config.rlAlgorithm).fields;
+  const values: Readonly<Record<string, unknown>> = config;
+  for (const [field, learnerField] of OBJECTIVE_FIELD_NAMES) {
+    const byDefault = MARLHF_FIELDS[field].default;
+    const given = values[field];
+    if (learnerField in learnerFields || (Array.isArray(given) ? given : [given]).every((value) => value === byDefault)) continue;
+    const prefix = options.source === undefined ? "" : `${options.source}: `;
+    throw new ConfigError(`${prefix}${configName}.${field} has no effect with rlAlgorithm "${config.rlAlgorithm}", whose learner has no ${learnerField}: leave it at ${JSON.stringify(byDefault)}`, field);
   }
-  return input as ConfigInput<S>;
+  if (!backEnd.critics && ((critics.criticModel ?? null) !== null || (critics.critics ?? null) !== null)) {
+    const withCritics = trainerDefinitions().flatMap((definition) => (definition.rlBackEnd?.critics ? [`"${definition.section}"`] : []));
+    throw new TypeError(`MARLHF: criticModel and critics are only used with rlAlgorithm ${withCritics.join(" or ")} (the RL phases with critics)`);
+  }
+  return config;
 }
 
 /**
- * What CoMLRL's MARLHF does at the start of every actor-critic RL phase, where it builds a new IAC or MAAC trainer
+ * What MARLHF asks of its actors and declares beside them: the RL phase's modules as the standalone trainer of its
+ * algorithm declares them (IAC's critics, value heads and copied references; MAAC's centralized critic), and the
+ * reward model.
+ */
+export function rlhfActorExtras(config: RlhfConfig, critics: RLPhaseCritics): ActorExtras {
+  const extras = rlBackEnd(config.rlAlgorithm, "MARLHFConfig").actorExtras(config, critics);
+  const rewardModel = (actors: readonly ModelSource[]): RewardModelDeclaration => ({
+    source: rewardModelSource(config, actors[0]),
+    trainsBackbone: !config.rewardFreezeBackbone,
+    device: config.rewardModelDevice,
+    deviceGiven: rewardModelDeviceGiven(config),
+  });
+  return { ...extras, modules: (actors) => ({ ...(extras.modules?.(actors) ?? actorsOnly(config)), rewardModel: rewardModel(actors) }) };
+}
+
+/**
+ * What CoMLRL's MARLHF does at the start of every actor-critic RL phase, where it builds a new actor-critic trainer
  * around the current actors: critics loaded again from their sources (a critic given as an object keeps its weights,
  * as a new trainer there reuses the object), value heads as first made, every actor and critic optimizer new. The
- * reference models stay those made with the trainer. Null for the MAGRPO family, whose RL phase there trains on with
- * MARLHF's own optimizers.
+ * reference models stay those made with the trainer. Null for a learner without critics (the MAGRPO family), whose
+ * RL phase there trains on with MARLHF's own optimizers.
  */
-export function backEndRenewal(learner: RLLearner): (() => Promise<void>) | null {
-  if (learner instanceof MAGRPOLearner) return null;
+export function backEndRenewal(learner: RLPhaseLearner): (() => Promise<void>) | null {
+  if (!(learner instanceof ActorCriticLearner)) return null;
   const heads = [...learner.agents.flatMap((a) => (a.valueHead ? [a.valueHead] : [])), ...learner.critics.map((c) => c.valueHead)];
   const initialHeads = heads.map((head) => head.stateDict());
   return async () => {
@@ -73,72 +87,7 @@ export function backEndRenewal(learner: RLLearner): (() => Promise<void>) | null
   };
 }
 
-export interface CriticOptions {
-  criticModel?: ModelSource | null;
-  critics?: ModelSource[] | null;
-}
-
-const sourceGiven = (options: CriticOptions) => (options.criticModel ?? null) !== null || (options.critics ?? null) !== null;
-
-/**
- * The critics' sources: critics or criticModel, else criticModelName, else the first actor's model id for every
- * critic (as CoMLRL does, so heterogeneous actors still get critics of one size).
- */
-function criticSources(config: RlhfConfig, options: CriticOptions, actorSources: readonly ModelSource[], count: number): ModelSource[] {
-  if (sourceGiven(options)) return config.rlAlgorithm === "maac" ? [resolveCentralCriticSource(options)] : resolveSeparateCriticSources(options, count);
-  if (config.criticModelName !== null) return Array(count).fill(config.criticModelName);
-  const [first] = actorSources;
-  if (typeof first !== "string") {
-    throw new AgentResolutionError(`MARLHF: rlAlgorithm "${config.rlAlgorithm}" needs its critics' source: set criticModelName, criticModel or critics (the first actor is a loaded model object, with no model id to load critics from)`);
-  }
-  return Array<ModelSource>(count).fill(first);
-}
-
-export interface RLPhaseSetUp {
-  config: RlhfConfig;
-  actors: Pick<Actors, "agents" | "sources" | "placement" | "lanes">;
-  /** Where the learner's rollouts run: MARLHF's reward-model environment. */
-  environment: RolloutEnvironment;
-  critics: CriticOptions;
-  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "scoring" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null };
-  /** The trainer the learner runs inside; its registry takes the critics. */
-  host: StageHost;
-  registry: ComponentRegistry;
-}
-
-/**
- * Builds the learner around MARLHF's actors and registers its critics in the host's registry (IAC: agent_i/critic,
- * exported there; MAAC: critic). The learner registers nothing and is never closed on its own: the host's
- * registry frees what it loaded.
- */
-export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLLearner> {
-  const { config: c, actors, host } = setUp;
-  const n = actors.agents.length;
-  const environment = { ...setUp.environment };
-  const options = { rewardFunc: environment.rewardFunc, ...setUp.options };
-  if (c.rlAlgorithm === "iac") {
-    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (c.criticDevices ?? [...actors.placement.agentDevices]) : c.criticDevices };
-    const iac = iacConfig(rlPhaseInput(IAC_FIELDS, c, derived));
-    const sources = iac.useSeparateCritic ? criticSources(c, setUp.critics, actors.sources, n) : (refuseCriticSources(setUp.critics), []);
-    const critics = await loadIACCritics(iac, actors, sources);
-    const learner = new IACLearner(iac, actors.agents, critics, options, environment, host);
-    registerCritics(setUp.registry, learner.critics, (i) => `agent_${i}/critic`, (i) => `agent_${i}/critic`);
-    return learner;
-  }
-  if (c.rlAlgorithm === "maac") {
-    const given = c.criticDevices;
-    if (Array.isArray(given) && given.length > 1) {
-      throw new RangeError(`MARLHF: criticDevices must name one device with rlAlgorithm "maac" (its one centralized critic), got ${given.length}: ${given.join(", ")}`);
-    }
-    // Under "mp" the centralized critic takes one device (§10.16): criticDevices, else agent 0's.
-    const derived = { numAgents: n, criticLearningRate: c.criticLearningRate ?? c.agentLearningRate, criticDevices: c.parallelTraining === "mp" ? (given ?? actors.placement.agentDevices[0]) : given };
-    const maac = maacConfig(rlPhaseInput(MAAC_FIELDS, c, derived));
-    const [source] = criticSources(c, setUp.critics, actors.sources, 1);
-    const critic = await loadMAACCritic(maac, actors, source, c.criticValueHeadHiddenDim);
-    const learner = new MAACLearner(maac, actors.agents, critic, options, environment, host);
-    registerCritics(setUp.registry, learner.critics, () => "critic", () => "critic");
-    return learner;
-  }
-  const magrpo = magrpoConfig(rlPhaseInput(MAGRPO_FIELDS, c, { numAgents: n, numIterations: c.rlNumIterations }));
-  return new MAGRPOLearner(magrpo, actors.agents, options, environment, host);
+/** Builds the learner of rlAlgorithm's back-end around MARLHF's actors; it registers its critics in the host's registry. */
+export async function buildRLLearner(setUp: RLPhaseSetUp): Promise<RLPhaseLearner> {
+  return rlBackEnd(setUp.config.rlAlgorithm, "MARLHFConfig").learner({ ...setUp, environment: { ...setUp.environment } });
 }

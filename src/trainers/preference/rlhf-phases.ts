@@ -1,7 +1,6 @@
 // The two learned phases MARLHF and MARLHFIter share, composed inside their trainer's host: the reward-model stage
 // (reward-model-stage.ts) and the RL phase (rl-phase.ts), whose rollouts run in an environment scored by the
 // current reward model. The host's trainer holds the agents, the pairs and its schedule; this holds what learns.
-import type { CudaFacts } from "../../config/index.js";
 import { RewardProcessors } from "../../rollout/rewards.js";
 import type { RolloutEnvironment } from "../../rollout/tree.js";
 import type { RewardFunction } from "../../rollout/types.js";
@@ -9,24 +8,23 @@ import type { ComponentRegistry } from "../../components/registry.js";
 import type { StageHost, TrainingStage, TrainProgress } from "../lifecycle/stage-host.js";
 import type { PreferencePairs } from "./pairs.js";
 import { RewardModelTraining } from "./reward-model-stage.js";
-import { backEndRenewal, buildRLLearner, type CriticOptions, type RLLearner, type RLPhaseSetUp, type RlhfConfig } from "./rl-phase.js";
+import { backEndRenewal, buildRLLearner, type RLPhaseCritics, type RLPhaseLearner, type RLPhaseSetUp, type RlhfConfig } from "./rl-phase.js";
 import type { PreferenceActors } from "./setup.js";
 
 export interface RlhfSetUp {
   config: RlhfConfig;
   actors: PreferenceActors;
   preferences: PreferencePairs;
-  critics: CriticOptions;
+  critics: RLPhaseCritics;
   options: RLPhaseSetUp["options"];
   host: StageHost;
   registry: ComponentRegistry;
-  facts: CudaFacts;
 }
 
 export class RlhfPhases {
   private constructor(
     readonly rewardModel: RewardModelTraining,
-    readonly rl: RLLearner,
+    readonly rl: RLPhaseLearner,
     /** The task's environment with the reward model as its reward: where the RL phase's rollouts run. */
     readonly rewardEnvironment: RolloutEnvironment,
     private readonly progress: TrainProgress,
@@ -37,7 +35,9 @@ export class RlhfPhases {
   /** Loads the reward model, registers it (after the agents), then builds the RL learner and registers its critics. */
   static async build(setUp: RlhfSetUp): Promise<RlhfPhases> {
     const { actors, registry } = setUp;
-    const rewardModel = new RewardModelTraining(setUp.host, setUp.config, setUp.preferences, { source: actors.sources[0], device: actors.placement.agentDevices[0] }, setUp.facts);
+    const placed = actors.placement.rewardModel;
+    if (!placed) throw new TypeError("MARLHF's actors were placed without their reward model (setUpActors' modules)");
+    const rewardModel = new RewardModelTraining(setUp.host, setUp.config, setUp.preferences, actors.sources[0], placed);
     await rewardModel.load((spec) => registry.register(spec));
     // Reads the reward model when called, so that a reward model put in place later (MARLHFIter's) scores.
     const rewardFunc: RewardFunction = async (completions, context) => Array.from(await rewardModel.model.scoreJoint(context.prompts, completions));

@@ -4,7 +4,7 @@
 import type { PreferenceBaseConfig } from "./base-config.js";
 import type { RolloutEnvironment, RolloutTimer } from "../../rollout/tree.js";
 import type { Item } from "../../rollout/types.js";
-import { setUpActors, type Actors } from "../actors.js";
+import { setUpActors, type ActorExtras, type Actors } from "../actors.js";
 import type { Agent } from "../agents.js";
 import { centralizedActorOptions, type CentralizedAdapter } from "../reinforce/centralized.js";
 import type { TaskOptions } from "../task-options.js";
@@ -31,8 +31,8 @@ export async function setUpPreferenceActors(
   options: TaskOptions<unknown> & PreferenceOptions,
   config: PreferenceBaseConfig & { numGenerations?: number },
   algorithm: string,
-  /** What an actor-critic RL phase needs of the actors (MARLHF with rlAlgorithm "iac": value heads, copied references). */
-  extra: Parameters<typeof setUpActors>[2] = {},
+  /** What MARLHF declares beside the actors (the reward model, an RL phase's critics) and asks of them (IAC's value heads, copied references). */
+  extra: ActorExtras = {},
 ): Promise<PreferenceActors> {
   const actorConfig = { ...config, collaborationMode: undefined, numGenerations: config.numGenerations ?? 2 };
   if (config.collaborationMode !== "centralized") {

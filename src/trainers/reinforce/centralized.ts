@@ -145,8 +145,9 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
       throw new RangeError(`numAgents (${options.numAgents}) must match config.numAgents (${roles}), the role count`);
     }
     const actor = centralizedActorOptions(options, givenAdapter, roles, "MAGRPO");
-    // The one actor replaces the role count, under either spelling a config (or a config file) gives it.
-    const { num_agents: _roles, ...actorConfig } = (options.config ?? {}) as Record<string, unknown>;
+    // The one actor replaces the role count, under either spelling a config (or a config file) gives it; a built
+    // config's objectives, one per role, are derived again for it.
+    const { num_agents: _roles, objectives: _perRole, ...actorConfig } = (options.config ?? {}) as Record<string, unknown>;
     const trainer = (await MAGRPOTrainer.create.call(this, {
       ...magrpoOptions,
       ...actor,

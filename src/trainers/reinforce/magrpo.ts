@@ -1,10 +1,10 @@
 // MAGRPO: multi-agent REINFORCE with group baselines on one shared reward (COMLRL-SPEC §3.1–§3.4). MAGRPOTrainer is
 // the shared lifecycle around MAGRPOLearner, which MARLHF's RL phase also runs in its own host. The rollout plumbing
-// (buffers, drains, minibatch planning, per-turn metrics, evaluation) is RolloutLearner's; this file holds MAGRPO's
-// rollout settings, its advantages and its update rule.
+// (buffers, drains, minibatch planning and passes, per-turn metrics, evaluation) is RolloutLearner's, the loss
+// PolicyLoss's; this file holds MAGRPO's rollout settings, its advantages and the rows its update scores.
 import { magrpoConfig, type CentralizedMAGRPOConfig, type MAGRPOConfig, type MAGRPOConfigInput } from "../../config/index.js";
 import { comlrlModelName, magrpoFamilyRunConfig } from "../../logging/run-config.js";
-import { advantages, shapeReturns } from "../../rollout/advantages.js";
+import { updateAdvantages } from "../../rollout/advantages.js";
 import { comlrlScoredCompletions } from "../../rollout/token-accounting.js";
 import { sampleRows, type RolloutEnvironment, type RolloutSettings, type rolloutItem } from "../../rollout/tree.js";
 import type { NodeSample } from "../../rollout/types.js";
@@ -17,7 +17,7 @@ import { checkOneOf, checkOptionKeys } from "../options.js";
 import { RolloutLearner } from "../learner.js";
 import { RolloutTrainer } from "../rollout-trainer.js";
 import { TASK_OPTION_KEYS, type TaskOptions } from "../task-options.js";
-import { ObjectiveSteps } from "./objectives.js";
+import type { PolicyRow } from "../policy-loss.js";
 import { meanOrZero } from "../../util/mean.js";
 
 export type { EvalLoggerInput };
@@ -26,16 +26,11 @@ export type { Stateful, TrainOptions, TrainProgress } from "../lifecycle/trainer
 export interface MAGRPOTrainerOptions extends TaskOptions<MAGRPOConfigInput | MAGRPOConfig> {
   /** "node": one reward call per node with all its joint actions (default); "jointAction": one call each. */
   rewardBatching?: "node" | "jointAction";
-  /**
-   * "batched" (default): one forward/backward over all of a minibatch's completions. "perCompletion": one per
-   * completion, as CoMLRL does — kept as the bench suite's baseline.
-   */
-  scoring?: "batched" | "perCompletion";
   /** Log a table of sample completions every this many items (0: never). */
   sampleLogInterval?: number;
 }
 
-export const MAGRPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, rewardBatching: true, scoring: true, sampleLogInterval: true } as const satisfies Record<
+export const MAGRPO_OPTION_KEYS = { ...TASK_OPTION_KEYS, rewardBatching: true, sampleLogInterval: true } as const satisfies Record<
   keyof MAGRPOTrainerOptions,
   true
 >;
@@ -48,10 +43,16 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
 
   /** Use the static create(), which loads the agents. */
   constructor(config: MAGRPOConfig, agents: Agent[], protected readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, outputDir: string) {
-    super(config, options, outputDir, (host) => new MAGRPOLearner(config, agents, options, environment, host));
+    const Learner = (new.target as typeof MAGRPOTrainer).Learner;
+    super(config, options, outputDir, (host) => new Learner(config, agents, options, environment, host));
   }
 
-  protected comlrlRunConfig(): Record<string, unknown> {
+  /** The learner this trainer runs (the bench suite's per-completion baseline runs its own). */
+  protected static get Learner(): new (config: MAGRPOConfig, agents: Agent[], options: MAGRPOTrainerOptions, environment: RolloutEnvironment, host: StageHost) => MAGRPOLearner {
+    return MAGRPOLearner;
+  }
+
+  protected override comlrlRunConfig(): Record<string, unknown> {
     return magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: this.config });
   }
 
@@ -64,7 +65,6 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
   static async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: MAGRPOTrainerOptions): Promise<T> {
     checkOptionKeys(options, MAGRPO_OPTION_KEYS, `${this.name}.create()`);
     checkOneOf(options.rewardBatching, ["node", "jointAction"], "rewardBatching");
-    checkOneOf(options.scoring, ["batched", "perCompletion"], "scoring");
     const config = this.buildConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
     return construct({
       algorithm: "MAGRPO",
@@ -72,7 +72,7 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
       config,
       load: () => setUpActors(options, config),
       make: (actors) => new this(config, actors.agents, options, actors.environment, defaultOutputDir(this.name, options.outputDir)),
-      register: (trainer, actors) => registerAgents(trainer.components, actors.agents, actors.sources),
+      register: (trainer, actors) => registerAgents(trainer.components, actors.agents),
     });
   }
 }
@@ -87,21 +87,16 @@ export type TrainerClass<T> = {
   name: string;
 };
 
-/** The policy-gradient rows of a minibatch: every completion with its prompt and its weight in the loss. */
-export interface PolicyRows {
-  prompts: number[][];
-  completions: Int32Array[];
-  weights: number[];
-}
-
 /** MAGRPO's rollouts and updates, in the host of MAGRPOTrainer or of MARLHF's RL phase. */
 export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], MetricFields, MAGRPOConfig> {
-  /** The agents' objectives beyond CoMLRL's default path (docs/objectives.md). */
-  protected readonly objectiveSteps: ObjectiveSteps;
+  /** Each trained sample's advantages (one per completion) in the update under way; filtered samples have none. */
+  private readonly advantages = new Map<NodeSample, readonly number[]>();
+  /** Per agent, whether its step may be taken inside its backward: agents sharing a model step it one after the other, each after its own backward. */
+  private readonly ownsModel: boolean[];
 
   constructor(config: MAGRPOConfig, agents: Agent[], protected override readonly options: MAGRPOTrainerOptions, environment: RolloutEnvironment, host: StageHost) {
     super(config, agents, options, environment, host);
-    this.objectiveSteps = new ObjectiveSteps(config, agents, options.scoring ?? "batched");
+    this.ownsModel = agents.map((agent) => !agents.some((other) => other !== agent && other.model === agent.model));
     // CoMLRL's MAGRPO trains its agents in train mode: their dropout acts in the policy-gradient forwards.
     for (const agent of agents) agent.model.train();
   }
@@ -142,16 +137,26 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
     return samples.sort((a, b) => a.envStep - b.envStep);
   }
 
-  /** COMLRL-SPEC §3.3: the turn's samples shuffled, in minibatches of trainBatchSize (numIterations passes of them). */
+  /**
+   * COMLRL-SPEC §3.3: the turn's trained samples shuffled, in minibatches of trainBatchSize. Samples the
+   * zero-variance filter skipped leave before the minibatches are planned, so a turn whose groups are all filtered
+   * takes no optimizer step at all.
+   */
   protected minibatchesOf(group: NodeSample[]): NodeSample[][] {
-    const trained = this.objectiveSteps.trained(group);
-    return this.objectiveSteps.passes(trained, RolloutLearner.chunks(this.host.random.shuffle(trained), this.config.trainBatchSize));
+    const trained = group.filter((s) => this.advantages.has(s));
+    return RolloutLearner.chunks(this.host.random.shuffle(trained), this.config.trainBatchSize);
   }
 
+  /** Takes every agent's advantages of the update (logging the fraction of groups a zero-variance filter skipped), then updates. */
   override async update(samples: NodeSample[]): Promise<UpdateRecord[]> {
-    for (const [agent, fraction] of this.objectiveSteps.prepare(samples)) {
-      this.host.logger?.log("update", { [`agent_${agent}/objective/zero_variance_filtered`]: fraction }, this.progress.envStep);
-    }
+    this.advantages.clear();
+    this.config.objectives.forEach((objective, agent) => {
+      const update = updateAdvantages(samples.filter((s) => s.agent === agent), objective, this.config);
+      for (const [sample, a] of update.of) this.advantages.set(sample, a);
+      if (objective.zeroVarianceFilter !== null && update.groups > 0) {
+        this.host.logger?.log("update", { [`agent_${agent}/objective/zero_variance_filtered`]: update.filtered / update.groups }, this.progress.envStep);
+      }
+    });
     return super.update(samples);
   }
 
@@ -159,63 +164,40 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
     return [];
   }
 
-  /** Loss = (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π(completion_k), every completion token scored; one AdamW step. */
+  /** One AdamW step of the agent's policy loss over the minibatch's rows (CoMLRL's: (1/|mb|) Σ_samples (1/K) Σ_k −A_k · log π). */
   protected async step(agent: Agent, minibatch: NodeSample[], step: StepFunction): Promise<void> {
-    let objective: Record<string, number> | undefined;
-    const backward = this.objectiveSteps.handles(agent.index)
-      ? async () => {
-          const result = await this.objectiveSteps.backward(agent, minibatch);
-          objective = result.objective;
-          return result.loss;
-        }
-      : () => this.backward(agent, this.policyRows(minibatch, agent));
-    await step({
-      ...agent.policyStep(),
-      samples: minibatch.length,
-      backward,
-      subject: `agent ${agent.index}`,
-      batch: `a minibatch of ${minibatch.length}`,
-      maxGradNorm: this.config.maxGradNorm,
-      // Agents sharing a model step it one after the other, each after its own backward.
-      stepInBackward: this.config.stepInBackward && this.options.scoring !== "perCompletion" && !this.agents.some((other) => other !== agent && other.model === agent.model),
-    });
-    agent.updates++;
-    if (objective && Object.keys(objective).length > 0) {
-      this.host.logger?.log("update", Object.fromEntries(Object.entries(objective).map(([k, v]) => [`agent_${agent.index}/${k}`, v])), this.progress.envStep);
-    }
+    await this.policyStep(agent, this.policyRows(minibatch, agent), (backward) =>
+      step({
+        ...agent.policyStep(),
+        samples: minibatch.length,
+        backward,
+        subject: `agent ${agent.index}`,
+        batch: `a minibatch of ${minibatch.length}`,
+        maxGradNorm: this.config.maxGradNorm,
+        stepInBackward: this.policyLoss.oneBackward && this.ownsModel[agent.index],
+      }),
+    );
   }
 
   /**
-   * Each completion's weight −A_k / (K · |mb|), A from the (KL-shaped) returns by the advantage mode; with
-   * tokenAccounting "comlrl" each completion is the row CoMLRL scores (a row left empty scores nothing there either).
-   * Centralized MAGRPO there scores every joint token up to EOS, as "exact" does.
+   * Each sample's K completions as one group of rows with their advantages; with tokenAccounting "comlrl" each
+   * completion is the row CoMLRL scores (a row left empty scores nothing there either). Centralized MAGRPO there
+   * scores every joint token up to EOS, as "exact" does.
    */
-  protected policyRows(minibatch: NodeSample[], agent: Agent): PolicyRows {
-    const c = this.config;
-    const comlrlRows = c.tokenAccounting === "comlrl" && (c as Partial<CentralizedMAGRPOConfig>).collaborationMode !== "centralized";
-    const rows: PolicyRows = { prompts: [], completions: [], weights: [] };
-    for (const sample of minibatch) {
-      const shaped = c.referenceKlEnabled ? shapeReturns(sample.returns, sample.referenceKl, c.referenceKlCoef) : sample.returns;
-      const a = advantages(shaped, c.advantageMode, c.advantageNormalization);
+  private policyRows(minibatch: NodeSample[], agent: Agent): PolicyRow[] {
+    const comlrlRows = this.config.tokenAccounting === "comlrl" && (this.config as Partial<CentralizedMAGRPOConfig>).collaborationMode !== "centralized";
+    return minibatch.flatMap((sample, group) => {
+      const a = this.advantages.get(sample)!;
+      const recorded = sample.samplerLogprobs;
       const completions = comlrlRows ? comlrlScoredCompletions(sample.completionIds, agent.tokenizer.padTokenId) : sample.completionIds;
-      completions.forEach((ids, k) => {
-        if (ids.length === 0) return;
-        rows.prompts.push(sample.promptIds);
-        rows.completions.push(ids);
-        rows.weights.push(a[k] / (sample.completionIds.length * minibatch.length));
-      });
-    }
-    return rows;
-  }
-
-  /** Accumulates the rows' policy gradient; returns the loss. */
-  protected async backward(agent: Agent, { prompts, completions, weights }: PolicyRows): Promise<number> {
-    if (this.options.scoring === "perCompletion") {
-      let loss = 0;
-      for (let i = 0; i < completions.length; i++) loss += (await agent.model.policyGradientBackward([prompts[i]], [completions[i]], [weights[i]], 1)).loss;
-      return loss;
-    }
-    return completions.length > 0 ? (await agent.model.policyGradientBackward(prompts, completions, weights, 1)).loss : 0;
+      return completions.map((completion, k) => ({
+        prompt: sample.promptIds,
+        completion,
+        advantage: a[k],
+        group,
+        ...(recorded ? { sampled: { logprobs: recorded.policy[k], policySteps: recorded.updates } } : {}),
+      }));
+    });
   }
 
   protected metricFields({ agent, turn, nodeMeanReward, nodeMeanReturn, referenceKl, envStep }: NodeSample): MetricFields {

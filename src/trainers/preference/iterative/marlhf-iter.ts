@@ -15,7 +15,7 @@ import type { PreferencePair } from "../pairs.js";
 import { constructPreferenceTrainer, PreferenceTrainer } from "../preference-trainer.js";
 import type { RewardModelStepMetrics } from "../reward-model-stage.js";
 import { RlhfPhases } from "../rlhf-phases.js";
-import { actorExtras, type RLLearner } from "../rl-phase.js";
+import { rlhfActorExtras, type RLPhaseLearner } from "../rl-phase.js";
 import { scoreCandidates, type Candidates } from "./candidates.js";
 import { iterationStages, IterativeRound } from "./round.js";
 import { ITERATIVE_OPTION_KEYS, roundSetUp, type IterativeOptions } from "./round-setup.js";
@@ -39,14 +39,14 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
   /** Builds the trainer: validates options and config, loads the agents and the comparator, and registers them. */
   static async create(options: MARLHFIterTrainerOptions): Promise<MARLHFIterTrainer> {
     checkOptionKeys(options, MARLHF_ITER_OPTION_KEYS, "MARLHFIterTrainer.create()");
-    const config = marlhfTrainerConfig(options, (input) => marlhfIterConfig(input));
+    const config = marlhfTrainerConfig(options, "MARLHFIterConfig", (input) => marlhfIterConfig(input));
     const { centralizedComparatorAdapter: _adapter, comparatorAgents: _comparators, ...marlhfOptions } = options;
     return constructPreferenceTrainer({
       algorithm: "MARLHFIter",
       options,
       config,
       actorOptions: marlhfOptions,
-      actorExtras: actorExtras(config, options),
+      actorExtras: rlhfActorExtras(config, options),
       make: (actors, outputDir) => new MARLHFIterTrainer(config, actors, options, outputDir),
       attach: async (trainer, actors) => {
         trainer.phases = await RlhfPhases.build(rlhfSetUp(trainer, config, actors, marlhfOptions));
@@ -55,8 +55,8 @@ export class MARLHFIterTrainer extends PreferenceTrainer<MARLHFIterConfig, MARLH
     });
   }
 
-  /** The RL phase's learner (MAGRPO's, IAC's or MAAC's), running in this trainer's host. */
-  get rl(): RLLearner {
+  /** The RL phase's learner (that of the trainer rlAlgorithm names), running in this trainer's host. */
+  get rl(): RLPhaseLearner {
     return this.phases.rl;
   }
 

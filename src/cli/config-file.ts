@@ -2,30 +2,25 @@
 //   agent_model (or model): name, temperature, top_p, top_k, torch_dtype, …   agents, critic_model, critics
 //   dataset: name, type, train_split, eval_split            tokenizer: padding_side     external: mode, …
 //   output: base_dir, verbose, save_final_model, save_path  seed                        reward_processor, wandb
-//   one trainer section: magrpo (centralized with collaboration_mode: centralized), mareinforce, maremax, marloo,
-//   centralized_magrpo, iac, maac, madpo, marlhf, madpo_iter, marlhf_iter. The critics of iac / maac / marlhf /
-//   marlhf_iter (rl_algorithm iac or maac) come from critic_model.name or a critics list, as agents do.
+//   one trainer section: a registered trainer's (trainers/registry.ts), e.g. magrpo (centralized_magrpo with
+//   collaboration_mode: centralized), iac, maac, madpo, marlhf. Critics come from critic_model.name or a critics
+//   list, as agents do, for the trainers whose entry takes critics.
 // Additions of comlrl: top-level `task` (a built-in task name or a task module path; default dataset.type),
 // `task_options`, model.revision, dataset.revision / dataset.config, and output.checkpoint_dir /
 // checkpoint_interval / keep_last. The trainer section stays raw here: the trainer's own config builder validates
 // it, so its messages name the file and the field.
 import path from "node:path";
 import type { WandbConfig } from "../logging/wandb.js";
-import { loadConfigFile } from "./file.js";
-import { bool, buildConfig, ConfigError, field, float, int, nullable, oneOf, reject, text, UNSUPPORTED_FIELDS, unsupportedField, type FieldSpec } from "./fields.js";
-
-/** The trainers a config file can name, by section. */
-export const TRAINER_SECTIONS = ["magrpo", "mareinforce", "maremax", "marloo", "centralized_magrpo", "iac", "maac", "madpo", "marlhf", "madpo_iter", "marlhf_iter"] as const;
-export type TrainerSection = (typeof TRAINER_SECTIONS)[number];
-/** The sections whose trainers can have critics (marlhf and marlhf_iter with rl_algorithm iac or maac). */
-export const CRITIC_SECTIONS: readonly TrainerSection[] = ["iac", "maac", "marlhf", "marlhf_iter"];
+import { loadConfigFile } from "../config/file.js";
+import { bool, buildConfig, ConfigError, field, float, int, nullable, oneOf, reject, text, UNSUPPORTED_FIELDS, unsupportedField, type FieldSpec } from "../config/fields.js";
+import { trainerDefinition, trainerDefinitions, trainerSections } from "../trainers/builtins.js";
 
 /** A `comlrl train` config file, read and validated: the trainer, task, models, data and output it names (docs/cli.md). */
 export interface TrainFileConfig {
   /** The file it came from; messages name it. */
   readonly source: string;
-  /** The trainer to build; "centralized_magrpo" also for a magrpo section with collaboration_mode: centralized. */
-  readonly trainer: TrainerSection;
+  /** The section of the registered trainer to build: the file's trainer section, or the trainer that section selects (centralized_magrpo for a magrpo section with collaboration_mode: centralized). */
+  readonly trainer: string;
   /** The trainer section's fields (snake_case or camelCase), with the model section's sampling fields and the top-level seed filled in where the section has none. */
   readonly trainerConfig: Readonly<Record<string, unknown>>;
   /** A built-in task name, or a path to a task module (.js, .mjs, .ts), relative paths resolved against the file's directory. */
@@ -36,7 +31,7 @@ export interface TrainFileConfig {
   readonly model: string | null;
   /** One model per agent, when the file lists them. */
   readonly agents: readonly string[] | null;
-  /** The critics' base model (critic_model.name), for the trainers in CRITIC_SECTIONS. */
+  /** The critics' base model (critic_model.name), for the trainers whose registry entry takes critics. */
   readonly criticModel: string | null;
   /** One critic model per agent (MAAC: one), when the file lists them. */
   readonly critics: readonly string[] | null;
@@ -105,7 +100,7 @@ const modelList = field((raw): string[] | null => {
   });
 }, null);
 
-const TOP_LEVEL = {
+const GENERAL_SECTIONS = {
   agentModel: field(section, null),
   model: field(section, null),
   agents: modelList,
@@ -120,8 +115,12 @@ const TOP_LEVEL = {
   wandb: field(section, null),
   task: optionalText,
   taskOptions: field(section, null),
-  ...Object.fromEntries(TRAINER_SECTIONS.map((name) => [snakeToCamel(name), field(section, null)])),
 } satisfies Record<string, FieldSpec<unknown>>;
+
+/** The top level of a file: its general sections and every registered trainer's section. */
+function topLevel() {
+  return { ...GENERAL_SECTIONS, ...Object.fromEntries(trainerSections().map((name) => [snakeToCamel(name), field(section, null)])) };
+}
 
 function snakeToCamel(name: string): string {
   return name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
@@ -208,15 +207,15 @@ function setFields(raw: Record<string, unknown> | null, keys: readonly string[],
 }
 
 /** The one trainer section of a file, and the trainer it selects. */
-function trainerSection(top: Record<string, unknown>, source: string): { trainer: TrainerSection; section: TrainerSection; body: Record<string, unknown> } {
-  const present = TRAINER_SECTIONS.filter((name) => top[snakeToCamel(name)] !== null && top[snakeToCamel(name)] !== undefined);
-  if (present.length === 0) throw new ConfigError(`${source} has no trainer section; add one of ${TRAINER_SECTIONS.join(", ")}`);
+function trainerSection(top: Record<string, unknown>, source: string): { trainer: string; section: string; body: Record<string, unknown> } {
+  const sections = trainerSections();
+  const present = sections.filter((name) => top[snakeToCamel(name)] !== null && top[snakeToCamel(name)] !== undefined);
+  if (present.length === 0) throw new ConfigError(`${source} has no trainer section; add one of ${sections.join(", ")}`);
   if (present.length > 1) throw new ConfigError(`${source} has several trainer sections (${present.join(", ")}); a config file trains with one`);
-  const name = present[0] as TrainerSection;
+  const name = present[0]!;
   const body = { ...(top[snakeToCamel(name)] as Record<string, unknown>) };
-  const mode = body.collaboration_mode ?? body.collaborationMode;
-  if (name === "magrpo" && typeof mode === "string" && mode.trim().toLowerCase() === "centralized") return { trainer: "centralized_magrpo", section: name, body };
-  return { trainer: name, section: name, body };
+  const selected = trainerDefinitions().find((definition) => definition.selectedBy?.section === name && definition.selectedBy.when(body));
+  return { trainer: selected?.section ?? name, section: name, body };
 }
 
 /** Options of loadTrainConfig and trainConfigFromObject. */
@@ -227,7 +226,7 @@ export interface TrainConfigOptions {
 
 /** Reads a training config object (parsed from `source`) into what `comlrl train` builds its run from. */
 export function trainConfigFromObject(raw: Record<string, unknown>, source: string, options: TrainConfigOptions = {}): TrainFileConfig {
-  const top = read(TOP_LEVEL, raw, "config", source) as Record<string, unknown> & Record<keyof typeof TOP_LEVEL, unknown>;
+  const top = read(topLevel(), raw, "config", source) as Record<string, unknown> & Record<keyof typeof GENERAL_SECTIONS, unknown>;
   if (top.agentModel !== null && top.model !== null) {
     throw new ConfigError(`${source}: both "agent_model" and "model" sections are given; keep one (they mean the same)`, "agentModel");
   }
@@ -254,8 +253,9 @@ export function trainConfigFromObject(raw: Record<string, unknown>, source: stri
   });
   for (const key of unsupportedAtDefault) delete body[key];
   for (const critic of ["criticModel", "critics"] as const) {
-    if (top[critic] !== null && top[critic] !== undefined && !CRITIC_SECTIONS.includes(trainer)) {
-      throw new ConfigError(`${source}: ${critic === "criticModel" ? "critic_model" : "critics"} is for actor-critic trainers (${CRITIC_SECTIONS.join(", ")}); ${trainer} has no critic (set it to null)`, critic);
+    if (top[critic] !== null && top[critic] !== undefined && trainerDefinition(trainer).critics === undefined) {
+      const withCritics = trainerDefinitions().filter((definition) => definition.critics !== undefined).map((definition) => definition.section);
+      throw new ConfigError(`${source}: ${critic === "criticModel" ? "critic_model" : "critics"} is for actor-critic trainers (${withCritics.join(", ")}); ${trainer} has no critic (set it to null)`, critic);
     }
   }
   const criticModel = read(MODEL, top.criticModel as Record<string, unknown> | null, "critic_model", source);
