@@ -1,6 +1,8 @@
 // Lint for what review otherwise finds by hand: `any`, unused code, and the recommended TypeScript checks.
 import tseslint from "typescript-eslint";
 
+const NATIVE_HANDLES = "native handles are internal to src/models and src/native: use the model's own methods";
+
 export default tseslint.config(
   { ignores: ["dist/**", "build/**", "node_modules/**", "**/*.d.ts"] },
   ...tseslint.configs.recommended,
@@ -12,6 +14,19 @@ export default tseslint.config(
       // A config's public type is an interface extending the type its field specs derive (ConfigOf), under its own
       // name, which TypeDoc and the docs generator read field by field.
       "@typescript-eslint/no-empty-object-type": ["error", { allowInterfaces: "with-single-extends" }],
+    },
+  },
+  {
+    // The native handles (the `native` of CausalLM, ValueHead and Optimizer) stay below the model classes: only
+    // src/models and src/native reach them, so the rest of the library goes through the models' own API.
+    files: ["src/**/*.ts"],
+    ignores: ["src/models/**", "src/native/**"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        { selector: "MemberExpression[property.name='native']", message: NATIVE_HANDLES },
+        { selector: "ObjectPattern > Property[key.name='native']", message: NATIVE_HANDLES },
+      ],
     },
   },
   {

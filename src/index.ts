@@ -1,11 +1,10 @@
 // The public API of comlrl.
-export { logitsBlockRows, memoryWindow, numerics, runtimeInfo, setLogitsBlockRows, setNumThreads, type MemoryWindow, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
+export { logitsBlockRows, memoryWindow, numerics, runtimeInfo, setLogitsBlockRows, setNumThreads, type CudaDeviceMemory, type MemoryWindow, type NumericsInfo, type RuntimeInfo } from "./runtime.js";
 export { AddonLoadError } from "./native/loader.js";
 
-export { CausalLM, ModelLoadError, type CloneOptions, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type RouterAuxLoss, type SaveOptions, type ScoreOptions, type Scores, type TokenRows } from "./models/causal-lm.js";
-export { ValueHead, type ValueHeadOptions, type ValueLossOptions } from "./models/value-head.js";
-export { Optimizer, type AdamWOptions, type GradientSync, type OptimizerMemory, type ParameterGroup, type StepSamples, type Trainable } from "./models/optimizer.js";
-export type { CollectiveTraffic, CudaDeviceMemory, NativeModelInfo, NativeProcessGroup, NativeValueHead, NativeValueHeadInfo, OptimizerGroup, Readout, TokenBatchInput, ValueLossInput } from "./native/binding.js";
+export { CausalLM, ModelLoadError, type CloneOptions, type Dtype, type Generation, type GenerationOptions, type LoadOptions, type ModelInfo, type RouterAuxLoss, type SaveOptions, type ScoreOptions, type Scores, type TokenBatchInput, type TokenRows } from "./models/causal-lm.js";
+export { ValueHead, type Readout, type ValueHeadInfo, type ValueHeadOptions, type ValueLossOptions } from "./models/value-head.js";
+export { Optimizer, type AdamWOptions, type OptimizerMemory, type ParameterGroup, type StepSamples, type Trainable } from "./models/optimizer.js";
 export { encodeTorchStateDict, decodeTorchStateDict, saveTorchStateDict, loadTorchStateDict, type DeclaredTensor, type StateTensor, type StateDtype } from "./io/torch-pickle.js";
 export { ComlrlTokenizer, type ChatMessage, type EncodedBatch, type SpecialTokens, type TokenizerSources } from "./models/tokenizer.js";
 export { createTinyModel, type TinyModelOptions } from "./models/tiny-model.js";
@@ -51,7 +50,7 @@ export { MARLHFIterTrainer, type MARLHFIterTrainerOptions } from "./trainers/pre
 export { readReplayDir, readShard, type IterativePair } from "./trainers/preference/iterative/replay.js";
 export { ComparatorApiError } from "./trainers/preference/iterative/api-comparator.js";
 
-export { DistributedContext, type CommunicationStats, type ReduceOp } from "./distributed/context.js";
+export { DistributedContext, type CollectiveTraffic, type CommunicationStats, type ReduceOp } from "./distributed/context.js";
 export { readDistributedEnvironment, DistributedEnvironmentError, DEFAULT_TIMEOUT_SECONDS, type DistributedEnvironment } from "./distributed/environment.js";
 export { ReplicaError, type RankState } from "./distributed/replicas.js";
 
@@ -73,11 +72,6 @@ export {
   type CriticNeeds,
   type FileCritics,
   type FileRun,
-  type RLBackEnd,
-  type ActorExtras,
-  type RLPhaseCritics,
-  type RLPhaseLearner,
-  type RLPhaseSetUp,
   type TrainerDefinition,
 } from "./trainers/builtins.js";
 

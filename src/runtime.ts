@@ -1,8 +1,8 @@
 // Process-wide runtime facts and settings.
 import { addon } from "./native/loader.js";
-import type { MemoryWindow, NumericsInfo, RuntimeInfo } from "./native/binding.js";
+import type { CudaDeviceMemory, MemoryWindow, NumericsInfo, RuntimeInfo } from "./native/binding.js";
 
-export type { MemoryWindow, NumericsInfo, RuntimeInfo };
+export type { CudaDeviceMemory, MemoryWindow, NumericsInfo, RuntimeInfo };
 
 /** libtorch version, CUDA availability and device count, intra-op threads and the BLAS in use. */
 export function runtimeInfo(): RuntimeInfo {

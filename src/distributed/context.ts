@@ -8,6 +8,7 @@ import { readDistributedEnvironment, DistributedEnvironmentError, type Distribut
 
 /** How allReduce combines the ranks' values. */
 export type ReduceOp = "sum" | "mean" | "max" | "min";
+export type { CollectiveTraffic };
 
 /** Totals over this process's gradient reductions, for benches and logs. */
 export interface CommunicationStats {
@@ -150,7 +151,9 @@ export class DistributedContext {
 
   /**
    * Replaces the modules' gradients by the samples-weighted mean over the ranks, Σ w_r·g_r / Σ w_r, so that one
-   * step applies the gradient of the union of the ranks' samples. `values` are summed over the ranks.
+   * step applies the gradient of the union of the ranks' samples. `values` are summed over the ranks. The modules are
+   * native ones (an Optimizer's), so only the library calls it.
+   * @internal
    */
   async allReduceGradients(
     modules: Array<NativeModel | NativeValueHead>,
@@ -169,7 +172,10 @@ export class DistributedContext {
     return { ...result, values: [...result.values] };
   }
 
-  /** Every parameter and buffer of the modules takes root's values. */
+  /**
+   * Every parameter and buffer of the (native) modules takes root's values.
+   * @internal
+   */
   async broadcastParameters(modules: Array<NativeModel | NativeValueHead>, root = 0): Promise<CollectiveTraffic> {
     const traffic = await this.group.broadcastParameters(modules, root);
     this.stats.broadcastBytes += traffic.bytes;

@@ -149,6 +149,7 @@ export interface SaveOptions {
 }
 
 export { ModelLoadError };
+export type { NativeModelInfo as ModelInfo, TokenBatchInput };
 
 /** Generation met NaN or infinite logits (NaN weights, overflow in the dtype). */
 export class NonFiniteLogitsError extends Error {
@@ -330,7 +331,10 @@ export function readModelDirectoryConfig(
 /** A Hugging Face causal LM held by the native core: generation, exact completion scoring, the policy and causal-LM losses, saving (docs/models.md). */
 export class CausalLM {
   private constructor(
-    /** The native model the methods call into. */
+    /**
+     * The native model the methods call into: only src/models and src/native reach it (eslint.config.js).
+     * @internal
+     */
     readonly native: NativeModel,
     /** config.json as read into the decoder's settings. */
     readonly config: ModelConfig,

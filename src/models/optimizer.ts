@@ -4,6 +4,8 @@ import { resolvePrecision, type Precision, type ResolvedPrecision } from "../con
 import type { AdamWOptions as NativeAdamWOptions, NativeModel, NativeOptimizer, NativeValueHead, OptimizerMemory } from "../native/binding.js";
 import { addon } from "../native/loader.js";
 import { numerics, tf32Hint } from "../runtime.js";
+import type { CausalLM } from "./causal-lm.js";
+import type { ValueHead } from "./value-head.js";
 
 export type { OptimizerMemory };
 
@@ -25,14 +27,8 @@ function warnOnce(code: string, message: string): void {
   process.emitWarning(message, { code });
 }
 
-/** Anything that holds a native module: a CausalLM, a ValueHead, or the native objects themselves. */
-export type Trainable =
-  | {
-      /** The native module the object wraps. */
-      readonly native: NativeModel | NativeValueHead;
-    }
-  | NativeModel
-  | NativeValueHead;
+/** What an Optimizer steps: a model or a value head. */
+export type Trainable = CausalLM | ValueHead;
 
 /** One group of an Optimizer: a module, with its own learning rate or weight decay if given. */
 export interface ParameterGroup {
@@ -45,7 +41,7 @@ export interface ParameterGroup {
 }
 
 function nativeOf(module: Trainable): NativeModel | NativeValueHead {
-  return "native" in module ? module.native : module;
+  return module.native;
 }
 
 /** What one step was taken over: its samples and mean loss, as given, or over every rank in data-parallel training. */
@@ -56,16 +52,28 @@ export interface StepSamples {
   loss?: number;
 }
 
-/** Runs before every step over the optimizer's modules; data-parallel training reduces the gradients here (src/distributed). */
+/**
+ * Runs before every step over the optimizer's modules; data-parallel training reduces the gradients here (src/distributed).
+ * @internal
+ */
 export type GradientSync = (modules: Array<NativeModel | NativeValueHead>, local: StepSamples) => Promise<StepSamples>;
 
 /** AdamW over parameter groups (a model, a value head, or several with their own learning rates), owning its native optimizer; the state saves to one file. */
 export class Optimizer {
-  /** The native optimizer the methods call into. */
+  /**
+   * The native optimizer the methods call into.
+   * @internal
+   */
   readonly native: NativeOptimizer;
-  /** The modules of the parameter groups, in group order. */
+  /**
+   * The native modules of the parameter groups, in group order.
+   * @internal
+   */
   readonly modules: Array<NativeModel | NativeValueHead>;
-  /** Runs before every step; data-parallel training sets it to reduce gradients across ranks (null: none). */
+  /**
+   * Runs before every step; data-parallel training sets it to reduce gradients across ranks (null: none).
+   * @internal
+   */
   gradientSync: GradientSync | null = null;
   /** How the parameters step: "fp32" when none is bf16, else the asked precision ("auto" resolved by device). */
   readonly precision: ResolvedPrecision;
@@ -86,6 +94,11 @@ export class Optimizer {
     this.native = Array.isArray(groups)
       ? new Native(groups.map((g: ParameterGroup) => ({ module: nativeOf(g.module), lr: g.lr, weightDecay: g.weightDecay })), nativeOptions)
       : new Native(nativeOf(groups as Trainable), nativeOptions);
+  }
+
+  /** The dtype of each AdamW moment tensor, once a step has made them ("float32" under bf16-mixed). */
+  momentDtypes(): string[] {
+    return this.native.momentDtypes();
   }
 
   /**

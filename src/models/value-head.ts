@@ -7,7 +7,7 @@ import { addon } from "../native/loader.js";
 import { loadTorchStateDict, saveTorchStateDict, type StateTensor } from "../io/torch-pickle.js";
 import { completionBatch, type CausalLM, type RouterAuxLoss, type Scores, type TokenBatch, type TokenRows } from "./causal-lm.js";
 
-export type { Readout };
+export type { NativeValueHeadInfo as ValueHeadInfo, Readout };
 
 /** The form of a new ValueHead. */
 export interface ValueHeadOptions {
@@ -70,7 +70,10 @@ let warnedOldKeys = false;
 /** A value (or reward) head on a CausalLM's last hidden state — Linear(H, 1), or Linear(H, d) → Tanh → Linear(d, 1) — with the readouts and losses computed over model and head together. */
 export class ValueHead {
   private constructor(
-    /** The native head the methods call into. */
+    /**
+     * The native head the methods call into: only src/models and src/native reach it (eslint.config.js).
+     * @internal
+     */
     readonly native: NativeValueHead,
     /** The model whose hidden states the head reads. */
     readonly model: CausalLM,

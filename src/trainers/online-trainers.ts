@@ -24,6 +24,7 @@ import { loadMAACCritic, MAACLearner, maacModules, MAACTrainer } from "./actor-c
 import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from "./reinforce/baselines.js";
 import { CentralizedMAGRPOTrainer } from "./reinforce/centralized.js";
 import { MAGRPOLearner, MAGRPOTrainer } from "./reinforce/magrpo.js";
+import type { Placement } from "./placement.js";
 import { registerTrainer, type FileRun, type TrainerDefinition } from "./registry.js";
 import { criticSourceGiven, defaultCriticSources, learnerConfigInput, type RLBackEnd, type RLPhaseCritics, type RLPhaseSetUp } from "./rl-back-end.js";
 
@@ -54,6 +55,11 @@ function magrpoBackEnd(fields: TrainerDefinition["fields"], config: (input: Reco
 /** The actor-critic RL phases' critics learn at criticLearningRate (default MARLHF's agentLearningRate). */
 const criticLearningRate = (c: RLPhaseSetUp["config"]) => c.criticLearningRate ?? c.agentLearningRate;
 
+/** The critics' devices of MARLHF's RL phase: under "mp" where the placement put them (MAAC's one critic: one, §10.16). */
+function placedCriticDevices(c: RLPhaseSetUp["config"], placement: Placement): RLPhaseSetUp["config"]["criticDevices"] {
+  return c.parallelTraining === "mp" && placement.criticDevices.length > 0 ? placement.criticDevices : c.criticDevices;
+}
+
 /** IAC's critic sources in MARLHF's RL phase: none with the value heads on the actors, else one per agent. */
 function iacCriticSources(c: RLPhaseSetUp["config"], given: RLPhaseCritics, actors: readonly ModelSource[]): ModelSource[] {
   if (!c.useSeparateCritic) return (refuseCriticSources(given), []);
@@ -73,7 +79,7 @@ const IAC_BACK_END: RLBackEnd = {
   },
   learner: async ({ config: c, actors, critics: given, environment, options, host, registry }) => {
     const n = actors.agents.length;
-    const criticDevices = c.parallelTraining === "mp" ? actors.placement.criticDevices : c.criticDevices;
+    const criticDevices = placedCriticDevices(c, actors.placement);
     const iac = iacConfig(learnerConfigInput(IAC_FIELDS, c, { numAgents: n, numIterations: c.rlNumIterations, criticLearningRate: criticLearningRate(c), criticDevices }));
     const sources = iacCriticSources(c, given, actors.sources);
     const learner = new IACLearner(iac, actors.agents, await loadIACCritics(iac, actors, sources), { rewardFunc: environment.rewardFunc, ...options }, environment, host);
@@ -92,8 +98,7 @@ const MAAC_BACK_END: RLBackEnd = {
     return { modules: (actors) => maacModules(c, maacCriticSource(c, given, actors)) };
   },
   learner: async ({ config: c, actors, critics: given, environment, options, host, registry }) => {
-    // Under "mp" the centralized critic takes one device (§10.16), where the placement put it.
-    const criticDevices = c.parallelTraining === "mp" ? actors.placement.criticDevices : c.criticDevices;
+    const criticDevices = placedCriticDevices(c, actors.placement);
     const maac = maacConfig(learnerConfigInput(MAAC_FIELDS, c, { numAgents: actors.agents.length, numIterations: c.rlNumIterations, criticLearningRate: criticLearningRate(c), criticDevices }));
     const critic = await loadMAACCritic(maac, actors, maacCriticSource(c, given, actors.sources), c.criticValueHeadHiddenDim);
     const learner = new MAACLearner(maac, actors.agents, critic, { rewardFunc: environment.rewardFunc, ...options }, environment, host);

@@ -14,20 +14,31 @@ import type { RLBackEnd } from "./rl-back-end.js";
 export interface FileRun {
   /** One model directory per actor (one under centralized collaboration). */
   agents: string[];
+  /** The task's shared reward. */
   rewardFunc: RewardFunction;
+  /** The file's reward_processor (scale, then shift), when enabled. */
   rewardProcessor: RewardProcessor | undefined;
+  /** The task's prompt formatters, one per agent. */
   formatters: Formatter[];
+  /** The task's environment between turns. */
   externalTransition: ExternalTransition | null;
+  /** The items trained on. */
   trainDataset: Item[];
+  /** The items evaluated on; null: none. */
   evalDataset: Item[] | null;
+  /** output.base_dir: metrics, checkpoints and the final model. */
   outputDir: string;
+  /** No progress bar or console lines. */
   quiet: boolean;
+  /** The file's wandb section; null: no W&B run. */
   wandbConfig: WandbConfig | null;
 }
 
 /** The critic sources a config file names (critic_model.name, or a critics list), resolved to model directories. */
 export interface FileCritics {
+  /** critic_model.name: every critic's model. */
   criticModel: string | null;
+  /** One critic model per agent (MAAC: one). */
   critics: string[] | null;
 }
 
@@ -42,7 +53,12 @@ export interface TrainerDefinition<C extends LifecycleConfig = LifecycleConfig> 
   /** The config file's section that selects it (snake_case, e.g. "magrpo"). */
   readonly section: string;
   /** The trainer class; its name starts the CLI's run line. */
-  readonly trainer: { readonly name: string; readonly prototype: Trainer<C> };
+  readonly trainer: {
+    /** The class name. */
+    readonly name: string;
+    /** What its instances are: a trainer of this config. */
+    readonly prototype: Trainer<C>;
+  };
   /** The built config's type name, as its doc page's generated field table names it (e.g. "MAGRPOConfig"). */
   readonly configName: string;
   /** The interface whose doc comments describe the fields, when not configName's own (e.g. MAAC's: ActorCriticConfig). */
@@ -60,7 +76,12 @@ export interface TrainerDefinition<C extends LifecycleConfig = LifecycleConfig> 
   /** Present when its learner can be MARLHF's RL phase (rlAlgorithm: this section). */
   readonly rlBackEnd?: RLBackEnd;
   /** Another trainer's section that selects this one when `when` holds of its body (magrpo with collaboration_mode centralized). */
-  readonly selectedBy?: { readonly section: string; when(body: Readonly<Record<string, unknown>>): boolean };
+  readonly selectedBy?: {
+    /** The other trainer's section. */
+    readonly section: string;
+    /** Whether a section's body (its fields as the file gives them) selects this trainer. */
+    when(body: Readonly<Record<string, unknown>>): boolean;
+  };
 }
 
 const registry = new Map<string, TrainerDefinition>();

@@ -18,20 +18,32 @@ type RlhfConfig = Omit<MARLHFConfig, "pairSelection">;
 
 /** MARLHF's critic sources for an actor-critic RL phase (its create()'s criticModel / critics). */
 export interface RLPhaseCritics {
+  /** Every critic's model. */
   criticModel?: ModelSource | null;
+  /** One critic model per agent (MAAC: one). */
   critics?: ModelSource[] | null;
 }
 
 /** What MARLHF's RL phase hands the back-end that builds its learner. */
 export interface RLPhaseSetUp {
+  /** MARLHF's config, the learner's read from it. */
   config: RlhfConfig;
+  /** MARLHF's actors, loaded with what the back-end asked of them. */
   actors: Pick<Actors, "agents" | "sources" | "placement">;
   /** Where the learner's rollouts run: MARLHF's reward-model environment. */
   environment: RolloutEnvironment;
+  /** The critic sources MARLHF was given. */
   critics: RLPhaseCritics;
-  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "sampleLogInterval"> & { trainDataset: Item[]; evalDataset: Item[] | null };
+  /** MARLHF's task options the learner reads. */
+  options: Pick<MAGRPOTrainerOptions, "rewardBatching" | "sampleLogInterval"> & {
+    /** The items the RL phase trains on. */
+    trainDataset: Item[];
+    /** The items evaluated on (task reward); null: none. */
+    evalDataset: Item[] | null;
+  };
   /** The trainer the learner runs inside; its registry takes the critics. */
   host: StageHost;
+  /** The host's component registry, where the back-end registers its critics. */
   registry: ComponentRegistry;
 }
 

@@ -15,8 +15,7 @@ import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/rei
 import { ValueHead } from "../../src/models/value-head.js";
 import { buildAgents, type Agent } from "../../src/trainers/agents.js";
 import { Optimizer } from "../../src/models/optimizer.js";
-import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
-import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
+import { rlAlgorithms, trainerDefinition, type FileRun } from "../../src/trainers/builtins.js";
 import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { makeBase, makeTrainer, TRAINER_KINDS } from "../support/checkpoint-run.js";
@@ -197,16 +196,23 @@ describe("non-finite losses", () => {
   });
 });
 
-// Every trainer family that samples while it trains, on the same task, evaluating every `evalInterval` items (0:
-// never): with 1, once per item of 2 epochs of 3 (MARLHF's in its RL phase). MADPO samples only before its first
-// update, so evaluation could not move it.
+// Every learner that samples while it trains — each registered RL back-end's own trainer, built as a config file
+// builds it, and MARLHF's RL phase — on the same task, evaluating every `evalInterval` items (0: never): with 1, once
+// per item of 2 epochs of 3 (MARLHF's in its RL phase). MADPO samples only before its first update, so evaluation
+// could not move it.
 const EVAL_ITEMS = [{ prompt: "E1" }, { prompt: "E2" }];
 const PREFERENCE_CONFIG = { numTrainEpochs: 2, preferenceNumCandidates: 3, preferencePairsPerSample: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 1e-2, trainBatchSize: 2, loggingSteps: 1, seed: 5 };
-const FAMILIES: Record<string, (evalInterval: number) => Promise<Trainer & { agents: Agent[] }>> = {
-  MAGRPO: (evalInterval) => MAGRPOTrainer.create(options({ evalDataset: EVAL_ITEMS, config: { evalInterval, evalNumSamples: 2, numTrainEpochs: 2 } })),
-  IAC: (evalInterval) => IACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
-  MAAC: (evalInterval) => MAACTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), tokenizer, criticModel: base, config: { ...options().config, numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } }),
-  MARLHF: (evalInterval) =>
+type Sampling = Trainer & { agents: Agent[] };
+const registered = (section: string) => async (evalInterval: number) => {
+  const definition = trainerDefinition(section);
+  const { config: given, ...task } = options({ evalDataset: EVAL_ITEMS, config: { numTrainEpochs: 2, evalInterval, evalNumSamples: 2 } });
+  const config = definition.config(given as Record<string, unknown>, {});
+  const critics = { criticModel: definition.critics?.required(config) ? base : null, critics: null };
+  return (await definition.create(task as unknown as FileRun, config, critics)) as Sampling;
+};
+const FAMILIES: Record<string, (evalInterval: number) => Promise<Sampling>> = {
+  ...Object.fromEntries(rlAlgorithms().map((section) => [section, registered(section)])),
+  marlhf: (evalInterval) =>
     MARLHFTrainer.create({ ...options({ evalDataset: EVAL_ITEMS }), config: { ...PREFERENCE_CONFIG, numGenerations: 2, rewardTrainBatchSize: 2, rewardHeldOutFraction: 0, evalInterval, evalNumSamples: 2 } }),
 };
 

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { NativeValueHead } from "../../src/native/binding.js";
 import { addon } from "../../src/native/loader.js";
 import { Optimizer } from "../../src/models/optimizer.js";
+import { ValueHead } from "../../src/models/value-head.js";
 import { batchOf, tinyLM } from "./tiny-lm.js";
 import { illTyped } from "../support/ill-typed.js";
 
@@ -125,10 +126,11 @@ describe("NativeOptimizer over parameter groups", () => {
   it("the Optimizer wrapper owns its native optimizer and disposes it", async () => {
     const model = tinyLM(5);
     disposables.push(model);
-    const critic = head();
+    const critic = ValueHead.create(model, { hiddenDim: 8, seed: 4 });
+    disposables.push(critic);
     const optimizer = new Optimizer([{ module: model }, { module: critic, lr: 1e-2 }], { lr: 1e-3 });
     expect(optimizer.learningRates()).toEqual([1e-3, 1e-2]);
-    await addon().valueLossBackward(model.native, critic, batch);
+    await addon().valueLossBackward(model.native, critic.native, batch);
     const { gradNorm } = await optimizer.step({ maxGradNorm: 1 });
     expect(gradNorm).toBeGreaterThan(0);
     const file = path.join(scratch, "wrapper.pt");

@@ -1,6 +1,6 @@
 // The trainer list lives in the registry (src/trainers/online-trainers.ts and builtins.ts register every trainer):
 // the places that once spelled it — the CLI, the config-file reader, the docs generator, MARLHF's RL phase, the
-// exact-resume suite's table — read the registry, and this test keeps them so. (src/index.ts and src/config/index.ts
+// exact-resume suite's table, the lifecycle's evaluation families — read the registry, and this test keeps them so. (src/index.ts and src/config/index.ts
 // export the classes and configs by name: that is the API, not a list the code reads.) A file may name a trainer or a few
 // (a variant, an example); naming LIST_SIZE or more in its code is a list, which belongs in the registry.
 import { readFileSync } from "node:fs";
@@ -22,6 +22,7 @@ const READERS = [
   "src/trainers/preference/iterative/marlhf-iter.ts",
   "src/trainers/rl-back-end.ts",
   "tests/support/checkpoint-run.ts",
+  "tests/e2e/lifecycle.test.ts",
 ];
 
 /** The source without its comments (a comment may name trainers: it explains, it does not list). */
