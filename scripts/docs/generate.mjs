@@ -4,7 +4,7 @@
 //   config-table MAGRPOConfig            every field of a registered trainer's config: name, file key, default, accepted
 //                                        values, description (fields and defaults from the compiled trainer registry,
 //                                        dist/trainers/builtins.js — run `npm run build:ts` first — descriptions from
-//                                        the interfaces' doc comments)
+//                                        the doc comments on the field specs, which each config's derived type carries)
 //   config-table MAACConfig vs IACConfig only the fields that are new or differ
 //   task-table                           the built-in tasks (dist/tasks/registry.js)
 //   example examples/quickstart.ts       the file as a code block (every example is type-checked and smoke-run in CI)
@@ -26,7 +26,7 @@ const CONFIGS = Object.fromEntries(
   trainers.trainerDefinitions().map((definition) => [definition.configName, { fields: definition.fields, build: definition.config, documentedOn: definition.documentedOn }]),
 );
 
-/** Doc comments of every property of the config interfaces, inherited ones included, read with the type checker. */
+/** Doc comments of every property of the config types, read with the type checker from the field specs they derive from. */
 function fieldDocs() {
   const files = readdirSync(join(root, "src", "config")).filter((f) => f.endsWith(".ts")).map((f) => join(root, "src", "config", f));
   const program = ts.createProgram(files, { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true });
@@ -74,7 +74,7 @@ function rows(configName) {
   return Object.entries(config.fields).map(([field, spec]) => {
     if (spec.accepts === undefined) undocumented.add(`${configName}.${field}: no accepts description (give field() its third argument)`);
     const description = docs.get(field) ?? "";
-    if (!description) undocumented.add(`${configName}.${field}: no doc comment on its interface in src/config`);
+    if (!description) undocumented.add(`${configName}.${field}: no doc comment on its field spec in src/config`);
     const given = shown(spec.default);
     const derived = shown(resolved[field]);
     const defaultCell = derived === given || spec.default === undefined ? given : `${given} (→ ${derived})`;

@@ -1,6 +1,13 @@
 // The field-spec machinery every trainer config is built with: a config is a table of field specs, and buildConfig
 // turns a user's object (camelCase from TypeScript, snake_case from CoMLRL-style files) into a validated, frozen value.
 // Errors always name the field, because that is what users search their config for (and what tests match on).
+// A config is declared once, by its table: each field's doc comment sits on its spec, and the config's types derive
+// from the table —
+//   export const X_FIELDS = { ...GROUP_FIELDS, /** What it does. */ someField: int({ default: 1, min: 1 }) };
+//   export interface XConfig extends ConfigOf<typeof X_FIELDS> {}
+//   export type XConfigInput = ConfigInput<typeof X_FIELDS>;
+// and its builder is buildConfig(X_FIELDS, input, { configName: "XConfig", finish }); TypeDoc and the generated config
+// tables read the same doc comments.
 import { redactSecrets, scrubSecrets, secretValues } from "./secrets.js";
 
 /** A configuration problem; the message names the config and field (and the file, when it came from one). */
@@ -104,17 +111,24 @@ export function text(options: Options<string> = {}): FieldSpec<string> {
  * One of a fixed set of strings. Matching ignores case and surrounding blanks, as CoMLRL's normalisation does;
  * aliases map other spellings to an allowed value. A JSON/YAML null is looked up as the alias "null".
  */
-export function oneOf<const V extends string>(
+export function oneOf<const V extends string, const A extends string = never>(
   allowed: readonly V[],
-  options: Options<V> & { readonly aliases?: Readonly<Record<string, V>> } = {},
-): FieldSpec<V> {
-  const aliases = new Map(Object.entries(options.aliases ?? {}));
-  return field((raw) => {
+  options: Options<V> & { readonly aliases?: Readonly<Record<A, V>> } = {},
+): FieldSpec<V> & Aliased<A> {
+  const aliases = new Map<string, V>(Object.entries(options.aliases ?? {}));
+  const spec = field((raw) => {
     const key = raw === null ? "null" : typeof raw === "string" ? raw.trim().toLowerCase() : undefined;
     const value = key === undefined ? undefined : (allowed.find((v) => v === key) ?? aliases.get(key));
     if (value === undefined) reject(`must be one of ${allowed.map((v) => JSON.stringify(v)).join(", ")}`);
     return checked(value, options.check);
   }, options.default, allowed.map((v) => JSON.stringify(v)).join(" | "));
+  return { ...spec, aliases: Object.freeze([...aliases.keys()]) as readonly A[] };
+}
+
+/** A oneOf field's other spellings (CoMLRL's aliases): accepted as input, never produced. */
+export interface Aliased<A extends string> {
+  /** The aliases, each read as the value it names. */
+  readonly aliases: readonly A[];
 }
 
 /** Also accepts null; the default is the inner spec's default, or null when it has none. */
@@ -123,15 +137,59 @@ export function nullable<T>(inner: FieldSpec<T>): FieldSpec<T | null> {
   return field((raw) => (raw === null ? null : inner.parse(raw)), inner.default === undefined ? null : inner.default, accepts);
 }
 
-/** The same field with another default (how config variants such as MAREINFORCEConfig differ from their parent). */
-export function withDefault<T>(spec: FieldSpec<T>, defaultValue: T): FieldSpec<T> {
-  return field(spec.parse, defaultValue, spec.accepts);
+/** The same field (aliases and all) with another default. */
+export function withDefault<F extends FieldSpec<unknown>>(spec: F, defaultValue: ValueOf<F>): F {
+  return { ...spec, default: defaultValue };
 }
 
+/** A config's spec table: one field spec per camelCase field name. */
 export type FieldSpecs = Readonly<Record<string, FieldSpec<unknown>>>;
 
+/**
+ * The spec table with other defaults for some fields (how config variants such as MAREINFORCEConfig differ from their
+ * parent). Its type is the parent's, so each field keeps its doc comment.
+ */
+export function withDefaults<S extends FieldSpecs>(specs: S, defaults: { readonly [K in keyof S]?: ValueOf<S[K]> }): S {
+  const changed = Object.entries(defaults).map(([name, value]) => [name, withDefault(specs[name]!, value)]);
+  return { ...specs, ...Object.fromEntries(changed) };
+}
+
+/** Some fields of a spec table, doc comments and all, for a config that shares them without the rest of their group. */
+export function pickFields<S extends FieldSpecs, K extends keyof S>(specs: S, ...names: K[]): Pick<S, K> {
+  return Object.fromEntries(names.map((name) => [name, specs[name]])) as Pick<S, K>;
+}
+
+/** The value a field spec produces. */
+export type ValueOf<F> = F extends FieldSpec<infer T> ? T : never;
+
 /** The values a spec table produces, one per field. */
-export type ValuesOf<S extends FieldSpecs> = { -readonly [K in keyof S]: S[K] extends FieldSpec<infer T> ? T : never };
+export type ValuesOf<S extends FieldSpecs> = { -readonly [K in keyof S]: ValueOf<S[K]> };
+
+/**
+ * The config a spec table builds, so that a config is declared once, by its specs: one readonly property per field,
+ * carrying the doc comment written on the field's spec, typed as the field's value, or as `Resolved` types it for the
+ * fields a builder's cross-field rules settle (a null default that takes another field's value). Each public config
+ * type is an interface extending this, which TypeDoc and the docs generator read field by field.
+ */
+export type ConfigOf<S extends FieldSpecs, Resolved extends { readonly [K in keyof S]?: unknown } = Record<never, never>> = {
+  readonly [K in keyof S]: K extends keyof Resolved ? Resolved[K] : ValueOf<S[K]>;
+};
+
+/** A camelCase field name as CoMLRL's config files spell it (camelToSnake at the type level). */
+export type SnakeCase<Name extends string, Done extends string = ""> = Name extends `${infer Head}${infer Rest}`
+  ? SnakeCase<Rest, `${Done}${Head extends Lowercase<Head> ? Head : `_${Lowercase<Head>}`}`>
+  : Done;
+
+/** The values a field accepts: those it produces and its aliases (the alias "null" also as null, as oneOf reads it). */
+export type InputOf<F> = ValueOf<F> | (F extends Aliased<infer A> ? A | (A extends "null" ? null : never) : never);
+
+/**
+ * What a config builder accepts: any subset of the fields, each under its camelCase name or its snake_case twin (the
+ * keys of CoMLRL's config files), with the values the fields' specs accept; undefined means not given.
+ */
+export type ConfigInput<S extends FieldSpecs> = { readonly [K in keyof S]?: InputOf<S[K]> } & {
+  readonly [K in keyof S & string as SnakeCase<K>]?: InputOf<S[K]>;
+};
 
 /** Rejects a field's value from a cross-field rule; reason reads after the field name ("must be set when …"). */
 export type Fail<S extends FieldSpecs> = (field: keyof S & string, reason: string) => never;
@@ -195,6 +253,24 @@ export function buildConfig<S extends FieldSpecs, R = ValuesOf<S>>(
   };
   const result = options.finish ? options.finish(values as ValuesOf<S>, fail) : values;
   return Object.freeze(result) as Readonly<R>;
+}
+
+/**
+ * A field's value as buildConfig would read it from input (under either spelling), or its default when absent;
+ * undefined when the value is invalid, which building the config then refuses by name. For the one field a trainer
+ * must know before it builds its config (whether a preference trainer's agents count its roles).
+ */
+export function fieldValue<S extends FieldSpecs, K extends keyof S & string>(specs: S, input: unknown, name: K): ValueOf<S[K]> | undefined {
+  const fields = (typeof input === "object" && input !== null ? input : {}) as Record<string, unknown>;
+  const raw = fields[name] !== undefined ? fields[name] : fields[camelToSnake(name)];
+  const spec = specs[name] as FieldSpec<ValueOf<S[K]>>;
+  if (raw === undefined) return spec.default;
+  try {
+    return spec.parse(raw);
+  } catch (error) {
+    if (error instanceof FieldProblem) return undefined;
+    throw error;
+  }
 }
 
 /** A CoMLRL field that comlrl does not take: the value that means what comlrl always does, and why no other can be taken. */

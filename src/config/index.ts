@@ -1,5 +1,15 @@
 // The trainer configuration layer: configs with CoMLRL's defaults, device placement, and config files.
-export { ConfigError } from "./fields.js";
+export {
+  ConfigError,
+  type Aliased,
+  type ConfigInput,
+  type ConfigOf,
+  type FieldSpec,
+  type FieldSpecs,
+  type InputOf,
+  type SnakeCase,
+  type ValueOf,
+} from "./fields.js";
 export {
   canonicalDevice,
   rankDevice,
@@ -10,6 +20,11 @@ export {
 } from "./devices.js";
 export { resolvePrecision, trainingBytes, type Precision, type ResolvedPrecision, type TrainingBytes } from "./precision.js";
 export {
+  CENTRALIZED_FIELDS,
+  MAGRPO_FIELDS,
+  MAREINFORCE_FIELDS,
+  MAREMAX_FIELDS,
+  MARLOO_FIELDS,
   centralizedMagrpoConfig,
   magrpoConfig,
   mareinforceConfig,
@@ -30,6 +45,8 @@ export {
   type TokenAccounting,
 } from "./magrpo.js";
 export {
+  MADPO_FIELDS,
+  MARLHF_FIELDS,
   isMagrpoFamily,
   madpoConfig,
   marlhfConfig,
@@ -51,6 +68,8 @@ export {
   type SamplingConfig,
 } from "./groups.js";
 export {
+  IAC_FIELDS,
+  MAAC_FIELDS,
   iacConfig,
   maacConfig,
   type ActorCriticConfig,
@@ -62,13 +81,14 @@ export {
 } from "./actor-critic.js";
 export { loadConfigFile, parseConfigText, type LoadConfigOptions, type RawConfig } from "./file.js";
 export {
+  MADPO_ITER_FIELDS,
+  MARLHF_ITER_FIELDS,
   madpoIterConfig,
   marlhfIterConfig,
   type ComparatorApiFormat,
   type ComparatorGenerationMode,
   type ComparatorPolicy,
   type IterativeFields,
-  type IterativeInput,
   type IterativePairSelection,
   type MADPOIterConfig,
   type MADPOIterConfigInput,

@@ -2,8 +2,8 @@
 // iteration by comparing the current policy's candidates with a comparator's (itself on another sampling stream, a
 // frozen copy, other models, an earlier checkpoint, or a remote API), keep the pairs in replay shards and choose each
 // iteration's training pairs from them. Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
-import { deviceSpec, type DeviceSpec } from "./devices.js";
-import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
+import { deviceSpec } from "./devices.js";
+import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefaults, type ConfigInput, type ConfigOf, type ValuesOf } from "./fields.js";
 import type { ConfigSource } from "./magrpo.js";
 import {
   MADPO_FIELDS,
@@ -11,10 +11,8 @@ import {
   resolveMadpo,
   resolveMarlhf,
   rewardModelDeviceGivenIn,
-  type MADPOConfig,
-  type MADPOConfigInput,
-  type MARLHFConfig,
-  type MARLHFConfigInput,
+  type MARLHFResolved,
+  type PreferenceResolved,
 } from "./preference.js";
 
 /** Order in which an item's pairs are kept in the iterative trainers. */
@@ -29,92 +27,6 @@ export type ComparatorGenerationMode = "decentralized" | "centralized";
 export type ComparatorApiFormat = "generic" | "openai" | "anthropic" | "openai_responses";
 /** What labels the pairs of an iteration: the task reward or the previous reward model. */
 export type PreferenceScoringReward = "task" | "reward_model";
-
-/** The fields MADPOIter and MARLHFIter add to their parents. */
-export interface IterativeFields {
-  /** Collect → select → train rounds. */
-  readonly numIterations: number;
-  /** Order in which an item's pairs are kept: by the comparator's reward, the largest gap, random, or all. */
-  readonly pairSelection: IterativePairSelection;
-  /** Which shards the training pairs come from: this iteration's, the last k, all, or all weighted by (1−λ)λ^age. */
-  readonly preferenceReplayMode: ReplayMode;
-  /** nearest_k: how many of the latest shards to draw from. */
-  readonly preferenceReplayK: number | null;
-  /** lambda_decay: λ of the shard weights (1−λ)λ^age. */
-  readonly preferenceReplayLambda: number | null;
-  /** Training pairs drawn per iteration; null = this iteration's pair count (else the latest non-empty shard's). */
-  readonly preferenceReplaySampleSize: number | null;
-  /** Where replay shards go; null resolves by COMLRL-SPEC §7.3 (the trainer's outputDir in place of the cwd). */
-  readonly preferenceReplayDir: string | null;
-  /** Writes reward_distributions/iteration_KKKK.json and .svg; needs rewardFunc.rewardRange. */
-  readonly logRewardDistribution: boolean;
-  /** Writes policy_checkpoints/{initial,iteration_KKKK}/agent_i (also done, under the default dir, for history). */
-  readonly policyCheckpointDir: string | null;
-  /** What the current policy's candidates are compared against (see the iterative trainers' page). */
-  readonly comparatorPolicy: ComparatorPolicy;
-  /** "centralized": one agent answers the adapter's joint prompt for every role and the answer is split. */
-  readonly comparatorGenerationMode: ComparatorGenerationMode;
-  /** comparatorGenerationMode "centralized": the agent that answers the joint prompt. */
-  readonly comparatorCentralizedAgentIndex: number;
-  /** comparatorPolicy "model": one id for every agent, or one id per agent. */
-  readonly comparatorModelName: string | null;
-  /** comparatorPolicy "model": one model id or directory per agent (instead of comparatorModelName). */
-  readonly comparatorAgents: readonly string[] | null;
-  /** Devices of comparator models (current_copy, model, history); null = the agents' devices. */
-  readonly comparatorDevices: DeviceSpec | null;
-  /** Comparator candidates per item; null = preferenceNumCandidates. */
-  readonly comparatorNumCandidates: number | null;
-  /** comparatorPolicy "history": compare with the checkpoint of iteration k − historyK (default 1). */
-  readonly comparatorHistoryK: number | null;
-  /** comparatorPolicy "api": the endpoint (http:// or https://). */
-  readonly comparatorApiUrl: string | null;
-  /** Request and response layout of the endpoint. */
-  readonly comparatorApiFormat: ComparatorApiFormat;
-  /** Model name sent in the request body. */
-  readonly comparatorApiModel: string | null;
-  /** openai: candidates per request (n); null = all at once (1 for DeepSeek). */
-  readonly comparatorApiMaxNPerRequest: number | null;
-  /** Seconds per request. */
-  readonly comparatorApiTimeout: number;
-  /** Extra request headers. */
-  readonly comparatorApiHeaders: Readonly<Record<string, string>> | null;
-  /** The API key itself (masked in errors, checkpoints and W&B); prefer comparatorApiKeyEnv. */
-  readonly comparatorApiKey: string | null;
-  /** Name of the environment variable that holds the key. */
-  readonly comparatorApiKeyEnv: string | null;
-  /** Header that carries the key. */
-  readonly comparatorApiKeyHeader: string;
-  /** Written before the key in its header ("" for none). */
-  readonly comparatorApiKeyPrefix: string;
-  /** generic: dotted path of the completions in the response. */
-  readonly comparatorApiResponseField: string;
-  /** Merged into every request body. */
-  readonly comparatorApiExtraBody: Readonly<Record<string, unknown>> | null;
-  /** (ours) Retries of a failed request (timeouts, 429, 5xx), with exponential backoff from 0.25 s. */
-  readonly comparatorApiMaxRetries: number;
-  /** (ours) Requests in flight at once. */
-  readonly comparatorApiConcurrency: number;
-}
-
-export interface MADPOIterConfig extends Omit<MADPOConfig, "pairSelection">, IterativeFields {}
-
-export interface MARLHFIterConfig extends Omit<MARLHFConfig, "pairSelection">, IterativeFields {
-  /** What labels the pairs: the task reward, or the previous iteration's reward model (the task reward at iteration 0). */
-  readonly preferenceScoringReward: PreferenceScoringReward;
-}
-
-/** The iterative fields a config input may set: any subset of IterativeFields. */
-export type IterativeInput = Partial<Omit<IterativeFields, "comparatorAgents">> & {
-  /** comparatorPolicy "model": one model id or directory per agent (instead of comparatorModelName). */
-  readonly comparatorAgents?: readonly string[] | null;
-};
-/** What madpoIterConfig accepts: any subset of MADPOIterConfig. */
-export type MADPOIterConfigInput = Omit<MADPOConfigInput, "pairSelection"> & IterativeInput;
-/** What marlhfIterConfig accepts: any subset of MARLHFIterConfig. */
-export type MARLHFIterConfigInput = Omit<MARLHFConfigInput, "pairSelection"> & IterativeInput & {
-  /** What labels the pairs (default "task"). */
-  readonly preferenceScoringReward?: PreferenceScoringReward;
-};
 
 const stringRecord = field<Readonly<Record<string, string>> | null>((raw) => {
   if (raw === null) return null;
@@ -136,22 +48,30 @@ const modelIds = field<readonly string[] | null>((raw) => {
   return Object.freeze([...(raw as string[])]);
 }, null, "list of model ids or directories | null");
 
-const ITERATIVE_FIELDS = {
+/** The fields MADPOIter and MARLHFIter add to their parents (pairSelection replaces theirs). */
+export const ITERATIVE_FIELDS = {
+  /** Collect → select → train rounds. */
   numIterations: int({ default: 6, min: 1 }),
-  numTrainEpochs: withDefault(MADPO_FIELDS.numTrainEpochs, 1),
-  preferenceNumCandidates: withDefault(MADPO_FIELDS.preferenceNumCandidates, 20),
-  preferencePairsPerSample: withDefault(MADPO_FIELDS.preferencePairsPerSample, 4),
-  pairSelection: oneOf(["comparator_reward", "reward_gap", "all", "random"], { default: "comparator_reward" }),
+  /** Order in which an item's pairs are kept: by the comparator's reward, the largest gap, random, or all. */
+  pairSelection: oneOf<IterativePairSelection>(["comparator_reward", "reward_gap", "all", "random"], { default: "comparator_reward" }),
+  /** Which shards the training pairs come from: this iteration's, the last k, all, or all weighted by (1−λ)λ^age. */
   preferenceReplayMode: oneOf(["current", "nearest_k", "all_history", "lambda_decay"], {
     default: "current",
     aliases: { latest: "current", new: "current", recent_k: "nearest_k", last_k: "nearest_k", k: "nearest_k", lambda: "lambda_decay", td_lambda: "lambda_decay", "td-lambda": "lambda_decay" },
   }),
+  /** nearest_k: how many of the latest shards to draw from. */
   preferenceReplayK: nullable(int({ min: 1 })),
+  /** lambda_decay: λ of the shard weights (1−λ)λ^age. */
   preferenceReplayLambda: nullable(float({ min: 0, max: 1 })),
+  /** Training pairs drawn per iteration; null = this iteration's pair count (else the latest non-empty shard's). */
   preferenceReplaySampleSize: nullable(int({ min: 1 })),
+  /** Where replay shards go; null resolves by COMLRL-SPEC §7.3 (the trainer's outputDir in place of the cwd). */
   preferenceReplayDir: nullable(text()),
+  /** Writes reward_distributions/iteration_KKKK.json and .svg; needs rewardFunc.rewardRange. */
   logRewardDistribution: bool({ default: false }),
+  /** Writes policy_checkpoints/{initial,iteration_KKKK}/agent_i (also done, under the default dir, for history). */
   policyCheckpointDir: nullable(text()),
+  /** What the current policy's candidates are compared against (see the iterative trainers' page). */
   comparatorPolicy: oneOf(["current", "current_copy", "model", "history", "api"], {
     default: "current",
     aliases: {
@@ -172,34 +92,58 @@ const ITERATIVE_FIELDS = {
       endpoint: "api",
     },
   }),
+  /** "centralized": one agent answers the adapter's joint prompt for every role and the answer is split. */
   comparatorGenerationMode: oneOf(["decentralized", "centralized"], {
     default: "decentralized",
     aliases: { decentralised: "decentralized", multi_agent: "decentralized", "multi-agent": "decentralized", centralised: "centralized", single_agent: "centralized", "single-agent": "centralized" },
   }),
+  /** comparatorGenerationMode "centralized": the agent that answers the joint prompt. */
   comparatorCentralizedAgentIndex: int({ default: 0, min: 0 }),
+  /** comparatorPolicy "model": one id for every agent, or one id per agent. */
   comparatorModelName: nullable(text()),
+  /** comparatorPolicy "model": one model id or directory per agent (instead of comparatorModelName). */
   comparatorAgents: modelIds,
+  /** Devices of comparator models (current_copy, model, history); null = the agents' devices. */
   comparatorDevices: deviceSpec(),
+  /** Comparator candidates per item; null = preferenceNumCandidates. */
   comparatorNumCandidates: nullable(int({ min: 1 })),
+  /** comparatorPolicy "history": compare with the checkpoint of iteration k − historyK (default 1). */
   comparatorHistoryK: nullable(int({ min: 1 })),
+  /** comparatorPolicy "api": the endpoint (http:// or https://). */
   comparatorApiUrl: nullable(text({ check: (url) => (/^https?:\/\//.test(url) ? undefined : "must be an http:// or https:// URL") })),
+  /** Request and response layout of the endpoint. */
   comparatorApiFormat: oneOf(["generic", "openai", "anthropic", "openai_responses"], {
     default: "generic",
     aliases: { openai_chat: "openai", chat: "openai", anthropic_messages: "anthropic", messages: "anthropic", responses: "openai_responses", codex: "openai_responses" },
   }),
+  /** Model name sent in the request body. */
   comparatorApiModel: nullable(text()),
+  /** openai: candidates per request (n); null = all at once (1 for DeepSeek). */
   comparatorApiMaxNPerRequest: nullable(int({ min: 1 })),
+  /** Seconds per request. */
   comparatorApiTimeout: float({ default: 120.0, above: 0 }),
+  /** Extra request headers. */
   comparatorApiHeaders: stringRecord,
+  /** The API key itself (masked in errors, checkpoints and W&B); prefer comparatorApiKeyEnv. */
   comparatorApiKey: nullable(text()),
+  /** Name of the environment variable that holds the key. */
   comparatorApiKeyEnv: nullable(text()),
+  /** Header that carries the key. */
   comparatorApiKeyHeader: text({ default: "Authorization" }),
+  /** Written before the key in its header ("" for none). */
   comparatorApiKeyPrefix: text({ default: "Bearer" }),
+  /** generic: dotted path of the completions in the response. */
   comparatorApiResponseField: text({ default: "completions", check: (f) => (f.length > 0 ? undefined : "must be a dotted field path") }),
+  /** Merged into every request body. */
   comparatorApiExtraBody: jsonObject,
+  /** (ours) Retries of a failed request (timeouts, 429, 5xx), with exponential backoff from 0.25 s. */
   comparatorApiMaxRetries: int({ default: 2, min: 0 }),
+  /** (ours) Requests in flight at once. */
   comparatorApiConcurrency: int({ default: 4, min: 1 }),
 };
+
+/** The fields MADPOIter and MARLHFIter add to their parents. */
+export interface IterativeFields extends ConfigOf<typeof ITERATIVE_FIELDS> {}
 
 const API_FIELDS = [
   "comparatorApiUrl",
@@ -254,35 +198,51 @@ function resolveIterative<V extends IterativeValues>(values: V, fail: IterativeF
   };
 }
 
-export const MADPO_ITER_FIELDS = { ...MADPO_FIELDS, ...ITERATIVE_FIELDS };
+/** The defaults MADPOIter and MARLHFIter change in their parents' fields (CoMLRL spec §2.6). */
+const ITERATIVE_DEFAULTS = { numTrainEpochs: 1, preferenceNumCandidates: 20, preferencePairsPerSample: 4 };
+
+/** MADPOIter's fields: MADPO's with the iterative defaults, and the iterative fields. */
+export const MADPO_ITER_FIELDS = { ...withDefaults(MADPO_FIELDS, ITERATIVE_DEFAULTS), ...ITERATIVE_FIELDS };
+
+/** MADPOIter's config: MADPO's fields (its pairSelection the iterative one) and the iterative fields. */
+export interface MADPOIterConfig extends ConfigOf<typeof MADPO_ITER_FIELDS, PreferenceResolved> {}
+
+/** What madpoIterConfig accepts: any subset of the fields, camelCase or snake_case. */
+export type MADPOIterConfigInput = ConfigInput<typeof MADPO_ITER_FIELDS>;
 
 /** MADPOIter (spec §2.6, §6.5): DPO on pairs refreshed every iteration against a comparator. */
-export function madpoIterConfig(input?: MADPOIterConfigInput, options: ConfigSource = {}): MADPOIterConfig {
+export function madpoIterConfig(input?: MADPOIterConfigInput | MADPOIterConfig, options: ConfigSource = {}): MADPOIterConfig {
   return buildConfig(MADPO_ITER_FIELDS, input, {
     configName: "MADPOIterConfig",
     source: options.source,
-    finish: (values, fail) => resolveMadpo(resolveIterative(values, fail) as never, fail),
-  }) as MADPOIterConfig;
+    finish: (values, fail) => resolveMadpo(resolveIterative(values, fail), fail),
+  });
 }
 
+/** MARLHFIter's fields: MARLHF's with the iterative defaults, the iterative fields, and what labels the pairs. */
 export const MARLHF_ITER_FIELDS = {
-  ...MARLHF_FIELDS,
+  ...withDefaults(MARLHF_FIELDS, { ...ITERATIVE_DEFAULTS, numTrainEpochs: 2, rewardNumTrainEpochs: 2 }),
   ...ITERATIVE_FIELDS,
-  numTrainEpochs: withDefault(MARLHF_FIELDS.numTrainEpochs, 2),
-  rewardNumTrainEpochs: withDefault(MARLHF_FIELDS.rewardNumTrainEpochs, 2),
+  /** What labels the pairs: the task reward, or the previous iteration's reward model (the task reward at iteration 0). */
   preferenceScoringReward: oneOf(["task", "reward_model"], {
     default: "task",
     aliases: { oracle: "task", environment: "task", env: "task", model: "reward_model", learned: "reward_model" },
   }),
 };
 
+/** MARLHFIter's config: MARLHF's fields (its pairSelection the iterative one), the iterative fields and preferenceScoringReward. */
+export interface MARLHFIterConfig extends ConfigOf<typeof MARLHF_ITER_FIELDS, MARLHFResolved> {}
+
+/** What marlhfIterConfig accepts: any subset of the fields, camelCase or snake_case. */
+export type MARLHFIterConfigInput = ConfigInput<typeof MARLHF_ITER_FIELDS>;
+
 /** MARLHFIter (spec §2.6, §6.5): every iteration a fresh reward model on the replay pairs, then an RL phase against it. */
-export function marlhfIterConfig(input?: MARLHFIterConfigInput, options: ConfigSource = {}): MARLHFIterConfig {
+export function marlhfIterConfig(input?: MARLHFIterConfigInput | MARLHFIterConfig, options: ConfigSource = {}): MARLHFIterConfig {
   const given = rewardModelDeviceGivenIn(input);
   return buildConfig(MARLHF_ITER_FIELDS, input, {
     configName: "MARLHFIterConfig",
     source: options.source,
     // MARLHF's rules last: they mark whether rewardModelDevice was given, which a later spread would drop.
-    finish: (values, fail) => resolveMarlhf(resolveIterative(values, fail) as never, fail, given),
-  }) as MARLHFIterConfig;
+    finish: (values, fail) => resolveMarlhf(resolveIterative(values, fail), fail, given),
+  });
 }

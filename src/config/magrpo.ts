@@ -1,8 +1,8 @@
 // MAGRPO-family configs (CoMLRL spec §2.1): MAGRPO, its REINFORCE / ReMax / RLOO baselines, and centralized MAGRPO.
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
-import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefault, type FieldSpec, type ValuesOf } from "./fields.js";
-import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
-import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type AgentObjective, type ObjectiveConfig } from "./objectives.js";
+import { bool, buildConfig, field, float, int, nullable, oneOf, reject, withDefaults, type ConfigInput, type ConfigOf, type ValuesOf } from "./fields.js";
+import { GROUP_FIELDS, TRAINING_FIELDS } from "./groups.js";
+import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type DerivedObjectives } from "./objectives.js";
 
 export type { DType, ParallelTraining } from "./groups.js";
 /** How agents' completions form joint actions: same-index ("aligned", K) or every combination ("cross", K^N). */
@@ -16,51 +16,64 @@ export type AdvantageMode = "mean" | "raw" | "max" | "rloo";
  */
 export type TokenAccounting = "exact" | "comlrl";
 
-/** How MAGRPO rolls out and buffers (MADPO's config holds them too, for MARLHF's RL phase, which reads them by name). */
-export interface RolloutConfig {
-  /** >1 needs an external transition. */
-  readonly numTurns: number;
-  /** Kept for compatibility; newest MAGRPO returns are undiscounted and ignore it. */
-  readonly discount: number;
-  /** "aligned": K joint actions from same-index completions; "cross": all K^N combinations. */
-  readonly jointMode: JointMode;
-  /** A node whose mean reward is above this gets no children; null never stops early. */
-  readonly earlyTerminationThreshold: number | null;
-  /** Use external transitions' prompts verbatim instead of passing them through formatters. */
-  readonly externalPromptPassthrough: boolean;
-  /** Node samples an agent collects before it updates. */
-  readonly rolloutBufferSize: number;
-  /** Samples per optimizer step within an update; defaults to rolloutBufferSize. */
-  readonly trainBatchSize: number;
-  /** z-score advantages after the baseline (which makes the four baselines equivalent, spec §3.3). */
-  readonly advantageNormalization: boolean;
-  /** Baseline subtracted from each node's rewards: the group mean, none (raw), the group max, or leave-one-out (rloo). */
-  readonly advantageMode: AdvantageMode;
+/** Where a config's input came from, for error messages. */
+export interface ConfigSource {
+  /** Where the input came from (a config file path); errors start with it. */
+  readonly source?: string;
 }
 
-/** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
-export interface MAGRPOConfig extends GroupConfig, TrainingConfig, RolloutConfig, ObjectiveConfig {
+/** How MAGRPO rolls out and buffers: its rollout group (MARLHF's RL phase shares some of it). */
+export const ROLLOUT_FIELDS = {
+  /** >1 needs an external transition. */
+  numTurns: int({ default: 2, min: 1 }),
+  // (ours) A discount outside [0, 1] is never meant.
+  /** Kept for compatibility; newest MAGRPO returns are undiscounted and ignore it. */
+  discount: float({ default: 1.0, min: 0, max: 1 }),
+  /** "aligned": K joint actions from same-index completions; "cross": all K^N combinations. */
+  jointMode: oneOf(["aligned", "cross"], { default: "aligned", aliases: { align: "aligned", crossed: "cross" } }),
+  /** A node whose mean reward is above this gets no children; null never stops early. */
+  earlyTerminationThreshold: nullable(float({ default: -0.2 })),
+  /** Use external transitions' prompts verbatim instead of passing them through formatters. */
+  externalPromptPassthrough: bool({ default: false }),
+  /** Node samples an agent collects before it updates. */
+  rolloutBufferSize: int({ default: 2, min: 1 }),
+  /** Samples per optimizer step within an update; defaults to rolloutBufferSize. */
+  trainBatchSize: nullable(int({ min: 1 })),
+  /** z-score advantages after the baseline (which makes the four baselines equivalent, spec §3.3). */
+  advantageNormalization: bool({ default: true }),
+  // Upstream checks the mode only when the trainer starts; failing at config time names the field sooner.
+  /** Baseline subtracted from each node's rewards: the group mean, none (raw), the group max, or leave-one-out (rloo). */
+  advantageMode: oneOf<AdvantageMode>(["mean", "raw", "max", "rloo"], { default: "mean" }),
+};
+
+/** The fields the rollout's builder settles: trainBatchSize null takes rolloutBufferSize. */
+type RolloutResolved = { readonly trainBatchSize: number };
+
+/** How MAGRPO rolls out and buffers (MARLHF's config holds them too, for its RL phase, which reads them by name). */
+export interface RolloutConfig extends ConfigOf<typeof ROLLOUT_FIELDS, RolloutResolved> {}
+
+/** MAGRPO's fields (MARLHF's RL phase builds its MAGRPO config from the same names). */
+export const MAGRPO_FIELDS = {
+  ...GROUP_FIELDS,
+  ...TRAINING_FIELDS,
+  ...ROLLOUT_FIELDS,
+  ...OBJECTIVE_FIELDS,
   /**
    * (ours) Which tokens the loss scores: "exact", each completion up to and including EOS; "comlrl", CoMLRL 1.4.3's
    * (the node's completions padded to the longest, each without its last position). Centralized MAGRPO scores alike in both.
    */
-  readonly tokenAccounting: TokenAccounting;
-  /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
-  readonly objectives: readonly AgentObjective[];
+  tokenAccounting: oneOf<TokenAccounting>(["exact", "comlrl"], { default: "exact" }),
   /**
    * (ours) Take each agent's AdamW step inside its backward, each parameter as soon as its gradient is complete, so
    * that an agent's gradients never all exist at once (docs/memory.md). The same update, bit for bit; it applies where
    * a step is one backward with nothing between it and the step: maxGradNorm null, one process (no data parallelism)
    * and a model no other agent shares. Elsewhere the step follows the backward.
    */
-  readonly stepInBackward: boolean;
-}
+  stepInBackward: bool({ default: true }),
+};
 
-/** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
-export interface CentralizedMAGRPOConfig extends MAGRPOConfig {
-  /** One joint policy writes every role's part; upstream has the field with this as its only allowed value. */
-  readonly collaborationMode: "centralized";
-}
+/** MAGRPO's config (CoMLRL's MAGRPOConfig): sampling, placement, evaluation, reference KL, runtime, schedule, rollout and objective fields; docs/magrpo.md lists every default. */
+export interface MAGRPOConfig extends ConfigOf<typeof MAGRPO_FIELDS, RolloutResolved>, DerivedObjectives {}
 
 /** Aliases that document which algorithm a config is for; the fields are MAGRPO's. */
 export type MAREINFORCEConfig = MAGRPOConfig;
@@ -69,42 +82,8 @@ export type MAReMaxConfig = MAGRPOConfig;
 /** MARLOO's config: MAGRPO's fields with advantageMode "rloo". */
 export type MARLOOConfig = MAGRPOConfig;
 
-/** The fields as given, before trainBatchSize is resolved (null = rolloutBufferSize). */
-type Settable = { readonly [K in Exclude<keyof MAGRPOConfig, "objectives">]: K extends "trainBatchSize" ? number | null : MAGRPOConfig[K] };
-
-/** What callers pass: any subset of the fields. Config files may use snake_case keys. */
-export type MAGRPOConfigInput = Partial<Settable>;
-/** What centralizedMagrpoConfig accepts: MAGRPOConfigInput and collaborationMode. */
-export type CentralizedMAGRPOConfigInput = MAGRPOConfigInput & {
-  /** The only allowed value; may be omitted. */
-  readonly collaborationMode?: "centralized";
-};
-
-/** Where a config's input came from, for error messages. */
-export interface ConfigSource {
-  /** Where the input came from (a config file path); errors start with it. */
-  readonly source?: string;
-}
-
-/** MAGRPO's fields (MARLHF's RL phase builds its MAGRPO config from the same names). */
-export const MAGRPO_FIELDS = {
-  ...GROUP_FIELDS,
-  ...TRAINING_FIELDS,
-  numTurns: int({ default: 2, min: 1 }),
-  // (ours) A discount outside [0, 1] is never meant.
-  discount: float({ default: 1.0, min: 0, max: 1 }),
-  jointMode: oneOf(["aligned", "cross"], { default: "aligned", aliases: { align: "aligned", crossed: "cross" } }),
-  earlyTerminationThreshold: nullable(float({ default: -0.2 })),
-  externalPromptPassthrough: bool({ default: false }),
-  rolloutBufferSize: int({ default: 2, min: 1 }),
-  trainBatchSize: nullable(int({ min: 1 })),
-  advantageNormalization: bool({ default: true }),
-  // Upstream checks the mode only when the trainer starts; failing at config time names the field sooner.
-  advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
-  ...OBJECTIVE_FIELDS,
-  tokenAccounting: oneOf(["exact", "comlrl"], { default: "exact" }),
-  stepInBackward: bool({ default: true }),
-} satisfies { readonly [K in keyof Settable]: FieldSpec<Settable[K]> };
+/** What magrpoConfig and its baselines accept: any subset of the fields, camelCase or snake_case (trainBatchSize null = rolloutBufferSize). */
+export type MAGRPOConfigInput = ConfigInput<typeof MAGRPO_FIELDS>;
 
 /** The rules that tie fields together, shared by every MAGRPO-family config. */
 function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (field: keyof typeof MAGRPO_FIELDS & string, reason: string) => never) {
@@ -124,38 +103,44 @@ function resolve<V extends ValuesOf<typeof MAGRPO_FIELDS>>(values: V, fail: (fie
 }
 
 /** Builds a MAGRPO-family config (a built one again too, see rebuildObjectives). */
-function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, input: MAGRPOConfigInput | undefined, options: ConfigSource) {
-  return rebuildObjectives(input, configName, options.source, (rest) => buildConfig(fields, rest as MAGRPOConfigInput | undefined, { configName, source: options.source, finish: resolve }));
+function build<S extends typeof MAGRPO_FIELDS>(configName: string, fields: S, input: ConfigInput<S> | MAGRPOConfig | undefined, options: ConfigSource) {
+  return rebuildObjectives(input, configName, options.source, (rest) => buildConfig(fields, rest as ConfigInput<S> | undefined, { configName, source: options.source, finish: resolve }));
 }
 
 /** Builds a validated MAGRPO config with CoMLRL's defaults; every invalid value is a ConfigError naming the field. */
-export function magrpoConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAGRPOConfig {
+export function magrpoConfig(input?: MAGRPOConfigInput | MAGRPOConfig, options: ConfigSource = {}): MAGRPOConfig {
   return build("MAGRPOConfig", MAGRPO_FIELDS, input, options);
 }
 
-export const MAREINFORCE_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "raw") };
-export const MAREMAX_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "max") };
-export const MARLOO_FIELDS = { ...MAGRPO_FIELDS, advantageMode: withDefault(MAGRPO_FIELDS.advantageMode, "rloo") };
+/** MAREINFORCE's fields: MAGRPO's, advantageMode "raw" by default. */
+export const MAREINFORCE_FIELDS = withDefaults(MAGRPO_FIELDS, { advantageMode: "raw" });
+/** MAReMax's fields: MAGRPO's, advantageMode "max" by default. */
+export const MAREMAX_FIELDS = withDefaults(MAGRPO_FIELDS, { advantageMode: "max" });
+/** MARLOO's fields: MAGRPO's, advantageMode "rloo" by default. */
+export const MARLOO_FIELDS = withDefaults(MAGRPO_FIELDS, { advantageMode: "rloo" });
 
 /** MAGRPO without a baseline (advantageMode "raw"). */
-export function mareinforceConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAREINFORCEConfig {
+export function mareinforceConfig(input?: MAGRPOConfigInput | MAGRPOConfig, options: ConfigSource = {}): MAREINFORCEConfig {
   return build("MAREINFORCEConfig", MAREINFORCE_FIELDS, input, options);
 }
 
 /** MAGRPO with the group maximum as baseline (advantageMode "max"). */
-export function maremaxConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MAReMaxConfig {
+export function maremaxConfig(input?: MAGRPOConfigInput | MAGRPOConfig, options: ConfigSource = {}): MAReMaxConfig {
   return build("MAReMaxConfig", MAREMAX_FIELDS, input, options);
 }
 
 /** MAGRPO with leave-one-out baselines (advantageMode "rloo"). */
-export function marlooConfig(input?: MAGRPOConfigInput, options: ConfigSource = {}): MARLOOConfig {
+export function marlooConfig(input?: MAGRPOConfigInput | MAGRPOConfig, options: ConfigSource = {}): MARLOOConfig {
   return build("MARLOOConfig", MARLOO_FIELDS, input, options);
 }
 
+/** Centralized MAGRPO's fields: MAGRPO's, single-turn, and collaborationMode. */
 export const CENTRALIZED_FIELDS = {
   ...MAGRPO_FIELDS,
   // There is no multi-turn centralized MAGRPO upstream: the joint policy answers once per item.
+  /** Must be 1: the joint policy answers once per item. */
   numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: centralized MAGRPO supports only num_turns=1") }),
+  /** One joint policy writes every role's part; upstream has the field with this as its only allowed value. */
   collaborationMode: field<"centralized">(
     (raw) => (raw === "centralized" ? raw : reject('must be "centralized": CentralizedMAGRPOConfig requires centralized collaboration')),
     "centralized",
@@ -163,7 +148,13 @@ export const CENTRALIZED_FIELDS = {
   ),
 };
 
+/** Centralized MAGRPO's config: MAGRPO's fields, single-turn, collaborationMode "centralized". */
+export interface CentralizedMAGRPOConfig extends ConfigOf<typeof CENTRALIZED_FIELDS, RolloutResolved>, DerivedObjectives {}
+
+/** What centralizedMagrpoConfig accepts: MAGRPOConfigInput and collaborationMode. */
+export type CentralizedMAGRPOConfigInput = ConfigInput<typeof CENTRALIZED_FIELDS>;
+
 /** One joint policy writing every role's part (spec §3.8); single-turn only. */
-export function centralizedMagrpoConfig(input?: CentralizedMAGRPOConfigInput, options: ConfigSource = {}): CentralizedMAGRPOConfig {
+export function centralizedMagrpoConfig(input?: CentralizedMAGRPOConfigInput | CentralizedMAGRPOConfig, options: ConfigSource = {}): CentralizedMAGRPOConfig {
   return build("CentralizedMAGRPOConfig", CENTRALIZED_FIELDS, input, options);
 }

@@ -156,6 +156,12 @@ export function agentObjectives(values: ObjectiveValues, numAgents: number, fail
   });
 }
 
+/** What a config with objective fields derives beside them. */
+export interface DerivedObjectives {
+  /** (ours) Each agent's objective, resolved from the objective fields (docs/objectives.md). */
+  readonly objectives: readonly AgentObjective[];
+}
+
 /**
  * A built config can be built again (trainers and config files pass them back in): its derived `objectives` is
  * recomputed from the objective fields by `build`, and refused when it says something those fields do not.

@@ -1,11 +1,12 @@
 // Preference-learning configs (CoMLRL spec §2.4–§2.5): MADPO (reference-free joint DPO on pairs collected once before
 // training) and MARLHF (a Bradley–Terry joint reward model learned from the same pairs, then online RL against it).
 // Defaults are CoMLRL's; fields marked "(ours)" are additions of this port.
-import { deviceSpec, type DeviceSpec } from "./devices.js";
-import { bool, buildConfig, field, float, int, nullable, oneOf, reject, text, withDefault, type ValuesOf } from "./fields.js";
-import { GROUP_FIELDS, TRAINING_FIELDS, type GroupConfig, type TrainingConfig } from "./groups.js";
-import type { AdvantageMode, ConfigSource, RolloutConfig, TokenAccounting } from "./magrpo.js";
-import { agentObjectives, OBJECTIVE_FIELDS, type ObjectiveConfig, type PerAgent } from "./objectives.js";
+import type { CriticType } from "./actor-critic.js";
+import { deviceSpec } from "./devices.js";
+import { bool, buildConfig, field, float, int, nullable, oneOf, pickFields, reject, text, withDefault, type ConfigInput, type ConfigOf, type FieldSpecs, type ValuesOf } from "./fields.js";
+import { GROUP_FIELDS, TRAINING_FIELDS } from "./groups.js";
+import { ROLLOUT_FIELDS, type AdvantageMode, type ConfigSource, type TokenAccounting } from "./magrpo.js";
+import { agentObjectives, OBJECTIVE_FIELDS } from "./objectives.js";
 
 const { numIterations: _outerLoopName, ...OBJECTIVE_FIELDS_BUT_ITERATIONS } = OBJECTIVE_FIELDS;
 
@@ -19,129 +20,58 @@ export type PairSelection = "reward_gap" | "all" | "random";
  */
 export type RLAlgorithm = string;
 
-/**
- * MADPO's fields. numTrainEpochs counts passes over the pairs (MARLHF: over the train items in its RL phase). The
- * rollout fields (RolloutConfig) are there for MARLHF's RL phase: of them MADPO reads only trainBatchSize (pairs per
- * DPO step), and it checks numTurns 1 and jointMode "aligned" (pairs are single-turn aligned joint responses).
- * Candidates are sampled with the group's settings; numGenerations is MARLHF's RL phase's own.
- */
-export interface MADPOConfig extends Omit<GroupConfig, "numGenerations">, TrainingConfig, RolloutConfig {
-  /** "centralized": one actor writes every role's part through an adapter (spec §6.6). */
-  readonly collaborationMode: CollaborationMode;
-  /** Aligned joint candidates sampled per train item before training; at least 2. */
-  readonly preferenceNumCandidates: number;
-  /** Pairs kept per item after selection; null keeps all (required with pairSelection "all"). */
-  readonly preferencePairsPerSample: number | null;
-  /** Order in which an item's pairs are kept: largest reward gap first, a random order, or index order. */
-  readonly pairSelection: PairSelection;
-  /** β of −log σ(β Δ). */
-  readonly dpoBeta: number;
-  /** Whether DPO steps advance the env-step counter, by environmentStepsPerPair per pair. */
-  readonly useEnvironmentStep: boolean;
-  /** Env steps one pair counts for in a DPO step (with useEnvironmentStep). */
-  readonly environmentStepsPerPair: number;
-}
-
-export interface MARLHFConfig extends MADPOConfig, Omit<ObjectiveConfig, "numIterations"> {
-  /** (ours) The RL phase's MAGRPO-family token accounting (MAGRPOConfig.tokenAccounting); "exact" for maac / iac. */
-  readonly tokenAccounting: TokenAccounting;
-  /** (ours) The RL phase's MAGRPO-family step inside the backward (MAGRPOConfig.stepInBackward); no effect for maac / iac. */
-  readonly stepInBackward: boolean;
-  /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
-  readonly rlAlgorithm: RLAlgorithm;
-  /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
-  readonly numGenerations: number;
-  /** Backbone of the joint reward model (hub id or local dir); null = the first actor's model id. */
-  readonly rewardModelName: string | null;
-  /**
-   * Where the reward model lives; null = the trainer's (first actor's) device. The default "cuda:0" falls back to the
-   * trainer's device on a machine without CUDA (logged once); an explicitly given CUDA device without CUDA is an error.
-   */
-  readonly rewardModelDevice: string | null;
-  /** AdamW learning rate of the reward model (backbone and head). */
-  readonly rewardLearningRate: number;
-  /** Bradley–Terry passes over the training pairs. */
-  readonly rewardNumTrainEpochs: number;
-  /** Pairs per Bradley–Terry step. */
-  readonly rewardTrainBatchSize: number;
-  /** Token limit of a joint text; longer ones keep their last rewardMaxLength tokens (null: no limit). */
-  readonly rewardMaxLength: number | null;
-  /** Train only the score head. */
-  readonly rewardFreezeBackbone: boolean;
-  /**
-   * (ours) Share of the train items whose pairs are held out of reward-model training to measure its pairwise
-   * accuracy (the last ⌊share × items with pairs⌋ items). Default 0: CoMLRL trains the reward model on every pair.
-   */
-  readonly rewardHeldOutFraction: number;
-  /** Actor-critic back-ends (maac / iac). */
-  readonly criticModelName: string | null;
-  /** null = agentLearningRate. */
-  readonly criticLearningRate: number | null;
-  /** Devices of the RL phase's critics; null = their agents' devices. */
-  readonly criticDevices: DeviceSpec | null;
-  /** iac back-end: one critic LM per agent (true) or a value head on each actor (false). */
-  readonly useSeparateCritic: boolean;
-  /** "v": critics read the prompt; "q": prompt and completion. */
-  readonly criticType: "v" | "q";
-  /** Weight of the value loss (IACConfig.valueLossCoef). */
-  readonly valueLossCoef: number;
-  /**
-   * (ours) Updates per rollout in a MAGRPO-family RL phase (TRL's num_iterations, named apart from MARLHFIter's
-   * numIterations rounds); > 1 takes ratios against the rollout's log-probs and needs a clipped lossType.
-   */
-  readonly rlNumIterations: PerAgent<number>;
-  /** PPO-style value clipping of shared heads (IACConfig.valueClipRange). */
-  readonly valueClipRange: number | null;
-  /** Hidden size of separate critics' heads; null: Linear(H, 1). */
-  readonly criticValueHeadHiddenDim: number | null;
-  /** Hidden size of heads on the actors; null: Linear(H, 1). */
-  readonly valueHeadHiddenDim: number | null;
-}
-
-/** What callers pass: any subset of the fields (trainBatchSize null = rolloutBufferSize). Files may use snake_case. */
-export type MADPOConfigInput = Partial<Omit<MADPOConfig, "trainBatchSize">> & {
-  /** Pairs per DPO step; null = rolloutBufferSize. */
-  readonly trainBatchSize?: number | null;
-};
-/** What marlhfConfig accepts: any subset of MARLHFConfig (rlAlgorithm decides advantageMode). */
-export type MARLHFConfigInput = Partial<Omit<MARLHFConfig, "trainBatchSize" | "advantageMode" | "rlAlgorithm">> & {
-  /** Samples per optimizer step in the RL phase; null = rolloutBufferSize. */
-  readonly trainBatchSize?: number | null;
-  /** Derived from rlAlgorithm; when given it must agree. */
-  readonly advantageMode?: AdvantageMode | null;
-  /** "mareforce" is read as "mareinforce". */
-  readonly rlAlgorithm?: RLAlgorithm | "mareforce";
-};
-
 const { numGenerations: _generationsAreMarlhfs, ...CANDIDATE_GROUP_FIELDS } = GROUP_FIELDS;
 
+/** MADPO's fields (MARLHF's and the iterative trainers' start from them). */
 export const MADPO_FIELDS = {
   ...CANDIDATE_GROUP_FIELDS,
   ...TRAINING_FIELDS,
-  collaborationMode: oneOf(["decentralized", "centralized"], { default: "decentralized" }),
+  /** "centralized": one actor writes every role's part through an adapter (spec §6.6). */
+  collaborationMode: oneOf<CollaborationMode>(["decentralized", "centralized"], { default: "decentralized" }),
+  /** Must be 1: preference pairs are single-turn joint responses. */
   numTurns: int({ default: 1, check: (n) => (n === 1 ? undefined : "must be 1: preference pairs are single-turn joint responses") }),
-  discount: float({ default: 1.0, min: 0, max: 1 }),
+  /** Must be "aligned": the candidates are aligned joint responses. */
   jointMode: oneOf(["aligned", "cross"], {
     default: "aligned",
     aliases: { align: "aligned", crossed: "cross" },
     check: (m) => (m === "aligned" ? undefined : 'must be "aligned": preference candidates are aligned joint responses'),
   }),
-  earlyTerminationThreshold: nullable(float()),
-  externalPromptPassthrough: bool({ default: false }),
+  /** CoMLRL's rollout buffer size; here trainBatchSize's default. */
   rolloutBufferSize: int({ default: 2, min: 1 }),
+  /** Pairs per DPO step (MARLHF: samples per optimizer step in the RL phase); defaults to rolloutBufferSize. */
   trainBatchSize: nullable(int({ min: 1 })),
-  advantageNormalization: bool({ default: true }),
-  advantageMode: oneOf(["mean", "raw", "max", "rloo"], { default: "mean" }),
+  /** Aligned joint candidates sampled per train item before training; at least 2. */
   preferenceNumCandidates: int({ default: 80, min: 2 }),
+  /** Pairs kept per item after selection; null keeps all (required with pairSelection "all"). */
   preferencePairsPerSample: nullable(int({ default: 16, min: 1 })),
-  pairSelection: oneOf(["reward_gap", "all", "random"], { default: "reward_gap" }),
+  /** Order in which an item's pairs are kept: largest reward gap first, a random order, or index order. */
+  pairSelection: oneOf<PairSelection>(["reward_gap", "all", "random"], { default: "reward_gap" }),
+  /** β of −log σ(β Δ). */
   dpoBeta: float({ default: 0.1, above: 0 }),
+  /** Whether DPO steps advance the env-step counter, by environmentStepsPerPair per pair. */
   useEnvironmentStep: bool({ default: true }),
+  /** Env steps one pair counts for in a DPO step (with useEnvironmentStep). */
   environmentStepsPerPair: int({ default: 2, min: 1 }),
 };
 
+/** The field the preference builders settle: trainBatchSize null takes rolloutBufferSize. */
+export type PreferenceResolved = { readonly trainBatchSize: number };
+
+/**
+ * MADPO's config: the group's sampling, placement, evaluation, reference-KL and runtime fields, the schedule
+ * (numTrainEpochs counts passes over the pairs), and the pair and DPO fields. Candidates are sampled with the group's
+ * settings; numGenerations is MARLHF's RL phase's own, as are the rollout fields MARLHF adds.
+ */
+export interface MADPOConfig extends ConfigOf<typeof MADPO_FIELDS, PreferenceResolved> {}
+
+/** What madpoConfig accepts: any subset of the fields, camelCase or snake_case (trainBatchSize null = rolloutBufferSize). */
+export type MADPOConfigInput = ConfigInput<typeof MADPO_FIELDS>;
+
+/** A preference config's values, whichever pair selections it offers (the iterative trainers add "comparator_reward"). */
+type PairedValues<S extends FieldSpecs> = Omit<ValuesOf<S>, "pairSelection"> & { readonly pairSelection: string };
+
 /** The rules that tie MADPO's fields together (MARLHF's too). */
-export function resolveMadpo<V extends ValuesOf<typeof MADPO_FIELDS>>(values: V, fail: (field: "agentDevices" | "preferencePairsPerSample", reason: string) => never) {
+export function resolveMadpo<V extends PairedValues<typeof MADPO_FIELDS>>(values: V, fail: (field: "agentDevices" | "preferencePairsPerSample", reason: string) => never) {
   if (values.parallelTraining === "mp" && values.agentDevices === null) {
     fail("agentDevices", 'must be set when parallelTraining is "mp" (one device per agent, or one for all)');
   }
@@ -152,7 +82,7 @@ export function resolveMadpo<V extends ValuesOf<typeof MADPO_FIELDS>>(values: V,
 }
 
 /** MADPO (spec §2.4): reference-free joint DPO over pairs collected once; numTurns 1, aligned candidates. */
-export function madpoConfig(input?: MADPOConfigInput, options: ConfigSource = {}): MADPOConfig {
+export function madpoConfig(input?: MADPOConfigInput | MADPOConfig, options: ConfigSource = {}): MADPOConfig {
   return buildConfig(MADPO_FIELDS, input, { configName: "MADPOConfig", source: options.source, finish: resolveMadpo });
 }
 
@@ -172,8 +102,15 @@ function singleDevice() {
   }, undefined, '"cpu" | "cuda" | "cuda:N"');
 }
 
+/** MARLHF's fields: MADPO's, and the reward model's and the RL phase's. */
 export const MARLHF_FIELDS = {
   ...MADPO_FIELDS,
+  ...pickFields(ROLLOUT_FIELDS, "discount", "externalPromptPassthrough", "advantageNormalization"),
+  /** An RL-phase node whose mean reward is above this gets no children; null (the default here) never stops early. */
+  earlyTerminationThreshold: nullable(float()),
+  /** Derived from rlAlgorithm (magrpo: mean, mareinforce: raw, maremax: max, marloo: rloo); when given it must agree. */
+  advantageMode: withDefault(nullable(ROLLOUT_FIELDS.advantageMode), null),
+  /** The RL phase's algorithm; the MAGRPO family fixes advantageMode (mean / raw / max / rloo). */
   rlAlgorithm: field<RLAlgorithm>(
     (raw) => {
       if (typeof raw !== "string" || raw.trim() === "") reject('must name a trainer with an RL back-end, e.g. "magrpo"');
@@ -184,33 +121,70 @@ export const MARLHF_FIELDS = {
     'the section of a trainer with an RL back-end (rlAlgorithms(); "mareforce" is read as "mareinforce")',
   ),
   // ≥ 2 for the MAGRPO family is checked together with rlAlgorithm.
+  /** Completions per agent per node in the RL phase: ≥ 2 for the MAGRPO family, ≥ 1 for maac / iac. */
   numGenerations: int({ default: 4, min: 1 }),
-  advantageMode: withDefault(nullable(MADPO_FIELDS.advantageMode), null),
+  /** Backbone of the joint reward model (hub id or local dir); null = the first actor's model id. */
   rewardModelName: nullable(text()),
+  /**
+   * Where the reward model lives; null = the trainer's (first actor's) device. The default "cuda:0" falls back to the
+   * trainer's device on a machine without CUDA (logged once); an explicitly given CUDA device without CUDA is an error.
+   */
   rewardModelDevice: withDefault(nullable(singleDevice()), "cuda:0"),
+  /** AdamW learning rate of the reward model (backbone and head). */
   rewardLearningRate: float({ default: 1e-5, above: 0 }),
+  /** Bradley–Terry passes over the training pairs. */
   rewardNumTrainEpochs: int({ default: 1, min: 1 }),
+  /** Pairs per Bradley–Terry step. */
   rewardTrainBatchSize: int({ default: 1, min: 1 }),
+  /** Token limit of a joint text; longer ones keep their last rewardMaxLength tokens (null: no limit). */
   rewardMaxLength: nullable(int({ min: 1 })),
+  /** Train only the score head. */
   rewardFreezeBackbone: bool({ default: false }),
+  /**
+   * (ours) Share of the train items whose pairs are held out of reward-model training to measure its pairwise
+   * accuracy (the last ⌊share × items with pairs⌋ items). Default 0: CoMLRL trains the reward model on every pair.
+   */
   rewardHeldOutFraction: float({ default: 0, min: 0, check: (f) => (f < 1 ? undefined : "must be < 1 (some pairs must train the reward model)") }),
+  /** Actor-critic back-ends (maac / iac). */
   criticModelName: nullable(text()),
+  /** null = agentLearningRate. */
   criticLearningRate: nullable(float({ above: 0 })),
+  /** Devices of the RL phase's critics; null = their agents' devices. */
   criticDevices: deviceSpec(),
+  /** iac back-end: one critic LM per agent (true) or a value head on each actor (false). */
   useSeparateCritic: bool({ default: true }),
-  criticType: oneOf(["v", "q"], { default: "v" }),
+  /** "v": critics read the prompt; "q": prompt and completion. */
+  criticType: oneOf<CriticType>(["v", "q"], { default: "v" }),
+  /** Weight of the value loss (IACConfig.valueLossCoef). */
   valueLossCoef: float({ default: 0.6, above: 0 }),
+  /** PPO-style value clipping of shared heads (IACConfig.valueClipRange). */
   valueClipRange: nullable(float({ default: 0.2, above: 0 })),
+  /** Hidden size of separate critics' heads; null: Linear(H, 1). */
   criticValueHeadHiddenDim: nullable(int({ min: 1 })),
+  /** Hidden size of heads on the actors; null: Linear(H, 1). */
   valueHeadHiddenDim: nullable(int({ min: 1 })),
   // (ours) The MAGRPO family's objective, read by the RL phase when rlAlgorithm is one of it (docs/objectives.md);
   // its updates per rollout are rlNumIterations, since CoMLRL's iterative trainers name their outer loop numIterations.
   ...OBJECTIVE_FIELDS_BUT_ITERATIONS,
+  /**
+   * (ours) Updates per rollout in a MAGRPO-family RL phase (TRL's num_iterations, named apart from MARLHFIter's
+   * numIterations rounds); > 1 takes ratios against the rollout's log-probs and needs a clipped lossType.
+   */
   rlNumIterations: OBJECTIVE_FIELDS.numIterations,
-  // (ours) The MAGRPO family's token accounting in the RL phase (docs/magrpo.md).
-  tokenAccounting: oneOf(["exact", "comlrl"], { default: "exact" }),
+  /** (ours) The RL phase's MAGRPO-family token accounting (MAGRPOConfig.tokenAccounting); "exact" for maac / iac. */
+  tokenAccounting: oneOf<TokenAccounting>(["exact", "comlrl"], { default: "exact" }),
+  /** (ours) The RL phase's MAGRPO-family step inside the backward (MAGRPOConfig.stepInBackward); no effect for maac / iac. */
   stepInBackward: bool({ default: true }),
 };
+
+/** The fields MARLHF's builder settles: trainBatchSize as MADPO's, advantageMode from rlAlgorithm. */
+export type MARLHFResolved = PreferenceResolved & { readonly advantageMode: AdvantageMode };
+
+/** MARLHF's config: MADPO's, the RL phase's rollout, objective and critic fields, and the reward model's. */
+export interface MARLHFConfig extends ConfigOf<typeof MARLHF_FIELDS, MARLHFResolved> {}
+
+/** What marlhfConfig accepts: any subset of the fields, camelCase or snake_case (rlAlgorithm decides advantageMode). */
+export type MARLHFConfigInput = ConfigInput<typeof MARLHF_FIELDS>;
 
 /**
  * Marks a built MARLHFConfig whose rewardModelDevice was given by the user rather than defaulted; the trainer reads
@@ -225,7 +199,7 @@ export function rewardModelDeviceGiven(config: Pick<MARLHFConfig, "rewardModelDe
 }
 
 /** MARLHF (spec §2.5): MADPO's pair collection, a joint Bradley–Terry reward model, then RL against its scores. */
-export function marlhfConfig(input?: MARLHFConfigInput, options: ConfigSource = {}): MARLHFConfig {
+export function marlhfConfig(input?: MARLHFConfigInput | MARLHFConfig, options: ConfigSource = {}): MARLHFConfig {
   const given = rewardModelDeviceGivenIn(input);
   return buildConfig(MARLHF_FIELDS, input, {
     configName: "MARLHFConfig",
@@ -241,7 +215,7 @@ export function rewardModelDeviceGivenIn(input: unknown): boolean {
 }
 
 /** The rules that tie MARLHF's fields together (MARLHFIter's too); `given`: whether rewardModelDevice was set. */
-export function resolveMarlhf<V extends ValuesOf<typeof MARLHF_FIELDS>>(
+export function resolveMarlhf<V extends PairedValues<typeof MARLHF_FIELDS>>(
   values: V,
   fail: (field: keyof typeof MARLHF_FIELDS & string, reason: string) => never,
   given: boolean,

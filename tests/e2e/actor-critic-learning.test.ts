@@ -5,6 +5,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { IACConfigInput, MAACConfigInput } from "../../src/config/index.js";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { ComlrlTokenizer } from "../../src/models/tokenizer.js";
@@ -24,7 +25,10 @@ beforeAll(async () => {
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-function options(config: Record<string, unknown>, criticModel: string | null = base): ActorCriticOptions<never> {
+/** Fields both IAC and MAAC take, so that one options builder serves both trainers. */
+type SharedConfig = IACConfigInput & MAACConfigInput;
+
+function options(config: SharedConfig, criticModel: string | null = base): ActorCriticOptions<SharedConfig> {
   return {
     agentModel: base,
     criticModel,
@@ -34,7 +38,7 @@ function options(config: Record<string, unknown>, criticModel: string | null = b
     trainDataset: coverVowelsDataset(16),
     outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
     quiet: true,
-    config: { numTurns: 1, numTrainEpochs: 15, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 3e-3, criticLearningRate: 3e-3, rolloutBufferSize: 16, evalInterval: 0, seed: 7, ...config } as never,
+    config: { numTurns: 1, numTrainEpochs: 15, numGenerations: 8, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, agentLearningRate: 3e-3, criticLearningRate: 3e-3, rolloutBufferSize: 16, evalInterval: 0, seed: 7, ...config },
   };
 }
 

@@ -4,18 +4,23 @@
 // not fields of theirs; CoMLRL's loss the default.
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { iacConfig, maacConfig } from "../../src/config/index.js";
+import { iacConfig, maacConfig, type IACConfigInput, type MAACConfigInput } from "../../src/config/index.js";
 import { readJsonlMetrics, type JsonlRecord } from "../../src/logging/jsonl.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import type { RewardFunction } from "../../src/rollout/types.js";
-import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-critic/iac.js";
+import { IACTrainer } from "../../src/trainers/actor-critic/iac.js";
+import type { ActorCriticOptions } from "../../src/trainers/actor-critic/learner.js";
 import { MAACTrainer } from "../../src/trainers/actor-critic/maac.js";
 import { tinyRuns } from "../support/runs.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const runs = tinyRuns("comlrl-ac-objectives-", (dir) => createTinyModel(dir, { seed: 17, hiddenSize: 32, numLayers: 1, vocabSize: 300 }));
 const lengths: RewardFunction = (completions) => completions[0].map((a, j) => (a.length + completions[1][j].length) / 10);
 
-function options(config: Record<string, unknown>): IACTrainerOptions {
+/** Fields both IAC and MAAC take, so that one options builder serves both trainers. */
+type SharedConfig = IACConfigInput & MAACConfigInput;
+
+function options(config: SharedConfig): ActorCriticOptions<SharedConfig> {
   return {
     agentModel: runs.base,
     criticModel: runs.base,
@@ -24,7 +29,7 @@ function options(config: Record<string, unknown>): IACTrainerOptions {
     trainDataset: [{ prompt: "one" }, { prompt: "two" }],
     outputDir: runs.dir("run"),
     quiet: true,
-    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...config } as never,
+    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...config },
   };
 }
 
@@ -73,18 +78,18 @@ describe("clipped-ratio actors in IAC and MAAC", () => {
 describe("actor-critic objective fields", () => {
   it("default to CoMLRL's loss for every actor, take TRL's snake_case names and one value per agent", () => {
     expect(iacConfig({ numAgents: 2 }).objectives.map((o) => o.lossType)).toEqual(["comlrl", "comlrl"]);
-    expect(maacConfig({ numAgents: 2, loss_type: ["grpo", "dapo"], num_iterations: 2 } as never).objectives.map((o) => [o.lossType, o.numIterations])).toEqual([["grpo", 2], ["dapo", 2]]);
+    expect(maacConfig({ numAgents: 2, loss_type: ["grpo", "dapo"], num_iterations: 2 }).objectives.map((o) => [o.lossType, o.numIterations])).toEqual([["grpo", 2], ["dapo", 2]]);
     // A built config builds again; its derived objectives must agree with its fields.
     const built = iacConfig({ numAgents: 1, lossType: "cispo", epsilonHigh: 5 });
-    expect(iacConfig(built as never)).toEqual(built);
-    expect(() => iacConfig({ ...built, lossType: "grpo" } as never)).toThrow(/IACConfig\.objectives is derived from the objective fields/);
+    expect(iacConfig(built)).toEqual(built);
+    expect(() => iacConfig({ ...built, lossType: "grpo" })).toThrow(/IACConfig\.objectives is derived from the objective fields/);
   });
 
   it("refuse by name what the critic's advantages or the shared head cannot take", () => {
     // The group-advantage fields and the KL-in-the-loss ones are the MAGRPO family's: not fields of an actor-critic config.
-    expect(() => iacConfig({ scaleRewards: "group" } as never)).toThrow(/IACConfig has no field "scaleRewards"/);
-    expect(() => maacConfig({ zero_variance_filter: 0 } as never)).toThrow(/MAACConfig has no field "zero_variance_filter"/);
-    expect(() => iacConfig({ klIn: "loss" } as never)).toThrow(/IACConfig has no field "klIn"/);
+    expect(() => iacConfig(illTyped({ scaleRewards: "group" }))).toThrow(/IACConfig has no field "scaleRewards"/);
+    expect(() => maacConfig(illTyped({ zero_variance_filter: 0 }))).toThrow(/MAACConfig has no field "zero_variance_filter"/);
+    expect(() => iacConfig(illTyped({ klIn: "loss" }))).toThrow(/IACConfig has no field "klIn"/);
     expect(() => iacConfig({ lossType: "grpo", useSeparateCritic: false })).toThrow(/IACConfig\.lossType needs separate critics/);
     expect(() => iacConfig({ maskTruncatedCompletions: true, useSeparateCritic: false })).toThrow(/IACConfig\.maskTruncatedCompletions needs separate critics/);
     expect(() => iacConfig({ numIterations: 2 })).toThrow(/IACConfig\.numIterations must be 1 with lossType "comlrl"/);

@@ -15,6 +15,7 @@ import { IACTrainer, type IACTrainerOptions } from "../../src/trainers/actor-cri
 import { jointCriticText, MAACTrainer, type MAACTrainerOptions } from "../../src/trainers/actor-critic/maac.js";
 import { normalizedAdvantages } from "../../src/trainers/actor-critic/learner.js";
 import { smallActorCriticRun } from "../support/actor-critic-run.js";
+import { illTyped } from "../support/ill-typed.js";
 import { runPython } from "../support/python.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-ac-"));
@@ -28,11 +29,11 @@ beforeAll(async () => {
 });
 
 function iac(overrides: Partial<IACTrainerOptions> = {}): IACTrainerOptions {
-  return smallActorCriticRun(base, scratch, overrides as never) as IACTrainerOptions;
+  return smallActorCriticRun(base, scratch, overrides);
 }
 
 function maac(overrides: Partial<MAACTrainerOptions> = {}): MAACTrainerOptions {
-  return { ...(iac() as MAACTrainerOptions), ...overrides, config: { ...(iac().config as object), ...(overrides.config ?? {}) } as never };
+  return { ...(iac() as MAACTrainerOptions), ...overrides, config: { ...(iac().config as object), ...(overrides.config ?? {}) } };
 }
 
 describe("configs (COMLRL-SPEC §2.2, §2.3, §9)", () => {
@@ -41,25 +42,25 @@ describe("configs (COMLRL-SPEC §2.2, §2.3, §9)", () => {
     expect(c).toMatchObject({ agentLearningRate: 5e-6, criticLearningRate: 5e-6, rolloutBufferSize: 8, trainBatchSize: 8, valueClipRange: 0.2, valueLossCoef: 0.6, numTrainEpochs: 40, useSeparateCritic: true, criticType: "v", numTurns: 2, discount: 1.0, numGenerations: 1, loggingSteps: 1, topK: null, earlyTerminationThreshold: -0.2 });
     expect(iacConfig({ agentLearningRate: 1e-4, criticLearningRate: null }).criticLearningRate).toBe(1e-4);
     expect(() => iacConfig({ numTurns: 2, numGenerations: 2 })).toThrow(/IACConfig\.numGenerations must be 1 when numTurns > 1/);
-    expect(() => iacConfig({ criticType: "x" as never })).toThrow(/IACConfig\.criticType must be one of "v", "q"/);
+    expect(() => iacConfig({ criticType: illTyped("x") })).toThrow(/IACConfig\.criticType must be one of "v", "q"/);
     expect(() => iacConfig({ parallelTraining: "mp" })).toThrow(/IACConfig\.agentDevices must be set/);
     expect(() => iacConfig({ parallelTraining: "mp", agentDevices: ["cpu", "cpu"] })).toThrow(/IACConfig\.criticDevices must be set/);
     expect(iacConfig({ parallelTraining: "mp", agentDevices: ["cpu", "cpu"], useSeparateCritic: false }).parallelTraining).toBe("mp");
-    expect(() => iacConfig({ parallelTraining: "auto" as never })).toThrow(/parallelTraining/);
+    expect(() => iacConfig({ parallelTraining: illTyped("auto") })).toThrow(/parallelTraining/);
     expect(() => iacConfig({ rolloutBufferSize: 0 })).toThrow(/rolloutBufferSize must be ≥ 1/);
-    expect(iacConfig({ critic_type: "q" } as never).criticType).toBe("q");
+    expect(iacConfig({ critic_type: "q" }).criticType).toBe("q");
     expect(() => maacConfig({ parallelTraining: "mp", agentDevices: ["cpu", "cpu"] })).toThrow(/MAACConfig\.criticDevices must be set/);
     expect(() => maacConfig({ criticDevices: ["cpu", "cpu"] })).toThrow(/MAACConfig\.criticDevices must name one device/);
-    expect(() => maacConfig({ criticLearningRate: null as never })).toThrow(/criticLearningRate/);
+    expect(() => maacConfig({ criticLearningRate: illTyped(null) })).toThrow(/criticLearningRate/);
   });
 });
 
 describe("constructor errors (COMLRL-SPEC §5.1, §9)", () => {
   it("names the wrong combination of actors, critics and tokenizers", async () => {
-    await expect(IACTrainer.create(iac({ rewardFunc: undefined as never }))).rejects.toThrow(/rewardFunc must be a function/);
+    await expect(IACTrainer.create(iac({ rewardFunc: undefined }))).rejects.toThrow(/rewardFunc must be a function/);
     await expect(IACTrainer.create(iac({ agentModel: null }))).rejects.toThrow(/Either agentModel or agents must be provided/);
-    await expect(IACTrainer.create(iac({ config: { numTurns: 2, numGenerations: 1 } as never }))).rejects.toThrow(/Multi-turn IAC requires an externalTransition/);
-    await expect(IACTrainer.create(iac({ config: { useSeparateCritic: false } as never }))).rejects.toThrow(/critics can only be provided when useSeparateCritic is true/);
+    await expect(IACTrainer.create(iac({ config: { numTurns: 2, numGenerations: 1 } }))).rejects.toThrow(/Multi-turn IAC requires an externalTransition/);
+    await expect(IACTrainer.create(iac({ config: { useSeparateCritic: false } }))).rejects.toThrow(/critics can only be provided when useSeparateCritic is true/);
     await expect(IACTrainer.create(iac({ criticModel: null }))).rejects.toThrow(/Either criticModel or critics must be provided when useSeparateCritic is true/);
     await expect(IACTrainer.create(iac({ criticModel: null, critics: [base] }))).rejects.toThrow(/critics length \(1\) must match numAgents \(2\)/);
     await expect(IACTrainer.create(iac({ critics: [base, other] }))).rejects.toThrow(/criticModel ".*base" conflicts with critics\[1\]/);
@@ -69,7 +70,7 @@ describe("constructor errors (COMLRL-SPEC §5.1, §9)", () => {
     await expect(MAACTrainer.create(maac({ criticModel: null }))).rejects.toThrow(/Either criticModel or critics must be provided for MAAC/);
     await expect(MAACTrainer.create(maac({ criticModel: null, critics: [base, base] }))).rejects.toThrow(/critics length \(2\) must match 1 critic/);
     await expect(MAACTrainer.create(maac({ modelConfig: { criticValueHeadHiddenDim: 0 } }))).rejects.toThrow(/criticValueHeadHiddenDim must be a positive integer/);
-    await expect(MAACTrainer.create({ ...maac(), critic: base } as never)).rejects.toThrow(/has no option "critic" \(did you mean "critic(s|Model)"\?\)/);
+    await expect(MAACTrainer.create(illTyped({ ...maac(), critic: base }))).rejects.toThrow(/has no option "critic" \(did you mean "critic(s|Model)"\?\)/);
   });
 
   it("a loaded model as criticModel stands for every critic, as CoMLRL's critic_model (IAC: one model, a head each)", async () => {
@@ -98,8 +99,8 @@ describe("constructor errors (COMLRL-SPEC §5.1, §9)", () => {
     await trainer.close();
     await expect(MAACTrainer.create(maac({ modelConfig: { critic_value_head_hidden_dim: 5, criticValueHeadHiddenDim: 6 } }))).rejects.toThrow(/sets both criticValueHeadHiddenDim and critic_value_head_hidden_dim/);
     await expect(MAACTrainer.create(maac({ modelConfig: { critic_value_head_hidden_dim: 0 } }))).rejects.toThrow(/modelConfig\.critic_value_head_hidden_dim must be a positive integer/);
-    await expect(MAACTrainer.create(maac({ modelConfig: { torch_dtype: "bfloat16" } as never }))).rejects.toThrow(/modelConfig\.torch_dtype is not supported by MAACTrainer \(set config\.dtype\)/);
-    await expect(MAACTrainer.create(maac({ modelConfig: { attn_implementation: "sdpa" } as never }))).rejects.toThrow(/modelConfig\.attn_implementation is not supported/);
+    await expect(MAACTrainer.create(maac({ modelConfig: illTyped({ torch_dtype: "bfloat16" }) }))).rejects.toThrow(/modelConfig\.torch_dtype is not supported by MAACTrainer \(set config\.dtype\)/);
+    await expect(MAACTrainer.create(maac({ modelConfig: illTyped({ attn_implementation: "sdpa" }) }))).rejects.toThrow(/modelConfig\.attn_implementation is not supported/);
   });
 
   it("refuses a critic whose vocabulary cannot read its tokenizer's ids", async () => {
@@ -117,7 +118,7 @@ describe("rollouts and targets", () => {
   it("reward broadcast: one value for all, one per generation, or one per agent; G = N reads per generation", async () => {
     const seen: number[][][] = [];
     const make = async (rewardFunc: RewardFunction, numGenerations: number) => {
-      const trainer = await IACTrainer.create(iac({ rewardFunc, config: { numGenerations } as never }));
+      const trainer = await IACTrainer.create(iac({ rewardFunc, config: { numGenerations } }));
       const samples = await trainer.collect([{ prompt: "x" }]);
       await trainer.close();
       seen.push([0, 1].map((agent) => samples.filter((s) => s.agent === agent).map((s) => s.environmentReward)));
@@ -137,7 +138,7 @@ describe("rollouts and targets", () => {
       iac({
         rewardFunc: (_c, ctx) => [ctx.turn + 1],
         externalTransition: ({ agentCompletions }) => agentCompletions.map((c) => `again: ${c}`),
-        config: { numTurns: 3, numGenerations: 1, earlyTerminationThreshold: null, discount: 0.5 } as never,
+        config: { numTurns: 3, numGenerations: 1, earlyTerminationThreshold: null, discount: 0.5 },
       }),
     );
     const samples = await trainer.collect([{ prompt: "go" }]);
@@ -157,7 +158,7 @@ describe("rollouts and targets", () => {
   });
 
   it("an episode stops early once a turn's mean reward passes the threshold", async () => {
-    const trainer = await IACTrainer.create(iac({ rewardFunc: () => [1], externalTransition: () => ["a", "b"], config: { numTurns: 3, numGenerations: 1, earlyTerminationThreshold: 0.5 } as never }));
+    const trainer = await IACTrainer.create(iac({ rewardFunc: () => [1], externalTransition: () => ["a", "b"], config: { numTurns: 3, numGenerations: 1, earlyTerminationThreshold: 0.5 } }));
     const samples = await trainer.collect([{ prompt: "go" }]);
     await trainer.close();
     expect(samples.map((s) => s.turn)).toEqual([0, 0]);
@@ -165,7 +166,7 @@ describe("rollouts and targets", () => {
 
   it("evaluation stops early too, as CoMLRL's actor-critic evaluation rolls out like its training", async () => {
     const trainer = await IACTrainer.create(
-      iac({ rewardFunc: () => [1], externalTransition: () => ["a", "b"], evalDataset: [{ prompt: "go" }], config: { numTurns: 3, numGenerations: 1, earlyTerminationThreshold: 0.5 } as never }),
+      iac({ rewardFunc: () => [1], externalTransition: () => ["a", "b"], evalDataset: [{ prompt: "go" }], config: { numTurns: 3, numGenerations: 1, earlyTerminationThreshold: 0.5 } }),
     );
     const metrics = await trainer.evaluate();
     await trainer.close();
@@ -173,7 +174,7 @@ describe("rollouts and targets", () => {
   });
 
   it("reference KL is subtracted from the reward: 0 for an untouched policy, positive after it moved", async () => {
-    const trainer = await IACTrainer.create(iac({ config: { referenceKlEnabled: true, referenceKlCoef: 0.25, agentLearningRate: 5e-2 } as never }));
+    const trainer = await IACTrainer.create(iac({ config: { referenceKlEnabled: true, referenceKlCoef: 0.25, agentLearningRate: 5e-2 } }));
     const before = await trainer.collect([{ prompt: "x" }]);
     expect(before.every((s) => s.referenceKl === 0 && s.reward === s.environmentReward)).toBe(true);
     await trainer.train();
@@ -186,7 +187,7 @@ describe("rollouts and targets", () => {
   });
 
   it("advantages: A = y − V_old, z-scored over an update with population std", () => {
-    const samples = [{ target: 1, oldValue: 0 }, { target: 0, oldValue: 1 }, { target: 2, oldValue: 0 }] as never[];
+    const samples = [{ target: 1, oldValue: 0 }, { target: 0, oldValue: 1 }, { target: 2, oldValue: 0 }];
     expect(normalizedAdvantages(samples, false)).toEqual([1, -1, 2]);
     const z = normalizedAdvantages(samples, true);
     const m = 2 / 3;
@@ -197,7 +198,7 @@ describe("rollouts and targets", () => {
   it("MAAC's critic reads the joint text of §3.5, tokenized with agent 0's tokenizer", async () => {
     expect(jointCriticText(["p0", "p1"], null)).toBe("[Agent 0] p0\n\n[Agent 1] p1");
     expect(jointCriticText(["p0", "p1"], ["a", "b"])).toBe("[Agent 0] p0\n\n[Agent 1] p1\n\n[Joint Action]\n\n[Agent 0 action]\na\n\n[Agent 1 action]\nb");
-    const trainer = await MAACTrainer.create(maac({ formatters: [(i) => `first ${i.prompt}`, (i) => `second ${i.prompt}`], config: { criticType: "q", numGenerations: 2 } as never }));
+    const trainer = await MAACTrainer.create(maac({ formatters: [(i) => `first ${i.prompt}`, (i) => `second ${i.prompt}`], config: { criticType: "q", numGenerations: 2 } }));
     const samples = await trainer.collect([{ prompt: "x" }]);
     for (const s of samples) {
       const g = samples.filter((o) => o.agent === s.agent).indexOf(s);
@@ -212,7 +213,7 @@ describe("rollouts and targets", () => {
 
 describe("updates", () => {
   it("shared heads: one backward of actor + coef · clipped value loss, one AdamW step over backbone and head", async () => {
-    const trainer = await IACTrainer.create(iac({ criticModel: null, numAgents: 1, rewardFunc: (c) => c[0].map((t) => t.length), config: { useSeparateCritic: false, numAgents: 1, criticType: "q", advantageNormalization: false, valueClipRange: 0.2 } as never }));
+    const trainer = await IACTrainer.create(iac({ criticModel: null, numAgents: 1, rewardFunc: (c) => c[0].map((t) => t.length), config: { useSeparateCritic: false, numAgents: 1, criticType: "q", advantageNormalization: false, valueClipRange: 0.2 } }));
     const [sample] = (await trainer.collect([{ prompt: "x" }])).slice(0, 1);
     const agent = trainer.agents[0];
     const model = await agent.model.clone();
@@ -260,7 +261,7 @@ describe("updates", () => {
   });
 
   it('skips a non-finite loss by default (onNonFinite "skip"): said on the console, logged as a step of no samples, weights untouched by it', async () => {
-    const trainer = await MAACTrainer.create(maac({ quiet: false, config: { numTrainEpochs: 1, rolloutBufferSize: 1, trainBatchSize: 1 } as never }));
+    const trainer = await MAACTrainer.create(maac({ quiet: false, config: { numTrainEpochs: 1, rolloutBufferSize: 1, trainBatchSize: 1 } }));
     const model = trainer.agents[0].model;
     const real = model.policyGradientBackward.bind(model);
     let calls = 0;
@@ -287,7 +288,7 @@ describe("updates", () => {
   });
 
   it("logs every actor and critic step, and the per-turn value and target means", async () => {
-    const trainer = await MAACTrainer.create(maac({ config: { loggingSteps: 1 } as never }));
+    const trainer = await MAACTrainer.create(maac({ config: { loggingSteps: 1 } }));
     await trainer.train();
     await trainer.close();
     const records = readJsonlMetrics(path.join(trainer.outputDir, "metrics.jsonl"));
@@ -303,7 +304,7 @@ describe("saving and continuing (COMLRL-SPEC §7.1)", () => {
     runPython(`import sys, json, torch\nprint(json.dumps({f: {k: list(v.shape) for k, v in torch.load(f, weights_only=True).items()} for f in sys.argv[1:]}))`, files);
 
   it("IAC, two agents: agent_i/ and agent_i/critic/ with value_head.pt; a new trainer continues from them with restored heads", async () => {
-    const first = await IACTrainer.create(iac({ config: { criticValueHeadHiddenDim: 8 } as never }));
+    const first = await IACTrainer.create(iac({ config: { criticValueHeadHiddenDim: 8 } }));
     await first.train();
     const out = path.join(scratch, "iac-saved");
     await first.saveModel(out);
@@ -318,7 +319,7 @@ describe("saving and continuing (COMLRL-SPEC §7.1)", () => {
     await first.close();
 
     const dirs = (name: string) => [0, 1].map((i) => path.join(out, `agent_${i}`, ...(name ? [name] : [])));
-    const second = await IACTrainer.create(iac({ agentModel: null, agents: dirs(""), tokenizer, criticModel: null, critics: dirs("critic"), config: { criticValueHeadHiddenDim: 8 } as never }));
+    const second = await IACTrainer.create(iac({ agentModel: null, agents: dirs(""), tokenizer, criticModel: null, critics: dirs("critic"), config: { criticValueHeadHiddenDim: 8 } }));
     expect(Array.from(second.agents[1].model.native.getParameter("model.norm.weight"))).toEqual(Array.from(trainedActor));
     // Backbones come back; heads are fresh until restored explicitly.
     expect(second.critics[1].valueHead.stateDict()["value_projection.weight"].data).not.toEqual(trainedHead["value_projection.weight"].data);
@@ -333,7 +334,7 @@ describe("saving and continuing (COMLRL-SPEC §7.1)", () => {
   });
 
   it("IAC, one agent with a shared head: the actor and value_head.pt directly in the dir, beside what it held", async () => {
-    const trainer = await IACTrainer.create(iac({ criticModel: null, numAgents: 1, rewardFunc: (c) => c[0].map((t) => t.length), config: { numAgents: 1, useSeparateCritic: false, valueHeadHiddenDim: 4 } as never }));
+    const trainer = await IACTrainer.create(iac({ criticModel: null, numAgents: 1, rewardFunc: (c) => c[0].map((t) => t.length), config: { numAgents: 1, useSeparateCritic: false, valueHeadHiddenDim: 4 } }));
     await trainer.train();
     const out = path.join(scratch, "iac-single");
     const { mkdirSync, writeFileSync } = await import("node:fs");

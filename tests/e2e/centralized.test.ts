@@ -69,7 +69,7 @@ describe("CentralizedMAGRPOTrainer", () => {
   it("the joint policy's weights move by its gradients alone: not at all under a constant reward, clearly under an earnable one", async () => {
     const halves = { buildPrompt: (_: unknown, prompts: string[]) => prompts.join("\n"), parseCompletion: (text: string) => [text.slice(0, 3), text.slice(3)] };
     const moved = async (rewardFunc: RewardFunction) => {
-      const trainer = await CentralizedMAGRPOTrainer.create(options({ adapter: halves, rewardFunc, config: { weightDecay: 0, agentLearningRate: 1e-2 } as never }));
+      const trainer = await CentralizedMAGRPOTrainer.create(options({ adapter: halves, rewardFunc, config: { weightDecay: 0, agentLearningRate: 1e-2 } }));
       const before = trainer.agents[0].model.native.getParameter("model.layers.0.mlp.up_proj.weight");
       await trainer.train();
       const after = trainer.agents[0].model.native.getParameter("model.layers.0.mlp.up_proj.weight");

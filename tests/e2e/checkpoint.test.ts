@@ -285,7 +285,7 @@ describe("crash safety and bad checkpoints", () => {
     const trainer = await makeTrainer(base, tokenizer, out, 1);
     await trainer.train({ checkpointDir: checkpoints });
     await trainer.close();
-    const single = await makeTrainer(base, tokenizer, path.join(scratch, "compat-single"), 2, { agents: [base], config: { numAgents: 1 } as never, formatters: null });
+    const single = await makeTrainer(base, tokenizer, path.join(scratch, "compat-single"), 2, { agents: [base], config: { numAgents: 1 }, formatters: null });
     await expect(single.train({ resumeFromCheckpoint: path.join(checkpoints, "checkpoint-1") })).rejects.toThrow(/holds components \[agent_0, agent_1\], this trainer has \[agent_0\]/);
     await single.close();
   });

@@ -77,7 +77,7 @@ describe("MADPOIter", () => {
   });
 
   it("history: policy checkpoints initial and iteration_KKKK with every agent; iteration k compares with iteration k−1's", async () => {
-    const trainer = await MADPOIterTrainer.create(options({ config: { comparatorPolicy: "previous" as never, numIterations: 3 }, quiet: false }));
+    const trainer = await MADPOIterTrainer.create(options({ config: { comparatorPolicy: "previous", numIterations: 3 }, quiet: false }));
     const logged: string[] = [];
     const original = console.error;
     console.error = (line: string) => logged.push(line);
@@ -116,7 +116,7 @@ describe("MADPOIter", () => {
     const seen: string[] = [];
     const trainer = await MADPOIterTrainer.create(
       options({
-        config: { comparatorGenerationMode: "single_agent" as never, comparatorCentralizedAgentIndex: 1, numIterations: 1 },
+        config: { comparatorGenerationMode: "single_agent", comparatorCentralizedAgentIndex: 1, numIterations: 1 },
         centralizedComparatorAdapter: {
           buildPrompt: (_item, prompts) => {
             seen.push(prompts.join("|"));

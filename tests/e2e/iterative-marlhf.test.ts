@@ -153,7 +153,7 @@ describe("MARLHFIter", () => {
   it('preferenceScoringReward "reward_model": iteration 1 pairs by the task reward, iteration 2 by the first reward model; resume after the swap is exact', async () => {
     const taskCalls: number[] = [];
     const checkpointDir = runs.dir("checkpoints");
-    const scoring = (outputDir: string, rewardFunc: RewardFunction) => options({ outputDir, rewardFunc, config: { preferenceScoringReward: "learned" as never, rewardNumTrainEpochs: 1 } });
+    const scoring = (outputDir: string, rewardFunc: RewardFunction) => options({ outputDir, rewardFunc, config: { preferenceScoringReward: "learned", rewardNumTrainEpochs: 1 } });
     const trainer = await MARLHFIterTrainer.create(scoring(runs.dir("run"), counted(taskCalls)));
     await trainer.train({ checkpointDir });
     // Only iteration 1 asks the task: 3 items × (current + comparator).

@@ -19,6 +19,7 @@ import { rlAlgorithms, trainerDefinition, type FileRun } from "../../src/trainer
 import type { Trainer } from "../../src/trainers/lifecycle/trainer.js";
 import { MARLHFTrainer } from "../../src/trainers/preference/marlhf.js";
 import { makeBase, makeTrainer, TRAINER_KINDS } from "../support/checkpoint-run.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-lifecycle-"));
 const base = path.join(scratch, "base");
@@ -52,8 +53,8 @@ const records = (dir: string, kind: string) => readJsonlMetrics(path.join(dir, "
 
 describe("guards", () => {
   it("refuses unknown options with the nearest valid name, and bad enum-like options", async () => {
-    await expect(MAGRPOTrainer.create({ ...options(), formatter: () => "x" } as never)).rejects.toThrow(/has no option "formatter" \(did you mean "formatters"\?\)/);
-    await expect(MAGRPOTrainer.create(options({ rewardBatching: "perNode" as never }))).rejects.toThrow(/rewardBatching must be one of "node", "jointAction", got "perNode"/);
+    await expect(MAGRPOTrainer.create(illTyped({ ...options(), formatter: () => "x" }))).rejects.toThrow(/has no option "formatter" \(did you mean "formatters"\?\)/);
+    await expect(MAGRPOTrainer.create(options({ rewardBatching: illTyped("perNode") }))).rejects.toThrow(/rewardBatching must be one of "node", "jointAction", got "perNode"/);
   });
 
   it("refuses a second train() while one runs, and bad train() options", async () => {
@@ -66,7 +67,7 @@ describe("guards", () => {
       await expect(trainer.train({ checkpointDir: path.join(scratch, "k"), keepLast })).rejects.toThrow(/keepLast must be a positive integer/);
     }
     await expect(trainer.train({ checkpointInterval: 0 })).rejects.toThrow(/checkpointInterval must be a positive integer/);
-    await expect(trainer.train({ checkpointDirectory: "x" } as never)).rejects.toThrow(/train\(\) has no option "checkpointDirectory" \(did you mean "checkpointDir"\?\)/);
+    await expect(trainer.train(illTyped({ checkpointDirectory: "x" }))).rejects.toThrow(/train\(\) has no option "checkpointDirectory" \(did you mean "checkpointDir"\?\)/);
     await trainer.close();
   });
 
@@ -75,8 +76,8 @@ describe("guards", () => {
     expect(three.agents.length).toBe(3);
     expect(three.config.numAgents).toBe(3);
     await three.close();
-    await expect(MAGRPOTrainer.create(options({ numAgents: 2, config: { numAgents: 0 } as never }))).rejects.toThrow(/numAgents \(2\) must match config\.numAgents \(0\)/);
-    await expect(MAGRPOTrainer.create(options({ config: { numAgents: 0 } as never }))).rejects.toThrow(/numAgents must be ≥ 1/);
+    await expect(MAGRPOTrainer.create(options({ numAgents: 2, config: { numAgents: 0 } }))).rejects.toThrow(/numAgents \(2\) must match config\.numAgents \(0\)/);
+    await expect(MAGRPOTrainer.create(options({ config: { numAgents: 0 } }))).rejects.toThrow(/numAgents must be ≥ 1/);
   });
 });
 
@@ -117,7 +118,7 @@ describe("ownership", () => {
   it("frees each model it loaded exactly once, and never the caller's model that two agents share", async () => {
     const shared = await CausalLM.fromDirectory(base);
     const dispose = vi.spyOn(CausalLM.prototype, "dispose");
-    const trainer = await MAGRPOTrainer.create(options({ agents: [shared, shared, base], tokenizer, config: { numAgents: 3, referenceKlEnabled: true } as never }));
+    const trainer = await MAGRPOTrainer.create(options({ agents: [shared, shared, base], tokenizer, config: { numAgents: 3, referenceKlEnabled: true } }));
     // agent_0 and agent_1 reach one model; agent_2's and the three references are the trainer's own.
     expect(trainer.agents[1].model).toBe(shared);
     const owned = [trainer.agents[2].model, ...trainer.agents.map((a) => a.reference!)];
@@ -244,7 +245,7 @@ describe("evaluation on its own streams", () => {
 
 describe("per-update metrics", () => {
   it("logs loss, gradient norm, learning rate and samples of every optimizer step per agent", async () => {
-    const trainer = await MAGRPOTrainer.create(options({ config: { rolloutBufferSize: 2, trainBatchSize: 1 } as never }));
+    const trainer = await MAGRPOTrainer.create(options({ config: { rolloutBufferSize: 2, trainBatchSize: 1 } }));
     await trainer.train();
     await trainer.close();
     const updates = records(trainer.outputDir, "update");
@@ -266,7 +267,7 @@ describe("per-update metrics", () => {
 describe("concurrent agents", () => {
   it("update in the same order and to the same weights as sequential ones", async () => {
     const run = async (concurrent: boolean) => {
-      const trainer = await MAGRPOTrainer.create(options({ config: { numTrainEpochs: 2 } as never }));
+      const trainer = await MAGRPOTrainer.create(options({ config: { numTrainEpochs: 2 } }));
       trainer.learner.environment.concurrent = concurrent;
       await trainer.train();
       const result = { weights: weightsOf(trainer), update: records(trainer.outputDir, "update") };
@@ -283,7 +284,7 @@ describe("concurrent agents", () => {
 describe("reference KL", () => {
   it("is 0 for an untouched policy, equals Σ k3 of the token log-probs once it moved, and shapes the returns", async () => {
     const coef = 0.5;
-    const trainer = await MAGRPOTrainer.create(options({ agents: [base], config: { numAgents: 1, referenceKlEnabled: true, referenceKlCoef: coef, advantageNormalization: false } as never, rewardFunc: (c) => c[0].map((t) => t.length) }));
+    const trainer = await MAGRPOTrainer.create(options({ agents: [base], config: { numAgents: 1, referenceKlEnabled: true, referenceKlCoef: coef, advantageNormalization: false }, rewardFunc: (c) => c[0].map((t) => t.length) }));
     const agent = trainer.agents[0];
     const before = await trainer.collect([{ prompt: "Hi" }]);
     expect(before[0].referenceKl).toEqual([0, 0, 0]);
@@ -308,7 +309,7 @@ describe("reference KL", () => {
   });
 
   it("the update trains on R − coef·KL (hand-computed advantages, one AdamW step)", async () => {
-    const trainer = await MAGRPOTrainer.create(options({ agents: [base], config: { numAgents: 1, referenceKlEnabled: true, referenceKlCoef: 0.5, advantageNormalization: false } as never }));
+    const trainer = await MAGRPOTrainer.create(options({ agents: [base], config: { numAgents: 1, referenceKlEnabled: true, referenceKlCoef: 0.5, advantageNormalization: false } }));
     const model = trainer.agents[0].model;
     const copy = await model.clone();
     const prompt = tokenizer.encode("Hi there");

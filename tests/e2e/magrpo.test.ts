@@ -12,6 +12,7 @@ import { coverVowelsDataset, coverVowelsFormatters, coverVowelsRewardFunc, SOLO_
 import { MAGRPOTrainer, type MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
 import { tinyRuns } from "../support/runs.js";
 import { expectRise } from "../support/learning.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const runs = tinyRuns("comlrl-magrpo-", (dir) => createTinyModel(dir, { seed: 7, hiddenSize: 64, numLayers: 2 }));
 const { scratch, base } = runs;
@@ -51,7 +52,7 @@ describe("MAGRPO end to end", () => {
   }, 300_000);
 
   it("each update is the corrected loss: every completion token scored, (1/K)·Σ −A_k·log π, one AdamW step", async () => {
-    const trainer = await MAGRPOTrainer.create(options({ config: { numAgents: 1, advantageNormalization: false, agentLearningRate: 1e-2 } as never, agents: [base] }));
+    const trainer = await MAGRPOTrainer.create(options({ config: { numAgents: 1, advantageNormalization: false, agentLearningRate: 1e-2 }, agents: [base] }));
     const model = trainer.agents[0].model;
     const before = await model.clone();
     const eos = runs.tokenizer.eosTokenIds[0];
@@ -141,13 +142,13 @@ describe("MAGRPO end to end", () => {
     expect(await run({ stepInBackward: true })).toEqual(stepped);
     expect(await run({ stepInBackward: true, gradientCheckpointing: true })).toEqual(stepped);
     // Auto on a CPU keeps CoMLRL's pure bf16.
-    const auto = await MAGRPOTrainer.create(options({ config: { dtype: "bfloat16" } as never }));
+    const auto = await MAGRPOTrainer.create(options({ config: { dtype: "bfloat16" } }));
     expect(auto.agents.map((agent) => agent.optimizer.precision)).toEqual(["pure-bf16", "pure-bf16"]);
     await auto.close();
   });
 
   it("reference KL: frozen distinct references, KL metrics logged", async () => {
-    const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true, referenceKlCoef: 0.5, loggingSteps: 1 } as never }));
+    const trainer = await MAGRPOTrainer.create(options({ config: { referenceKlEnabled: true, referenceKlCoef: 0.5, loggingSteps: 1 } }));
     expect(trainer.agents[0].reference).not.toBeNull();
     expect(trainer.agents[0].reference!.info().frozen).toBe(true);
     expect(trainer.agents[0].reference).not.toBe(trainer.agents[0].model);
@@ -164,7 +165,7 @@ describe("MAGRPO end to end", () => {
         evalDataset: [{ prompt: "A" }, { prompt: "B" }, { prompt: "C" }],
         evalLogger: ({ agentCompletionsTurns }) => agentCompletionsTurns[0].map((turns) => turns.length),
         evalAggregator: (result) => ({ "turn_1/turns_seen": mean(result as number[]) }),
-        config: { numTurns: 2, earlyTerminationThreshold: null, loggingSteps: 1, evalNumSamples: 2 } as never,
+        config: { numTurns: 2, earlyTerminationThreshold: null, loggingSteps: 1, evalNumSamples: 2 },
       }),
     );
     await trainer.train();
@@ -194,7 +195,7 @@ describe("MAGRPO as CoMLRL 1.4.3 evaluates and samples", () => {
         },
         evalAggregator: () => ({}),
         // Every reward is ≥ 0 > −1: every training node terminates after its first turn.
-        config: { numTurns: 2, earlyTerminationThreshold: -1, evalNumSamples: 3 } as never,
+        config: { numTurns: 2, earlyTerminationThreshold: -1, evalNumSamples: 3 },
       }),
     );
     await trainer.train();
@@ -216,7 +217,7 @@ describe("MAGRPO as CoMLRL 1.4.3 evaluates and samples", () => {
   });
 
   it("generationKwargs: an unknown argument or a bad value is an error naming it, before any model loads", async () => {
-    const bad = (generationKwargs: unknown) => MAGRPOTrainer.create(options({ generationKwargs: generationKwargs as never }));
+    const bad = (generationKwargs: unknown) => MAGRPOTrainer.create(options({ generationKwargs: illTyped(generationKwargs) }));
     await expect(bad({ top_n: 0.9 })).rejects.toThrow(/generationKwargs has no option "top_n" \(did you mean "top_p"\?\)/);
     await expect(bad({ max_new_tokens: 8 })).rejects.toThrow(/generationKwargs has no option "max_new_tokens"/);
     await expect(bad({ repetition_penalty: 0 })).rejects.toThrow(/generationKwargs\.repetition_penalty must be a positive number, got 0/);
@@ -232,9 +233,9 @@ describe("MAGRPO errors", () => {
     await expect(MAGRPOTrainer.create(options({ agents: [base], numAgents: 2 }))).rejects.toThrow(/agents length \(1\) must match numAgents \(2\)/);
     await expect(MAGRPOTrainer.create(options({ agentModel: "other/model" }))).rejects.toThrow(/conflicts/);
     await expect(MAGRPOTrainer.create(options({ tokenizer: [runs.tokenizer] }))).rejects.toThrow(/tokenizers length \(1\) must match agents \(2\)/);
-    await expect(MAGRPOTrainer.create(options({ numAgents: 3, config: { numAgents: 2 } as never }))).rejects.toThrow(/numAgents \(3\) must match config\.numAgents/);
-    await expect(MAGRPOTrainer.create(options({ config: { numTurns: 2 } as never }))).rejects.toThrow(/requires an externalTransition/);
-    await expect(MAGRPOTrainer.create(options({ rewardFunc: undefined as never }))).rejects.toThrow(/rewardFunc must be a function/);
+    await expect(MAGRPOTrainer.create(options({ numAgents: 3, config: { numAgents: 2 } }))).rejects.toThrow(/numAgents \(3\) must match config\.numAgents/);
+    await expect(MAGRPOTrainer.create(options({ config: { numTurns: 2 } }))).rejects.toThrow(/requires an externalTransition/);
+    await expect(MAGRPOTrainer.create(options({ rewardFunc: undefined }))).rejects.toThrow(/rewardFunc must be a function/);
     await expect(MAGRPOTrainer.create(options({ agents: [path.join(scratch, "missing"), base] }))).rejects.toThrow(/missing/);
     const loaded = await CausalLM.fromDirectory(base);
     await expect(MAGRPOTrainer.create(options({ agents: [loaded, loaded] }))).rejects.toThrow(/Tokenizer\(s\) must be provided when agents are model objects/);

@@ -11,6 +11,7 @@ import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
 import { MAPPOTrainer, type MAPPOTrainerOptions } from "../../src/trainers/actor-critic/mappo.js";
 import { smallActorCriticRun } from "../support/actor-critic-run.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-mappo-"));
 const base = path.join(scratch, "base");
@@ -19,7 +20,7 @@ beforeAll(async () => {
 });
 
 function mappo(overrides: Partial<MAPPOTrainerOptions> = {}): MAPPOTrainerOptions {
-  return smallActorCriticRun(base, scratch, overrides as never) as MAPPOTrainerOptions;
+  return smallActorCriticRun(base, scratch, overrides);
 }
 
 /** Every weight of the trainer's actors and critics. */
@@ -42,14 +43,14 @@ async function trained(options: MAPPOTrainerOptions): Promise<MAPPOTrainer> {
 describe("config", () => {
   it("PPO's defaults; MAAC's fields and the actors' objective fields; errors name the field", () => {
     expect(mappoConfig()).toMatchObject({ lossType: "dapo", numIterations: 4, epsilon: 0.2, gaeLambda: 0.95, valueClipRange: 0.2, centralizedCritic: true, criticType: "v", discount: 1 });
-    expect(mappoConfig({ gae_lambda: 0.5, loss_type: "grpo" } as never)).toMatchObject({ gaeLambda: 0.5, lossType: "grpo" });
+    expect(mappoConfig({ gae_lambda: 0.5, loss_type: "grpo" })).toMatchObject({ gaeLambda: 0.5, lossType: "grpo" });
     expect(() => mappoConfig({ gaeLambda: 1.5 })).toThrow(/MAPPOConfig\.gaeLambda must be ≤ 1/);
     expect(() => mappoConfig({ lossType: "comlrl" })).toThrow(/MAPPOConfig\.numIterations must be 1 with lossType "comlrl"/);
     expect(() => mappoConfig({ lossType: ["grpo", "sapo", "dapo"], numAgents: 2 })).toThrow(/MAPPOConfig\.lossType has 3 values for 2 agents/);
     // Group baselines are GRPO's; MAPPO's advantages are the critic's.
-    expect(() => mappoConfig({ scaleRewards: "group" } as never)).toThrow(/scaleRewards/);
+    expect(() => mappoConfig(illTyped({ scaleRewards: "group" }))).toThrow(/scaleRewards/);
     // The reference KL is in the reward the critic learns, as IAC's and MAAC's.
-    expect(() => mappoConfig({ klIn: "loss" } as never)).toThrow(/klIn/);
+    expect(() => mappoConfig(illTyped({ klIn: "loss" }))).toThrow(/klIn/);
     expect(() => mappoConfig({ parallelTraining: "mp" })).toThrow(/MAPPOConfig\.agentDevices must be set/);
     expect(() => mappoConfig({ criticDevices: ["cpu", "cpu"] })).toThrow(/MAPPOConfig\.criticDevices must name one device with centralizedCritic/);
     expect(mappoConfig({ criticDevices: ["cpu", "cpu"], centralizedCritic: false }).criticDevices).toEqual(["cpu", "cpu"]);

@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { iacConfig } from "../../src/config/index.js";
+import { iacConfig, type IACConfigInput } from "../../src/config/index.js";
 import { CausalLM } from "../../src/models/causal-lm.js";
 import { Optimizer } from "../../src/models/optimizer.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
@@ -38,7 +38,7 @@ beforeAll(async () => {
 afterAll(() => model.dispose());
 
 /** The objectives of a one-agent actor-critic config with these fields. */
-const lossWith = (fields: Record<string, unknown>) => new PolicyLoss({ ...iacConfig({ numAgents: 1, maxNewTokens: 4, ...fields } as never) });
+const lossWith = (fields: IACConfigInput) => new PolicyLoss({ ...iacConfig({ numAgents: 1, maxNewTokens: 4, ...fields }) });
 
 async function gradientOf(run: () => Promise<unknown>): Promise<{ result: unknown; gradient: Float32Array }> {
   await model.zeroGrad();

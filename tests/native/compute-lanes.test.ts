@@ -6,6 +6,7 @@ import { Optimizer } from "../../src/models/optimizer.js";
 import { ValueHead } from "../../src/models/value-head.js";
 import { addon } from "../../src/native/loader.js";
 import { tinyLM } from "./tiny-lm.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const PROMPTS = [[1, 2, 3], [4, 5]];
 const COMPLETIONS = [Int32Array.from([6, 7]), Int32Array.from([8])];
@@ -22,9 +23,9 @@ describe("compute lanes", () => {
     addon().setComputeLane(model.native, null);
     expect(addon().computeLane(model.native)).toBe("cpu");
     for (const lane of [-1, 1.5, 1024, "1"]) {
-      expect(() => addon().setComputeLane(model.native, lane as never)).toThrow(/lane must be an integer from 0 to 1023 or null/);
+      expect(() => addon().setComputeLane(model.native, illTyped(lane))).toThrow(/lane must be an integer from 0 to 1023 or null/);
     }
-    expect(() => addon().setComputeLane({} as never, 0)).toThrow(/setComputeLane\(module, lane\): module must be a NativeModel or a NativeValueHead/);
+    expect(() => addon().setComputeLane(illTyped({}), 0)).toThrow(/setComputeLane\(module, lane\): module must be a NativeModel or a NativeValueHead/);
     head.dispose();
     model.dispose();
     expect(() => addon().computeLane(model.native)).toThrow(/disposed/);
@@ -51,7 +52,7 @@ describe("compute lanes", () => {
     const run = async (lane: number | null) => {
       const model = tinyLM(5);
       const head = ValueHead.create(model, { hiddenDim: 4, seed: 2 });
-      addon().setComputeLane(model.native, lane);
+      addon().setComputeLane(model.native, illTyped(lane));
       const optimizer = new Optimizer([{ module: model }, { module: head }], { lr: 1e-2 });
       const scores = await model.score(PROMPTS, COMPLETIONS);
       await model.policyGradientBackward(PROMPTS, COMPLETIONS, [0.5, -1]);

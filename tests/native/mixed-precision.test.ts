@@ -11,6 +11,7 @@ import { CausalLM } from "../../src/models/causal-lm.js";
 import { buildConfigJson } from "../../src/models/config.js";
 import { Optimizer } from "../../src/models/optimizer.js";
 import { TINY_SHAPE } from "./tiny-lm.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const CONFIG = buildConfigJson("qwen2", { ...TINY_SHAPE, numLayers: 2 }, { bosTokenId: null, eosTokenId: 63 });
 const PROMPTS = [[3, 4, 5], [9, 10]];
@@ -166,7 +167,7 @@ describe('precision "bf16-mixed"', () => {
     const fp32 = keep(await start.clone({ dtype: "float32" }));
     expect(keep(new Optimizer(fp32, { lr: LR, precision: "bf16-mixed" })).precision).toBe("fp32");
     expect(keep(new Optimizer(fp32, { lr: LR, precision: "pure-bf16" })).precision).toBe("fp32");
-    expect(() => new Optimizer([{ module: {} as never }], { lr: LR })).toThrow("groups[0].module must be a NativeModel or a NativeValueHead");
+    expect(() => new Optimizer([{ module: illTyped({}) }], { lr: LR })).toThrow("groups[0].module must be a NativeModel or a NativeValueHead");
   });
 
   // In a fresh process: the warning is once per process, and the tests above already met it here.

@@ -9,6 +9,7 @@ import { addon } from "../../src/native/loader.js";
 import { Optimizer } from "../../src/models/optimizer.js";
 import { ValueHead } from "../../src/models/value-head.js";
 import { batchOf, tinyLM } from "./tiny-lm.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-optimizer-"));
 const disposables: Array<{ dispose(): void }> = [];
@@ -117,9 +118,9 @@ describe("NativeOptimizer over parameter groups", () => {
     const Optimizer = addon().NativeOptimizer;
     expect(() => new Optimizer([{ module: model.native }, { module: frozen }], { lr: 1 })).toThrow("groups[1].module has no trainable parameters (it is frozen)");
     expect(() => new Optimizer([{ module: model.native }, { module: model.native }], { lr: 1 })).toThrow("groups[1].module is groups[0].module again");
-    expect(() => new Optimizer([{ module: {} as never }], { lr: 1 })).toThrow("groups[0].module must be a NativeModel or a NativeValueHead");
+    expect(() => new Optimizer([{ module: illTyped({}) }], { lr: 1 })).toThrow("groups[0].module must be a NativeModel or a NativeValueHead");
     expect(() => new Optimizer([], { lr: 1 })).toThrow("groups must not be empty");
-    expect(() => new Optimizer(model.native, { lr: 1, betas: [0.9] as never })).toThrow("betas must be [beta1, beta2]");
+    expect(() => new Optimizer(model.native, { lr: 1, betas: illTyped([0.9]) })).toThrow("betas must be [beta1, beta2]");
   });
 
   it("the Optimizer wrapper owns its native optimizer and disposes it", async () => {

@@ -7,7 +7,8 @@ import type { ActorCriticOptions } from "../../src/trainers/actor-critic/learner
 const lengths: RewardFunction = (completions) => completions[0].map((a, j) => (a.length + completions[1][j].length) / 10);
 
 /** Options of a run on `base` writing under `scratch`; `overrides.config` is laid over the run's config. */
-export function smallActorCriticRun(base: string, scratch: string, overrides: Partial<ActorCriticOptions<Record<string, unknown>>> = {}): ActorCriticOptions<Record<string, unknown>> {
+export function smallActorCriticRun<C extends object>(base: string, scratch: string, overrides: Partial<ActorCriticOptions<C>> = {}): ActorCriticOptions<C> {
+  const config = { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1 };
   return {
     agentModel: base,
     criticModel: base,
@@ -17,6 +18,7 @@ export function smallActorCriticRun(base: string, scratch: string, overrides: Pa
     outputDir: path.join(scratch, `run-${Math.random().toString(36).slice(2)}`),
     quiet: true,
     ...overrides,
-    config: { numTurns: 1, numTrainEpochs: 1, numGenerations: 2, maxNewTokens: 4, temperature: 1, topP: 1, topK: 0, rolloutBufferSize: 2, evalInterval: 0, agentLearningRate: 1e-3, criticLearningRate: 1e-3, seed: 1, ...(overrides.config ?? {}) },
+    // Every trainer's config input takes these fields; C is the config input of the trainer under test.
+    config: { ...config, ...overrides.config } as C,
   };
 }

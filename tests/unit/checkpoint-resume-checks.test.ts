@@ -29,7 +29,7 @@ beforeAll(async () => {
 
 /** Resumes a 2-epoch run from `from`; the error message, or null when it trained. */
 async function resume(name: string, from: string, config: Record<string, unknown> = {}, allowConfigChanges?: string[]): Promise<string | null> {
-  const trainer = await makeTrainer(base, tokenizer, path.join(scratch, name), 2, { config: config as never });
+  const trainer = await makeTrainer(base, tokenizer, path.join(scratch, name), 2, { config: config });
   try {
     await trainer.train({ resumeFromCheckpoint: from, ...(allowConfigChanges && { allowConfigChanges }) });
     return null;

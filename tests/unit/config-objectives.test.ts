@@ -7,11 +7,12 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, magrpoConfig, marlhfConfig, marlhfIterConfig } from "../../src/config/index.js";
 import { loadTrainConfig } from "../../src/cli/config-file.js";
 import { trainerDefinition } from "../../src/trainers/builtins.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const fails = (input: Record<string, unknown>, field: string, message: RegExp, build: (input: never) => unknown = magrpoConfig) => {
   let error: unknown;
   try {
-    build({ numAgents: 2, ...input } as never);
+    build(illTyped({ numAgents: 2, ...input }));
   } catch (e) {
     error = e;
   }
@@ -36,7 +37,7 @@ describe("MAGRPO objective fields", () => {
     const c = magrpoConfig({
       num_agents: 2, loss_type: ["dapo", "cispo"], importance_sampling_level: "sequence", num_iterations: 2, epsilon_high: [0.28, 5],
       scale_rewards: "batch", mask_truncated_completions: true, zero_variance_filter: 0, advantage_grouping: "agent_turn", entropy_coef: 0.01,
-    } as never);
+    });
     expect(c.objectives.map((o) => o.lossType)).toEqual(["dapo", "cispo"]);
     expect(c.objectives.map((o) => o.epsilonHigh)).toEqual([0.28, 5]);
     expect(c.objectives[1]).toMatchObject({ importanceSamplingLevel: "sequence", numIterations: 2, scaleRewards: "batch", maskTruncatedCompletions: true, zeroVarianceFilter: 0, advantageGrouping: "agent_turn", entropyCoef: 0.01 });
@@ -57,7 +58,7 @@ describe("MAGRPO objective fields", () => {
   });
 
   it("cispo's epsilonHigh is a cap on the ratio, not an upper clip ε, so it may be below epsilon", () => {
-    expect(magrpoConfig({ numAgents: 1, lossType: "cispo", epsilonHigh: 0.1 } as never).objectives[0].epsilonHigh).toBe(0.1);
+    expect(magrpoConfig({ numAgents: 1, lossType: "cispo", epsilonHigh: 0.1 }).objectives[0].epsilonHigh).toBe(0.1);
   });
 
   it("a path that records no log-probs: numIterations > 1 with lossType comlrl is refused by name", () => {
@@ -67,11 +68,11 @@ describe("MAGRPO objective fields", () => {
 
 describe("MARLHF's RL phase objective", () => {
   it("takes the objective fields and rlNumIterations (rl_num_iterations), per agent, checked when the config is built", () => {
-    const c = marlhfConfig({ numAgents: 2, loss_type: "dapo", rl_num_iterations: [2, 3], epsilon_high: 0.28 } as never);
+    const c = marlhfConfig({ numAgents: 2, loss_type: "dapo", rl_num_iterations: [2, 3], epsilon_high: 0.28 });
     expect([c.lossType, c.rlNumIterations, c.epsilonHigh]).toEqual(["dapo", [2, 3], 0.28]);
     expect(marlhfConfig().rlNumIterations).toBe(1);
     // MARLHFIter keeps numIterations for its rounds and takes rlNumIterations beside it.
-    const iter = marlhfIterConfig({ numIterations: 3, lossType: "grpo", rlNumIterations: 2 } as never);
+    const iter = marlhfIterConfig({ numIterations: 3, lossType: "grpo", rlNumIterations: 2 });
     expect([iter.numIterations, iter.rlNumIterations]).toEqual([3, 2]);
   });
 

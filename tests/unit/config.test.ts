@@ -5,6 +5,7 @@ import { trainerDefinition } from "../../src/trainers/builtins.js";
 import { describe, expect, it } from "vitest";
 import {
   ConfigError,
+  MADPO_FIELDS,
   centralizedMagrpoConfig,
   magrpoConfig,
   mareinforceConfig,
@@ -13,7 +14,8 @@ import {
   marlhfConfig,
   type MAGRPOConfig,
 } from "../../src/config/index.js";
-import { buildConfig, int } from "../../src/config/fields.js";
+import { buildConfig, fieldValue, int } from "../../src/config/fields.js";
+import { illTyped } from "../support/ill-typed.js";
 
 /** Runs fn and returns the ConfigError it throws. */
 function configError(fn: () => unknown): ConfigError {
@@ -149,21 +151,21 @@ describe("MAGRPOConfig bounds", () => {
 
   it("integer fields reject fractions and numeric strings", () => {
     expect(() => magrpoConfig({ numGenerations: 2.5 })).toThrow("MAGRPOConfig.numGenerations must be an integer, got 2.5");
-    expect(() => magrpoConfig({ num_generations: "4" } as never)).toThrow(
+    expect(() => magrpoConfig({ num_generations: illTyped("4") })).toThrow(
       'MAGRPOConfig.numGenerations (num_generations) must be an integer, got "4"',
     );
   });
 
   it("other types are checked too", () => {
     expect(() => magrpoConfig({ temperature: Number.NaN })).toThrow("MAGRPOConfig.temperature must be a finite number");
-    expect(() => magrpoConfig({ advantageNormalization: "yes" } as never)).toThrow(
+    expect(() => magrpoConfig({ advantageNormalization: illTyped("yes") })).toThrow(
       "MAGRPOConfig.advantageNormalization must be true or false",
     );
-    expect(() => magrpoConfig({ numTurns: null } as never)).toThrow("MAGRPOConfig.numTurns must be an integer, got null");
+    expect(() => magrpoConfig({ numTurns: illTyped(null) })).toThrow("MAGRPOConfig.numTurns must be an integer, got null");
   });
 
   it("names the snake_case key too when the user spelled the field that way", () => {
-    expect(() => magrpoConfig({ num_generations: 1 } as never)).toThrow(
+    expect(() => magrpoConfig({ num_generations: 1 })).toThrow(
       "MAGRPOConfig.numGenerations (num_generations) must be ≥ 2, got 1",
     );
   });
@@ -185,14 +187,14 @@ describe("MAGRPOConfig bounds", () => {
 describe("MAGRPOConfig enums", () => {
   it("parallelTraining is normalised: case, blanks, and null/'null' mean none", () => {
     for (const value of ["none", "NONE", " None ", "null", "Null", null]) {
-      expect(magrpoConfig({ parallelTraining: value as never }).parallelTraining).toBe("none");
+      expect(magrpoConfig({ parallelTraining: illTyped(value) }).parallelTraining).toBe("none");
     }
-    expect(magrpoConfig({ parallelTraining: " MP " as never, agentDevices: "cpu" }).parallelTraining).toBe("mp");
+    expect(magrpoConfig({ parallelTraining: illTyped(" MP "), agentDevices: "cpu" }).parallelTraining).toBe("mp");
   });
 
   it('parallelTraining rejects "invalid" and the removed "auto", and takes our data-parallel "ddp"', () => {
     for (const value of ["invalid", "auto"]) {
-      expect(() => magrpoConfig({ parallelTraining: value as never })).toThrow(
+      expect(() => magrpoConfig({ parallelTraining: illTyped(value) })).toThrow(
         `MAGRPOConfig.parallelTraining must be one of "none", "mp", "ddp", got "${value}"`,
       );
     }
@@ -215,22 +217,22 @@ describe("MAGRPOConfig enums", () => {
       ["cross", "cross"],
       ["crossed", "cross"],
     ];
-    for (const [given, expected] of cases) expect(magrpoConfig({ jointMode: given as never }).jointMode).toBe(expected);
-    expect(() => magrpoConfig({ jointMode: "diagonal" as never })).toThrow(
+    for (const [given, expected] of cases) expect(magrpoConfig({ jointMode: illTyped(given) }).jointMode).toBe(expected);
+    expect(() => magrpoConfig({ jointMode: illTyped("diagonal") })).toThrow(
       'MAGRPOConfig.jointMode must be one of "aligned", "cross", got "diagonal"',
     );
   });
 
   it("advantageMode and dtype are checked", () => {
-    expect(() => magrpoConfig({ advantageMode: "median" as never })).toThrow("MAGRPOConfig.advantageMode must be one of");
-    expect(magrpoConfig({ dtype: "bf16" as never }).dtype).toBe("bfloat16");
-    expect(() => magrpoConfig({ dtype: "float16" as never })).toThrow('MAGRPOConfig.dtype must be one of "float32", "bfloat16"');
+    expect(() => magrpoConfig({ advantageMode: illTyped("median") })).toThrow("MAGRPOConfig.advantageMode must be one of");
+    expect(magrpoConfig({ dtype: "bf16" }).dtype).toBe("bfloat16");
+    expect(() => magrpoConfig({ dtype: illTyped("float16") })).toThrow('MAGRPOConfig.dtype must be one of "float32", "bfloat16"');
   });
 
   it("tokenAccounting is exact or comlrl, comlrl only with CoMLRL's objective and the MAGRPO family", () => {
     expect(magrpoConfig({ tokenAccounting: "comlrl" }).tokenAccounting).toBe("comlrl");
-    expect(magrpoConfig({ token_accounting: "comlrl" } as never).tokenAccounting).toBe("comlrl");
-    expect(() => magrpoConfig({ tokenAccounting: "trl" as never })).toThrow('MAGRPOConfig.tokenAccounting must be one of "exact", "comlrl", got "trl"');
+    expect(magrpoConfig({ token_accounting: "comlrl" }).tokenAccounting).toBe("comlrl");
+    expect(() => magrpoConfig({ tokenAccounting: illTyped("trl") })).toThrow('MAGRPOConfig.tokenAccounting must be one of "exact", "comlrl", got "trl"');
     const objective = configError(() => magrpoConfig({ tokenAccounting: "comlrl", lossType: "dapo" }));
     expect(objective.field).toBe("tokenAccounting");
     expect(objective.message).toContain('lossType "dapo" needs tokenAccounting "exact"');
@@ -244,7 +246,7 @@ describe("MAGRPOConfig enums", () => {
   it("precision is auto, bf16-mixed or pure-bf16, and reaches every optimizer a trainer makes", () => {
     expect(magrpoConfig({ precision: "bf16-mixed" }).precision).toBe("bf16-mixed");
     expect(adamW(magrpoConfig({ precision: "pure-bf16" }), 1e-5)).toMatchObject({ lr: 1e-5, precision: "pure-bf16" });
-    expect(() => magrpoConfig({ precision: "bf16" as never })).toThrow(/MAGRPOConfig\.precision must be one of "auto", "bf16-mixed", "pure-bf16"/);
+    expect(() => magrpoConfig({ precision: illTyped("bf16") })).toThrow(/MAGRPOConfig\.precision must be one of "auto", "bf16-mixed", "pure-bf16"/);
   });
 
   it("device specs are validated at config time", () => {
@@ -255,11 +257,19 @@ describe("MAGRPOConfig enums", () => {
     expect(() => magrpoConfig({ agentDevices: "gpu0" })).toThrow('MAGRPOConfig.agentDevices must name devices as "cpu", "cuda" or "cuda:N"');
     expect(() => magrpoConfig({ referenceDevices: [] })).toThrow("MAGRPOConfig.referenceDevices must not be an empty list");
     expect(() => magrpoConfig({ agentDevices: ["cpu", "auto"] })).toThrow("MAGRPOConfig.agentDevices must name devices");
-    expect(() => magrpoConfig({ agentDevices: 0 as never })).toThrow("MAGRPOConfig.agentDevices must be a device string");
+    expect(() => magrpoConfig({ agentDevices: illTyped(0) })).toThrow("MAGRPOConfig.agentDevices must be a device string");
   });
 });
 
 describe("keys", () => {
+  it("fieldValue reads one field as the builder would: either spelling, its default, undefined when invalid", () => {
+    expect(fieldValue(MADPO_FIELDS, { collaborationMode: " Centralized " }, "collaborationMode")).toBe("centralized");
+    expect(fieldValue(MADPO_FIELDS, { collaboration_mode: "centralized" }, "collaborationMode")).toBe("centralized");
+    expect(fieldValue(MADPO_FIELDS, { numAgents: 3 }, "collaborationMode")).toBe("decentralized");
+    expect(fieldValue(MADPO_FIELDS, undefined, "collaborationMode")).toBe("decentralized");
+    expect(fieldValue(MADPO_FIELDS, { collaborationMode: "both" }, "collaborationMode")).toBeUndefined();
+  });
+
   it("a built config builds again to itself (trainers and config files pass built configs back in)", () => {
     const built = magrpoConfig({ lossType: "dapo", epsilonHigh: 0.28 });
     expect(magrpoConfig(built)).toEqual(built);
@@ -280,7 +290,7 @@ describe("keys", () => {
       agent_devices: ["cpu", "cpu"],
       reference_kl_enabled: true,
       max_grad_norm: 1,
-    } as never);
+    });
     const camel = magrpoConfig({
       numTrainEpochs: 3,
       agentLearningRate: 1e-5,
@@ -298,7 +308,7 @@ describe("keys", () => {
   });
 
   it("rejects both spellings of one field", () => {
-    const error = configError(() => magrpoConfig({ topP: 0.5, top_p: 0.5 } as never));
+    const error = configError(() => magrpoConfig({ topP: 0.5, top_p: 0.5 }));
     expect(error.message).toBe('MAGRPOConfig.topP is given twice, as "topP" and "top_p"; keep one');
     expect(error.field).toBe("topP");
   });
@@ -313,7 +323,7 @@ describe("keys", () => {
       ["topp", "topP"],
     ];
     for (const [key, guess] of cases) {
-      const error = configError(() => magrpoConfig({ [key]: 1 } as never));
+      const error = configError(() => magrpoConfig({ [key]: 1 }));
       expect(error.message).toBe(`MAGRPOConfig has no field "${key}" (did you mean "${guess}"?)`);
       expect(error.field).toBe(key);
     }
@@ -321,7 +331,7 @@ describe("keys", () => {
 
   it("refuses a CoMLRL field comlrl does not take with the reason, in either spelling and at any value", () => {
     for (const [key, value] of [["evalBatchSize", 1], ["eval_batch_size", 8]] as const) {
-      const error = configError(() => magrpoConfig({ [key]: value } as never));
+      const error = configError(() => magrpoConfig({ [key]: value }));
       const spelled = key === "evalBatchSize" ? "evalBatchSize" : "evalBatchSize (eval_batch_size)";
       expect(error.message).toBe(`MAGRPOConfig.${spelled} is not supported: evaluation runs its items one at a time, as CoMLRL 1.4.3 does with its default of 1; remove the field`);
       expect(error.field).toBe("evalBatchSize");
@@ -329,20 +339,20 @@ describe("keys", () => {
   });
 
   it("names every unknown key and suggests nothing when nothing is close", () => {
-    expect(() => magrpoConfig({ wandb_project: "x", numGeneration: 4 } as never)).toThrow(
+    expect(() => magrpoConfig(illTyped({ wandb_project: "x", numGeneration: 4 }))).toThrow(
       'MAGRPOConfig has no field "wandb_project", "numGeneration" (did you mean "numGenerations"?)',
     );
   });
 
   it("only the exact snake_case twin maps to a field", () => {
-    expect(() => magrpoConfig({ Top_P: 0.5 } as never)).toThrow('MAGRPOConfig has no field "Top_P"');
-    expect(() => magrpoConfig({ toString: 1 } as never)).toThrow('MAGRPOConfig has no field "toString"');
+    expect(() => magrpoConfig(illTyped({ Top_P: 0.5 }))).toThrow('MAGRPOConfig has no field "Top_P"');
+    expect(() => magrpoConfig(illTyped({ toString: 1 }))).toThrow('MAGRPOConfig has no field "toString"');
     expect(() => magrpoConfig(JSON.parse('{"__proto__": {"numTurns": 1}}'))).toThrow('has no field "__proto__"');
   });
 
   it("rejects input that is not an object", () => {
-    expect(() => magrpoConfig([] as never)).toThrow("MAGRPOConfig must be built from an object of fields, got []");
-    expect(() => magrpoConfig(null as never)).toThrow("MAGRPOConfig must be built from an object of fields, got null");
+    expect(() => magrpoConfig(illTyped([]))).toThrow("MAGRPOConfig must be built from an object of fields, got []");
+    expect(() => magrpoConfig(illTyped(null))).toThrow("MAGRPOConfig must be built from an object of fields, got null");
   });
 
   it("a field without a default is required", () => {
@@ -370,7 +380,7 @@ describe("MAGRPO variants", () => {
     const config = centralizedMagrpoConfig();
     expect(config).toEqual({ ...magrpoConfig(), numTurns: 1, collaborationMode: "centralized" });
     expect(magrpoConfig().numTurns).toBe(2);
-    expect(centralizedMagrpoConfig({ num_turns: 1, collaboration_mode: "centralized" } as never).numTurns).toBe(1);
+    expect(centralizedMagrpoConfig({ num_turns: 1, collaboration_mode: "centralized" }).numTurns).toBe(1);
   });
 
   it("centralized MAGRPO rejects more than one turn", () => {
@@ -381,12 +391,12 @@ describe("MAGRPO variants", () => {
   });
 
   it("centralized MAGRPO requires centralized collaboration", () => {
-    expect(() => centralizedMagrpoConfig({ collaborationMode: "decentralized" as never })).toThrow(
+    expect(() => centralizedMagrpoConfig({ collaborationMode: illTyped("decentralized") })).toThrow(
       'CentralizedMAGRPOConfig.collaborationMode must be "centralized": CentralizedMAGRPOConfig requires centralized collaboration, got "decentralized"',
     );
   });
 
   it("collaborationMode is not a field of the decentralized configs", () => {
-    expect(() => magrpoConfig({ collaborationMode: "centralized" } as never)).toThrow('MAGRPOConfig has no field "collaborationMode"');
+    expect(() => magrpoConfig(illTyped({ collaborationMode: "centralized" }))).toThrow('MAGRPOConfig has no field "collaborationMode"');
   });
 });

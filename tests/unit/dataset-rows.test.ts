@@ -10,6 +10,7 @@ import { runTrain } from "../../src/cli/train.js";
 import { MAGRPOTrainer } from "../../src/trainers/reinforce/magrpo.js";
 import { coverVowelsRewardFunc } from "../../src/tasks/cover-vowels.js";
 import { createTinyModel } from "../../src/models/tiny-model.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-dataset-rows-"));
 const modelDir = path.join(scratch, "tiny");
@@ -43,7 +44,7 @@ describe("items the trainer is given", () => {
       agents: [modelDir, modelDir],
       rewardFunc: coverVowelsRewardFunc,
       formatters,
-      trainDataset: trainDataset as never,
+      trainDataset: illTyped(trainDataset),
       outputDir: path.join(scratch, "items"),
       quiet: true,
       config: { numTurns: 1, numGenerations: 2, maxNewTokens: 2 },

@@ -124,7 +124,7 @@ afterAll(async () => {
 });
 
 const sampler = async (route: string, extra: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}) => {
-  const config = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: `${root}${route}`, maxNewTokens: 7, temperature: 0.5, topP: 0.9, topK: 3, ...extra } as never);
+  const config = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: `${root}${route}`, maxNewTokens: 7, temperature: 0.5, topP: 0.9, topK: 3, ...extra });
   return apiComparator(config, () => {}, env).begin(0);
 };
 
@@ -212,7 +212,7 @@ describe("api comparator", () => {
   it("a key in the URL (query or user info) is not in errors or retry notes", async () => {
     const notes: string[] = [];
     for (const url of [`${root}/missing?key=${KEY}&v=1`, `${root.replace("//", `//me:${KEY}@`)}/missing`, `${root}/flaky?api_key=${KEY}`]) {
-      const config = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: url, comparatorApiMaxRetries: 1 } as never);
+      const config = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: url, comparatorApiMaxRetries: 1 });
       const error = await apiComparator(config, (m) => notes.push(m), {})
         .begin(0)
         .then((s) => s.sample(0, "q", 1, {}))

@@ -12,6 +12,7 @@ import { SeededRandom } from "../../src/util/random.js";
 import { alignedComparisons } from "../../src/trainers/preference/iterative/candidates.js";
 import { PreferenceReplay, readShard, replayWeights, sampleReplay, type IterativePair } from "../../src/trainers/preference/iterative/replay.js";
 import { runPython } from "../support/python.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-replay-"));
 let tokenizer: ComlrlTokenizer;
@@ -100,7 +101,7 @@ describe("iterative configs", () => {
   it("defaults and overrides of §2.6", () => {
     const c = madpoIterConfig();
     expect([c.numIterations, c.numTrainEpochs, c.preferenceNumCandidates, c.preferencePairsPerSample, c.pairSelection, c.comparatorNumCandidates]).toEqual([6, 1, 20, 4, "comparator_reward", 20]);
-    const m = marlhfIterConfig({ comparator_policy: "checkpoint", preference_replay_mode: "td-lambda", preference_replay_lambda: 0.5 } as never);
+    const m = marlhfIterConfig({ comparator_policy: "checkpoint", preference_replay_mode: "td-lambda", preference_replay_lambda: 0.5 });
     expect([m.numTrainEpochs, m.rewardNumTrainEpochs, m.comparatorPolicy, m.comparatorHistoryK, m.preferenceReplayMode, m.preferenceScoringReward]).toEqual([2, 2, "history", 1, "lambda_decay", "task"]);
   });
 
@@ -123,7 +124,7 @@ describe("iterative configs", () => {
     [{ numIterations: 0 }, /numIterations must be ≥ 1/],
     [{ pairSelection: "all" }, /preferencePairsPerSample must be null/],
   ])("rejects %j", (input, message) => {
-    expect(() => madpoIterConfig(input as never)).toThrow(message);
+    expect(() => madpoIterConfig(illTyped(input))).toThrow(message);
   });
 });
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { readJsonlMetrics } from "../../src/logging/jsonl.js";
 import { MetricsLogger, samplesMarkdown, shouldLogTrain, type SampleRow } from "../../src/logging/metrics-logger.js";
 import { scratchPerTest } from "../support/scratch.js";
+import { illTyped } from "../support/ill-typed.js";
 
 const scratch = scratchPerTest("comlrl-metrics-");
 
@@ -198,7 +199,7 @@ describe("MetricsLogger", () => {
     );
     const logger = await MetricsLogger.create({ outputDir: scratch(), loggingSteps: 1, algorithm: "MAGRPO" });
     expect(() => logger.loadState({ lastLoggedStep: -3 })).toThrow(/lastLoggedStep must be null or a non-negative integer, got -3/);
-    expect(() => logger.loadState({} as never)).toThrow(/lastLoggedStep must be null/);
+    expect(() => logger.loadState(illTyped({}))).toThrow(/lastLoggedStep must be null/);
     logger.loadState({ lastLoggedStep: null });
     expect(() => logger.logTrain({ a: 1 }, 1.5)).toThrow(/logTrain: envStep must be a non-negative integer, got 1\.5/);
     expect(() => logger.logSamples([], -1)).toThrow(/logSamples: envStep/);

@@ -11,7 +11,7 @@ import { isTruncated } from "../../src/trainers/policy-loss.js";
 const settings: AdvantageSettings = { advantageMode: "mean", advantageNormalization: false, referenceKlEnabled: false, referenceKlCoef: 0 };
 
 function objective(fields: Record<string, unknown>): AgentObjective {
-  return magrpoConfig({ numAgents: 1, lossType: "grpo", ...fields } as never).objectives[0];
+  return magrpoConfig({ numAgents: 1, lossType: "grpo", ...fields }).objectives[0];
 }
 
 function sample(turn: number, returns: number[], referenceKl = returns.map(() => 0)): NodeSample {

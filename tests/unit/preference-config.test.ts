@@ -6,6 +6,7 @@ import { dpoObjective, negLogSigmoid } from "../../src/trainers/preference/dpo.j
 import { gatherItems, selectPairs } from "../../src/trainers/preference/pairs.js";
 import { jointText } from "../../src/trainers/preference/reward-model.js";
 import { SeededRandom } from "../../src/util/random.js";
+import { illTyped } from "../support/ill-typed.js";
 
 describe("MADPOConfig", () => {
   it("has CoMLRL's defaults", () => {
@@ -20,9 +21,7 @@ describe("MADPOConfig", () => {
       topP: 0.6,
       topK: 50,
       numTurns: 1,
-      discount: 1,
       jointMode: "aligned",
-      earlyTerminationThreshold: null,
       evalInterval: 16,
       rolloutBufferSize: 2,
       trainBatchSize: 2,
@@ -34,6 +33,13 @@ describe("MADPOConfig", () => {
       environmentStepsPerPair: 2,
     });
     expect("numGenerations" in madpoConfig()).toBe(false);
+  });
+
+  it("has none of the rollout fields of MARLHF's RL phase, which MARLHF keeps at CoMLRL's defaults", () => {
+    const rlPhase = ["discount", "earlyTerminationThreshold", "externalPromptPassthrough", "advantageNormalization", "advantageMode"];
+    for (const field of rlPhase) expect(field in madpoConfig()).toBe(false);
+    expect(() => madpoConfig(illTyped({ advantage_mode: "mean" }))).toThrow('MADPOConfig has no field "advantage_mode"');
+    expect(marlhfConfig()).toMatchObject({ discount: 1, earlyTerminationThreshold: null, externalPromptPassthrough: false, advantageNormalization: true, advantageMode: "mean" });
   });
 
   it.each([
@@ -49,11 +55,11 @@ describe("MADPOConfig", () => {
     [{ parallelTraining: "auto" }, /parallelTraining must be one of/],
     [{ parallelTraining: "mp" }, /agentDevices must be set/],
   ])("rejects %j", (input, message) => {
-    expect(() => madpoConfig(input as never)).toThrow(message);
+    expect(() => madpoConfig(illTyped(input))).toThrow(message);
   });
 
   it("accepts snake_case keys, pairSelection all with null pairs, and null parallel training", () => {
-    const c = madpoConfig({ pair_selection: "all", preference_pairs_per_sample: null, parallel_training: "null", agent_devices: "cpu", collaboration_mode: "centralized" } as never);
+    const c = madpoConfig({ pair_selection: "all", preference_pairs_per_sample: null, parallel_training: "null", agent_devices: "cpu", collaboration_mode: "centralized" });
     expect(c).toMatchObject({ pairSelection: "all", preferencePairsPerSample: null, parallelTraining: "none", collaborationMode: "centralized" });
   });
 });
@@ -95,13 +101,13 @@ describe("MARLHFConfig", () => {
     [{ criticType: "x" }, /criticType must be one of/],
     [{ numTurns: 2 }, /numTurns must be 1/],
   ])("rejects %j", (input, message) => {
-    expect(() => marlhfConfig(input as never)).toThrow(message);
+    expect(() => marlhfConfig(illTyped(input))).toThrow(message);
   });
 
   it("tells a defaulted rewardModelDevice from a given one, also through a rebuilt config", () => {
     expect(rewardModelDeviceGiven(marlhfConfig())).toBe(false);
     expect(rewardModelDeviceGiven(marlhfConfig(marlhfConfig()))).toBe(false);
-    expect(rewardModelDeviceGiven(marlhfConfig({ reward_model_device: "cuda:0" } as never))).toBe(true);
+    expect(rewardModelDeviceGiven(marlhfConfig({ reward_model_device: "cuda:0" }))).toBe(true);
     expect(JSON.stringify(marlhfConfig())).not.toContain("Given");
   });
 });

@@ -39,7 +39,7 @@ describe("reward timeout", () => {
 
   it("is a config field of every trainer, 600 s by default, refused when not positive", () => {
     expect(magrpoConfig({}).rewardTimeoutSeconds).toBe(600);
-    expect(magrpoConfig({ reward_timeout_seconds: 2 } as never).rewardTimeoutSeconds).toBe(2);
+    expect(magrpoConfig({ reward_timeout_seconds: 2 }).rewardTimeoutSeconds).toBe(2);
     expect(() => magrpoConfig({ rewardTimeoutSeconds: 0 })).toThrow(/rewardTimeoutSeconds/);
   });
 

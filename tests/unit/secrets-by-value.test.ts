@@ -85,7 +85,7 @@ describe("secrets masked by value", () => {
     for (const [fields, field, secret] of cases) {
       let message = "";
       try {
-        madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: "https://h/v1", ...fields } as never);
+        madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: "https://h/v1", ...fields });
       } catch (error) {
         message = (error as Error).message;
       }
@@ -118,7 +118,7 @@ describe("the api comparator's errors", () => {
     root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
       for (const route of ["/v1/echo", "/redirect-userinfo"]) {
-        const c = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: `${root}${route}`, comparatorApiMaxRetries: 0, comparatorApiHeaders: { "X-Auth": planted.xAuth } } as never);
+        const c = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: `${root}${route}`, comparatorApiMaxRetries: 0, comparatorApiHeaders: { "X-Auth": planted.xAuth } });
         const sampler = await apiComparator(c, () => {}, {}).begin(0);
         const message = await sampler.sample(0, "q", 1, {}).then(
           () => "",

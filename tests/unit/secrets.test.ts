@@ -4,7 +4,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { madpoIterConfig } from "../../src/config/index.js";
+import { madpoIterConfig, type MADPOIterConfigInput } from "../../src/config/index.js";
 import { redactSecrets, redactUrl, secretValues } from "../../src/config/secrets.js";
 import { apiComparator } from "../../src/trainers/preference/iterative/api-comparator.js";
 
@@ -103,7 +103,7 @@ describe("secrets by value", () => {
     for (const [fields, field] of cases) {
       let message = "";
       try {
-        madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: "https://h/v1", ...fields } as never);
+        madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: "https://h/v1", ...fields });
       } catch (error) {
         message = (error as Error).message;
       }
@@ -126,8 +126,9 @@ describe("secrets by value", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      for (const fields of [{ comparatorApiExtraBody: { key: BODY_KEY } }, { comparatorApiHeaders: { "X-Auth-Key": AUTH } }, { comparatorApiHeaders: { "Ocp-Apim-Subscription-Key": SUBSCRIPTION } }]) {
-        const c = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: `${root}/echo`, comparatorApiMaxRetries: 0, ...fields } as never);
+      const echoed: MADPOIterConfigInput[] = [{ comparatorApiExtraBody: { key: BODY_KEY } }, { comparatorApiHeaders: { "X-Auth-Key": AUTH } }, { comparatorApiHeaders: { "Ocp-Apim-Subscription-Key": SUBSCRIPTION } }];
+      for (const fields of echoed) {
+        const c = madpoIterConfig({ comparatorPolicy: "api", comparatorApiUrl: `${root}/echo`, comparatorApiMaxRetries: 0, ...fields });
         const sampler = await apiComparator(c, () => {}, {}).begin(0);
         const message = await sampler.sample(0, "q", 1, {}).then(
           () => "",

@@ -30,7 +30,7 @@ export class IACTrainer extends ActorCriticTrainer<IACConfig, IACLearner> {
   /** Builds the trainer: validates options and config, loads actors and critics, and registers them. */
   static async create(options: IACTrainerOptions): Promise<IACTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "IACTrainer.create()");
-    const config = iacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as IACConfigInput);
+    const config = iacConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
     const n = config.numAgents;
     let criticSources: ModelSource[] = [];
     return construct({

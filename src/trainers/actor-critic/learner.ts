@@ -173,7 +173,7 @@ export abstract class ActorCriticTrainer<C extends ActorCriticConfig, L extends 
 }
 
 /** A = y − V_old; z-scored (population std, floored at 1e-6) over the samples when enabled and more than one. */
-export function normalizedAdvantages(samples: readonly ActorCriticSample[], normalize: boolean): number[] {
+export function normalizedAdvantages(samples: readonly Pick<ActorCriticSample, "target" | "oldValue">[], normalize: boolean): number[] {
   const a = samples.map((s) => s.target - s.oldValue);
   if (!normalize || a.length < 2) return a;
   const m = meanOrZero(a);

@@ -67,7 +67,7 @@ export class MAACTrainer extends ActorCriticTrainer<MAACConfig, MAACLearner> {
   /** Builds the trainer: validates options and config, loads actors and the critic, and registers them. */
   static async create(options: MAACTrainerOptions): Promise<MAACTrainer> {
     checkOptionKeys(options, MAAC_OPTION_KEYS, "MAACTrainer.create()");
-    const config = maacConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as MAACConfigInput);
+    const config = maacConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
     let source: ModelSource = "";
     let dim: number | null = null;
     return construct({

@@ -2,7 +2,8 @@
 // pairs are collected once (one step per train item), then numTrainEpochs passes over the shuffled pair set, one DPO
 // step per trainBatchSize pairs, in which every agent is stepped in turn on the joint loss. The pairs are trainer
 // state: checkpoints carry them, so a resumed run trains on exactly the same set.
-import { madpoConfig, type MADPOConfig, type MADPOConfigInput } from "../../config/index.js";
+import { fieldValue } from "../../config/fields.js";
+import { MADPO_FIELDS, madpoConfig, type MADPOConfig, type MADPOConfigInput } from "../../config/index.js";
 import { resolveAgentCount } from "../agents.js";
 import type { TrainingStage } from "../lifecycle/trainer.js";
 import { checkOptionKeys } from "../options.js";
@@ -36,8 +37,8 @@ export class MADPOTrainer extends PreferenceTrainer<MADPOConfig, MADPOTrainerOpt
   /** Builds the trainer: validates options and config, loads the agents, and registers them. */
   static async create(options: MADPOTrainerOptions): Promise<MADPOTrainer> {
     checkOptionKeys(options, MADPO_OPTION_KEYS, "MADPOTrainer.create()");
-    const centralized = madpoConfig(options.config as MADPOConfigInput).collaborationMode === "centralized";
-    const config = madpoConfig(resolveAgentCount(options.config as MADPOConfigInput, options.numAgents, centralized ? undefined : options.agents));
+    const centralized = fieldValue(MADPO_FIELDS, options.config, "collaborationMode") === "centralized";
+    const config = madpoConfig(resolveAgentCount(options.config, options.numAgents, centralized ? undefined : options.agents));
     return constructPreferenceTrainer({ algorithm: "MADPO", options, config, make: (actors, outputDir) => new MADPOTrainer(config, actors, options, outputDir) });
   }
 

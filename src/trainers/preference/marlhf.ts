@@ -3,7 +3,8 @@
 // (rewardNumTrainEpochs), then the RL phase — the learner of the trainer rlAlgorithm names (rl-phase.ts) —
 // over the train items (numTrainEpochs) with the frozen reward model scoring every node's joint actions in one
 // pass. Both learned phases run inside this trainer's host (rlhf-phases.ts). Evaluation always uses the task reward.
-import { marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
+import { fieldValue } from "../../config/fields.js";
+import { MADPO_FIELDS, marlhfConfig, type MARLHFConfig, type MARLHFConfigInput } from "../../config/index.js";
 import { resolveAgentCount, type ModelSource } from "../agents.js";
 import type { Trainer, TrainingStage } from "../lifecycle/trainer.js";
 import { checkOptionKeys } from "../options.js";
@@ -38,7 +39,7 @@ export function marlhfTrainerConfig<C extends RlhfConfig, I>(
   configName: string,
   build: (input: I | undefined) => C,
 ): C {
-  const centralized = build(options.config).collaborationMode === "centralized";
+  const centralized = fieldValue(MADPO_FIELDS, options.config, "collaborationMode") === "centralized";
   const config = build(resolveAgentCount(options.config as object | undefined, options.numAgents, centralized ? undefined : options.agents) as I);
   return checkRLPhase(config, configName, options);
 }

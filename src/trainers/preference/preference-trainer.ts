@@ -86,9 +86,10 @@ export abstract class PreferenceTrainer<C extends PreferenceBaseConfig, O extend
     return evaluateAgents(this.agents, this.actors.environment, PREFERENCE_EVAL_SETTINGS, { items, seed: this.config.seed, envStep: this.progress.envStep, logger: this.host.logger, hooks: this.options });
   }
 
-  // CoMLRL's preference trainers inherit MAGRPO's _init_wandb; its actor count is theirs (one when centralized).
+  // CoMLRL's preference trainers inherit MAGRPO's _init_wandb; its actor count is theirs (one when centralized). MADPO's
+  // config has no advantage fields, as it computes no advantage; CoMLRL's MADPOConfig logs its unused defaults.
   protected override comlrlRunConfig(): Record<string, unknown> {
-    const c = this.config;
+    const c = { advantageMode: "mean", advantageNormalization: true, ...this.config };
     return {
       ...magrpoFamilyRunConfig({ algorithm: this.algorithm, modelName: comlrlModelName(this.options), numAgents: this.agents.length, config: c }),
       ...(c.collaborationMode === "centralized" ? centralizedRunConfig(this.numRoles, this.agents.length, "comparatorGenerationMode" in c) : {}),

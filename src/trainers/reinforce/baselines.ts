@@ -8,7 +8,7 @@ import { MAGRPOTrainer } from "./magrpo.js";
 export class MAREINFORCETrainer extends MAGRPOTrainer {
   override readonly algorithm = "MAREINFORCE";
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
-    return mareinforceConfig(input as MAGRPOConfigInput);
+    return mareinforceConfig(input);
   }
 }
 
@@ -16,7 +16,7 @@ export class MAREINFORCETrainer extends MAGRPOTrainer {
 export class MAReMaxTrainer extends MAGRPOTrainer {
   override readonly algorithm = "MAReMax";
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
-    return maremaxConfig(input as MAGRPOConfigInput);
+    return maremaxConfig(input);
   }
 }
 
@@ -24,6 +24,6 @@ export class MAReMaxTrainer extends MAGRPOTrainer {
 export class MARLOOTrainer extends MAGRPOTrainer {
   override readonly algorithm = "MARLOO";
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
-    return marlooConfig(input as MAGRPOConfigInput);
+    return marlooConfig(input);
   }
 }

@@ -133,7 +133,7 @@ export class CentralizedMAGRPOTrainer extends MAGRPOTrainer {
   }
 
   static override buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
-    return centralizedMagrpoConfig(input as CentralizedMAGRPOConfigInput);
+    return centralizedMagrpoConfig(input);
   }
 
   static override async create<T extends MAGRPOTrainer>(this: TrainerClass<T>, options: CentralizedMAGRPOTrainerOptions): Promise<T> {

@@ -58,7 +58,7 @@ export class MAGRPOTrainer extends RolloutTrainer<NodeSample, MAGRPOConfig, MAGR
 
   /** The config builder of this algorithm (baselines override the advantage mode's default). */
   static buildConfig(input: MAGRPOConfigInput | MAGRPOConfig | undefined): MAGRPOConfig {
-    return magrpoConfig(input as MAGRPOConfigInput);
+    return magrpoConfig(input);
   }
 
   /** Builds the trainer: validates options and config, loads the agents (and references), and registers them; a failure frees what was built. */
