@@ -39,7 +39,7 @@ export { CentralizedMAGRPOTrainer, CentralizedParseError, TaggedAdapter, type Ce
 export { IACTrainer, type IACTrainerOptions } from "./trainers/actor-critic/iac.js";
 export { MAACTrainer, jointCriticText, type MAACTrainerOptions } from "./trainers/actor-critic/maac.js";
 export { MAPPOLearner, MAPPOTrainer, type MAPPOTrainerOptions } from "./trainers/actor-critic/mappo.js";
-export { mappoConfig, type MAPPOConfig, type MAPPOConfigInput } from "./config/actor-critic.js";
+export { MAPPO_FIELDS, mappoConfig, type MAPPOConfig, type MAPPOConfigInput } from "./config/actor-critic.js";
 export type { ActorCriticOptions } from "./trainers/actor-critic/learner.js";
 export type { ActorCriticSample, CriticRow } from "./trainers/actor-critic/samples.js";
 export type { Critic } from "./trainers/actor-critic/critics.js";

@@ -70,6 +70,7 @@ export {
 export {
   IAC_FIELDS,
   MAAC_FIELDS,
+  MAPPO_FIELDS,
   iacConfig,
   maacConfig,
   type ActorCriticConfig,

@@ -3,7 +3,7 @@
 // is validated here; every other key is judged by what transformers' code for the family computes (config-keys.ts):
 // refused by name when it would change the numbers, loaded (and named in a warning when unknown) when it would not.
 import { ConfigError } from "../config/fields.js";
-import { judgeConfigKeys, warnUnknownConfigKeys } from "./config-keys.js";
+import { judgeConfigKeys, warnUnknownConfigKeys } from "./judge-config-keys.js";
 import { ropeTables } from "./rope.js";
 
 /** A supported architecture family: config.json's model_type. */

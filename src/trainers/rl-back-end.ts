@@ -13,8 +13,9 @@ import type { RolloutLearner, RolloutLearnerConfig, RolloutSample } from "./lear
 import type { StageHost } from "./lifecycle/stage-host.js";
 import type { MAGRPOTrainerOptions } from "./reinforce/magrpo.js";
 
-/** MARLHF's config as MARLHF and MARLHFIter have it (their pair selection aside): what the RL phase reads. */
-type RlhfConfig = Omit<MARLHFConfig, "pairSelection">;
+
+/** MARLHF's config as MARLHF and MARLHFIter have it (their pair selection aside): what the reward model and the RL phase read. */
+export type RlhfConfig = Omit<MARLHFConfig, "pairSelection">;
 
 /** MARLHF's critic sources for an actor-critic RL phase (its create()'s criticModel / critics). */
 export interface RLPhaseCritics {

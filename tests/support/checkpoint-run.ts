@@ -14,6 +14,7 @@ import type { RLPhaseLearner } from "../../src/trainers/rl-back-end.js";
 import { RolloutTrainer } from "../../src/trainers/rollout-trainer.js";
 import type { CentralizedAdapter } from "../../src/trainers/reinforce/centralized.js";
 import type { MAGRPOTrainerOptions } from "../../src/trainers/reinforce/magrpo.js";
+import { TRAINER_VARIANTS } from "./trainer-variants.js";
 
 export async function makeBase(dir: string): Promise<ComlrlTokenizer> {
   return createTinyModel(dir, { seed: 11, hiddenSize: 32, numLayers: 1, vocabSize: 300 });
@@ -90,12 +91,7 @@ const registered =
 
 export const TRAINER_KINDS: Record<string, (options: MAGRPOTrainerOptions) => Promise<ResumableTrainer>> = {
   ...Object.fromEntries(trainerDefinitions().map((definition) => [definition.trainer.name.replace(/Trainer$/, ""), registered(definition.section)])),
-  // Variants: IAC with value heads on its actors, MAPPO with a critic per agent and a clipped-ratio objective, and
-  // MARLHF with an actor-critic RL phase (critics from the agents' model).
-  "IAC (shared heads)": registered("iac", { useSeparateCritic: false, valueHeadHiddenDim: 4 }),
-  "MAPPO (per-agent critics)": registered("mappo", { centralizedCritic: false, lossType: "dapo" }),
-  "MARLHF (IAC)": registered("marlhf", { rlAlgorithm: "iac", criticType: "q" }),
-  "MARLHF (MAAC)": registered("marlhf", { rlAlgorithm: "maac" }),
+  ...Object.fromEntries(TRAINER_VARIANTS.map(({ label, section, config }) => [label, registered(section, config)])),
 };
 
 export async function makeTrainer(base: string, tokenizer: ComlrlTokenizer, outputDir: string, epochs: number, extra: Extra = {}, kind = "MAGRPO"): Promise<ResumableTrainer> {

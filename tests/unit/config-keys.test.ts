@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../../src/config/fields.js";
-import { judgeConfigKeys } from "../../src/models/config-keys.js";
+import { judgeConfigKeys } from "../../src/models/judge-config-keys.js";
 import { parseModelConfig, SUPPORTED_MODEL_TYPES, type ModelConfig } from "../../src/models/config.js";
 import { TRANSFORMERS_CONFIG_KEYS } from "../../src/models/transformers-config-keys.js";
 

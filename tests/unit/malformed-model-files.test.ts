@@ -8,7 +8,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { CheckpointError, verifyManifest, writeManifest } from "../../src/checkpoint/manifest.js";
 import { ConfigError } from "../../src/config/fields.js";
-import { weightFiles } from "../../src/models/causal-lm.js";
+import { weightFiles } from "../../src/models/model-files.js";
 import { parseModelConfig } from "../../src/models/config.js";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "comlrl-malformed-"));

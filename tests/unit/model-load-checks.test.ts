@@ -7,7 +7,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeF
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CausalLM, weightFiles } from "../../src/models/causal-lm.js";
+import { CausalLM } from "../../src/models/causal-lm.js";
+import { weightFiles } from "../../src/models/model-files.js";
 import { parseModelConfig } from "../../src/models/config.js";
 import { checkModelFits, checkWeightsAgainstConfig, parameterCount, readSafetensorsHeader } from "../../src/models/weights-check.js";
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import { parseModelConfig, type ModelConfig, type ModelType } from "../config.js";
 import { ComlrlTokenizer } from "../tokenizer.js";
 import { readSafetensorsHeader, type HeaderTensor } from "../weights-check.js";
-import { weightFiles } from "../causal-lm.js";
+import { weightFiles } from "../model-files.js";
 import { encodeTensor } from "./encode.js";
 import { GGML_QUANTIZATION_VERSION, GGUF_GLOBAL_TENSORS, GGUF_LAYER_MODULES, GgufTokenType, LlamaFileType, Q8_0_BLOCK, type GgmlTypeName } from "./format.js";
 import { writeGguf, type GgufTensor, type GgufValue } from "./writer.js";

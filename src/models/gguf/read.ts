@@ -4,7 +4,7 @@
 // (native/io/gguf.h); this side decides what each tensor is.
 import type { GgufContents, GgufTensorSource, GgufValue } from "../../native/binding.js";
 import { addon } from "../../native/loader.js";
-import { byteAlphabet } from "../tiny-tokenizer.js";
+import { byteAlphabet } from "../byte-alphabet.js";
 import { ModelLoadError } from "../weights-check.js";
 import { GGUF_GLOBAL_TENSORS, GGUF_LAYER_MODULES, GgufTokenType } from "./format.js";
 

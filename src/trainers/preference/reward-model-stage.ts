@@ -11,7 +11,7 @@ import type { StageHost, TrainingStage } from "../lifecycle/stage-host.js";
 import type { RewardModelPlace } from "../placement.js";
 import type { PreferencePair, PreferencePairs } from "./pairs.js";
 import { jointText, JointRewardModel } from "./reward-model.js";
-import type { RlhfConfig } from "./rl-phase.js";
+import type { RlhfConfig } from "./base-config.js";
 import { meanOrZero } from "../../util/mean.js";
 
 /** What one Bradley–Terry step of the reward model logs. */
