@@ -2,10 +2,10 @@
 // (one centralized critic) and MAPPO (ours: PPO over either). Defaults are CoMLRL's; fields marked "(ours)" are
 // additions of this port.
 import { deviceSpec } from "./devices.js";
-import { bool, buildConfig, float, int, nullable, oneOf, type ConfigInput, type ConfigOf, type Fail, type ValuesOf } from "./fields.js";
+import { bool, buildConfig, float, int, nullable, oneOf, withDefaults, type ConfigInput, type ConfigOf, type Fail, type ValuesOf } from "./fields.js";
 import { GROUP_FIELDS } from "./groups.js";
 import type { ConfigSource } from "./magrpo.js";
-import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type DerivedObjectives, type LossType } from "./objectives.js";
+import { agentObjectives, OBJECTIVE_FIELDS, rebuildObjectives, type DerivedObjectives } from "./objectives.js";
 
 /** What a critic reads: "v" the prompt alone (V(h)), "q" prompt and completion (Q(h, a)). */
 export type CriticType = "v" | "q";
@@ -110,11 +110,8 @@ export type MAACConfigInput = ConfigInput<typeof MAAC_FIELDS>;
 
 /** MAPPO's fields (ours): MAAC's, with PPO's defaults for the actors' objective, and PPO's own. */
 export const MAPPO_FIELDS = {
-  ...MAAC_FIELDS,
-  /** The actors' policy loss; PPO's token-mean clipped ratio by default (docs/objectives.md). */
-  lossType: { ...OBJECTIVE_FIELDS.lossType, default: "dapo" as LossType },
-  /** PPO's epochs: passes over each update's minibatches, with ratios against the rollout's own log-probs. */
-  numIterations: { ...OBJECTIVE_FIELDS.numIterations, default: 4 },
+  // PPO's: the token-mean clipped ratio ("dapo"), and several passes (epochs) over each update's minibatches.
+  ...withDefaults(MAAC_FIELDS, { lossType: "dapo", numIterations: 4 }),
   /** λ of the GAE(λ) advantages and their λ-return targets (0: TD(0), 1: Monte Carlo). */
   gaeLambda: float({ default: 0.95, min: 0, max: 1 }),
   /** PPO's value clipping around the old values (null: none). */
