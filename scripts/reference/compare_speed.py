@@ -10,7 +10,11 @@ size": the largest process of it, the warm-up epoch included).
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
     /tmp/ref/bin/python scripts/reference/compare_speed.py [--trainers magrpo,iac,maac,madpo,marlhf]
-        [--sizes demo,0.5b-short,0.5b,0.5b-lean] [--pairs 3] [--threads 2] [--items 16]
+        [--sizes demo,0.5b-short,0.5b,0.5b-lean,smollm2] [--pairs 3] [--threads 2] [--items 16]
+
+The smollm2 size trains the real SmolLM2-135M-Instruct (its PyPI GGUF, dequantized to fp32 by smollm2_hf_dir.py into
+bench/results/) on the paragraph-summary task (src/tasks/paragraph-summary.ts, mirrored below): our `config` prints
+the task's items, this side renders them through the same chat template and checks the prompts equal ours.
 
 The driver runs our side with `npx tsx scripts/reference/compare-speed-ours.ts` (COMLRL_ADDON is passed through).
 """
@@ -20,6 +24,7 @@ import dataclasses
 import datetime
 import gc
 import json
+import math
 import os
 import platform
 import re
@@ -67,7 +72,11 @@ SIZES = {
     "0.5b-lean": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64},
                   "ours_env": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"},
                   **QWEN_05B_PLAN},
+    # A real pretrained model on a real writing task (docs/performance.md's headline table).
+    "smollm2": {"items": 4, "pairs": 2, "reward": "paragraphs", "by_trainer": {},
+                "overrides": {"numGenerations": 4, "maxNewTokens": 48, "agentLearningRate": 1e-5}},
 }
+SMOLLM2_GGUF = os.path.expanduser("~/.cache/comlrl/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
 TOPICS = ["a song", "a game", "a code", "a chant", "a puzzle", "a signal", "a rhyme", "a pattern"]
 VOWELS = "aeiou"
@@ -107,7 +116,44 @@ def digits_reward(completions_a, completions_b):
     return [mean_digit(a + b) for a, b in zip(completions_a, completions_b)]
 
 
-REWARDS = {"vowels": reward, "digits": digits_reward}
+# ---- the paragraph-summary task, as src/tasks/paragraph-summary.ts defines it ----
+
+def paragraph_formatters(tokenizer):
+    def role(system, instruction):
+        def format_item(item):
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{instruction}\n\n{item['prompt']}"}]
+            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return format_item
+    return [role("You write one-sentence summaries.", "Summarize this paragraph in one short sentence."),
+            role("You write detailed accounts.", "Describe in detail everything this paragraph says.")]
+
+
+def clamp01(x):
+    return max(0.0, min(1.0, x))
+
+
+def unique_words(text):
+    return len(set(re.findall(r"\w+", text.lower())))
+
+
+def summary_form(summary):
+    trimmed = summary.strip()
+    one_sentence = 0.5 if len(re.findall(r"[.!?]+(?=\s|$)", trimmed)) == 1 and re.search(r"[.!?]$", trimmed) else 0.0
+    return one_sentence + 0.5 * clamp01((30 - len(trimmed.split())) / 15)
+
+
+def paragraph_reward(summaries, accounts):
+    def one(summary, account):
+        if not summary.strip():
+            return 0.0
+        length = clamp01((len(account) / len(summary) - 1) / 2)
+        unique = unique_words(summary)
+        vocabulary = 0.0 if unique == 0 else clamp01(unique_words(account) / unique - 1)
+        return (summary_form(summary) + length + vocabulary) / 3
+    return [one(s, a) for s, a in zip(summaries, accounts)]
+
+
+REWARDS = {"vowels": reward, "digits": digits_reward, "paragraphs": paragraph_reward}
 
 
 # ---- CoMLRL's side: one run ----
@@ -191,9 +237,16 @@ def comlrl_setup(spec):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(spec["model"])
-    formats = formatters(tokenizer)
-    items = dataset(spec["items"])
+    if spec["reward"] == "paragraphs":
+        formats, items = paragraph_formatters(tokenizer), spec["ours"]["items"]
+    else:
+        formats, items = formatters(tokenizer), dataset(spec["items"])
     prompts = [[f(item) for item in items] for f in formats]
+    probe = spec["ours"].get("rewardProbe")
+    if probe:
+        theirs = REWARDS[spec["reward"]](probe["summaries"], probe["accounts"])
+        if any(abs(a - b) > 1e-12 for a, b in zip(theirs, probe["rewards"])) or len(theirs) != len(probe["rewards"]):
+            raise SystemExit("this side's reward differs from ours: " + json.dumps({"comlrl": theirs, "ours": probe["rewards"]}))
     if prompts != spec["ours"]["prompts"]:
         raise SystemExit("the rendered prompts differ from ours: " + json.dumps({"comlrl": prompts[0][0], "ours": spec["ours"]["prompts"][0][0]}))
     ids = [[tokenizer(p)["input_ids"] for p in agent] for agent in prompts]
@@ -234,7 +287,7 @@ def comlrl_run(spec):
     def build(data):
         return comlrl_trainer(spec, tokenizer, formats, args, data)
 
-    warm = build(dataset(1))
+    warm = build(items[:1])
     warm.train()
     del warm
     gc.collect()
@@ -301,6 +354,11 @@ def models(size, env):
         subprocess.run(OURS + ["make-demo-model", demo], cwd=ROOT, env=env, check=True)
     if size == "demo":
         return {"model": demo, "critic": demo, "small_critic": demo}
+    if size == "smollm2":
+        smollm2 = os.path.join(CACHE, "smollm2")
+        if not os.path.exists(os.path.join(smollm2, "config.json")):
+            subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "reference", "smollm2_hf_dir.py"), SMOLLM2_GGUF, smollm2], check=True)
+        return {"model": smollm2, "critic": smollm2, "small_critic": smollm2}
     small = make_model("small-critic-151936", SMALL_CRITIC, demo)
     return {"model": make_model("qwen2.5-0.5b-shape", QWEN_05B, demo), "critic": small, "small_critic": small}
 
@@ -359,6 +417,44 @@ def stages(runs):
     return ", ".join(f"{name} {seconds:.2f}" for name, seconds in run["timings"].items() if seconds >= 0.005)
 
 
+# ---- the rooflines (the smollm2 size) ----
+
+def model_parameters(model_dir):
+    """(all parameters, those of the LM head) from the model's safetensors header and config (a tied head counted once)."""
+    import struct
+    with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+    total = sum(math.prod(t["shape"]) for name, t in header.items() if name != "__metadata__")
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    return total, config["vocab_size"] * config["hidden_size"]
+
+
+def ceilings(env, threads):
+    done = subprocess.run(OURS + ["ceilings"], cwd=ROOT, env=dict(env, COMLRL_NUM_THREADS=str(threads)), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the ceilings failed:\n{done.stderr[-4000:]}")
+    return last_json(done.stdout, "ceilings")
+
+
+def rooflines(run, total, head, ceiling):
+    """The generation and update phases of one of our runs against the machine's ceilings, for the work its config
+    asks for (counted by our side): generation streams every weight once per prefill or decode step of a generate()
+    call (fp32: 4 bytes), so its floor is those bytes over the read bandwidth; the update must do 6 FLOPs per matmul
+    weight per token it trains on (forward and backward: the body's weights (all but the embedding, which is only
+    read) on each prompt once and each completion token, the LM head's on the completion tokens), so its floor is
+    those FLOPs over the fp32 matmul rate. Attention's own FLOPs (under 2% at these lengths) are left out."""
+    g = run["generation"]
+    body = total - head
+    generation_floor = g["weightPasses"] * total * 4 / (ceiling["readGbps"] * 1e9)
+    update_flops = 6 * (body * (g["promptTokens"] + g["completionTokens"]) + head * g["completionTokens"])
+    update_floor = update_flops / (ceiling["matmulGflops"] * 1e9)
+    return {"generationFloorSeconds": generation_floor, "updateFlops": update_flops, "updateFloorSeconds": update_floor,
+            "generationFraction": generation_floor / run["timings"]["train/generation"],
+            "updateFraction": update_floor / run["timings"]["train/update"]}
+
+
 def table(rows, header):
     lines = [header, "", "| trainer | size | ours median (min–max) | CoMLRL median (min–max) | CoMLRL / ours | "
              "peak RSS ours / CoMLRL, GiB | ours / CoMLRL memory | pairs | load (1 min) | ours: stages, s | "
@@ -391,20 +487,30 @@ def drive(options):
                 raise SystemExit(f"--trainers: {trainer} is not one of {', '.join(TRAINERS)}")
             overrides = {key: value.format(**dirs) if isinstance(value, str) else value
                          for key, value in {**plan["overrides"], **plan["by_trainer"].get(trainer, {})}.items()}
-            reward_name = plan.get("reward_by_trainer", {}).get(trainer, "vowels")
+            reward_name = plan.get("reward_by_trainer", {}).get(trainer, plan.get("reward", "vowels"))
             done = subprocess.run(OURS + ["config", "--trainer", trainer, "--model", dirs["model"], "--items", str(items),
-                                          "--overrides", json.dumps(overrides)], cwd=ROOT, env=env, capture_output=True, text=True)
+                                          "--overrides", json.dumps(overrides), "--reward", reward_name], cwd=ROOT, env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 raise SystemExit(f"our config for {trainer} failed:\n{done.stderr[-4000:]}")
             ours_config = last_json(done.stdout, "config")
             runs = []
+            machine = [ceilings(env, options.threads)] if size == "smollm2" else []
             for pair in range(pairs):
                 order = ["ours", "comlrl"] if pair % 2 == 0 else ["comlrl", "ours"]
                 for side in order:
                     runs.append(run_side(side, trainer, size, dirs, items, options.threads, overrides, ours_config, env, reward_name))
+            if machine:
+                machine.append(ceilings(env, options.threads))
+                # The higher of the two: a ceiling measured while others took the CPU would flatter every fraction.
+                ceiling = {key: max(m[key] for m in machine) for key in ("matmulGflops", "readGbps")}
+                total, head = model_parameters(dirs["model"])
+                for run in runs:
+                    if run["side"] == "ours":
+                        run["roofline"] = rooflines(run, total, head, ceiling)
+                print(f"  ceilings {machine}; parameters {total}, LM head {head}", flush=True)
             rows.append({
                 "trainer": trainer, "size": size, "items": items, "threads": options.threads, "reward": reward_name,
-                "config": ours_config["config"],
+                "config": ours_config["config"], **({"ceilings": machine} if machine else {}),
                 "ours": summary([r for r in runs if r["side"] == "ours"]),
                 "comlrl": summary([r for r in runs if r["side"] == "comlrl"]), "runs": runs,
             })

@@ -1,6 +1,8 @@
 """The learning-parity page's table and curves from docs/data/learning-parity.json (compare_learning.py writes it).
 
     python3 scripts/reference/learning_report.py [--data docs/data/learning-parity.json]
+    python3 scripts/reference/learning_report.py --data docs/data/learning-smollm2.json \
+        --svg docs/learning-smollm2.svg --marker learning-table-smollm2
 
 Writes docs/learning-parity.svg (one panel per trainer: each side's mean reward per epoch over its seeds, with a band
 of ± one standard error) and rewrites the table between `<!-- learning-table -->` and `<!-- /learning-table -->` in
@@ -19,6 +21,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TRAINERS = ["magrpo", "iac", "maac", "madpo", "marlhf"]
 NAMES = {"magrpo": "MAGRPO", "iac": "IAC", "maac": "MAAC", "madpo": "MADPO", "marlhf": "MARLHF"}
 END_EPOCHS = 3
+TASKS = {"demo": "the demo", "smollm2": "SmolLM2-135M-Instruct, paragraph-summary"}
 # (side, accounting) → label and colour
 SERIES = [
     (("comlrl", "comlrl-1.4.3"), "CoMLRL 1.4.3", "#d62728"),
@@ -44,8 +47,10 @@ def groups(data):
 
 def table(data):
     by = groups(data)
-    lines = ["| trainer | side | seeds | end reward (epochs 13–15), mean ± s.e. | CoMLRL − this side | in s.e. of the difference |",
-             "|---|---|---:|---:|---:|---:|"]
+    epochs = max(len(r["curve"]) for r in data["runs"])
+    lines = [f"| trainer | side | seeds | first epoch, mean ± s.e. | end reward (epochs {epochs - END_EPOCHS + 1}–{epochs}), mean ± s.e. | "
+             "rise (end − first) | CoMLRL − this side | in s.e. of the difference |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for trainer in TRAINERS:
         comlrl = by.get((trainer, "comlrl", "comlrl-1.4.3"))
         if not comlrl:
@@ -57,11 +62,13 @@ def table(data):
             if not values:
                 continue
             m, se = mean_se(values)
+            first_m, first_se = mean_se([c[0] for c in by[(trainer, side, accounting)]])
+            start = f"{NAMES[trainer]} | {label} | {len(values)} | {first_m:.3f} ± {first_se:.3f} | {m:.3f} ± {se:.3f} | {m - first_m:+.3f}"
             if side == "comlrl":
-                lines.append(f"| {NAMES[trainer]} | {label} | {len(values)} | {m:.3f} ± {se:.3f} | | |")
+                lines.append(f"| {start} | | |")
             else:
                 diff, diff_se = c_mean - m, math.sqrt(c_se ** 2 + se ** 2)
-                lines.append(f"| {NAMES[trainer]} | {label} | {len(values)} | {m:.3f} ± {se:.3f} | {diff:+.3f} ± {diff_se:.3f} | {diff / diff_se:+.1f} |")
+                lines.append(f"| {start} | {diff:+.3f} ± {diff_se:.3f} | {diff / diff_se:+.1f} |")
     shifts = []
     for trainer in TRAINERS:
         exact, comlrl = (by.get((trainer, "ours", a)) for a in ("exact", "comlrl"))
@@ -81,7 +88,7 @@ def svg(data):
     width, height = cols * panel_w + 20, top + rows * panel_h + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">Mean task reward per epoch on the demo, ± 1 s.e. over seeds</text>']
+           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">Mean task reward per epoch on {TASKS[data.get("size", "demo")]}, ± 1 s.e. over seeds</text>']
     for i, ((side, accounting), label, colour) in enumerate(SERIES):
         x = 20 + i * 240
         out.append(f'<line x1="{x}" y1="38" x2="{x + 18}" y2="38" stroke="{colour}" stroke-width="2"/><text x="{x + 24}" y="42">{label}</text>')
@@ -117,6 +124,7 @@ def main():
     parser.add_argument("--data", default=os.path.join(ROOT, "docs", "data", "learning-parity.json"))
     parser.add_argument("--page", default=os.path.join(ROOT, "docs", "learning-parity.md"))
     parser.add_argument("--svg", default=os.path.join(ROOT, "docs", "learning-parity.svg"))
+    parser.add_argument("--marker", default="learning-table", help="the page's block to rewrite: <!-- MARKER --> … <!-- /MARKER -->")
     options = parser.parse_args()
     with open(options.data) as f:
         data = json.load(f)
@@ -126,9 +134,10 @@ def main():
     if os.path.exists(options.page):
         with open(options.page) as f:
             page = f.read()
-        block = re.compile(r"(<!-- learning-table -->\n).*?(<!-- /learning-table -->)", re.S)
+        marker = re.escape(options.marker)
+        block = re.compile(rf"(<!-- {marker} -->\n).*?(<!-- /{marker} -->)", re.S)
         if not block.search(page):
-            raise SystemExit(f"{options.page}: no <!-- learning-table --> … <!-- /learning-table --> block")
+            raise SystemExit(f"{options.page}: no <!-- {options.marker} --> … <!-- /{options.marker} --> block")
         with open(options.page, "w") as f:
             f.write(block.sub(lambda m: m.group(1) + text + "\n" + m.group(2), page))
     print(text)
