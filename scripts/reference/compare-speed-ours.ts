@@ -5,9 +5,12 @@
 // (compare_learning.py drives it) trains the configured epochs once and prints the task reward of each epoch's
 // samples, recorded as compare_learning.py records CoMLRL's. `ceilings` measures the machine's fp32 matmul rate and
 // read bandwidth (the bench suite's ceilings, src/bench/ceilings.ts), which the driver reads the phases against.
+// `decode` times one agent's generate() of the first item's first prompt at 4, 8 and 16 rows (every row runs to
+// maxNewTokens), with the config's sampling: what more rows per decode step would buy.
 //
 //   npx tsx scripts/reference/compare-speed-ours.ts make-demo-model DIR
 //   npx tsx scripts/reference/compare-speed-ours.ts ceilings
+//   npx tsx scripts/reference/compare-speed-ours.ts decode --model DIR --reward paragraphs [--overrides ...]
 //   npx tsx scripts/reference/compare-speed-ours.ts config|run|learn --trainer magrpo --model DIR [--critic DIR]
 //       [--items 16] [--overrides '{"maxNewTokens":8}'] [--reward vowels|digits|paragraphs]
 // --reward paragraphs runs the paragraph-summary task (src/tasks/paragraph-summary.ts: its items, chat-templated
@@ -250,6 +253,23 @@ async function main(): Promise<void> {
     const probe = { summaries: texts, accounts: [...texts.slice(1), texts[0]] };
     const rewardProbe = { ...probe, rewards: await options.rewardFunc([probe.summaries, probe.accounts], { itemIndex: 0, item: {}, turn: 0, prompts: [], promptHistory: [], responseHistory: [] }) };
     console.log(JSON.stringify({ config: recipe.resolve(config), items: options.trainDataset, prompts, promptIds, rewardProbe }));
+    return;
+  }
+  if (command === "decode") {
+    const { options, config } = taskFor(model, tokenizer, 1, "unused");
+    const agent = await CausalLM.load(model);
+    const prompt = tokenizer.encode((options.formatters as Formatter[])[0](options.trainDataset[0]));
+    const steps = Number(config.maxNewTokens);
+    const sample = (rows: number) =>
+      agent.generate([prompt], { maxNewTokens: steps, numReturnSequences: rows, doSample: true, temperature: Number(config.temperature), topP: Number(config.topP), topK: Number(config.topK), eosTokenIds: [] });
+    const timings = [];
+    for (const rows of [4, 8, 16]) {
+      await sample(rows);
+      const clock = performance.now();
+      await sample(rows);
+      timings.push({ rows, steps, seconds: (performance.now() - clock) / 1000 });
+    }
+    console.log(JSON.stringify({ threads: runtimeInfo().numThreads, timings }));
     return;
   }
   if (command === "learn") {

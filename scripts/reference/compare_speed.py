@@ -73,8 +73,11 @@ SIZES = {
                   "ours_env": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"},
                   **QWEN_05B_PLAN},
     # A real pretrained model on a real writing task (docs/performance.md's headline table).
+    # A real pretrained model on a real writing task (docs/performance.md's headline table). Our side also runs in
+    # "0.5b-lean"'s memory settings, as side "ours-lean", in the same rotation.
     "smollm2": {"items": 4, "pairs": 2, "reward": "paragraphs", "by_trainer": {},
-                "overrides": {"numGenerations": 4, "maxNewTokens": 48, "agentLearningRate": 1e-5}},
+                "overrides": {"numGenerations": 4, "maxNewTokens": 48, "agentLearningRate": 1e-5},
+                "ours_variants": {"ours-lean": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"}}},
 }
 SMOLLM2_GGUF = os.path.expanduser("~/.cache/comlrl/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
@@ -376,9 +379,10 @@ def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, 
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     common = ["--trainer", trainer, "--model", dirs["model"], "--items", str(items), "--reward", reward_name]
-    if side == "ours":
+    variants = SIZES[size].get("ours_variants", {})
+    if side == "ours" or side in variants:
         command = OURS + ["run", *common, "--critic", dirs["critic"], "--overrides", json.dumps(overrides)]
-        run_env = dict(env, COMLRL_NUM_THREADS=str(threads), **SIZES[size].get("ours_env", {}))
+        run_env = dict(env, COMLRL_NUM_THREADS=str(threads), **SIZES[size].get("ours_env", {}), **variants.get(side, {}))
     else:
         spec = dict(trainer=trainer, items=items, threads=threads, ours=ours_config, reward=reward_name, **dirs)
         command = [sys.executable, __file__, "--comlrl-run", json.dumps(spec)]
@@ -388,7 +392,7 @@ def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, 
     if returncode != 0:
         raise SystemExit(f"{side} {trainer} ({size}) failed:\n{stderr[-4000:]}")
     result = last_json(stdout, f"{side} {trainer}")
-    result.update(size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started, peakRssMiB=peak_kib / 1024)
+    result.update(side=side, size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started, peakRssMiB=peak_kib / 1024)
     print(f"  {side:6} {trainer:6} {size:10} {result['seconds']:8.2f} s   peak RSS {peak_kib / 2**20:6.2f} GiB   load {' '.join(load)}", flush=True)
     return result
 
@@ -495,8 +499,9 @@ def drive(options):
             ours_config = last_json(done.stdout, "config")
             runs = []
             machine = [ceilings(env, options.threads)] if size == "smollm2" else []
+            sides = ["ours", *plan.get("ours_variants", {}), "comlrl"]
             for pair in range(pairs):
-                order = ["ours", "comlrl"] if pair % 2 == 0 else ["comlrl", "ours"]
+                order = sides if pair % 2 == 0 else sides[::-1]
                 for side in order:
                     runs.append(run_side(side, trainer, size, dirs, items, options.threads, overrides, ours_config, env, reward_name))
             if machine:
@@ -505,7 +510,7 @@ def drive(options):
                 ceiling = {key: max(m[key] for m in machine) for key in ("matmulGflops", "readGbps")}
                 total, head = model_parameters(dirs["model"])
                 for run in runs:
-                    if run["side"] == "ours":
+                    if run["side"] != "comlrl":
                         run["roofline"] = rooflines(run, total, head, ceiling)
                 print(f"  ceilings {machine}; parameters {total}, LM head {head}", flush=True)
             rows.append({
@@ -513,6 +518,7 @@ def drive(options):
                 "config": ours_config["config"], **({"ceilings": machine} if machine else {}),
                 "ours": summary([r for r in runs if r["side"] == "ours"]),
                 "comlrl": summary([r for r in runs if r["side"] == "comlrl"]), "runs": runs,
+                **{variant: summary([r for r in runs if r["side"] == variant]) for variant in plan.get("ours_variants", {})},
             })
             rows[-1]["ratio"] = rows[-1]["comlrl"]["median"] / rows[-1]["ours"]["median"]
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())

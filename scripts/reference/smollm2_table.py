@@ -4,7 +4,8 @@ side's epoch, its phases, peak memory and the rooflines of its phases) with the 
     python3 scripts/reference/smollm2_table.py bench/results/compare-comlrl-<time>.json [--out docs/data/vs-comlrl-smollm2.json]
         [--note TEXT]
 
-CoMLRL's phases come from compare_speed.py's global hooks: generate() is its generation; the rest of the epoch
+Our side runs twice per pair: with its defaults ("ours") and with the memory-lean settings of docs/memory.md ("ours-lean":
+the agents in turn on all threads, COMLRL_CPU_LANES=1, and glibc's mmap threshold at 1 MiB). CoMLRL's phases come from compare_speed.py's global hooks: generate() is its generation; the rest of the epoch
 (its loss forwards, backward and optimizer steps, and the reward, a few milliseconds) is its update. Its rooflines are
 read for the same work as ours (the token counts of our median run): the work the config asks for, whatever either
 side spends on it. Standard library only.
@@ -31,6 +32,12 @@ def phases(run):
     return generation, None, run["seconds"] - generation
 
 
+def medians(runs):
+    """Median epoch, generation, update seconds and peak RSS MiB of a side's runs."""
+    return (statistics.median(r["seconds"] for r in runs), statistics.median(phases(r)[0] for r in runs),
+            statistics.median(phases(r)[2] for r in runs), statistics.median(r["peakRssMiB"] for r in runs))
+
+
 def spread(values, unit=" s", digits=1):
     return f"{statistics.median(values):.{digits}f}{unit} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
@@ -44,12 +51,12 @@ def main():
     with open(options.results) as f:
         raw = json.load(f)
     (row,) = [r for r in raw["rows"] if r["size"] == "smollm2"]
-    by_side = {side: [r for r in row["runs"] if r["side"] == side] for side in ("ours", "comlrl")}
+    by_side = {side: [r for r in row["runs"] if r["side"] == side] for side in ("ours", "ours-lean", "comlrl")}
     ours = median_run(by_side["ours"])
     ceiling = {key: max(m[key] for m in row["ceilings"]) for key in ("matmulGflops", "readGbps")}
     floor = ours["roofline"]
     lines = []
-    for side, label in (("ours", "comlrl (ours)"), ("comlrl", "CoMLRL 1.4.3")):
+    for side, label in (("ours", "comlrl (ours), defaults"), ("ours-lean", "comlrl (ours), lean"), ("comlrl", "CoMLRL 1.4.3")):
         runs = by_side[side]
         split = [phases(r) for r in runs]
         generation = [s[0] for s in split]
@@ -60,11 +67,11 @@ def main():
                       f"{100 * floor['generationFloorSeconds'] / statistics.median(generation):.0f}%",
                       f"{100 * floor['updateFloorSeconds'] / statistics.median(update):.0f}%",
                       ", ".join(f"{r['loadavg'][0]:.1f}" for r in runs)])
-    o, c = (statistics.median(r["seconds"] for r in by_side[s]) for s in ("ours", "comlrl"))
-    og, cg = (statistics.median(phases(r)[0] for r in by_side[s]) for s in ("ours", "comlrl"))
-    ou, cu = (statistics.median(phases(r)[2] for r in by_side[s]) for s in ("ours", "comlrl"))
-    om, cm = (statistics.median(r["peakRssMiB"] for r in by_side[s]) for s in ("ours", "comlrl"))
-    lines.append(["CoMLRL / ours", f"{c / o:.2f}×", f"{cg / og:.2f}×", "", f"{cu / ou:.2f}×", f"ours {om / cm:.2f}× CoMLRL's", "", "", ""])
+    c, cg, cu, cm = medians(by_side["comlrl"])
+    for side in ("ours", "ours-lean"):
+        o, og, ou, om = medians(by_side[side])
+        lines.append([f"CoMLRL / ours{'' if side == 'ours' else ', lean'}", f"{c / o:.2f}×", f"{cg / og:.2f}×", "", f"{cu / ou:.2f}×",
+                      f"ours {om / cm:.2f}× CoMLRL's", "", "", ""])
     g = ours["generation"]
     config = row["config"]
     out = {
