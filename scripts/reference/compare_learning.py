@@ -181,7 +181,7 @@ def jobs_of(options):
         for seed in range(1, count + 1):
             # Alternate the sides so that neither always runs beside the same load.
             sides = ["ours", "comlrl"] if seed % 2 else ["comlrl", "ours"]
-            for side in sides:
+            for side in (s for s in sides if s in options.sides.split(",")):
                 for accounting in (accountings if side == "ours" else ["comlrl-1.4.3"]):
                     jobs.append({"trainer": trainer, "side": side, "accounting": accounting, "seed": seed})
     return jobs
@@ -266,6 +266,7 @@ def main():
     parser.add_argument("--accountings", default="exact,comlrl", help="our MAGRPO-family tokenAccounting values to run")
     parser.add_argument("--out", default=DEFAULT_OUT)
     parser.add_argument("--size", default="demo", choices=["demo", "smollm2"])
+    parser.add_argument("--sides", default="ours,comlrl", help="the sides to run (one driver per side, each with its own --out, runs them at once)")
     parser.add_argument("--items", type=int, default=0, help="items per epoch (default: 16 for the demo, the size's for smollm2)")
     parser.add_argument("--overrides", default="{}", help="more config overrides, JSON")
     parser.add_argument("--time-one-epoch", action="store_true")

@@ -149,9 +149,9 @@ def paragraph_reward(summaries, accounts):
     def one(summary, account):
         if not summary.strip():
             return 0.0
-        length = clamp01((len(account) / len(summary) - 1) / 2)
+        length = clamp01((len(account) / len(summary) - 1) / 3)
         unique = unique_words(summary)
-        vocabulary = 0.0 if unique == 0 else clamp01(unique_words(account) / unique - 1)
+        vocabulary = 0.0 if unique == 0 else clamp01((unique_words(account) / unique - 1) / 2)
         return (summary_form(summary) + length + vocabulary) / 3
     return [one(s, a) for s, a in zip(summaries, accounts)]
 
@@ -388,25 +388,27 @@ def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, 
         command = [sys.executable, __file__, "--comlrl-run", json.dumps(spec)]
         run_env = dict(env, OMP_NUM_THREADS=str(threads))
     started = time.perf_counter()
-    returncode, stdout, stderr, peak_kib = run_measured(command, run_env)
+    returncode, stdout, stderr, peak_kib, cpu_seconds = run_measured(command, run_env)
     if returncode != 0:
         raise SystemExit(f"{side} {trainer} ({size}) failed:\n{stderr[-4000:]}")
     result = last_json(stdout, f"{side} {trainer}")
-    result.update(side=side, size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started, peakRssMiB=peak_kib / 1024)
+    result.update(side=side, size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started, peakRssMiB=peak_kib / 1024,
+                  processCpuSeconds=cpu_seconds)
     print(f"  {side:6} {trainer:6} {size:10} {result['seconds']:8.2f} s   peak RSS {peak_kib / 2**20:6.2f} GiB   load {' '.join(load)}", flush=True)
     return result
 
 
 def run_measured(command, env):
-    """Runs command to its end: exit status, stdout, stderr and the peak resident KiB of its process tree (wait4's
-    ru_maxrss: the largest of the process and its waited-for descendants, as GNU time reports it)."""
+    """Runs command to its end: exit status, stdout, stderr, the peak resident KiB of its process tree (wait4's
+    ru_maxrss: the largest of the process and its waited-for descendants, as GNU time reports it) and the CPU seconds
+    (user + system) of that tree: on a machine others load, the CPU a run spends moves less than its wall time."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return process.returncode, out.read(), err.read(), usage.ru_maxrss
+        return process.returncode, out.read(), err.read(), usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def summary(runs):

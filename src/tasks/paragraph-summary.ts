@@ -2,9 +2,10 @@
 // docs/performance.md): writer 0 sums a paragraph up in one sentence, writer 1 gives a detailed account of it. The
 // shared reward, in [0, 1], is the mean of three parts, each continuous so that a group of samples is rarely tied:
 //   form        the summary is one sentence ending in . ! or ? (0.5) and short: 0.5 at ≤ 15 words, 0 at ≥ 30
-//   length      the account's characters over the summary's: 0 at ≤ 1×, 1 at ≥ 3×
-//   vocabulary  the account's unique words over the summary's: 0 at ≤ 1×, 1 at ≥ 2×
-// scripts/reference/compare_speed.py mirrors it for the CoMLRL side.
+//   length      the account's characters over the summary's: 0 at ≤ 1×, 1 at ≥ 4×
+//   vocabulary  the account's unique words over the summary's: 0 at ≤ 1×, 1 at ≥ 3×
+// The ratios' full marks sit where SmolLM2-135M-Instruct does not reach untrained (its summaries run long), so the
+// reward starts under 0.5 and has room to rise. scripts/reference/compare_speed.py mirrors it for the CoMLRL side.
 import type { Formatter, Item, RewardFunction } from "../rollout/types.js";
 import type { ChatTemplate } from "./task.js";
 import { countTokens, uniqueWordCount } from "./writing.js";
@@ -27,9 +28,9 @@ export function summaryFormScore(summary: string): number {
 /** The shared reward of a summary and an account, in [0, 1]; 0 when the summary is empty. */
 export function paragraphSummaryReward(summary: string, account: string): number {
   if (!summary.trim()) return 0;
-  const length = clamp01((characters(account) / characters(summary) - 1) / 2);
+  const length = clamp01((characters(account) / characters(summary) - 1) / 3);
   const uniqueSummary = uniqueWordCount(summary);
-  const vocabulary = uniqueSummary === 0 ? 0 : clamp01(uniqueWordCount(account) / uniqueSummary - 1);
+  const vocabulary = uniqueSummary === 0 ? 0 : clamp01((uniqueWordCount(account) / uniqueSummary - 1) / 2);
   return (summaryFormScore(summary) + length + vocabulary) / 3;
 }
 

@@ -22,18 +22,20 @@ describe("paragraph-summary reward", () => {
     expect(summaryFormScore(`${words("w", 4)}. ${words("v", 4)}.`)).toBe(0.5); // two sentences
   });
 
-  it("length and vocabulary ratios: 0 at 1×, full at 3× the characters and 2× the unique words", () => {
-    const summary = `${words("a", 10)}.`; // one sentence of 10 words: form 1
+  it("length and vocabulary ratios: 0 at 1×, full at 4× the characters and 3× the unique words", () => {
+    const summary = `${words("a", 10)}.`; // one sentence of 10 words, 30 characters: form 1
     // The same text again: ratio 1 on both → only the form counts.
     expect(paragraphSummaryReward(summary, summary)).toBeCloseTo(1 / 3, 12);
-    // Three copies: characters 3× + 2 (full length credit); unique words unchanged (no vocabulary credit).
-    expect(paragraphSummaryReward(summary, `${summary} ${summary} ${summary}`)).toBeCloseTo(2 / 3, 12);
-    // 20 new words (unique 30 = 3×; characters (30 words) ≥ 3×): every part full.
-    expect(paragraphSummaryReward(summary, `${summary} ${words("b", 10)} ${words("c", 10)}.`)).toBe(1);
-    // 5 new words: vocabulary 15/10 − 1 = 0.5; characters (30 + 1 + 14 + 1) / 30 = 46/30 → (46/30 − 1) / 2.
+    // Four copies: characters 4× + 3 (full length credit); unique words unchanged (no vocabulary credit).
+    expect(paragraphSummaryReward(summary, [summary, summary, summary, summary].join(" "))).toBeCloseTo(2 / 3, 12);
+    // 20 new words: unique 30 = 3× (full vocabulary credit); characters 30 + 1 + 29 + 1 + 30 = 91, under 4× → (91/30 − 1) / 3.
+    const longer = `${summary} ${words("b", 10)} ${words("c", 10)}.`;
+    expect(longer.length).toBe(91);
+    expect(paragraphSummaryReward(summary, longer)).toBeCloseTo((1 + (91 / 30 - 1) / 3 + 1) / 3, 12);
+    // 5 new words: vocabulary (15/10 − 1) / 2 = 0.25; characters (30 + 1 + 14 + 1) / 30 = 46/30 → (46/30 − 1) / 3.
     const account = `${summary} ${words("b", 5)}.`;
-    expect([summary.length, account.length]).toEqual([30, 46]);
-    expect(paragraphSummaryReward(summary, account)).toBeCloseTo((1 + (46 / 30 - 1) / 2 + 0.5) / 3, 12);
+    expect(account.length).toBe(46);
+    expect(paragraphSummaryReward(summary, account)).toBeCloseTo((1 + (46 / 30 - 1) / 3 + 0.25) / 3, 12);
   });
 
   it("an empty summary earns 0", () => {
