@@ -116,6 +116,12 @@ function taskFor(model: string, tokenizer: ComlrlTokenizer, items: number, outpu
   return { recipe, options: { ...task, rewardFunc, tokenizer }, config };
 }
 
+/** The process's CPU seconds (user + system, every thread) since `start`: on a machine others load, steadier than wall time. */
+function cpuSecondsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1e6;
+}
+
 /**
  * Counts what generate() does until `stop` is called: calls, rows, prompt tokens (each prompt once: its K rows share
  * one prefill), completion tokens, and weight passes (a call's prefill and decode steps: its longest completion).
@@ -141,8 +147,10 @@ async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, s
   const generation = countGeneration();
   try {
     const clock = performance.now();
+    const cpu = process.cpuUsage();
     await trainer.train();
     const seconds = (performance.now() - clock) / 1000;
+    const cpuSeconds = cpuSecondsSince(cpu);
     // "stage/phase" seconds (stage/seconds: the stage in all), as the bench reports them.
     const timings = Object.fromEntries(
       Object.entries(trainer.timings.stages).flatMap(([stage, time]) => Object.entries(time).map(([phase, value]) => [`${stage}/${phase}`, value])),
@@ -151,7 +159,7 @@ async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, s
     const memory = Object.fromEntries(
       Object.keys(trainer.timings.stages).flatMap((stage) => Object.entries(trainer.timings.memory?.of(stage) ?? {}).map(([phase, m]) => [`${stage}/${phase}`, m.peakRssBytes / 2 ** 20])),
     );
-    return { seconds, envSteps: trainer.progress.envStep, updates: trainer.progress.update, timings, memoryMiB: memory, generation: generation.counts };
+    return { seconds, cpuSeconds, envSteps: trainer.progress.envStep, updates: trainer.progress.update, timings, memoryMiB: memory, generation: generation.counts };
   } finally {
     generation.stop();
     await trainer.close();
@@ -266,8 +274,9 @@ async function main(): Promise<void> {
     for (const rows of [4, 8, 16]) {
       await sample(rows);
       const clock = performance.now();
+      const cpu = process.cpuUsage();
       await sample(rows);
-      timings.push({ rows, steps, seconds: (performance.now() - clock) / 1000 });
+      timings.push({ rows, steps, seconds: (performance.now() - clock) / 1000, cpuSeconds: cpuSecondsSince(cpu) });
     }
     console.log(JSON.stringify({ threads: runtimeInfo().numThreads, timings }));
     return;

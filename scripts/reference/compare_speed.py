@@ -296,12 +296,12 @@ def comlrl_run(spec):
     gc.collect()
     trainer = build(items)
     clock.reset()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     trainer.train()
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     print(json.dumps({
         "side": "comlrl", "trainer": spec["trainer"], "items": spec["items"], "threads": torch.get_num_threads(),
-        "seconds": seconds, "envSteps": getattr(trainer, "env_step", None),
+        "seconds": seconds, "cpuSeconds": cpu_seconds, "envSteps": getattr(trainer, "env_step", None),
         "optimizerSteps": sorted(clock.steps.values()), "generatedRows": clock.generated_rows, "timings": clock.seconds,
         "oursOnlyFields": sorted(ours_only),
     }))

@@ -2,11 +2,11 @@
 
     python3 scripts/reference/learning_report.py [--data docs/data/learning-parity.json]
     python3 scripts/reference/learning_report.py --data docs/data/learning-smollm2.json \
-        --svg docs/learning-smollm2.svg --marker learning-table-smollm2
+        --svg docs/learning-smollm2.svg --marker learning-table-smollm2 --end-epochs 2
 
 Writes docs/learning-parity.svg (one panel per trainer: each side's mean reward per epoch over its seeds, with a band
 of ± one standard error) and rewrites the table between `<!-- learning-table -->` and `<!-- /learning-table -->` in
-docs/learning-parity.md: per trainer and side the end reward (the mean of the last 3 epochs, one value per seed) as
+docs/learning-parity.md: per trainer and side the end reward (the mean of the last 3 epochs, or --end-epochs, one value per seed) as
 mean ± standard error, and CoMLRL's end minus ours in units of the difference's standard error
 (√(se_comlrl² + se_ours²); seeds are independent draws on each side, not pairs). Standard library only.
 """
@@ -20,7 +20,6 @@ import re
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TRAINERS = ["magrpo", "iac", "maac", "madpo", "marlhf"]
 NAMES = {"magrpo": "MAGRPO", "iac": "IAC", "maac": "MAAC", "madpo": "MADPO", "marlhf": "MARLHF"}
-END_EPOCHS = 3
 TASKS = {"demo": "the demo", "smollm2": "SmolLM2-135M-Instruct, paragraph-summary"}
 # (side, accounting) → label and colour
 SERIES = [
@@ -45,17 +44,17 @@ def groups(data):
     return out
 
 
-def table(data):
+def table(data, end_epochs):
     by = groups(data)
     epochs = max(len(r["curve"]) for r in data["runs"])
-    lines = [f"| trainer | side | seeds | first epoch, mean ± s.e. | end reward (epochs {epochs - END_EPOCHS + 1}–{epochs}), mean ± s.e. | "
+    lines = [f"| trainer | side | seeds | first epoch, mean ± s.e. | end reward (epochs {epochs - end_epochs + 1}–{epochs}), mean ± s.e. | "
              "rise (end − first) | CoMLRL − this side | in s.e. of the difference |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for trainer in TRAINERS:
         comlrl = by.get((trainer, "comlrl", "comlrl-1.4.3"))
         if not comlrl:
             continue
-        ends = {key: [sum(c[-END_EPOCHS:]) / END_EPOCHS for c in curves] for key, curves in by.items() if key[0] == trainer}
+        ends = {key: [sum(c[-end_epochs:]) / end_epochs for c in curves] for key, curves in by.items() if key[0] == trainer}
         c_mean, c_se = mean_se(ends[(trainer, "comlrl", "comlrl-1.4.3")])
         for (side, accounting), label, _ in SERIES:
             values = ends.get((trainer, side, accounting))
@@ -73,7 +72,7 @@ def table(data):
     for trainer in TRAINERS:
         exact, comlrl = (by.get((trainer, "ours", a)) for a in ("exact", "comlrl"))
         if exact and comlrl:
-            (m1, se1), (m2, se2) = (mean_se([sum(c[-END_EPOCHS:]) / END_EPOCHS for c in curves]) for curves in (exact, comlrl))
+            (m1, se1), (m2, se2) = (mean_se([sum(c[-end_epochs:]) / end_epochs for c in curves]) for curves in (exact, comlrl))
             diff, diff_se = m2 - m1, math.sqrt(se1 ** 2 + se2 ** 2)
             shifts.append(f"- {NAMES[trainer]}: ours with tokenAccounting \"comlrl\" minus ours exact, {diff:+.3f} ± {diff_se:.3f} ({diff / diff_se:+.1f} s.e.)")
     return "\n".join(lines + ([""] + shifts if shifts else []))
@@ -124,13 +123,14 @@ def main():
     parser.add_argument("--data", default=os.path.join(ROOT, "docs", "data", "learning-parity.json"))
     parser.add_argument("--page", default=os.path.join(ROOT, "docs", "learning-parity.md"))
     parser.add_argument("--svg", default=os.path.join(ROOT, "docs", "learning-parity.svg"))
+    parser.add_argument("--end-epochs", type=int, default=3, help="the last epochs whose mean is a run's end reward")
     parser.add_argument("--marker", default="learning-table", help="the page's block to rewrite: <!-- MARKER --> … <!-- /MARKER -->")
     options = parser.parse_args()
     with open(options.data) as f:
         data = json.load(f)
     with open(options.svg, "w") as f:
         f.write(svg(data))
-    text = table(data)
+    text = table(data, options.end_epochs)
     if os.path.exists(options.page):
         with open(options.page) as f:
             page = f.read()

@@ -1,7 +1,7 @@
 """docs/data/vs-comlrl-smollm2.json from a compare_speed.py results file of the smollm2 size: the table's rows (each
 side's epoch, its phases, peak memory and the rooflines of its phases) with the harness's own JSON kept under "raw".
 
-    python3 scripts/reference/smollm2_table.py bench/results/compare-comlrl-<time>.json [--out docs/data/vs-comlrl-smollm2.json]
+    python3 scripts/reference/smollm2_table.py bench/results/compare-comlrl-<time>.json… [--out docs/data/vs-comlrl-smollm2.json]
         [--note TEXT]
 
 Our side runs twice per pair: with its defaults ("ours") and with the memory-lean settings of docs/memory.md ("ours-lean":
@@ -25,7 +25,7 @@ def median_run(runs):
 
 def phases(run):
     """(generation, reward, update) seconds of a run."""
-    if run["side"] == "ours":
+    if run["side"] != "comlrl":
         t = run["timings"]
         return t["train/generation"], t["train/reward"], t["train/update"]
     generation = run["timings"]["generate"]
@@ -39,18 +39,25 @@ def medians(runs):
 
 
 def spread(values, unit=" s", digits=1):
-    return f"{statistics.median(values):.{digits}f}{unit} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+    """The median with the range, or the one value."""
+    middle = f"{statistics.median(values):.{digits}f}{unit}"
+    return middle if len(values) == 1 else f"{middle} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("results")
+    parser.add_argument("results", nargs="+")
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "data", "vs-comlrl-smollm2.json"))
     parser.add_argument("--note", default="")
     options = parser.parse_args()
-    with open(options.results) as f:
-        raw = json.load(f)
-    (row,) = [r for r in raw["rows"] if r["size"] == "smollm2"]
+    results = []
+    for name in options.results:
+        with open(name) as f:
+            results.append(json.load(f))
+    # Several runs of the harness (each its own pairs) are read as one: their runs and ceilings pooled.
+    raw = results[0]
+    rows = [r for result in results for r in result["rows"] if r["size"] == "smollm2"]
+    row = dict(rows[0], runs=[run for r in rows for run in r["runs"]], ceilings=[c for r in rows for c in r["ceilings"]])
     by_side = {side: [r for r in row["runs"] if r["side"] == side] for side in ("ours", "ours-lean", "comlrl")}
     ours = median_run(by_side["ours"])
     ceiling = {key: max(m[key] for m in row["ceilings"]) for key in ("matmulGflops", "readGbps")}
@@ -62,15 +69,19 @@ def main():
         generation = [s[0] for s in split]
         update = [s[2] for s in split]
         reward = "—" if side == "comlrl" else spread([s[1] for s in split], digits=3)
-        lines.append([label, spread([r["seconds"] for r in runs]), spread(generation), reward, spread(update),
+        cpu = [r.get("cpuSeconds") for r in runs]
+        lines.append([label, spread([r["seconds"] for r in runs]), spread(cpu) if None not in cpu else "—", spread(generation), reward, spread(update),
                       spread([r["peakRssMiB"] / 1024 for r in runs], " GiB", 2),
                       f"{100 * floor['generationFloorSeconds'] / statistics.median(generation):.0f}%",
                       f"{100 * floor['updateFloorSeconds'] / statistics.median(update):.0f}%",
                       ", ".join(f"{r['loadavg'][0]:.1f}" for r in runs)])
     c, cg, cu, cm = medians(by_side["comlrl"])
+    c_cpu = [r.get("cpuSeconds") for r in by_side["comlrl"]]
     for side in ("ours", "ours-lean"):
         o, og, ou, om = medians(by_side[side])
-        lines.append([f"CoMLRL / ours{'' if side == 'ours' else ', lean'}", f"{c / o:.2f}×", f"{cg / og:.2f}×", "", f"{cu / ou:.2f}×",
+        o_cpu = [r.get("cpuSeconds") for r in by_side[side]]
+        cpu = f"{statistics.median(c_cpu) / statistics.median(o_cpu):.2f}×" if None not in c_cpu + o_cpu else ""
+        lines.append([f"CoMLRL / ours{'' if side == 'ours' else ', lean'}", f"{c / o:.2f}×", cpu, f"{cg / og:.2f}×", "", f"{cu / ou:.2f}×",
                       f"ours {om / cm:.2f}× CoMLRL's", "", "", ""])
     g = ours["generation"]
     config = row["config"]
@@ -81,7 +92,8 @@ def main():
         "machine": (f"2-core {raw['cpu']} VM shared with other sessions, {row['threads']} threads per side, the sides run one at a time "
                     f"and alternate; ceilings measured in the same run: fp32 matmul {ceiling['matmulGflops']:.0f} GFLOP/s, "
                     f"read bandwidth {ceiling['readGbps']:.1f} GB/s"),
-        "date": raw["date"][:16].replace("T", " ") + " UTC",
+        "date": raw["date"][:10],
+        "times": [r["date"][11:16] + " UTC" for r in results],
         "command": "python scripts/reference/compare_speed.py --trainers magrpo --sizes smollm2",
         "conditions": (f"Medians (min–max) over {len(by_side['ours'])} runs a side, each its own process after a one-item warm-up; "
                        f"the 1-minute load at each run's start is the last column (other sessions' work: read the seconds with it). "
@@ -90,10 +102,10 @@ def main():
                        f"read once per pass at the read bandwidth ({floor['generationFloorSeconds']:.2f} s), the update's is "
                        f"6 FLOPs per matmul weight per trained token at the matmul rate ({floor['updateFlops'] / 1e12:.2f} TFLOP, "
                        f"{floor['updateFloorSeconds']:.2f} s); each cell is floor / the side's median phase. {options.note}").strip(),
-        "columns": ["side", "epoch", "generation", "reward", "update", "peak RSS", "generation: of read roofline",
+        "columns": ["side", "epoch", "epoch, CPU seconds", "generation", "reward", "update", "peak RSS", "generation: of read roofline",
                     "update: of matmul ceiling", "load (1 min) per run"],
         "rows": lines,
-        "raw": raw,
+        "raw": results,
     }
     with open(options.out, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
