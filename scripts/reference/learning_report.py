@@ -52,10 +52,11 @@ def table(data, end_epochs):
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for trainer in TRAINERS:
         comlrl = by.get((trainer, "comlrl", "comlrl-1.4.3"))
-        if not comlrl:
-            continue
         ends = {key: [sum(c[-end_epochs:]) / end_epochs for c in curves] for key, curves in by.items() if key[0] == trainer}
-        c_mean, c_se = mean_se(ends[(trainer, "comlrl", "comlrl-1.4.3")])
+        if not ends:
+            continue
+        # Without CoMLRL runs (a study whose CoMLRL side did not finish) the rows say so instead of a difference.
+        c_mean, c_se = mean_se(ends[(trainer, "comlrl", "comlrl-1.4.3")]) if comlrl else (None, None)
         for (side, accounting), label, _ in SERIES:
             values = ends.get((trainer, side, accounting))
             if not values:
@@ -65,6 +66,8 @@ def table(data, end_epochs):
             start = f"{NAMES[trainer]} | {label} | {len(values)} | {first_m:.3f} ± {first_se:.3f} | {m:.3f} ± {se:.3f} | {m - first_m:+.3f}"
             if side == "comlrl":
                 lines.append(f"| {start} | | |")
+            elif c_mean is None:
+                lines.append(f"| {start} | no CoMLRL runs | |")
             else:
                 diff, diff_se = c_mean - m, math.sqrt(c_se ** 2 + se ** 2)
                 lines.append(f"| {start} | {diff:+.3f} ± {diff_se:.3f} | {diff / diff_se:+.1f} |")
@@ -80,7 +83,7 @@ def table(data, end_epochs):
 
 def svg(data):
     by = groups(data)
-    trainers = [t for t in TRAINERS if (t, "comlrl", "comlrl-1.4.3") in by]
+    trainers = [t for t in TRAINERS if any(key[0] == t for key in by)]
     epochs = max(len(r["curve"]) for r in data["runs"])
     cols, panel_w, panel_h, top, left = 3, 300, 220, 56, 46
     rows = math.ceil(len(trainers) / cols)
@@ -96,8 +99,8 @@ def svg(data):
         w, h = panel_w - left - 14, panel_h - 46
         sx = lambda e: ox + (e - 1) / max(epochs - 1, 1) * w  # noqa: E731
         sy = lambda r: oy + 18 + (1 - r) * h  # noqa: E731
-        seeds = len(by[(trainer, "comlrl", "comlrl-1.4.3")])
-        out.append(f'<text x="{ox + w / 2}" y="{oy + 10}" text-anchor="middle" font-weight="bold">{NAMES[trainer]} ({seeds} seeds a side)</text>')
+        seeds = ", ".join(f"{len(curves)} {side}" for (t, side, _), curves in sorted(by.items()) if t == trainer)
+        out.append(f'<text x="{ox + w / 2}" y="{oy + 10}" text-anchor="middle" font-weight="bold">{NAMES[trainer]} (seeds: {seeds})</text>')
         for r in (0, 0.25, 0.5, 0.75, 1.0):
             out.append(f'<line x1="{ox}" y1="{sy(r):.1f}" x2="{ox + w}" y2="{sy(r):.1f}" stroke="#e5e5e5"/>'
                        f'<text x="{ox - 4}" y="{sy(r) + 4:.1f}" text-anchor="end">{r:.2f}</text>')
