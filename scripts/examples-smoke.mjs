@@ -28,6 +28,8 @@ const RUNS = {
   "tldr-len-ratio-iac.ts": [tsx, [ex("tldr-len-ratio-iac.ts"), "--items", "2", "--epochs", "1", "--out", out("tldr-iac")]],
   "tldr-len-ratio-maac.ts": [tsx, [ex("tldr-len-ratio-maac.ts"), "--items", "2", "--epochs", "1", "--out", out("tldr-maac")]],
   "checkpoint-resume.ts": [tsx, [ex("checkpoint-resume.ts"), "--items", "4", "--out", out("checkpoint")]],
+  // The tiny model through COMLRL_MODEL, as every example here: SmolLM2 itself would not fit the time limit.
+  "real-model.ts": [tsx, [ex("real-model.ts"), "--items", "2", "--epochs", "1", "--out", out("real-model")]],
   "centralized-magrpo.ts": [tsx, [ex("centralized-magrpo.ts"), "--items", "2", "--epochs", "1", "--out", out("centralized")]],
   "iterative-madpo.ts": [tsx, [ex("iterative-madpo.ts"), "--items", "2", "--epochs", "2", "--out", out("iterative")]],
   // MADPO only: the MARLHF recipe (four reward-model epochs, then RL) does not fit the time limit even at 4 items.

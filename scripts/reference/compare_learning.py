@@ -13,6 +13,10 @@ per epoch is the task reward (cover-the-vowels), on the same samples on both sid
 
     /work/venv-trl/bin/python scripts/reference/compare_learning.py [--trainers magrpo,iac,maac,madpo,marlhf]
         [--seeds 6] [--epochs 15] [--jobs 2] [--accountings exact,comlrl] [--out docs/data/learning-parity.json]
+        [--size demo|smollm2] [--items 16] [--overrides '{"agentLearningRate": 5e-5}']
+
+`--size smollm2` runs the real SmolLM2-135M-Instruct on the paragraph-summary task with compare_speed.py's smollm2
+settings (its reward, items and overrides; `--overrides` adds to them) in place of the demo.
 
 Runs already in the output file (same trainer, side, accounting, seed and epochs) are kept, so a study can be
 extended or resumed; the file is rewritten after every run. `--time-one-epoch` instead times one epoch per side per
@@ -105,27 +109,27 @@ def comlrl_learn(spec):
 
 # ---- the driver ----
 
-def curve(result, trainer, epochs):
+def curve(result, trainer, epochs, items):
     """Mean task reward per epoch (MADPO: the evaluation after each epoch) and the sample counts behind each."""
     if trainer == "madpo":
         if len(result["evaluations"]) != epochs + 1:
             raise SystemExit(f"{trainer} {result['side']}: {len(result['evaluations'])} evaluations, expected {epochs + 1}")
-        return result["evaluations"][1:], [ITEMS] * epochs
+        return result["evaluations"][1:], [items] * epochs
     per_epoch = result["rewards"][1:]
     if len(per_epoch) != epochs or any(len(r) == 0 for r in per_epoch):
         raise SystemExit(f"{trainer} {result['side']}: rewards per epoch {[len(r) for r in per_epoch]}, expected {epochs} non-empty")
     return [sum(r) / len(r) for r in per_epoch], [len(r) for r in per_epoch]
 
 
-def run_one(job, dirs, ours_configs, env, epochs, threads):
+def run_one(job, dirs, ours_configs, env, epochs, threads, study):
     trainer, side, accounting, seed = job["trainer"], job["side"], job["accounting"], job["seed"]
-    overrides = overrides_of(trainer, accounting, seed, epochs)
-    common = ["--trainer", trainer, "--model", dirs["model"], "--items", str(ITEMS), "--reward", "vowels"]
+    overrides = overrides_of(trainer, accounting, seed, epochs, study)
+    common = ["--trainer", trainer, "--model", dirs["model"], "--items", str(study["items"]), "--reward", study["reward"]]
     if side == "ours":
         command = speed.OURS + ["learn", *common, "--critic", dirs["critic"], "--overrides", json.dumps(overrides)]
         run_env = dict(env, COMLRL_NUM_THREADS=str(threads))
     else:
-        spec = dict(trainer=trainer, items=ITEMS, threads=threads, ours=ours_configs[trainer], reward="vowels", seed=seed,
+        spec = dict(trainer=trainer, items=study["items"], threads=threads, ours=ours_configs[trainer], reward=study["reward"], seed=seed,
                     epochs=epochs, **dirs)
         command = [sys.executable, __file__, "--comlrl-learn", json.dumps(spec)]
         run_env = dict(env, OMP_NUM_THREADS=str(threads))
@@ -136,7 +140,7 @@ def run_one(job, dirs, ours_configs, env, epochs, threads):
     if done.returncode != 0:
         raise SystemExit(f"{side} {trainer} seed {seed} failed:\n{done.stderr[-4000:]}")
     result = speed.last_json(done.stdout, f"{side} {trainer}")
-    rewards, counts = curve(result, trainer, epochs)
+    rewards, counts = curve(result, trainer, epochs, study["items"])
     # Before the first epoch, from the base model both sides load (MADPO's first evaluation, MADPO's and MARLHF's
     # pair candidates): where the sides' sampling and scoring agree, these agree within noise.
     before = {"evaluation": result["evaluations"][0]} if result["evaluations"] else {}
@@ -146,18 +150,18 @@ def run_one(job, dirs, ours_configs, env, epochs, threads):
                 processSeconds=time.perf_counter() - started, load1=load)
 
 
-def overrides_of(trainer, accounting, seed, epochs):
-    overrides = {"numTrainEpochs": epochs, "seed": seed}
+def overrides_of(trainer, accounting, seed, epochs, study):
+    overrides = {**study["overrides"], "numTrainEpochs": epochs, "seed": seed}
     if trainer in ACCOUNTED:
         overrides["tokenAccounting"] = accounting
     if trainer == "madpo":
-        overrides["evalNumSamples"] = ITEMS
+        overrides["evalNumSamples"] = study["items"]
     return overrides
 
 
-def ours_config(trainer, dirs, env, epochs):
-    done = subprocess.run(speed.OURS + ["config", "--trainer", trainer, "--model", dirs["model"], "--items", str(ITEMS),
-                                        "--overrides", json.dumps(overrides_of(trainer, "exact", 0, epochs))],
+def ours_config(trainer, dirs, env, epochs, study):
+    done = subprocess.run(speed.OURS + ["config", "--trainer", trainer, "--model", dirs["model"], "--items", str(study["items"]),
+                                        "--overrides", json.dumps(overrides_of(trainer, "exact", 0, epochs, study)), "--reward", study["reward"]],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"our config for {trainer} failed:\n{done.stderr[-4000:]}")
@@ -177,7 +181,7 @@ def jobs_of(options):
         for seed in range(1, count + 1):
             # Alternate the sides so that neither always runs beside the same load.
             sides = ["ours", "comlrl"] if seed % 2 else ["comlrl", "ours"]
-            for side in sides:
+            for side in (s for s in sides if s in options.sides.split(",")):
                 for accounting in (accountings if side == "ours" else ["comlrl-1.4.3"]):
                     jobs.append({"trainer": trainer, "side": side, "accounting": accounting, "seed": seed})
     return jobs
@@ -187,9 +191,22 @@ def key(run):
     return (run["trainer"], run["side"], run["accounting"], run["seed"], run["epochs"])
 
 
+def study_of(options):
+    """The task, items and config overrides of the study: the demo's, or a speed size's (smollm2) plus --overrides."""
+    if options.size == "demo":
+        study = {"reward": "vowels", "items": ITEMS, "overrides": {}}
+    else:
+        plan = speed.SIZES[options.size]
+        study = {"reward": plan.get("reward", "vowels"), "items": plan["items"], "overrides": dict(plan["overrides"])}
+    study["items"] = options.items or study["items"]
+    study["overrides"].update(json.loads(options.overrides))
+    return study
+
+
 def drive(options):
     env = dict(os.environ)
-    dirs = speed.models("demo", env)
+    dirs = speed.models(options.size, env)
+    study = study_of(options)
     out = options.out
     data = {"runs": []}
     if os.path.exists(out):
@@ -198,19 +215,19 @@ def drive(options):
     done_keys = {key(r) for r in data["runs"]}
     todo = [j for j in jobs_of(options) if key(dict(j, epochs=options.epochs)) not in done_keys]
     trainers = sorted({j["trainer"] for j in todo})
-    ours_configs = {t: ours_config(t, dirs, env, options.epochs) for t in trainers}
+    ours_configs = {t: ours_config(t, dirs, env, options.epochs, study) for t in trainers}
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
     # Every invocation that added runs, in order (a study extended with more seeds has several).
     commands = data.pop("commands", [data.pop("command")] if "command" in data else [])
     commands.append(" ".join(["python", "scripts/reference/compare_learning.py", *sys.argv[1:]]))
     data.update(host=socket.gethostname(), cpu=cpu, cores=os.cpu_count(), threadsPerProcess=options.threads, processes=options.jobs,
-                items=ITEMS, commands=commands, configs={**data.get("configs", {}), **{t: c["config"] for t, c in ours_configs.items()}})
+                size=options.size, reward=study["reward"], items=study["items"], commands=commands, configs={**data.get("configs", {}), **{t: c["config"] for t, c in ours_configs.items()}})
     data.setdefault("started", datetime.datetime.now(datetime.timezone.utc).isoformat())
     lock = threading.Lock()
     print(f"{len(todo)} runs to do", flush=True)
 
     def one(job):
-        run = run_one(job, dirs, ours_configs, env, options.epochs, options.threads)
+        run = run_one(job, dirs, ours_configs, env, options.epochs, options.threads, study)
         with lock:
             data["runs"].append(run)
             data["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
@@ -228,12 +245,13 @@ def drive(options):
 
 def time_one_epoch(options):
     env = dict(os.environ)
-    dirs = speed.models("demo", env)
+    dirs = speed.models(options.size, env)
+    study = study_of(options)
     for trainer in options.trainers.split(","):
-        configs = {trainer: ours_config(trainer, dirs, env, 1)}
+        configs = {trainer: ours_config(trainer, dirs, env, 1, study)}
         for side in ("ours", "comlrl"):
             run = run_one({"trainer": trainer, "side": side, "accounting": "exact" if side == "ours" else "comlrl-1.4.3", "seed": 1},
-                          dirs, configs, env, 1, options.threads)
+                          dirs, configs, env, 1, options.threads, study)
             print(f"{trainer:6} {side:6} train {run['seconds']:.1f} s, process {run['processSeconds']:.1f} s, load {run['load1']:.1f}", flush=True)
 
 
@@ -247,6 +265,10 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="threads per process")
     parser.add_argument("--accountings", default="exact,comlrl", help="our MAGRPO-family tokenAccounting values to run")
     parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--size", default="demo", choices=["demo", "smollm2"])
+    parser.add_argument("--sides", default="ours,comlrl", help="the sides to run (one driver per side, each with its own --out, runs them at once)")
+    parser.add_argument("--items", type=int, default=0, help="items per epoch (default: 16 for the demo, the size's for smollm2)")
+    parser.add_argument("--overrides", default="{}", help="more config overrides, JSON")
     parser.add_argument("--time-one-epoch", action="store_true")
     parser.add_argument("--comlrl-learn", help=argparse.SUPPRESS)
     options = parser.parse_args()

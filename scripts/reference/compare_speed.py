@@ -10,7 +10,11 @@ size": the largest process of it, the warm-up epoch included).
 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install -r scripts/reference/requirements.txt
     /tmp/ref/bin/python scripts/reference/compare_speed.py [--trainers magrpo,iac,maac,madpo,marlhf]
-        [--sizes demo,0.5b-short,0.5b,0.5b-lean] [--pairs 3] [--threads 2] [--items 16]
+        [--sizes demo,0.5b-short,0.5b,0.5b-lean,smollm2] [--pairs 3] [--threads 2] [--items 16]
+
+The smollm2 size trains the real SmolLM2-135M-Instruct (its PyPI GGUF, dequantized to fp32 by smollm2_hf_dir.py into
+bench/results/) on the paragraph-summary task (src/tasks/paragraph-summary.ts, mirrored below): our `config` prints
+the task's items, this side renders them through the same chat template and checks the prompts equal ours.
 
 The driver runs our side with `npx tsx scripts/reference/compare-speed-ours.ts` (COMLRL_ADDON is passed through).
 """
@@ -20,6 +24,7 @@ import dataclasses
 import datetime
 import gc
 import json
+import math
 import os
 import platform
 import re
@@ -67,7 +72,14 @@ SIZES = {
     "0.5b-lean": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64},
                   "ours_env": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"},
                   **QWEN_05B_PLAN},
+    # A real pretrained model on a real writing task (docs/performance.md's headline table).
+    # A real pretrained model on a real writing task (docs/performance.md's headline table). Our side also runs in
+    # "0.5b-lean"'s memory settings, as side "ours-lean", in the same rotation.
+    "smollm2": {"items": 4, "pairs": 2, "reward": "paragraphs", "by_trainer": {},
+                "overrides": {"numGenerations": 4, "maxNewTokens": 48, "agentLearningRate": 1e-5},
+                "ours_variants": {"ours-lean": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"}}},
 }
+SMOLLM2_GGUF = os.path.expanduser("~/.cache/comlrl/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
 TOPICS = ["a song", "a game", "a code", "a chant", "a puzzle", "a signal", "a rhyme", "a pattern"]
 VOWELS = "aeiou"
@@ -107,7 +119,44 @@ def digits_reward(completions_a, completions_b):
     return [mean_digit(a + b) for a, b in zip(completions_a, completions_b)]
 
 
-REWARDS = {"vowels": reward, "digits": digits_reward}
+# ---- the paragraph-summary task, as src/tasks/paragraph-summary.ts defines it ----
+
+def paragraph_formatters(tokenizer):
+    def role(system, instruction):
+        def format_item(item):
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{instruction}\n\n{item['prompt']}"}]
+            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return format_item
+    return [role("You write one-sentence summaries.", "Summarize this paragraph in one short sentence."),
+            role("You write detailed accounts.", "Describe in detail everything this paragraph says.")]
+
+
+def clamp01(x):
+    return max(0.0, min(1.0, x))
+
+
+def unique_words(text):
+    return len(set(re.findall(r"\w+", text.lower())))
+
+
+def summary_form(summary):
+    trimmed = summary.strip()
+    one_sentence = 0.5 if len(re.findall(r"[.!?]+(?=\s|$)", trimmed)) == 1 and re.search(r"[.!?]$", trimmed) else 0.0
+    return one_sentence + 0.5 * clamp01((30 - len(trimmed.split())) / 15)
+
+
+def paragraph_reward(summaries, accounts):
+    def one(summary, account):
+        if not summary.strip():
+            return 0.0
+        length = clamp01((len(account) / len(summary) - 1) / 3)
+        unique = unique_words(summary)
+        vocabulary = 0.0 if unique == 0 else clamp01((unique_words(account) / unique - 1) / 2)
+        return (summary_form(summary) + length + vocabulary) / 3
+    return [one(s, a) for s, a in zip(summaries, accounts)]
+
+
+REWARDS = {"vowels": reward, "digits": digits_reward, "paragraphs": paragraph_reward}
 
 
 # ---- CoMLRL's side: one run ----
@@ -191,9 +240,16 @@ def comlrl_setup(spec):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(spec["model"])
-    formats = formatters(tokenizer)
-    items = dataset(spec["items"])
+    if spec["reward"] == "paragraphs":
+        formats, items = paragraph_formatters(tokenizer), spec["ours"]["items"]
+    else:
+        formats, items = formatters(tokenizer), dataset(spec["items"])
     prompts = [[f(item) for item in items] for f in formats]
+    probe = spec["ours"].get("rewardProbe")
+    if probe:
+        theirs = REWARDS[spec["reward"]](probe["summaries"], probe["accounts"])
+        if any(abs(a - b) > 1e-12 for a, b in zip(theirs, probe["rewards"])) or len(theirs) != len(probe["rewards"]):
+            raise SystemExit("this side's reward differs from ours: " + json.dumps({"comlrl": theirs, "ours": probe["rewards"]}))
     if prompts != spec["ours"]["prompts"]:
         raise SystemExit("the rendered prompts differ from ours: " + json.dumps({"comlrl": prompts[0][0], "ours": spec["ours"]["prompts"][0][0]}))
     ids = [[tokenizer(p)["input_ids"] for p in agent] for agent in prompts]
@@ -234,18 +290,18 @@ def comlrl_run(spec):
     def build(data):
         return comlrl_trainer(spec, tokenizer, formats, args, data)
 
-    warm = build(dataset(1))
+    warm = build(items[:1])
     warm.train()
     del warm
     gc.collect()
     trainer = build(items)
     clock.reset()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     trainer.train()
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     print(json.dumps({
         "side": "comlrl", "trainer": spec["trainer"], "items": spec["items"], "threads": torch.get_num_threads(),
-        "seconds": seconds, "envSteps": getattr(trainer, "env_step", None),
+        "seconds": seconds, "cpuSeconds": cpu_seconds, "envSteps": getattr(trainer, "env_step", None),
         "optimizerSteps": sorted(clock.steps.values()), "generatedRows": clock.generated_rows, "timings": clock.seconds,
         "oursOnlyFields": sorted(ours_only),
     }))
@@ -301,6 +357,11 @@ def models(size, env):
         subprocess.run(OURS + ["make-demo-model", demo], cwd=ROOT, env=env, check=True)
     if size == "demo":
         return {"model": demo, "critic": demo, "small_critic": demo}
+    if size == "smollm2":
+        smollm2 = os.path.join(CACHE, "smollm2")
+        if not os.path.exists(os.path.join(smollm2, "config.json")):
+            subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "reference", "smollm2_hf_dir.py"), SMOLLM2_GGUF, smollm2], check=True)
+        return {"model": smollm2, "critic": smollm2, "small_critic": smollm2}
     small = make_model("small-critic-151936", SMALL_CRITIC, demo)
     return {"model": make_model("qwen2.5-0.5b-shape", QWEN_05B, demo), "critic": small, "small_critic": small}
 
@@ -318,33 +379,36 @@ def run_side(side, trainer, size, dirs, items, threads, overrides, ours_config, 
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     common = ["--trainer", trainer, "--model", dirs["model"], "--items", str(items), "--reward", reward_name]
-    if side == "ours":
+    variants = SIZES[size].get("ours_variants", {})
+    if side == "ours" or side in variants:
         command = OURS + ["run", *common, "--critic", dirs["critic"], "--overrides", json.dumps(overrides)]
-        run_env = dict(env, COMLRL_NUM_THREADS=str(threads), **SIZES[size].get("ours_env", {}))
+        run_env = dict(env, COMLRL_NUM_THREADS=str(threads), **SIZES[size].get("ours_env", {}), **variants.get(side, {}))
     else:
         spec = dict(trainer=trainer, items=items, threads=threads, ours=ours_config, reward=reward_name, **dirs)
         command = [sys.executable, __file__, "--comlrl-run", json.dumps(spec)]
         run_env = dict(env, OMP_NUM_THREADS=str(threads))
     started = time.perf_counter()
-    returncode, stdout, stderr, peak_kib = run_measured(command, run_env)
+    returncode, stdout, stderr, peak_kib, cpu_seconds = run_measured(command, run_env)
     if returncode != 0:
         raise SystemExit(f"{side} {trainer} ({size}) failed:\n{stderr[-4000:]}")
     result = last_json(stdout, f"{side} {trainer}")
-    result.update(size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started, peakRssMiB=peak_kib / 1024)
+    result.update(side=side, size=size, loadavg=[float(x) for x in load], processSeconds=time.perf_counter() - started, peakRssMiB=peak_kib / 1024,
+                  processCpuSeconds=cpu_seconds)
     print(f"  {side:6} {trainer:6} {size:10} {result['seconds']:8.2f} s   peak RSS {peak_kib / 2**20:6.2f} GiB   load {' '.join(load)}", flush=True)
     return result
 
 
 def run_measured(command, env):
-    """Runs command to its end: exit status, stdout, stderr and the peak resident KiB of its process tree (wait4's
-    ru_maxrss: the largest of the process and its waited-for descendants, as GNU time reports it)."""
+    """Runs command to its end: exit status, stdout, stderr, the peak resident KiB of its process tree (wait4's
+    ru_maxrss: the largest of the process and its waited-for descendants, as GNU time reports it) and the CPU seconds
+    (user + system) of that tree: on a machine others load, the CPU a run spends moves less than its wall time."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return process.returncode, out.read(), err.read(), usage.ru_maxrss
+        return process.returncode, out.read(), err.read(), usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def summary(runs):
@@ -357,6 +421,44 @@ def stages(runs):
     """The stage seconds of the median run (the lower median for an even count), as "name s, ..."."""
     run = sorted(runs, key=lambda r: r["seconds"])[(len(runs) - 1) // 2]
     return ", ".join(f"{name} {seconds:.2f}" for name, seconds in run["timings"].items() if seconds >= 0.005)
+
+
+# ---- the rooflines (the smollm2 size) ----
+
+def model_parameters(model_dir):
+    """(all parameters, those of the LM head) from the model's safetensors header and config (a tied head counted once)."""
+    import struct
+    with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+    total = sum(math.prod(t["shape"]) for name, t in header.items() if name != "__metadata__")
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    return total, config["vocab_size"] * config["hidden_size"]
+
+
+def ceilings(env, threads):
+    done = subprocess.run(OURS + ["ceilings"], cwd=ROOT, env=dict(env, COMLRL_NUM_THREADS=str(threads)), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the ceilings failed:\n{done.stderr[-4000:]}")
+    return last_json(done.stdout, "ceilings")
+
+
+def rooflines(run, total, head, ceiling):
+    """The generation and update phases of one of our runs against the machine's ceilings, for the work its config
+    asks for (counted by our side): generation streams every weight once per prefill or decode step of a generate()
+    call (fp32: 4 bytes), so its floor is those bytes over the read bandwidth; the update must do 6 FLOPs per matmul
+    weight per token it trains on (forward and backward: the body's weights (all but the embedding, which is only
+    read) on each prompt once and each completion token, the LM head's on the completion tokens), so its floor is
+    those FLOPs over the fp32 matmul rate. Attention's own FLOPs (under 2% at these lengths) are left out."""
+    g = run["generation"]
+    body = total - head
+    generation_floor = g["weightPasses"] * total * 4 / (ceiling["readGbps"] * 1e9)
+    update_flops = 6 * (body * (g["promptTokens"] + g["completionTokens"]) + head * g["completionTokens"])
+    update_floor = update_flops / (ceiling["matmulGflops"] * 1e9)
+    return {"generationFloorSeconds": generation_floor, "updateFlops": update_flops, "updateFloorSeconds": update_floor,
+            "generationFraction": generation_floor / run["timings"]["train/generation"],
+            "updateFraction": update_floor / run["timings"]["train/update"]}
 
 
 def table(rows, header):
@@ -391,22 +493,34 @@ def drive(options):
                 raise SystemExit(f"--trainers: {trainer} is not one of {', '.join(TRAINERS)}")
             overrides = {key: value.format(**dirs) if isinstance(value, str) else value
                          for key, value in {**plan["overrides"], **plan["by_trainer"].get(trainer, {})}.items()}
-            reward_name = plan.get("reward_by_trainer", {}).get(trainer, "vowels")
+            reward_name = plan.get("reward_by_trainer", {}).get(trainer, plan.get("reward", "vowels"))
             done = subprocess.run(OURS + ["config", "--trainer", trainer, "--model", dirs["model"], "--items", str(items),
-                                          "--overrides", json.dumps(overrides)], cwd=ROOT, env=env, capture_output=True, text=True)
+                                          "--overrides", json.dumps(overrides), "--reward", reward_name], cwd=ROOT, env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 raise SystemExit(f"our config for {trainer} failed:\n{done.stderr[-4000:]}")
             ours_config = last_json(done.stdout, "config")
             runs = []
+            machine = [ceilings(env, options.threads)] if size == "smollm2" else []
+            sides = ["ours", *plan.get("ours_variants", {}), "comlrl"]
             for pair in range(pairs):
-                order = ["ours", "comlrl"] if pair % 2 == 0 else ["comlrl", "ours"]
+                order = sides if pair % 2 == 0 else sides[::-1]
                 for side in order:
                     runs.append(run_side(side, trainer, size, dirs, items, options.threads, overrides, ours_config, env, reward_name))
+            if machine:
+                machine.append(ceilings(env, options.threads))
+                # The higher of the two: a ceiling measured while others took the CPU would flatter every fraction.
+                ceiling = {key: max(m[key] for m in machine) for key in ("matmulGflops", "readGbps")}
+                total, head = model_parameters(dirs["model"])
+                for run in runs:
+                    if run["side"] != "comlrl":
+                        run["roofline"] = rooflines(run, total, head, ceiling)
+                print(f"  ceilings {machine}; parameters {total}, LM head {head}", flush=True)
             rows.append({
                 "trainer": trainer, "size": size, "items": items, "threads": options.threads, "reward": reward_name,
-                "config": ours_config["config"],
+                "config": ours_config["config"], **({"ceilings": machine} if machine else {}),
                 "ours": summary([r for r in runs if r["side"] == "ours"]),
                 "comlrl": summary([r for r in runs if r["side"] == "comlrl"]), "runs": runs,
+                **{variant: summary([r for r in runs if r["side"] == variant]) for variant in plan.get("ours_variants", {})},
             })
             rows[-1]["ratio"] = rows[-1]["comlrl"]["median"] / rows[-1]["ours"]["median"]
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())

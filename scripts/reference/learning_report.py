@@ -1,10 +1,12 @@
 """The learning-parity page's table and curves from docs/data/learning-parity.json (compare_learning.py writes it).
 
     python3 scripts/reference/learning_report.py [--data docs/data/learning-parity.json]
+    python3 scripts/reference/learning_report.py --data docs/data/learning-smollm2.json \
+        --svg docs/learning-smollm2.svg --marker learning-table-smollm2 --end-epochs 2
 
 Writes docs/learning-parity.svg (one panel per trainer: each side's mean reward per epoch over its seeds, with a band
 of ± one standard error) and rewrites the table between `<!-- learning-table -->` and `<!-- /learning-table -->` in
-docs/learning-parity.md: per trainer and side the end reward (the mean of the last 3 epochs, one value per seed) as
+docs/learning-parity.md: per trainer and side the end reward (the mean of the last 3 epochs, or --end-epochs, one value per seed) as
 mean ± standard error, and CoMLRL's end minus ours in units of the difference's standard error
 (√(se_comlrl² + se_ours²); seeds are independent draws on each side, not pairs). Standard library only.
 """
@@ -18,7 +20,7 @@ import re
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TRAINERS = ["magrpo", "iac", "maac", "madpo", "marlhf"]
 NAMES = {"magrpo": "MAGRPO", "iac": "IAC", "maac": "MAAC", "madpo": "MADPO", "marlhf": "MARLHF"}
-END_EPOCHS = 3
+TASKS = {"demo": "the demo", "smollm2": "SmolLM2-135M-Instruct, paragraph-summary"}
 # (side, accounting) → label and colour
 SERIES = [
     (("comlrl", "comlrl-1.4.3"), "CoMLRL 1.4.3", "#d62728"),
@@ -42,31 +44,38 @@ def groups(data):
     return out
 
 
-def table(data):
+def table(data, end_epochs):
     by = groups(data)
-    lines = ["| trainer | side | seeds | end reward (epochs 13–15), mean ± s.e. | CoMLRL − this side | in s.e. of the difference |",
-             "|---|---|---:|---:|---:|---:|"]
+    epochs = max(len(r["curve"]) for r in data["runs"])
+    lines = [f"| trainer | side | seeds | first epoch, mean ± s.e. | end reward (epochs {epochs - end_epochs + 1}–{epochs}), mean ± s.e. | "
+             "rise (end − first) | CoMLRL − this side | in s.e. of the difference |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for trainer in TRAINERS:
         comlrl = by.get((trainer, "comlrl", "comlrl-1.4.3"))
-        if not comlrl:
+        ends = {key: [sum(c[-end_epochs:]) / end_epochs for c in curves] for key, curves in by.items() if key[0] == trainer}
+        if not ends:
             continue
-        ends = {key: [sum(c[-END_EPOCHS:]) / END_EPOCHS for c in curves] for key, curves in by.items() if key[0] == trainer}
-        c_mean, c_se = mean_se(ends[(trainer, "comlrl", "comlrl-1.4.3")])
+        # Without CoMLRL runs (a study whose CoMLRL side did not finish) the rows say so instead of a difference.
+        c_mean, c_se = mean_se(ends[(trainer, "comlrl", "comlrl-1.4.3")]) if comlrl else (None, None)
         for (side, accounting), label, _ in SERIES:
             values = ends.get((trainer, side, accounting))
             if not values:
                 continue
             m, se = mean_se(values)
+            first_m, first_se = mean_se([c[0] for c in by[(trainer, side, accounting)]])
+            start = f"{NAMES[trainer]} | {label} | {len(values)} | {first_m:.3f} ± {first_se:.3f} | {m:.3f} ± {se:.3f} | {m - first_m:+.3f}"
             if side == "comlrl":
-                lines.append(f"| {NAMES[trainer]} | {label} | {len(values)} | {m:.3f} ± {se:.3f} | | |")
+                lines.append(f"| {start} | | |")
+            elif c_mean is None:
+                lines.append(f"| {start} | no CoMLRL runs | |")
             else:
                 diff, diff_se = c_mean - m, math.sqrt(c_se ** 2 + se ** 2)
-                lines.append(f"| {NAMES[trainer]} | {label} | {len(values)} | {m:.3f} ± {se:.3f} | {diff:+.3f} ± {diff_se:.3f} | {diff / diff_se:+.1f} |")
+                lines.append(f"| {start} | {diff:+.3f} ± {diff_se:.3f} | {diff / diff_se:+.1f} |")
     shifts = []
     for trainer in TRAINERS:
         exact, comlrl = (by.get((trainer, "ours", a)) for a in ("exact", "comlrl"))
         if exact and comlrl:
-            (m1, se1), (m2, se2) = (mean_se([sum(c[-END_EPOCHS:]) / END_EPOCHS for c in curves]) for curves in (exact, comlrl))
+            (m1, se1), (m2, se2) = (mean_se([sum(c[-end_epochs:]) / end_epochs for c in curves]) for curves in (exact, comlrl))
             diff, diff_se = m2 - m1, math.sqrt(se1 ** 2 + se2 ** 2)
             shifts.append(f"- {NAMES[trainer]}: ours with tokenAccounting \"comlrl\" minus ours exact, {diff:+.3f} ± {diff_se:.3f} ({diff / diff_se:+.1f} s.e.)")
     return "\n".join(lines + ([""] + shifts if shifts else []))
@@ -74,14 +83,14 @@ def table(data):
 
 def svg(data):
     by = groups(data)
-    trainers = [t for t in TRAINERS if (t, "comlrl", "comlrl-1.4.3") in by]
+    trainers = [t for t in TRAINERS if any(key[0] == t for key in by)]
     epochs = max(len(r["curve"]) for r in data["runs"])
     cols, panel_w, panel_h, top, left = 3, 300, 220, 56, 46
     rows = math.ceil(len(trainers) / cols)
     width, height = cols * panel_w + 20, top + rows * panel_h + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">Mean task reward per epoch on the demo, ± 1 s.e. over seeds</text>']
+           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">Mean task reward per epoch on {TASKS[data.get("size", "demo")]}, ± 1 s.e. over seeds</text>']
     for i, ((side, accounting), label, colour) in enumerate(SERIES):
         x = 20 + i * 240
         out.append(f'<line x1="{x}" y1="38" x2="{x + 18}" y2="38" stroke="{colour}" stroke-width="2"/><text x="{x + 24}" y="42">{label}</text>')
@@ -90,8 +99,8 @@ def svg(data):
         w, h = panel_w - left - 14, panel_h - 46
         sx = lambda e: ox + (e - 1) / max(epochs - 1, 1) * w  # noqa: E731
         sy = lambda r: oy + 18 + (1 - r) * h  # noqa: E731
-        seeds = len(by[(trainer, "comlrl", "comlrl-1.4.3")])
-        out.append(f'<text x="{ox + w / 2}" y="{oy + 10}" text-anchor="middle" font-weight="bold">{NAMES[trainer]} ({seeds} seeds a side)</text>')
+        seeds = ", ".join(f"{len(curves)} {side}" for (t, side, _), curves in sorted(by.items()) if t == trainer)
+        out.append(f'<text x="{ox + w / 2}" y="{oy + 10}" text-anchor="middle" font-weight="bold">{NAMES[trainer]} (seeds: {seeds})</text>')
         for r in (0, 0.25, 0.5, 0.75, 1.0):
             out.append(f'<line x1="{ox}" y1="{sy(r):.1f}" x2="{ox + w}" y2="{sy(r):.1f}" stroke="#e5e5e5"/>'
                        f'<text x="{ox - 4}" y="{sy(r) + 4:.1f}" text-anchor="end">{r:.2f}</text>')
@@ -117,18 +126,21 @@ def main():
     parser.add_argument("--data", default=os.path.join(ROOT, "docs", "data", "learning-parity.json"))
     parser.add_argument("--page", default=os.path.join(ROOT, "docs", "learning-parity.md"))
     parser.add_argument("--svg", default=os.path.join(ROOT, "docs", "learning-parity.svg"))
+    parser.add_argument("--end-epochs", type=int, default=3, help="the last epochs whose mean is a run's end reward")
+    parser.add_argument("--marker", default="learning-table", help="the page's block to rewrite: <!-- MARKER --> … <!-- /MARKER -->")
     options = parser.parse_args()
     with open(options.data) as f:
         data = json.load(f)
     with open(options.svg, "w") as f:
         f.write(svg(data))
-    text = table(data)
+    text = table(data, options.end_epochs)
     if os.path.exists(options.page):
         with open(options.page) as f:
             page = f.read()
-        block = re.compile(r"(<!-- learning-table -->\n).*?(<!-- /learning-table -->)", re.S)
+        marker = re.escape(options.marker)
+        block = re.compile(rf"(<!-- {marker} -->\n).*?(<!-- /{marker} -->)", re.S)
         if not block.search(page):
-            raise SystemExit(f"{options.page}: no <!-- learning-table --> … <!-- /learning-table --> block")
+            raise SystemExit(f"{options.page}: no <!-- {options.marker} --> … <!-- /{options.marker} --> block")
         with open(options.page, "w") as f:
             f.write(block.sub(lambda m: m.group(1) + text + "\n" + m.group(2), page))
     print(text)

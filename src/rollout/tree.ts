@@ -123,6 +123,47 @@ export async function forEachAgent<T>(count: number, concurrent: boolean, fn: (a
   return out;
 }
 
+/**
+ * Samples the first-turn prompts of several items in one generation call per agent and returns, per item, an
+ * environment whose policies answer that item's first-turn sample() from it (later turns, and any other call, go to
+ * the agent's own policy). One call over the items of a rollout buffer streams each weight once per decode step for
+ * all of their rows, where a call per item streams it once per item: decoding on a CPU is bound by that stream. Only
+ * valid while the agents' parameters stay the same across the items (no update between them); the draws come from the
+ * same streams as per-item calls, in another order.
+ */
+export async function presampleRoots(items: Item[], firstItemIndex: number, env: RolloutEnvironment, settings: RolloutSettings): Promise<RolloutEnvironment[]> {
+  const numAgents = env.policies.length;
+  const prompts = env.formatters.map((f, agent) => items.map((item) => formatPrompt(f, item, agent)));
+  const sampled = await timed(env.timings, "generation", () =>
+    forEachAgent(numAgents, env.concurrent, (agent) => env.policies[agent].sample(prompts[agent], settings.numGenerations).catch((error: unknown) => {
+      if (error instanceof PromptLengthError) throw new PromptLengthError(`items ${firstItemIndex}–${firstItemIndex + items.length - 1}, agent ${agent}, turn 1: ${error.message}`);
+      throw error;
+    })),
+  );
+  return items.map((_, i) => ({
+    ...env,
+    policies: env.policies.map((policy, agent): RolloutPolicy => {
+      const own: SampledCompletions = {
+        promptIds: [sampled[agent].promptIds[i]],
+        completionIds: [sampled[agent].completionIds[i]],
+        texts: [sampled[agent].texts[i]],
+        ...(sampled[agent].logprobs ? { logprobs: [sampled[agent].logprobs![i]] } : {}),
+      };
+      let unused = true;
+      return {
+        sample: (asked, k) => {
+          if (unused && k === settings.numGenerations && asked.length === 1 && asked[0] === prompts[agent][i]) {
+            unused = false;
+            return Promise.resolve(own);
+          }
+          return policy.sample(asked, k);
+        },
+        ...(policy.referenceKl ? { referenceKl: policy.referenceKl.bind(policy) } : {}),
+      };
+    }),
+  }));
+}
+
 interface PendingNode {
   turn: number;
   prompts: string[];

@@ -4,6 +4,7 @@ import { CODE_REWARD_MAX, codeFormatters, codingEnvironment, type CodeTransition
 import { arxivAbstracts } from "./data/arxiv-abstracts.js";
 import { coopHumanEvalProblems } from "./data/coophumaneval.js";
 import { humanEvalProblems } from "./data/humaneval.js";
+import { paragraphs } from "./data/paragraphs.js";
 import { storyPrompts } from "./data/story-prompts.js";
 import { tldrPosts } from "./data/tldr-posts.js";
 import {
@@ -12,6 +13,7 @@ import {
   tldrDualLengthFormatters,
   tldrDualLengthRewardFunc,
 } from "./length-ratio.js";
+import { paragraphSummaryFormatters, paragraphSummaryRewardFunc } from "./paragraph-summary.js";
 import { closestField } from "../config/fields.js";
 import type { Formatter, Item, RewardFunction } from "../rollout/types.js";
 import type { SandboxMode } from "../sandbox/sandbox.js";
@@ -45,6 +47,19 @@ const coverVowelsTask: TaskEntry = {
       rewardRange: [0, 1],
     };
   },
+};
+
+const paragraphSummaryTask: TaskEntry = {
+  description: "Writing for a small instruct model: a one-sentence summary of a paragraph and a detailed account of it; reward in [0, 1].",
+  options: { chatTemplate: CHAT_TEMPLATE_OPTION },
+  create: (options) => ({
+    numAgents: 2,
+    dataset: bundledDataset("paragraph-summary", heldOut(paragraphs)),
+    rewardFunc: paragraphSummaryRewardFunc,
+    formatters: paragraphSummaryFormatters(chatTemplateOption("paragraph-summary", options)),
+    externalTransition: null,
+    rewardRange: [0, 1],
+  }),
 };
 
 const writingTask = (name: string, description: string, items: Item[], spec: WritingRewardSpec, formatters: Formatter[]): TaskEntry => ({
@@ -162,6 +177,7 @@ registerTask(
   "arxiv",
   writingTask("arxiv", "Writing/arXiv expansion: background and motivation, then methodology and implications, from an abstract; level-gated reward, max 3.", arxivAbstracts, ARXIV_REWARD, arxivFormatters),
 );
+registerTask("paragraph-summary", paragraphSummaryTask);
 registerTask(
   "humaneval",
   codingTask("humaneval", "Coding/HumanEval: an aux agent writes a helper, a main agent the entry point; level-structured reward, max 4, tests run sandboxed.", humanEvalProblems),

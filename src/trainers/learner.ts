@@ -9,7 +9,7 @@
 // steps so far. An algorithm file says how an episode becomes samples, how a turn's samples become minibatches, what
 // one minibatch step does (its policy rows go through policyStep), and which per-turn metrics it logs.
 import { formatPrompt } from "../rollout/formatters.js";
-import { rolloutItem, type RolloutEnvironment, type RolloutPolicy, type RolloutSettings } from "../rollout/tree.js";
+import { presampleRoots, rolloutItem, type RolloutEnvironment, type RolloutPolicy, type RolloutSettings } from "../rollout/tree.js";
 import type { Item } from "../rollout/types.js";
 import { TRAINING_STREAM, type Agent } from "./agents.js";
 import { evaluateAgents } from "./evaluation.js";
@@ -56,6 +56,8 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   readonly policySteps: number[];
   /** Each agent's objective metrics of the steps taken in the update under way, logged when it ends. */
   private readonly policyMetrics: Record<string, number>[][];
+  /** Train items whose first turn was sampled ahead (presampleRoots), by index: the environment that answers it. */
+  private readonly presampled = new Map<number, RolloutEnvironment>();
 
   protected constructor(
     /** The algorithm's config. */
@@ -94,6 +96,14 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   }
 
   protected abstract get rolloutSettings(): RolloutSettings;
+
+  /**
+   * How many consecutive train items (from an index divisible by it) no update separates, so that their first turns
+   * can be sampled in one call per agent; 1 (the default) samples each item on its own.
+   */
+  protected get itemsPerUpdate(): number {
+    return 1;
+  }
 
   /** How evaluation rolls out: CoMLRL's MAGRPO evaluation plays every turn, whatever the early-termination threshold. */
   protected get evaluationSettings(): RolloutSettings {
@@ -163,7 +173,9 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
   async collect(items: Item[], firstItemIndex = 0): Promise<S[]> {
     const samples: S[] = [];
     for (let i = 0; i < items.length; i++) {
-      const rollout = await rolloutItem(items[i], firstItemIndex + i, this.environment, this.rolloutSettings, this.progress.envStep);
+      const environment = this.presampled.get(firstItemIndex + i) ?? this.environment;
+      this.presampled.delete(firstItemIndex + i);
+      const rollout = await rolloutItem(items[i], firstItemIndex + i, environment, this.rolloutSettings, this.progress.envStep);
       this.progress.envStep += rollout.envSteps;
       samples.push(...(await this.samplesOf(rollout, firstItemIndex + i)));
     }
@@ -244,6 +256,13 @@ export abstract class RolloutLearner<S extends RolloutSample, M, P extends Rollo
       steps: items.length,
       evaluateBefore: (b) => c.evalInterval > 0 && b % c.evalInterval === 0 && Boolean(this.options.evalDataset?.length),
       runStep: async (b) => {
+        const group = this.itemsPerUpdate;
+        // Sharded, a rank runs every worldSize-th item: a block of consecutive items is not its own to sample ahead.
+        if (group > 1 && !this.host.sharded && b % group === 0) {
+          this.presampled.clear();
+          const ahead = items.slice(b, b + group);
+          (await presampleRoots(ahead, b, this.environment, this.rolloutSettings)).forEach((environment, i) => this.presampled.set(b + i, environment));
+        }
         const samples = await this.collect([items[b]], b);
         recent.push(...this.shownRewards(samples));
         recent.splice(0, Math.max(0, recent.length - SHOWN_REWARDS));

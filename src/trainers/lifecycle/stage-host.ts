@@ -116,6 +116,8 @@ export interface StageHost {
   readonly random: SeededRandom;
   /** Read when used: train() opens the logger after the stages may have been built; null on ranks other than 0. */
   readonly logger: MetricsLogger | null;
+  /** Whether the stages run sharded across data-parallel ranks: each rank then runs every worldSize-th step. */
+  readonly sharded: boolean;
   /** A line on the console (rank 0 only, never when quiet). */
   console(message: string): void;
   /**

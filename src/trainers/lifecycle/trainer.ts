@@ -164,11 +164,15 @@ export abstract class Trainer<C extends LifecycleConfig = LifecycleConfig> {
 
   private makeHost(): StageHost {
     const logger = () => this.logger;
+    const sharded = () => this.job !== null;
     return {
       progress: { iteration: 0, stage: 0, epoch: 0, itemIndex: 0, envStep: 0, update: 0, unitsDone: 0 },
       random: new SeededRandom(this.config.seed),
       get logger() {
         return logger();
+      },
+      get sharded() {
+        return sharded();
       },
       console: (message) => this.console(message),
       agreeMax: async (values) => {

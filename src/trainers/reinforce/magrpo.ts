@@ -113,6 +113,14 @@ export class MAGRPOLearner extends RolloutLearner<NodeSample, NodeSample[], Metr
     };
   }
 
+  /**
+   * Single-turn, an item gives each agent one sample, so its buffer fills (and the agent updates) after exactly
+   * rolloutBufferSize items: the items of one buffer are sampled in one generation call per agent.
+   */
+  protected override get itemsPerUpdate(): number {
+    return this.config.numTurns === 1 ? this.config.rolloutBufferSize : 1;
+  }
+
   protected async samplesOf(rollout: Awaited<ReturnType<typeof rolloutItem>>, itemIndex: number): Promise<NodeSample[]> {
     const interval = this.options.sampleLogInterval ?? 0;
     if (this.host.logger && interval > 0 && itemIndex % interval === 0) this.host.logger.logSamples(sampleRows(rollout.root), this.progress.envStep);
