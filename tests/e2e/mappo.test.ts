@@ -92,9 +92,12 @@ describe("updates", () => {
       await trainer.close();
       return head;
     };
+    // The clipped loss takes another kernel path (its max over the two squared errors), so libtorch versions may
+    // round its gradient an ulp apart from the plain one: equal within float32 rounding, not bit for bit.
+    const largestChange = (heads: Float32Array[], from: Float32Array[]) => Math.max(...heads.flatMap((head, i) => [...head].map((w, j) => Math.abs(w - from[i]![j]!))));
     const unclipped = await critic(null);
-    expect(await critic(1e6)).toEqual(unclipped);
-    expect(await critic(1e-4)).not.toEqual(unclipped);
+    expect(largestChange(await critic(1e6), unclipped)).toBeLessThan(1e-6);
+    expect(largestChange(await critic(1e-4), unclipped)).toBeGreaterThan(1e-3);
   });
 });
 
