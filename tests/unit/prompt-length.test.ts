@@ -59,8 +59,9 @@ describe("prompt length", () => {
   it('promptOverflow "error" stops the run at the item, naming it, the agent and the limit', async () => {
     const trainer = await create({ promptOverflow: "error" });
     try {
+      // A rollout buffer's items are sampled in one call (items 0–1 here), so the error names the items of that call.
       await expect(trainer.train()).rejects.toThrow(
-        new RegExp(`^item 1, agent 0, turn 1: the prompt of ${tokenizer.encode(long).length} tokens \\("a long prompt about vowels.*"…\\) is over the 56 a prompt may have \\(max_position_embeddings 64 − maxNewTokens 8\\); shorten it, or set promptOverflow "truncate"$`),
+        new RegExp(`^items 0–1, agent 0, turn 1: the prompt of ${tokenizer.encode(long).length} tokens \\("a long prompt about vowels.*"…\\) is over the 56 a prompt may have \\(max_position_embeddings 64 − maxNewTokens 8\\); shorten it, or set promptOverflow "truncate"$`),
       );
     } finally {
       await trainer.close();

@@ -122,7 +122,7 @@ describe("length-ratio tasks", () => {
 
 describe("task registry", () => {
   it("lists the tasks and builds each with its bundled sample", async () => {
-    expect(listTasks()).toEqual(["arxiv", "coophumaneval", "cover-vowels", "humaneval", "story-len-ratio", "tldr", "tldr-len-ratio", "vowel-relay"]);
+    expect(listTasks()).toEqual(["arxiv", "coophumaneval", "cover-vowels", "humaneval", "paragraph-summary", "story-len-ratio", "tldr", "tldr-len-ratio", "vowel-relay"]);
     for (const name of ["tldr", "arxiv", "story-len-ratio", "tldr-len-ratio", "cover-vowels", "vowel-relay"]) {
       const task = getTask(name);
       expect(task.numAgents).toBe(2);
