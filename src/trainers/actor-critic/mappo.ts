@@ -26,7 +26,7 @@ export class MAPPOTrainer extends ActorCriticTrainer<MAPPOConfig, MAPPOLearner> 
   /** Builds the trainer: validates options and config, loads actors and critics, and registers them. */
   static async create(options: MAPPOTrainerOptions): Promise<MAPPOTrainer> {
     checkOptionKeys(options, ACTOR_CRITIC_OPTION_KEYS, "MAPPOTrainer.create()");
-    const config = mappoConfig(resolveAgentCount(options.config, options.numAgents, options.agents) as MAPPOConfigInput);
+    const config = mappoConfig(resolveAgentCount(options.config, options.numAgents, options.agents));
     let sources: ModelSource[] = [];
     return construct({
       algorithm: "MAPPO",
