@@ -144,13 +144,25 @@ describe("crash safety and bad checkpoints", () => {
   it("SIGKILL at any moment, during checkpoint writes too, leaves only complete checkpoints under final names", async () => {
     // Kills land at staggered times across a run that checkpoints every epoch; whatever was being written, every
     // visible checkpoint-* verifies, "latest" resumes, and the next save clears the dead writer's hidden leftovers.
+    // Each child starts a fresh run, which sets the previous child's checkpoints aside: the kill is timed from the
+    // first checkpoint this child completed, not from one the previous child left.
     const out = path.join(scratch, "kill-anytime");
     const checkpoints = path.join(out, "checkpoints");
+    const firstManifest = path.join(checkpoints, "checkpoint-1", "manifest.json");
+    const writtenSince = (startMs: number) => {
+      try {
+        return statSync(firstManifest).mtimeMs >= startMs;
+      } catch {
+        return false;
+      }
+    };
     for (const afterMs of [150, 400, 650, 900]) {
+      const startMs = Date.now() - 1;
       const child = spawn(process.execPath, ["--import", "tsx", runner, base, out, checkpoints, "40", "0"], { stdio: "ignore" });
       const exited = new Promise((resolve) => child.on("exit", resolve));
       const deadline = Date.now() + 90_000;
-      while (!existsSync(path.join(checkpoints, "checkpoint-1", "manifest.json")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while (!writtenSince(startMs) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(writtenSince(startMs), `child ${afterMs}: no checkpoint-1 within 90 s`).toBe(true);
       await new Promise((r) => setTimeout(r, afterMs));
       child.kill("SIGKILL");
       await exited;
