@@ -49,6 +49,9 @@ QWEN_05B = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_
                 num_key_value_heads=2, rope_theta=1e6, tie_word_embeddings=True, max_position_embeddings=32768)
 SMALL_CRITIC = dict(QWEN_05B, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                     num_key_value_heads=2)
+# Our memory-lean settings (docs/memory.md): the agents' updates in turn (one CPU lane), so that one agent's backward is
+# alive at a time, and glibc's mmap threshold fixed at 1 MiB, so that freed blocks go back to the system.
+LEAN_ENV = {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"}
 # The 0.5B sizes share their model and settings: "0.5b-short" samples 8 new tokens (what the first comparison ran),
 # "0.5b" 64 (a completion length users train with).
 QWEN_05B_PLAN = {
@@ -65,19 +68,17 @@ QWEN_05B_PLAN = {
 SIZES = {
     "demo": {"items": 16, "pairs": 3, "overrides": {}, "by_trainer": {}},
     "0.5b-short": {"items": 4, "pairs": 1, "overrides": {"maxNewTokens": 8}, **QWEN_05B_PLAN},
-    "0.5b": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64}, **QWEN_05B_PLAN},
-    # "0.5b" with our memory-lean settings (docs/memory.md): the agents' updates in turn (one CPU lane), so that one
-    # agent's backward is alive at a time, and glibc's mmap threshold fixed at 1 MiB, so that freed blocks go back to
-    # the system. CoMLRL's side runs as at "0.5b".
-    "0.5b-lean": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64},
-                  "ours_env": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"},
-                  **QWEN_05B_PLAN},
-    # A real pretrained model on a real writing task (docs/performance.md's headline table).
-    # A real pretrained model on a real writing task (docs/performance.md's headline table). Our side also runs in
-    # "0.5b-lean"'s memory settings, as side "ours-lean", in the same rotation.
-    "smollm2": {"items": 4, "pairs": 2, "reward": "paragraphs", "by_trainer": {},
+    # Sizes with "rooflines" measure the machine's ceilings before and after their pairs, and read our phases against
+    # the floors of the work the config asks for (scripts/reference/phase_table.py makes their tables).
+    "0.5b": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64}, "rooflines": True,
+             "ours_variants": {"ours-lean": LEAN_ENV}, **QWEN_05B_PLAN},
+    # "0.5b" with only our memory-lean settings; CoMLRL's side runs as at "0.5b".
+    "0.5b-lean": {"items": 2, "pairs": 1, "overrides": {"maxNewTokens": 64}, "ours_env": LEAN_ENV, **QWEN_05B_PLAN},
+    # A real pretrained model on a real writing task (docs/performance.md's headline table). Like "0.5b", our side
+    # also runs in the lean settings, as side "ours-lean", in the same rotation.
+    "smollm2": {"items": 4, "pairs": 2, "reward": "paragraphs", "by_trainer": {}, "rooflines": True,
                 "overrides": {"numGenerations": 4, "maxNewTokens": 48, "agentLearningRate": 1e-5},
-                "ours_variants": {"ours-lean": {"COMLRL_CPU_LANES": "1", "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1048576"}}},
+                "ours_variants": {"ours-lean": LEAN_ENV}},
 }
 SMOLLM2_GGUF = os.path.expanduser("~/.cache/comlrl/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 
@@ -423,7 +424,7 @@ def stages(runs):
     return ", ".join(f"{name} {seconds:.2f}" for name, seconds in run["timings"].items() if seconds >= 0.005)
 
 
-# ---- the rooflines (the smollm2 size) ----
+# ---- the rooflines (the sizes with "rooflines") ----
 
 def model_parameters(model_dir):
     """(all parameters, those of the LM head) from the model's safetensors header and config (a tied head counted once)."""
@@ -500,7 +501,7 @@ def drive(options):
                 raise SystemExit(f"our config for {trainer} failed:\n{done.stderr[-4000:]}")
             ours_config = last_json(done.stdout, "config")
             runs = []
-            machine = [ceilings(env, options.threads)] if size == "smollm2" else []
+            machine = [ceilings(env, options.threads)] if plan.get("rooflines") else []
             sides = ["ours", *plan.get("ours_variants", {}), "comlrl"]
             for pair in range(pairs):
                 order = sides if pair % 2 == 0 else sides[::-1]

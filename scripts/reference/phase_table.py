@@ -1,8 +1,9 @@
-"""docs/data/vs-comlrl-smollm2.json from a compare_speed.py results file of the smollm2 size: the table's rows (each
-side's epoch, its phases, peak memory and the rooflines of its phases) with the harness's own JSON kept under "raw".
+"""docs/data/vs-comlrl-<size>.json from compare_speed.py results files of a size with rooflines (smollm2, 0.5b): the
+table's rows (each side's epoch, its phases, peak memory and the rooflines of its phases) with the harness's own JSON
+kept under "raw".
 
-    python3 scripts/reference/smollm2_table.py bench/results/compare-comlrl-<time>.json… [--out docs/data/vs-comlrl-smollm2.json]
-        [--note TEXT]
+    python3 scripts/reference/phase_table.py bench/results/compare-comlrl-<time>.json… [--size smollm2|0.5b]
+        [--out docs/data/vs-comlrl-<size>.json] [--note TEXT]
 
 Our side runs twice per pair: with its defaults ("ours") and with the memory-lean settings of docs/memory.md ("ours-lean":
 the agents in turn on all threads, COMLRL_CPU_LANES=1, and glibc's mmap threshold at 1 MiB). CoMLRL's phases come from compare_speed.py's global hooks: generate() is its generation; the rest of the epoch
@@ -17,6 +18,11 @@ import os
 import statistics
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# What each size trains, for the table's title: the model and the task.
+SUBJECTS = {
+    "smollm2": ("on SmolLM2-135M-Instruct", "the paragraph-summary task"),
+    "0.5b": ("at Qwen2.5-0.5B's shape (a random model)", "the demo's cover-the-vowels task"),
+}
 
 
 def median_run(runs):
@@ -47,7 +53,8 @@ def spread(values, unit=" s", digits=1):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("results", nargs="+")
-    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "data", "vs-comlrl-smollm2.json"))
+    parser.add_argument("--size", default="smollm2", choices=sorted(SUBJECTS))
+    parser.add_argument("--out", help="default: docs/data/vs-comlrl-<size>.json")
     parser.add_argument("--note", default="")
     options = parser.parse_args()
     results = []
@@ -56,7 +63,11 @@ def main():
             results.append(json.load(f))
     # Several runs of the harness (each its own pairs) are read as one: their runs and ceilings pooled.
     raw = results[0]
-    rows = [r for result in results for r in result["rows"] if r["size"] == "smollm2"]
+    rows = [r for result in results for r in result["rows"] if r["size"] == options.size]
+    if not rows:
+        raise SystemExit(f"{', '.join(options.results)}: no rows of size {options.size}")
+    model, task = SUBJECTS[options.size]
+    out_file = options.out or os.path.join(ROOT, "docs", "data", f"vs-comlrl-{options.size}.json")
     row = dict(rows[0], runs=[run for r in rows for run in r["runs"]], ceilings=[c for r in rows for c in r["ceilings"]])
     by_side = {side: [r for r in row["runs"] if r["side"] == side] for side in ("ours", "ours-lean", "comlrl")}
     ours = median_run(by_side["ours"])
@@ -86,15 +97,15 @@ def main():
     g = ours["generation"]
     config = row["config"]
     out = {
-        "title": (f"One MAGRPO epoch on SmolLM2-135M-Instruct against CoMLRL 1.4.3, both sides in one run: two fp32 agents, "
-                  f"the paragraph-summary task, {row['items']} items, {config['numGenerations']} generations of up to "
+        "title": (f"One MAGRPO epoch {model} against CoMLRL 1.4.3, both sides in one run: two fp32 agents, "
+                  f"{task}, {row['items']} items, {config['numGenerations']} generations of up to "
                   f"{config['maxNewTokens']} new tokens, lr {config['agentLearningRate']}, rollout buffer {config['rolloutBufferSize']}"),
         "machine": (f"2-core {raw['cpu']} VM shared with other sessions, {row['threads']} threads per side, the sides run one at a time "
                     f"and alternate; ceilings measured in the same run: fp32 matmul {ceiling['matmulGflops']:.0f} GFLOP/s, "
                     f"read bandwidth {ceiling['readGbps']:.1f} GB/s"),
         "date": raw["date"][:10],
         "times": [r["date"][11:16] + " UTC" for r in results],
-        "command": "python scripts/reference/compare_speed.py --trainers magrpo --sizes smollm2",
+        "command": f"python scripts/reference/compare_speed.py --trainers magrpo --sizes {options.size}",
         "conditions": (f"Medians (min–max) over {len(by_side['ours'])} runs a side, each its own process after a one-item warm-up; "
                        f"the 1-minute load at each run's start is the last column (other sessions' work: read the seconds with it). "
                        f"Rooflines, for our median run's work ({g['calls']} generate() calls, {g['weightPasses']} weight passes, "
@@ -107,11 +118,11 @@ def main():
         "rows": lines,
         "raw": results,
     }
-    with open(options.out, "w") as f:
+    with open(out_file, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")
     print("\n".join(" | ".join(map(str, line)) for line in lines))
-    print(f"wrote {options.out}")
+    print(f"wrote {out_file}")
 
 
 if __name__ == "__main__":
