@@ -447,17 +447,25 @@ def ceilings(env, threads):
 
 def rooflines(run, total, head, ceiling):
     """The generation and update phases of one of our runs against the machine's ceilings, for the work its config
-    asks for (counted by our side): generation streams every weight once per prefill or decode step of a generate()
-    call (fp32: 4 bytes), so its floor is those bytes over the read bandwidth; the update must do 6 FLOPs per matmul
-    weight per token it trains on (forward and backward: the body's weights (all but the embedding, which is only
-    read) on each prompt once and each completion token, the LM head's on the completion tokens), so its floor is
-    those FLOPs over the fp32 matmul rate. Attention's own FLOPs (under 2% at these lengths) are left out."""
+    asks for (counted by our side). Each phase's floor is the roofline's: the longer of its bytes over the read
+    bandwidth and its FLOPs over the fp32 matmul rate. Generation streams every weight once per prefill or decode step
+    of a generate() call (fp32: 4 bytes) and does 2 FLOPs per matmul weight per token it computes (the body's on every
+    prompt and completion token, the LM head's on the completion tokens); with a rollout buffer's rows in one decode
+    step its FLOPs per weight byte come near the machine's ratio of the two ceilings, so either may bound it. The
+    update does 6 FLOPs per matmul weight per token it trains on (forward and backward: the body's weights (all but
+    the embedding, which is only read) on each prompt once and each completion token, the LM head's on the completion
+    tokens). Attention's own FLOPs (under 2% at these lengths) are left out."""
     g = run["generation"]
     body = total - head
-    generation_floor = g["weightPasses"] * total * 4 / (ceiling["readGbps"] * 1e9)
-    update_flops = 6 * (body * (g["promptTokens"] + g["completionTokens"]) + head * g["completionTokens"])
-    update_floor = update_flops / (ceiling["matmulGflops"] * 1e9)
-    return {"generationFloorSeconds": generation_floor, "updateFlops": update_flops, "updateFloorSeconds": update_floor,
+    matmul = ceiling["matmulGflops"] * 1e9
+    generation_read = g["weightPasses"] * total * 4 / (ceiling["readGbps"] * 1e9)
+    token_flops = body * (g["promptTokens"] + g["completionTokens"]) + head * g["completionTokens"]
+    generation_compute = 2 * token_flops / matmul
+    generation_floor = max(generation_read, generation_compute)
+    update_flops = 6 * token_flops
+    update_floor = update_flops / matmul
+    return {"generationReadSeconds": generation_read, "generationComputeSeconds": generation_compute,
+            "generationFloorSeconds": generation_floor, "updateFlops": update_flops, "updateFloorSeconds": update_floor,
             "generationFraction": generation_floor / run["timings"]["train/generation"],
             "updateFraction": update_floor / run["timings"]["train/update"]}
 

@@ -109,11 +109,12 @@ def main():
         "conditions": (f"Medians (min–max) over {len(by_side['ours'])} runs a side, each its own process after a one-item warm-up; "
                        f"the 1-minute load at each run's start is the last column (other sessions' work: read the seconds with it). "
                        f"Rooflines, for our median run's work ({g['calls']} generate() calls, {g['weightPasses']} weight passes, "
-                       f"{g['promptTokens']} prompt and {g['completionTokens']} completion tokens): generation's floor is every fp32 weight "
-                       f"read once per pass at the read bandwidth ({floor['generationFloorSeconds']:.2f} s), the update's is "
+                       f"{g['promptTokens']} prompt and {g['completionTokens']} completion tokens): generation's floor is the longer of every "
+                       f"fp32 weight read once per pass at the read bandwidth ({floor['generationReadSeconds']:.2f} s) and 2 FLOPs per matmul "
+                       f"weight per token at the matmul rate ({floor['generationComputeSeconds']:.2f} s); the update's is "
                        f"6 FLOPs per matmul weight per trained token at the matmul rate ({floor['updateFlops'] / 1e12:.2f} TFLOP, "
                        f"{floor['updateFloorSeconds']:.2f} s); each cell is floor / the side's median phase. {options.note}").strip(),
-        "columns": ["side", "epoch", "epoch, CPU seconds", "generation", "reward", "update", "peak RSS", "generation: of read roofline",
+        "columns": ["side", "epoch", "epoch, CPU seconds", "generation", "reward", "update", "peak RSS", "generation: of its roofline",
                     "update: of matmul ceiling", "load (1 min) per run"],
         "rows": lines,
         "raw": results,
