@@ -12,7 +12,7 @@ per epoch is the task reward (cover-the-vowels), on the same samples on both sid
   the 16 training items (one joint sample each) after every epoch, and once before the first.
 
     /work/venv-trl/bin/python scripts/reference/compare_learning.py [--trainers magrpo,iac,maac,madpo,marlhf]
-        [--seeds 6] [--epochs 15] [--jobs 2] [--accountings exact,comlrl] [--out docs/data/learning-parity.json]
+        [--seeds 6] [--first-seed 1] [--epochs 15] [--jobs 2] [--accountings exact,comlrl] [--out docs/data/learning-parity.json]
         [--size demo|smollm2] [--items 16] [--overrides '{"agentLearningRate": 5e-5}']
 
 `--size smollm2` runs the real SmolLM2-135M-Instruct on the paragraph-summary task with compare_speed.py's smollm2
@@ -178,7 +178,7 @@ def jobs_of(options):
         if trainer not in speed.TRAINERS:
             raise SystemExit(f"--trainers: {trainer} is not one of {', '.join(speed.TRAINERS)}")
         accountings = options.accountings.split(",") if trainer in ACCOUNTED else ["exact"]
-        for seed in range(1, count + 1):
+        for seed in range(options.first_seed, count + 1):
             # Alternate the sides so that neither always runs beside the same load.
             sides = ["ours", "comlrl"] if seed % 2 else ["comlrl", "ours"]
             for side in (s for s in sides if s in options.sides.split(",")):
@@ -259,6 +259,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trainers", default=",".join(speed.TRAINERS))
     parser.add_argument("--seeds", type=int, default=4, help="seeds 1..N per trainer")
+    parser.add_argument("--first-seed", type=int, default=1, help="start at this seed (another driver runs the earlier ones)")
     parser.add_argument("--seeds-by-trainer", default="", help="e.g. magrpo=6,marlhf=3 (overrides --seeds)")
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--jobs", type=int, default=2, help="processes at once")
