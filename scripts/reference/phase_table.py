@@ -1,9 +1,9 @@
-"""docs/data/vs-comlrl-<size>.json from compare_speed.py results files of a size with rooflines (smollm2, 0.5b): the
+"""docs/data/vs-comlrl-smollm2.json (or -0.5b-phases.json) from compare_speed.py results files of a size with rooflines (smollm2, 0.5b): the
 table's rows (each side's epoch, its phases, peak memory and the rooflines of its phases) with the harness's own JSON
 kept under "raw".
 
     python3 scripts/reference/phase_table.py bench/results/compare-comlrl-<time>.json… [--size smollm2|0.5b]
-        [--out docs/data/vs-comlrl-<size>.json] [--note TEXT]
+        [--out FILE] [--note TEXT]
 
 Our side runs twice per pair: with its defaults ("ours") and with the memory-lean settings of docs/memory.md ("ours-lean":
 the agents in turn on all threads, COMLRL_CPU_LANES=1, and glibc's mmap threshold at 1 MiB). CoMLRL's phases come from compare_speed.py's global hooks: generate() is its generation; the rest of the epoch
@@ -18,10 +18,10 @@ import os
 import statistics
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# What each size trains, for the table's title: the model and the task.
+# What each size trains, for the table's title (the model and the task), and the table's file under docs/data/.
 SUBJECTS = {
-    "smollm2": ("on SmolLM2-135M-Instruct", "the paragraph-summary task"),
-    "0.5b": ("at Qwen2.5-0.5B's shape (a random model)", "the demo's cover-the-vowels task"),
+    "smollm2": ("on SmolLM2-135M-Instruct", "the paragraph-summary task", "vs-comlrl-smollm2.json"),
+    "0.5b": ("at Qwen2.5-0.5B's shape (a random model)", "the demo's cover-the-vowels task", "vs-comlrl-0.5b-phases.json"),
 }
 
 
@@ -54,7 +54,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("results", nargs="+")
     parser.add_argument("--size", default="smollm2", choices=sorted(SUBJECTS))
-    parser.add_argument("--out", help="default: docs/data/vs-comlrl-<size>.json")
+    parser.add_argument("--out", help="default: the size's file under docs/data/ (SUBJECTS)")
     parser.add_argument("--note", default="")
     options = parser.parse_args()
     results = []
@@ -66,8 +66,8 @@ def main():
     rows = [r for result in results for r in result["rows"] if r["size"] == options.size]
     if not rows:
         raise SystemExit(f"{', '.join(options.results)}: no rows of size {options.size}")
-    model, task = SUBJECTS[options.size]
-    out_file = options.out or os.path.join(ROOT, "docs", "data", f"vs-comlrl-{options.size}.json")
+    model, task, table_file = SUBJECTS[options.size]
+    out_file = options.out or os.path.join(ROOT, "docs", "data", table_file)
     row = dict(rows[0], runs=[run for r in rows for run in r["runs"]], ceilings=[c for r in rows for c in r["ceilings"]])
     by_side = {side: [r for r in row["runs"] if r["side"] == side] for side in ("ours", "ours-lean", "comlrl")}
     ours = median_run(by_side["ours"])
