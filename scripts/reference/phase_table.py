@@ -1,12 +1,13 @@
-"""docs/data/vs-comlrl-smollm2.json (or -0.5b-phases.json) from compare_speed.py results files of a size with rooflines (smollm2, 0.5b): the
-table's rows (each side's epoch, its phases, peak memory and the rooflines of its phases) with the harness's own JSON
-kept under "raw".
+"""docs/data/vs-comlrl-smollm2.json (or -0.5b-phases.json) from compare_speed.py results files of a size with
+rooflines (smollm2, 0.5b): the table's rows (each side's epoch, its phases, peak memory and the rooflines of its
+phases) with the harness's own JSON kept under "raw".
 
     python3 scripts/reference/phase_table.py bench/results/compare-comlrl-<time>.json… [--size smollm2|0.5b]
         [--out FILE] [--note TEXT]
 
-Our side runs twice per pair: with its defaults ("ours") and with the memory-lean settings of docs/memory.md ("ours-lean":
-the agents in turn on all threads, COMLRL_CPU_LANES=1, and glibc's mmap threshold at 1 MiB). CoMLRL's phases come from compare_speed.py's global hooks: generate() is its generation; the rest of the epoch
+Our side runs twice per pair: with its defaults ("ours") and with the memory-lean settings of docs/memory.md
+("ours-lean": the agents in turn on all threads, COMLRL_CPU_LANES=1, and glibc's mmap threshold at 1 MiB). CoMLRL's
+phases come from compare_speed.py's global hooks: generate() is its generation; the rest of the epoch
 (its loss forwards, backward and optimizer steps, and the reward, a few milliseconds) is its update. Its rooflines are
 read for the same work as ours (the token counts of our median run): the work the config asks for, whatever either
 side spends on it. Standard library only.
