@@ -104,7 +104,7 @@ def comlrl_learn(spec):
     trainer.train()
     seconds = time.perf_counter() - started
     print(json.dumps({"side": "comlrl", "seconds": seconds, "threads": torch.get_num_threads(), "rewards": rewards,
-                      "evaluations": evaluations, "oursOnlyFields": sorted(ours_only)}))
+                      "evaluations": evaluations, "oursOnlyFields": sorted(ours_only), "padToken": tokenizer.pad_token}))
 
 
 # ---- the driver ----

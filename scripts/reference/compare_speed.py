@@ -235,6 +235,21 @@ class StageClock:
         self.generated_rows = 0
 
 
+def use_unused_pad_token(tokenizer, ids):
+    """Makes the tokenizer's pad token one that no prompt holds. CoMLRL 1.4.3's MAGRPO takes a prompt to end at its
+    first pad token (reinforce/magrpo.py, `pad_positions` of the prompt ids) and a completion to end at its first pad
+    token; SmolLM2's pad token is its eos, <|im_end|>, which ends every chat turn of the prompt, so every completion
+    would be cut to nothing (and score 0). Another special token no prompt holds takes its place, as a CoMLRL user
+    must do; comlrl_trainer makes generate() pad with it, so a completion still ends at the eos it samples."""
+    used = {i for agent in ids for prompt in agent for i in prompt}
+    if tokenizer.pad_token_id is None or tokenizer.pad_token_id not in used:
+        return
+    unused = [t for t in tokenizer.all_special_tokens if tokenizer.convert_tokens_to_ids(t) not in used]
+    if not unused:
+        raise SystemExit(f"every special token of the tokenizer occurs in the prompts; CoMLRL needs a pad token they do not hold")
+    tokenizer.pad_token = unused[0]
+
+
 def comlrl_setup(spec):
     """The tokenizer, formatters and items of a CoMLRL run, its prompts checked against ours (text and ids), and our
     config mapped to CoMLRL's (with our fields CoMLRL lacks)."""
@@ -256,6 +271,7 @@ def comlrl_setup(spec):
     ids = [[tokenizer(p)["input_ids"] for p in agent] for agent in prompts]
     if ids != spec["ours"]["promptIds"]:
         raise SystemExit("the prompts' token ids differ from ours")
+    use_unused_pad_token(tokenizer, ids)
     args, ours_only = comlrl_config(spec["trainer"], spec["ours"]["config"])
     return tokenizer, formats, items, args, ours_only
 
@@ -278,6 +294,8 @@ def comlrl_trainer(spec, tokenizer, formats, args, data, reward_func=None, **ext
     else:
         made = {"magrpo": MAGRPOTrainer, "madpo": MADPOTrainer, "marlhf": MARLHFTrainer}[trainer](num_agents=2, **common)
     made.verbose = False  # no tqdm bar: ours runs quiet; neither side logs to W&B
+    for agent in getattr(made, "agents", []):
+        agent.generation_config.pad_token_id = tokenizer.pad_token_id  # see use_unused_pad_token
     return made
 
 
@@ -304,7 +322,7 @@ def comlrl_run(spec):
         "side": "comlrl", "trainer": spec["trainer"], "items": spec["items"], "threads": torch.get_num_threads(),
         "seconds": seconds, "cpuSeconds": cpu_seconds, "envSteps": getattr(trainer, "env_step", None),
         "optimizerSteps": sorted(clock.steps.values()), "generatedRows": clock.generated_rows, "timings": clock.seconds,
-        "oursOnlyFields": sorted(ours_only),
+        "oursOnlyFields": sorted(ours_only), "padToken": tokenizer.pad_token,
     }))
 
 
