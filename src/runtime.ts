@@ -36,10 +36,11 @@ export function setNumThreads(n: number): void {
 }
 
 /**
- * CPU agent-lane jobs running now, and the most that ran at once since the last call: whether agents on lanes of
- * their own really overlap.
+ * CPU agent lanes with jobs in flight (queued or running) now, and the most at once since the last call: whether a
+ * trainer issues its agents' work side by side. Counted from when a job is queued, so a loaded machine's scheduling
+ * cannot hide an overlap the trainer made.
  */
-export function agentLaneJobs(): { running: number; peak: number } {
+export function agentLaneJobs(): { busy: number; peak: number } {
   return addon().agentLaneJobs();
 }
 

@@ -90,22 +90,15 @@ void FinishJob(Napi::Env env, Napi::Function, std::nullptr_t*, Job* job) {
 
 constexpr const char* kAgentLanePrefix = "cpu#";
 
-std::atomic<int> running_agent_jobs{0};
-std::atomic<int> peak_agent_jobs{0};
+std::atomic<int> busy_agent_lanes{0};
+std::atomic<int> peak_busy_agent_lanes{0};
 
-// Counts an agent-lane job for as long as it runs.
-class RunningAgentJob {
- public:
-  RunningAgentJob() {
-    const int now = ++running_agent_jobs;
-    int peak = peak_agent_jobs.load();
-    while (now > peak && !peak_agent_jobs.compare_exchange_weak(peak, now)) {
-    }
+void AgentLaneBecameBusy() {
+  const int now = ++busy_agent_lanes;
+  int peak = peak_busy_agent_lanes.load();
+  while (now > peak && !peak_busy_agent_lanes.compare_exchange_weak(peak, now)) {
   }
-  ~RunningAgentJob() { --running_agent_jobs; }
-  RunningAgentJob(const RunningAgentJob&) = delete;
-  RunningAgentJob& operator=(const RunningAgentJob&) = delete;
-};
+}
 
 // OpenBLAS's OpenMP build keeps one process-wide thread count, which each call sets to its caller's OpenMP count,
 // freeing per-thread buffers when the count drops. After a device-lane call with more threads, two agent lanes
@@ -130,6 +123,7 @@ class Lane {
   }
 
   void Push(Job* job) {
+    if (agent_lane_ && in_flight_++ == 0) AgentLaneBecameBusy();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       jobs_.push_back(job);
@@ -185,8 +179,6 @@ class Lane {
           stream_bound = true;
         }
 #endif
-        std::optional<RunningAgentJob> counted;
-        if (agent_lane_) counted.emplace();
         job->resolver = job->work();
 #if COMLRL_WITH_CUDA
         if (stream) stream->synchronize();
@@ -197,6 +189,7 @@ class Lane {
         job->error = "unknown native error";
       }
       job->work = nullptr;  // release captured state here, not on the main thread
+      if (agent_lane_ && --in_flight_ == 0) --busy_agent_lanes;
       wakeup->BlockingCall(job);
     }
   }
@@ -218,6 +211,7 @@ class Lane {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Job*> jobs_;
+  std::atomic<int> in_flight_{0};  // pushed and not yet finished
   int applied_generation = -1;
 };
 
@@ -235,8 +229,8 @@ Lane& LaneNamed(const std::string& name) {
 std::string AgentLaneName(int k) { return kAgentLanePrefix + std::to_string(k); }
 
 AgentLaneJobs TakeAgentLaneJobCounts() {
-  const int running = running_agent_jobs.load();
-  return {running, peak_agent_jobs.exchange(running)};
+  const int busy = busy_agent_lanes.load();
+  return {busy, peak_busy_agent_lanes.exchange(busy)};
 }
 
 void SetNumThreads(int n) {

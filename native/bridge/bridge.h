@@ -41,10 +41,12 @@ Napi::Promise RunAsync(Napi::Env env, const std::string& lane, std::function<Res
 // small model's size libtorch's per-op overhead dominates, which intra-op threads do not shorten).
 std::string AgentLaneName(int k);
 
-// Agent-lane jobs running now, and the most that ran at once since the last call (which starts the next count from
-// those running now): how a test tells lanes that overlap from lanes that take turns.
+// Agent lanes with jobs in flight (queued or running) now, and the most at once since the last call (which starts the
+// next count from those busy now): how a test tells agents issued side by side from agents issued in turn. Counted from
+// the push, not from when a lane's thread starts the job, so that a loaded machine's scheduling cannot hide an overlap
+// the trainer made.
 struct AgentLaneJobs {
-  int running;
+  int busy;
   int peak;
 };
 AgentLaneJobs TakeAgentLaneJobCounts();

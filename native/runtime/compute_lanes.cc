@@ -45,12 +45,12 @@ Napi::Value ComputeLane(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value { return Napi::String::New(info.Env(), LanedModule(info, "computeLane(module)")->lane); });
 }
 
-// agentLaneJobs() -> { running, peak }: agent-lane jobs running now and the most at once since the last call.
+// agentLaneJobs() -> { busy, peak }: agent lanes with jobs in flight now and the most at once since the last call.
 Napi::Value AgentLaneJobsValue(const Napi::CallbackInfo& info) {
   return Guard(info, [&]() -> Napi::Value {
     const AgentLaneJobs counts = TakeAgentLaneJobCounts();
     Napi::Object out = Napi::Object::New(info.Env());
-    out.Set("running", counts.running);
+    out.Set("busy", counts.busy);
     out.Set("peak", counts.peak);
     return out;
   });

@@ -182,8 +182,8 @@ export interface NativeAddon extends NativeLosses, NativeHeldScores, NativeReado
   setComputeLane(module: NativeModel | NativeValueHead, lane: number | null): void;
   /** Where a module's calls run: "cpu", "cuda:N" or an agent lane "cpu#k". */
   computeLane(module: NativeModel | NativeValueHead): string;
-  /** Agent-lane jobs running now, and the most that ran at once since the last call. */
-  agentLaneJobs(): { running: number; peak: number };
+  /** Agent lanes with jobs in flight (queued or running) now, and the most at once since the last call. */
+  agentLaneJobs(): { busy: number; peak: number };
   matmul(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[]): MatmulResult;
   matmulAsync(a: Float32Array, aShape: number[], b: Float32Array, bShape: number[], repeat?: number): Promise<MatmulResult>;
   measureMatmul(options: { n: number; dtype: string; device: string; iterations?: number }): Promise<{ seconds: number; gflops: number }>;

@@ -93,7 +93,7 @@ describe("CPU agent lanes", () => {
       expect(inTurn.placed.every((lane) => lane === "cpu")).toBe(true);
       expect(laned.concurrent).toBe(placed[0] !== "cpu");
       expect(laned.placed).toEqual(placed);
-      // Lanes that took turns (one job at a time) would train alike too: the jobs must have overlapped.
+      // Agents issued in turn (one lane busy at a time) would train alike too: both lanes must have had work at once.
       expect(inTurn.laneJobsAtOnce).toBe(0);
       expect(laned.laneJobsAtOnce).toBe(placed[0] !== "cpu" ? 2 : 0);
       expect(laned.records.filter((r) => r.kind === "update").length).toBeGreaterThan(0);
