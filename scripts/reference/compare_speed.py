@@ -469,7 +469,7 @@ def rooflines(run, total, head, ceiling):
     bandwidth and its FLOPs over the fp32 matmul rate. Generation streams every weight once per prefill or decode step
     of a generate() call (fp32: 4 bytes) and does 2 FLOPs per matmul weight per token it computes (the body's on every
     prompt and completion token, the LM head's on the completion tokens); with a rollout buffer's rows in one decode
-    step its FLOPs per weight byte come near the machine's ratio of the two ceilings, so either may bound it. The
+    step its FLOPs per weight byte come near some hosts' ratio of the two ceilings, where either may bound it. The
     update does 6 FLOPs per matmul weight per token it trains on (forward and backward: the body's weights (all but
     the embedding, which is only read) on each prompt once and each completion token, the LM head's on the completion
     tokens). Attention's own FLOPs (under 2% at these lengths) are left out."""
