@@ -101,7 +101,7 @@ def main():
         "title": (f"One MAGRPO epoch {model} against CoMLRL 1.4.3, both sides in one run: two fp32 agents, "
                   f"{task}, {row['items']} items, {config['numGenerations']} generations of up to "
                   f"{config['maxNewTokens']} new tokens, lr {config['agentLearningRate']}, rollout buffer {config['rolloutBufferSize']}"),
-        "machine": (f"2-core {raw['cpu']} VM shared with other sessions, {row['threads']} threads per side, the sides run one at a time "
+        "machine": (f"2-core {raw['cpu']} VM, {row['threads']} threads per side, the sides run one at a time "
                     f"and alternate; ceilings measured in the same run: fp32 matmul {ceiling['matmulGflops']:.0f} GFLOP/s, "
                     f"read bandwidth {ceiling['readGbps']:.1f} GB/s"),
         "date": raw["date"][:10],
