@@ -246,7 +246,7 @@ def use_unused_pad_token(tokenizer, ids):
         return
     unused = [t for t in tokenizer.all_special_tokens if tokenizer.convert_tokens_to_ids(t) not in used]
     if not unused:
-        raise SystemExit(f"every special token of the tokenizer occurs in the prompts; CoMLRL needs a pad token they do not hold")
+        raise SystemExit("every special token of the tokenizer occurs in the prompts; CoMLRL needs a pad token they do not hold")
     tokenizer.pad_token = unused[0]
 
 
