@@ -3,10 +3,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "../bridge/bridge.h"
 #include "../bridge/parameter_access.h"
+#include "../runtime/huge_pages.h"
 #include "../runtime/transfer.h"
 #include "batch_input.h"
 #include "decoder_config.h"
@@ -46,6 +48,7 @@ std::shared_ptr<ModelState> NewState(const DecoderConfig& config, const Placemen
     ParameterPlacement allocation(torch::TensorOptions().device(placement.device).dtype(placement.dtype));
     module = CausalLM(config);
   }
+  if (placement.device.is_cpu()) PlaceParametersOnHugePages(*module);
   return std::make_shared<ModelState>(module, placement.device, placement.dtype, MakeGenerator(placement.device, placement.seed),
                                       MakeGenerator(placement.device, placement.seed));
 }
@@ -403,6 +406,9 @@ Napi::Value NativeModel::Info(const Napi::CallbackInfo& info) {
     out.Set("parameterCount", stats.count);
     out.Set("parameterBytes", stats.bytes);
     out.Set("gradientBytes", stats.gradient_bytes);
+    std::set<const void*> blocks;
+    for (const torch::Tensor& parameter : state->module->parameters()) blocks.insert(parameter.storage().data());
+    out.Set("parameterBlocks", static_cast<double>(blocks.size()));
     out.Set("device", state->device.str());
     out.Set("dtype", DtypeName(state->dtype));
     const DecoderConfig& config = state->module->config();

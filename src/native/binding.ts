@@ -275,6 +275,11 @@ export interface NativeModelInfo {
   parameterBytes: number;
   /** Bytes the model's gradient buffers take. */
   gradientBytes: number;
+  /**
+   * How many blocks of memory hold the parameters: 1 for a model loaded or created on the CPU (one block the kernel
+   * may back with 2 MiB pages, so decoding's weight stream takes few TLB misses); one per parameter elsewhere.
+   */
+  parameterBlocks: number;
   /** The device the model lives on ("cpu", "cuda:0"). */
   device: string;
   /** The parameters' in-memory dtype. */
