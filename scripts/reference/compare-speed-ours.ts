@@ -148,9 +148,12 @@ async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, s
   try {
     const clock = performance.now();
     const cpu = process.cpuUsage();
+    const faults = process.resourceUsage().minorPageFault;
     await trainer.train();
     const seconds = (performance.now() - clock) / 1000;
     const cpuSeconds = cpuSecondsSince(cpu);
+    // Pages first touched during the epoch: memory the allocators handed back to the system and took again.
+    const minorPageFaults = process.resourceUsage().minorPageFault - faults;
     // "stage/phase" seconds (stage/seconds: the stage in all), as the bench reports them.
     const timings = Object.fromEntries(
       Object.entries(trainer.timings.stages).flatMap(([stage, time]) => Object.entries(time).map(([phase, value]) => [`${stage}/${phase}`, value])),
@@ -159,7 +162,7 @@ async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, s
     const memory = Object.fromEntries(
       Object.keys(trainer.timings.stages).flatMap((stage) => Object.entries(trainer.timings.memory?.of(stage) ?? {}).map(([phase, m]) => [`${stage}/${phase}`, m.peakRssBytes / 2 ** 20])),
     );
-    return { seconds, cpuSeconds, envSteps: trainer.progress.envStep, updates: trainer.progress.update, timings, memoryMiB: memory, generation: generation.counts };
+    return { seconds, cpuSeconds, minorPageFaults, envSteps: trainer.progress.envStep, updates: trainer.progress.update, timings, memoryMiB: memory, generation: generation.counts };
   } finally {
     generation.stop();
     await trainer.close();
