@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <unordered_set>
 
 namespace comlrl {
@@ -21,6 +22,8 @@ void FreeBlock(void* data) { std::free(data); }
 }  // namespace
 
 void PlaceParametersOnHugePages(torch::nn::Module& module) {
+  const char* setting = std::getenv("COMLRL_HUGE_PAGES");
+  if (setting != nullptr && std::string(setting) == "0") return;
   std::vector<torch::Tensor> parameters;
   std::unordered_set<const c10::TensorImpl*> seen;  // a tied weight is one tensor under two names
   size_t bytes = 0;

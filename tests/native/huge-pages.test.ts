@@ -1,7 +1,9 @@
 // A CPU model's parameters sit in one block of memory advised for transparent huge pages (native/runtime/huge_pages.h):
 // decoding streams every weight each step, and on 2 MiB pages it takes a few hundred TLB misses where 4 KiB pages
 // took over a hundred thousand.
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { tinyLM } from "./tiny-lm.js";
 
@@ -55,5 +57,22 @@ describe("parameters in one block", () => {
     } finally {
       model.dispose();
     }
+  });
+
+  it("COMLRL_HUGE_PAGES=0 leaves every parameter in a block of its own", () => {
+    // The addon reads the setting when it places a model: a process of its own, started with it.
+    const script = `import { tinyLM } from ${JSON.stringify(path.join(import.meta.dirname, "tiny-lm.ts"))};
+      const model = tinyLM(1, { numLayers: 2 });
+      console.log(JSON.stringify({ blocks: model.info().parameterBlocks, names: model.native.parameterNames().length }));
+      model.dispose();`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      env: { ...process.env, COMLRL_HUGE_PAGES: "0", COMLRL_NUM_THREADS: "1" },
+      timeout: 120_000,
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const { blocks, names } = JSON.parse(run.stdout.trim().split("\n").pop()!) as { blocks: number; names: number };
+    expect(names).toBeGreaterThan(1);
+    expect(blocks).toBe(names);
   });
 });
