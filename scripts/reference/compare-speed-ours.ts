@@ -152,7 +152,8 @@ async function epoch(model: string, tokenizer: ComlrlTokenizer, items: number, s
     await trainer.train();
     const seconds = (performance.now() - clock) / 1000;
     const cpuSeconds = cpuSecondsSince(cpu);
-    // Pages first touched during the epoch: memory the allocators handed back to the system and took again.
+    // Pages touched for the first time during the epoch: a fresh trainer's optimizer moments and first activations,
+    // and memory the allocators handed back to the system and took again.
     const minorPageFaults = process.resourceUsage().minorPageFault - faults;
     // "stage/phase" seconds (stage/seconds: the stage in all), as the bench reports them.
     const timings = Object.fromEntries(
